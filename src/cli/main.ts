@@ -1,0 +1,64 @@
+import { CommanderError } from "commander";
+import { CliError, EXIT } from "./errors.js";
+import { createProgram } from "./program.js";
+
+/**
+ * The one entry point: parses argv, runs the command, and turns every error
+ * into one line on standard error and an exit status. Never a stack trace for
+ * a user's mistake.
+ */
+export async function main(argv: readonly string[]): Promise<number> {
+  let exitCode: number = EXIT.ok;
+  const program = createProgram((code) => (exitCode = code));
+  applyErrorHandling(program);
+  try {
+    await program.parseAsync(normalizeArgv(argv), { from: "user" });
+    return exitCode;
+  } catch (error) {
+    return reportError(error);
+  }
+}
+
+const STATS_FORMATS = new Set(["text", "json"]);
+
+/**
+ * `--stats` takes an optional format; without this, `tbucket --stats big.iso`
+ * would read the file name as the format. A bare `--stats` means text.
+ */
+export function normalizeArgv(argv: readonly string[]): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    if (arg === "--") {
+      out.push(...argv.slice(i));
+      break;
+    }
+    if (arg === "--stats" && !STATS_FORMATS.has(argv[i + 1] ?? "")) out.push("--stats=text");
+    else out.push(arg);
+  }
+  return out;
+}
+
+function applyErrorHandling(command: ReturnType<typeof createProgram>): void {
+  command.exitOverride();
+  command.configureOutput({ outputError: () => {} });
+  for (const sub of command.commands) applyErrorHandling(sub);
+}
+
+export function reportError(error: unknown): number {
+  if (error instanceof CommanderError) {
+    // --help and --version end through here too, with their output already written.
+    if (error.exitCode === 0) return EXIT.ok;
+    const message = error.message.replace(/^error: /, "").replace(/\n\(Did you mean (.+)\?\)/, "; did you mean $1?");
+    process.stderr.write(`tbucket: ${message}${message.includes("did you mean") ? "" : "; see 'tbucket --help'"}\n`);
+    return EXIT.usage;
+  }
+  if (error instanceof CliError) {
+    process.stderr.write(`tbucket: ${error.message}\n`);
+    return error.exitCode;
+  }
+  const text = error instanceof Error ? error.message : String(error);
+  process.stderr.write(`tbucket: ${text}\n`);
+  if (process.env.TBUCKET_DEBUG && error instanceof Error) process.stderr.write(`${error.stack}\n`);
+  return EXIT.failure;
+}

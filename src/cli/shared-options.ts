@@ -1,0 +1,35 @@
+import type { Command } from "commander";
+import { UsageError } from "./errors.js";
+
+/** How a command reaches a shared bucket: DESIGN section 6. */
+export interface SharedBucketOptions {
+  /** The bucket's name; absent for a private bucket. */
+  key?: string;
+  /** The store URL; absent means TBUCKET_STORE or the default SQLite file. */
+  store?: string;
+  /** What to do when the store cannot be reached. */
+  onStoreError: "fail" | "local";
+}
+
+/** Declares --key, --store and --on-store-error, the same on every command that takes tokens. */
+export function addSharedBucketOptions(command: Command): Command {
+  return command
+    .option("--key <name>", "share the bucket named <name> with every tbucket process on the same store")
+    .option("--store <url>", "where shared buckets live: sqlite:, sqlite:<path>, redis://host:port[/db] (default: $TBUCKET_STORE or sqlite:)")
+    .option("--on-store-error <mode>", "when the store cannot be reached: fail (exit 1) or local (warn, go on with a private bucket)", "fail");
+}
+
+/** Checks the shared-bucket options that commander leaves as text. */
+export function parseSharedBucketOptions(options: { key?: string; store?: string; onStoreError?: string }): SharedBucketOptions {
+  const onStoreError = options.onStoreError ?? "fail";
+  if (onStoreError !== "fail" && onStoreError !== "local") {
+    throw new UsageError(`--on-store-error: "${onStoreError}" is not a mode; try "fail" or "local"`);
+  }
+  if (options.key !== undefined && !/^[\w.:@/-]{1,200}$/.test(options.key)) {
+    throw new UsageError(`--key: "${options.key}" is not a key name; use letters, digits and . _ - : @ / (at most 200), e.g. "backups"`);
+  }
+  if (options.store !== undefined && options.key === undefined) {
+    throw new UsageError(`--store: needs --key; try "--key backups --store ${options.store}"`);
+  }
+  return { key: options.key, store: options.store, onStoreError };
+}

@@ -1,0 +1,244 @@
+import { type Clock, systemClock } from "./clock.js";
+
+/** Waits below one nanosecond count as no wait, as in golang.org/x/time/rate. */
+const NS_PER_MS = 1e6;
+
+export interface TokenBucketOptions {
+  /** Tokens added per second; `Infinity` admits everything. */
+  rate: number;
+  /** Capacity: the most tokens the bucket holds, and the largest single request. */
+  burst: number;
+  /** Tokens at the start; the bucket starts full by default. */
+  tokens?: number;
+  /** The clock used by the methods without an explicit time. */
+  clock?: Clock;
+}
+
+/**
+ * The answer to a reservation. When `ok` is false nothing was taken and
+ * `waitMs` is Infinity: the request can never be met (more than the burst)
+ * or would wait longer than the caller's limit.
+ */
+export interface Reservation {
+  readonly ok: boolean;
+  /** Tokens taken. */
+  readonly tokens: number;
+  /** When the caller may act, on the bucket's clock. */
+  readonly timeToActMs: number;
+  /** How long after the reservation the caller may act. */
+  readonly waitMs: number;
+  /** The rate when the reservation was made: cancelling gives back tokens at this rate. */
+  readonly rate: number;
+}
+
+/** Thrown (or rejected) by `wait` when a request can never be granted. */
+export class ExceedsBurstError extends RangeError {
+  readonly code = "EXCEEDS_BURST";
+  constructor(n: number, burst: number) {
+    super(`Requested ${n} tokens, more than the burst of ${burst}: this can never be granted`);
+    this.name = "ExceedsBurstError";
+  }
+}
+
+/**
+ * TokenBucket is a token bucket with the semantics of golang.org/x/time/rate.
+ *
+ * The bucket holds up to `burst` tokens and gains `rate` tokens a second. It
+ * starts full. Refill is lazy: the level is worked out from the elapsed time
+ * whenever it is asked for, so an idle bucket costs nothing. Tokens are
+ * fractional; time that runs backwards is clamped, never credited.
+ *
+ * Three ways to consume:
+ * - `allow(n)` takes n tokens if they are there, and otherwise changes nothing
+ *   and says no. Use it to drop or refuse work.
+ * - `reserve(n)` always takes n tokens (unless n > burst), letting the level go
+ *   negative, and says how long to wait before acting. Reservations are served
+ *   first come, first served; `cancel` gives a reservation's tokens back. With
+ *   a wait limit it refuses, changing nothing, when the wait would be longer.
+ * - `wait(n, signal)` reserves and sleeps; aborting the signal cancels.
+ *
+ * Every method has an `...At(nowMs)` twin that takes the time explicitly; the
+ * short forms read the injected clock.
+ */
+export class TokenBucket {
+  #rate: number;
+  #burst: number;
+  #tokens: number;
+  /** When #tokens was last brought up to date. */
+  #lastMs: number;
+  /** The latest time to act of any reservation: cancelling the last one may rewind it. */
+  #lastEventMs: number;
+  readonly clock: Clock;
+
+  constructor(options: TokenBucketOptions) {
+    this.clock = options.clock ?? systemClock;
+    this.#rate = checkRate(options.rate);
+    this.#burst = checkBurst(options.burst);
+    const start = options.tokens ?? this.#burst;
+    if (!Number.isFinite(start) || start > this.#burst) {
+      throw new RangeError(`Expected \`tokens\` to be a finite number at most the burst, got \`${start}\``);
+    }
+    this.#tokens = start;
+    this.#lastMs = this.clock.now();
+    this.#lastEventMs = this.#lastMs;
+  }
+
+  get rate(): number {
+    return this.#rate;
+  }
+
+  get burst(): number {
+    return this.#burst;
+  }
+
+  /** The level at `nowMs`, without changing anything. */
+  tokensAt(nowMs: number): number {
+    return this.#advance(nowMs).tokens;
+  }
+
+  tokens(): number {
+    return this.tokensAt(this.clock.now());
+  }
+
+  /** Takes `n` tokens at `nowMs` if the bucket holds them; otherwise changes nothing. */
+  allowAt(nowMs: number, n = 1): boolean {
+    return this.reserveAt(nowMs, n, 0).ok;
+  }
+
+  allow(n = 1): boolean {
+    return this.allowAt(this.clock.now(), n);
+  }
+
+  /**
+   * Takes `n` tokens at `nowMs`, going into debt if need be, and says when the
+   * caller may act. Refuses, changing nothing, if `n` exceeds the burst or the
+   * wait would exceed `maxWaitMs`.
+   */
+  reserveAt(nowMs: number, n = 1, maxWaitMs = Infinity): Reservation {
+    checkCount(n);
+    if (this.#rate === Infinity) {
+      return { ok: true, tokens: n, timeToActMs: nowMs, waitMs: 0, rate: Infinity };
+    }
+    const { nowMs: t, tokens: level } = this.#advance(nowMs);
+    const tokens = level - n;
+    const waitMs = tokens < 0 ? durationMsFromTokens(-tokens, this.#rate) : 0;
+    if (n > this.#burst || waitMs > maxWaitMs) {
+      return { ok: false, tokens: 0, timeToActMs: Infinity, waitMs: Infinity, rate: this.#rate };
+    }
+    this.#lastMs = t;
+    this.#tokens = tokens;
+    this.#lastEventMs = t + waitMs;
+    return { ok: true, tokens: n, timeToActMs: t + waitMs, waitMs, rate: this.#rate };
+  }
+
+  reserve(n = 1, maxWaitMs = Infinity): Reservation {
+    return this.reserveAt(this.clock.now(), n, maxWaitMs);
+  }
+
+  /**
+   * Gives back what a reservation took, as far as later reservations allow:
+   * tokens already spoken for by reservations made after it stay taken.
+   * Cancelling after the time to act does nothing.
+   */
+  cancelAt(nowMs: number, reservation: Reservation): void {
+    if (!reservation.ok || reservation.tokens === 0 || this.#rate === Infinity) return;
+    if (reservation.timeToActMs < nowMs) return;
+    const laterTokens = tokensFromDurationMs(this.#lastEventMs - reservation.timeToActMs, reservation.rate);
+    const restore = reservation.tokens - laterTokens;
+    if (restore <= 0) return;
+    const { nowMs: t, tokens } = this.#advance(nowMs);
+    this.#lastMs = t;
+    this.#tokens = Math.min(tokens + restore, this.#burst);
+    if (reservation.timeToActMs === this.#lastEventMs) {
+      const previousEventMs = reservation.timeToActMs - durationMsFromTokens(reservation.tokens, reservation.rate);
+      if (previousEventMs >= t) this.#lastEventMs = previousEventMs;
+    }
+  }
+
+  cancel(reservation: Reservation): void {
+    this.cancelAt(this.clock.now(), reservation);
+  }
+
+  /**
+   * Waits until `n` tokens may be used, on the injected clock. Rejects with
+   * ExceedsBurstError when n exceeds the burst; aborting cancels the reservation.
+   */
+  async wait(n = 1, signal?: AbortSignal): Promise<void> {
+    signal?.throwIfAborted();
+    const reservation = this.reserve(n);
+    if (!reservation.ok) throw new ExceedsBurstError(n, this.#burst);
+    if (reservation.waitMs <= 0) return;
+    try {
+      await this.clock.sleep(reservation.waitMs, signal);
+    } catch (error) {
+      this.cancel(reservation);
+      throw error;
+    }
+  }
+
+  /** Changes the rate from `nowMs` on; tokens gained so far are kept. */
+  setRateAt(nowMs: number, rate: number): void {
+    checkRate(rate);
+    const { nowMs: t, tokens } = this.#advance(nowMs);
+    this.#lastMs = t;
+    this.#tokens = tokens;
+    this.#rate = rate;
+  }
+
+  setRate(rate: number): void {
+    this.setRateAt(this.clock.now(), rate);
+  }
+
+  /** Changes the burst from `nowMs` on; a lower burst caps the level at once. */
+  setBurstAt(nowMs: number, burst: number): void {
+    checkBurst(burst);
+    const { nowMs: t, tokens } = this.#advance(nowMs);
+    this.#lastMs = t;
+    this.#burst = burst;
+    this.#tokens = Math.min(tokens, burst);
+  }
+
+  setBurst(burst: number): void {
+    this.setBurstAt(this.clock.now(), burst);
+  }
+
+  /** The level brought up to `nowMs`; a time before the last update counts as the last update. */
+  #advance(nowMs: number): { nowMs: number; tokens: number } {
+    const t = Math.max(nowMs, this.#lastMs);
+    if (this.#rate === Infinity) return { nowMs: t, tokens: this.#burst };
+    const tokens = this.#tokens + tokensFromDurationMs(t - this.#lastMs, this.#rate);
+    return { nowMs: t, tokens: Math.min(tokens, this.#burst) };
+  }
+}
+
+/** Whole nanoseconds, truncated, as x/time/rate's durationFromTokens: under 1 ns is no wait. */
+export function durationMsFromTokens(tokens: number, rate: number): number {
+  if (rate <= 0) return Infinity;
+  const ns = Math.trunc((tokens / rate) * 1e9);
+  return ns / NS_PER_MS;
+}
+
+export function tokensFromDurationMs(ms: number, rate: number): number {
+  if (ms <= 0) return 0;
+  return (ms / 1000) * rate;
+}
+
+function checkRate(rate: number): number {
+  if (typeof rate !== "number" || Number.isNaN(rate) || rate <= 0) {
+    throw new RangeError(`Expected \`rate\` to be a positive number or Infinity, got \`${rate}\` (${typeof rate})`);
+  }
+  return rate;
+}
+
+function checkBurst(burst: number): number {
+  if (typeof burst !== "number" || !Number.isFinite(burst) || burst <= 0) {
+    throw new RangeError(`Expected \`burst\` to be a positive finite number, got \`${burst}\` (${typeof burst})`);
+  }
+  return burst;
+}
+
+function checkCount(n: number): void {
+  if (typeof n !== "number" || !Number.isFinite(n) || n < 0) {
+    throw new RangeError(`Expected \`n\` to be a non-negative finite number, got \`${n}\` (${typeof n})`);
+  }
+}

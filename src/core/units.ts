@@ -1,0 +1,255 @@
+/**
+ * The one grammar for rates, sizes and durations. Values are parsed once, at
+ * the edge, into plain numbers whose unit is in their name: bytes per second,
+ * tokens per second, milliseconds, bytes, counts.
+ */
+
+/** Thrown for text that is not a valid value; the message quotes it and shows a valid example. */
+export class UnitError extends RangeError {
+  readonly code = "EUNIT";
+  constructor(message: string) {
+    super(message);
+    this.name = "UnitError";
+  }
+}
+
+const NUMBER = String.raw`(\d+(?:\.\d+)?|\.\d+)(?:e([+-]?\d+))?`;
+const MAX_VALUE = 2 ** 53;
+
+/** Byte units are binary whatever their case, as in pv and curl. */
+const BYTE_UNITS: Record<string, number> = {
+  "": 1, b: 1,
+  k: 1024, kb: 1024, kib: 1024,
+  m: 1024 ** 2, mb: 1024 ** 2, mib: 1024 ** 2,
+  g: 1024 ** 3, gb: 1024 ** 3, gib: 1024 ** 3,
+  t: 1024 ** 4, tb: 1024 ** 4, tib: 1024 ** 4,
+};
+
+/** Bit units are decimal, as in tc and networking; the factor is in bytes. */
+const BIT_UNITS: Record<string, number> = {
+  bit: 1 / 8, kbit: 1e3 / 8, mbit: 1e6 / 8, gbit: 1e9 / 8, tbit: 1e12 / 8,
+  bps: 1 / 8, kbps: 1e3 / 8, mbps: 1e6 / 8, gbps: 1e9 / 8, tbps: 1e12 / 8,
+};
+
+const DURATION_UNITS_MS: Record<string, number> = {
+  ms: 1,
+  "": 1000, s: 1000, sec: 1000, secs: 1000, second: 1000, seconds: 1000,
+  m: 60_000, min: 60_000, mins: 60_000, minute: 60_000, minutes: 60_000,
+  h: 3_600_000, hr: 3_600_000, hour: 3_600_000, hours: 3_600_000,
+  d: 86_400_000, day: 86_400_000, days: 86_400_000,
+};
+
+const RATE_EXAMPLE = `try "1mb" or "5/s"`;
+const BYTE_RATE_EXAMPLE = `try "1mb", "512k/s" or "10mbit"`;
+const COUNT_RATE_EXAMPLE = `try "5", "300/m" or "1/10s"`;
+const DURATION_EXAMPLE = `try "250ms", "2s" or "1.5m"`;
+const BYTE_SIZE_EXAMPLE = `try "8k", "4mb" or "1000"`;
+const COUNT_EXAMPLE = `try "1" or "10"`;
+
+function isUnlimited(text: string): boolean {
+  return /^(inf|infinity|unlimited)$/i.test(text.trim());
+}
+
+interface Split {
+  value: number;
+  unit: string;
+  period: string | undefined;
+}
+
+/** Splits "1.5MiB/s" into 1.5, "mib" and "s"; undefined when the shape is wrong. */
+function split(text: string): Split | undefined {
+  const match = new RegExp(`^${NUMBER}\\s*([a-z]*)(?:\\s*/\\s*(.+))?$`, "i").exec(text.trim());
+  if (!match) return undefined;
+  const [, digits, exponent, unit, period] = match;
+  const value = Number(exponent === undefined ? digits : `${digits}e${exponent}`);
+  return { value, unit: unit!.toLowerCase(), period: period?.trim() };
+}
+
+function checkMagnitude(value: number, text: string, what: string, example: string): number {
+  if (!Number.isFinite(value) || value <= 0) {
+    throw new UnitError(`"${text}" is not ${what}: it must be more than zero; ${example}`);
+  }
+  if (value > MAX_VALUE) {
+    throw new UnitError(`"${text}" is not ${what}: it is too large (at most 2^53); ${example}`);
+  }
+  return value;
+}
+
+/** A period after the slash: a unit alone ("s", "min") or a duration ("10s", "1.5m"). */
+function parsePeriodMs(period: string): number | undefined {
+  const unitOnly = DURATION_UNITS_MS[period.toLowerCase()];
+  if (unitOnly !== undefined && period !== "") return unitOnly;
+  const parts = split(period);
+  if (!parts || parts.period !== undefined) return undefined;
+  const factor = DURATION_UNITS_MS[parts.unit];
+  if (factor === undefined || parts.value <= 0) return undefined;
+  return parts.value * factor;
+}
+
+/**
+ * A byte rate in bytes per second: `1mb`, `512k`, `1.5MiB/s`, `10mbit`,
+ * `250kbps`, `100`, `6gb/h`; `inf` for no limit.
+ */
+export function parseByteRate(text: string): number {
+  if (isUnlimited(text)) return Infinity;
+  const parts = split(text);
+  const bad = () => new UnitError(`"${text}" is not a byte rate; ${BYTE_RATE_EXAMPLE}`);
+  if (!parts) throw bad();
+  const byteFactor = BYTE_UNITS[parts.unit];
+  const bitFactor = BIT_UNITS[parts.unit];
+  const factor = byteFactor ?? bitFactor;
+  if (factor === undefined) throw bad();
+  let periodMs = 1000;
+  if (parts.period !== undefined) {
+    // "kbps" already says "per second".
+    if (parts.unit.endsWith("ps")) throw bad();
+    const parsed = parsePeriodMs(parts.period);
+    if (parsed === undefined) throw bad();
+    periodMs = parsed;
+  }
+  return checkMagnitude((parts.value * factor * 1000) / periodMs, text, "a byte rate", BYTE_RATE_EXAMPLE);
+}
+
+/**
+ * A count rate in events per second: `5`, `5/s`, `300/m`, `1000/h`,
+ * `20000/d`, `1/10s`, `100/15m`; `inf` for no limit.
+ */
+export function parseCountRate(text: string): number {
+  if (isUnlimited(text)) return Infinity;
+  const parts = split(text);
+  if (!parts || parts.unit !== "") {
+    const looksLikeBytes = parts !== undefined && (parts.unit in BYTE_UNITS || parts.unit in BIT_UNITS);
+    const why = looksLikeBytes ? "a byte rate, not a count rate" : "not a count rate";
+    throw new UnitError(`"${text}" is ${why}; ${COUNT_RATE_EXAMPLE}`);
+  }
+  let periodMs = 1000;
+  if (parts.period !== undefined) {
+    const parsed = parsePeriodMs(parts.period);
+    if (parsed === undefined) throw new UnitError(`"${text}" is not a count rate; ${COUNT_RATE_EXAMPLE}`);
+    periodMs = parsed;
+  }
+  return checkMagnitude((parts.value * 1000) / periodMs, text, "a count rate", COUNT_RATE_EXAMPLE);
+}
+
+export type RateKind = "bytes" | "count";
+
+export interface ParsedRate {
+  kind: RateKind;
+  perSecond: number;
+}
+
+/**
+ * A rate of either kind, for places that take both (`--lines`, `simulate`):
+ * a plain count rate ("5/s", "100") is a count; anything with a byte or bit
+ * unit is bytes.
+ */
+export function parseAnyRate(text: string): ParsedRate {
+  try {
+    return { kind: "count", perSecond: parseCountRate(text) };
+  } catch {
+    try {
+      return { kind: "bytes", perSecond: parseByteRate(text) };
+    } catch {
+      throw new UnitError(`"${text}" is not a rate; ${RATE_EXAMPLE}`);
+    }
+  }
+}
+
+/** A duration in milliseconds: `250ms`, `2s`, `1.5m`, `1h`, or a bare number of seconds. */
+export function parseDuration(text: string): number {
+  const parts = split(text);
+  const factor = parts && parts.period === undefined ? DURATION_UNITS_MS[parts.unit] : undefined;
+  if (!parts || factor === undefined) throw new UnitError(`"${text}" is not a duration; ${DURATION_EXAMPLE}`);
+  if (parts.value === 0) return 0;
+  return checkMagnitude(parts.value * factor, text, "a duration", DURATION_EXAMPLE);
+}
+
+/** A size in whole bytes: `8k`, `4mb`, `1000`; binary units, as for rates. */
+export function parseByteSize(text: string): number {
+  const parts = split(text);
+  const factor = parts && parts.period === undefined ? BYTE_UNITS[parts.unit] : undefined;
+  if (!parts || factor === undefined) throw new UnitError(`"${text}" is not a size; ${BYTE_SIZE_EXAMPLE}`);
+  const bytes = checkMagnitude(parts.value * factor, text, "a size", BYTE_SIZE_EXAMPLE);
+  if (!Number.isInteger(bytes)) {
+    throw new UnitError(`"${text}" is not a whole number of bytes (${bytes}); ${BYTE_SIZE_EXAMPLE}`);
+  }
+  return bytes;
+}
+
+/** A whole count of at least `min`: bursts in count mode, `--count`, `--jobs`. */
+export function parseCount(text: string, min = 1): number {
+  const trimmed = text.trim();
+  const value = /^\d+$/.test(trimmed) ? Number(trimmed) : NaN;
+  if (!Number.isSafeInteger(value) || value < min) {
+    const floor = min === 0 ? "0 or more" : `${min} or more`;
+    throw new UnitError(`"${text}" is not a whole number ${floor}; ${min === 0 ? `try "0" or "8"` : COUNT_EXAMPLE}`);
+  }
+  return value;
+}
+
+const BINARY_STEPS: Array<[string, number]> = [
+  ["tib", 1024 ** 4],
+  ["gib", 1024 ** 3],
+  ["mib", 1024 ** 2],
+  ["kib", 1024],
+];
+
+/** The exact canonical text of a byte count: `1mib`, `1536` — it parses back to the same number. */
+export function formatByteSize(bytes: number): string {
+  for (const [unit, factor] of BINARY_STEPS) {
+    if (bytes >= factor && Number.isInteger(bytes / factor)) return `${bytes / factor}${unit}`;
+  }
+  return String(bytes);
+}
+
+/** The exact canonical text of a byte rate: `1mib/s`; it parses back to the same number. */
+export function formatByteRate(bytesPerSecond: number): string {
+  if (bytesPerSecond === Infinity) return "inf";
+  return `${formatByteSize(bytesPerSecond)}/s`;
+}
+
+/** The exact canonical text of a count rate: `5/s`. */
+export function formatCountRate(perSecond: number): string {
+  if (perSecond === Infinity) return "inf";
+  return `${perSecond}/s`;
+}
+
+/** The exact canonical text of a duration: `250ms`. */
+export function formatDuration(ms: number): string {
+  return `${ms}ms`;
+}
+
+const HUMAN_STEPS: Array<[string, number]> = [
+  ["TiB", 1024 ** 4],
+  ["GiB", 1024 ** 3],
+  ["MiB", 1024 ** 2],
+  ["KiB", 1024],
+];
+
+/** A byte count for people: `1.50 MiB`, `512 B`. */
+export function humanBytes(bytes: number): string {
+  for (const [unit, factor] of HUMAN_STEPS) {
+    if (Math.abs(bytes) >= factor) return `${(bytes / factor).toFixed(2)} ${unit}`;
+  }
+  return `${Math.round(bytes)} B`;
+}
+
+/** A byte rate for people, with the exact figure: `1.00 MiB/s (1,048,576 B/s)`. */
+export function humanByteRate(bytesPerSecond: number): string {
+  if (bytesPerSecond === Infinity) return "unlimited";
+  return `${humanBytes(bytesPerSecond)}/s`;
+}
+
+/** A duration for people: `1.2 s`, `3m05s`. */
+export function humanDuration(ms: number): string {
+  if (!Number.isFinite(ms)) return "∞";
+  if (ms < 1000) return `${Math.round(ms)} ms`;
+  const seconds = ms / 1000;
+  if (seconds < 60) return `${seconds.toFixed(1)} s`;
+  const whole = Math.round(seconds);
+  const h = Math.floor(whole / 3600);
+  const m = Math.floor((whole % 3600) / 60);
+  const s = whole % 60;
+  const pad = (x: number) => String(x).padStart(2, "0");
+  return h > 0 ? `${h}h${pad(m)}m${pad(s)}s` : `${m}m${pad(s)}s`;
+}
