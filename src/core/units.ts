@@ -107,7 +107,7 @@ export function parseByteRate(text: string): number {
     if (parsed === undefined) throw bad();
     periodMs = parsed;
   }
-  return checkMagnitude((parts.value * factor * 1000) / periodMs, text, "a byte rate", BYTE_RATE_EXAMPLE);
+  return checkMagnitude((parts.value * factor) / (periodMs / 1000), text, "a byte rate", BYTE_RATE_EXAMPLE);
 }
 
 /**
@@ -128,7 +128,7 @@ export function parseCountRate(text: string): number {
     if (parsed === undefined) throw new UnitError(`"${text}" is not a count rate; ${COUNT_RATE_EXAMPLE}`);
     periodMs = parsed;
   }
-  return checkMagnitude((parts.value * 1000) / periodMs, text, "a count rate", COUNT_RATE_EXAMPLE);
+  return checkMagnitude(parts.value / (periodMs / 1000), text, "a count rate", COUNT_RATE_EXAMPLE);
 }
 
 export type RateKind = "bytes" | "count";

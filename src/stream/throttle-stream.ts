@@ -22,6 +22,8 @@ export interface ThrottleStreamOptions {
   delimiter?: number;
   /** How much time one output write represents at the full rate; smaller is smoother. */
   sliceMs?: number;
+  /** In `bytes` mode, count records too (for statistics); record modes always count. */
+  countRecords?: boolean;
   /** Passed to the underlying Transform. */
   highWaterMark?: number;
 }
@@ -48,6 +50,7 @@ export class ThrottleStream extends Transform {
   readonly delimiter: number;
   readonly #sliceMs: number;
   readonly #abort = new AbortController();
+  readonly #countRecords: boolean;
   #inRecord = false;
   #readWaiter: (() => void) | undefined;
   #readWanted = true;
@@ -68,6 +71,7 @@ export class ThrottleStream extends Transform {
     this.cost = options.cost ?? "bytes";
     this.delimiter = options.delimiter ?? 10;
     this.#sliceMs = options.sliceMs ?? DEFAULT_SLICE_MS;
+    this.#countRecords = options.countRecords ?? false;
   }
 
   /** What has gone through so far. */
@@ -123,7 +127,23 @@ export class ThrottleStream extends Transform {
 
   #emit(segment: Buffer): void {
     this.#stats.bytes += segment.length;
+    if (this.cost === "bytes" && this.#countRecords) this.#countRecordStarts(segment);
     if (!this.push(segment)) this.#readWanted = false;
+  }
+
+  /** A record starts at the first byte and after every delimiter, like the record modes count. */
+  #countRecordStarts(segment: Buffer): void {
+    let position = 0;
+    while (position < segment.length) {
+      if (!this.#inRecord) {
+        this.#stats.records++;
+        this.#inRecord = true;
+      }
+      const next = segment.indexOf(this.delimiter, position);
+      if (next === -1) break;
+      this.#inRecord = false;
+      position = next + 1;
+    }
   }
 
   async #take(n: number): Promise<void> {

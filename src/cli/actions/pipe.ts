@@ -1,5 +1,112 @@
-import type { PipeConfig } from "../commands/pipe.js";
+import { statSync } from "node:fs";
+import { Readable } from "node:stream";
+import { pipeline } from "node:stream/promises";
+import type { Limiter } from "../../core/limiter.js";
+import { knownTotalBytes, readSources } from "../../stream/read-sources.js";
+import { ThrottleStream } from "../../stream/throttle-stream.js";
+import { defaultPipeBurst, type PipeConfig } from "../commands/pipe.js";
+import { EXIT } from "../errors.js";
+import { openLimiter } from "../limiter-for.js";
+import { describeFileError } from "../file-errors.js";
+import { formatPipeStats, type PipeStats } from "../pipe-stats.js";
+import type { ProgressDisplay } from "../progress.js";
 
-export async function runPipe(_config: PipeConfig): Promise<number> {
-  throw new Error("pipe: in progress");
+const MIN_CHUNK_BYTES = 64 * 1024;
+const MAX_CHUNK_BYTES = 1024 * 1024;
+
+/** Reads about 50 ms of the rate at a time, between 64 KiB and 1 MiB: no more than can be written soon. */
+function chunkBytesFor(rate: number, kind: PipeConfig["kind"]): number {
+  if (kind === "count" || rate === Infinity) return MAX_CHUNK_BYTES;
+  const wanted = 2 ** Math.ceil(Math.log2(Math.max(1, rate / 20)));
+  return Math.min(MAX_CHUNK_BYTES, Math.max(MIN_CHUNK_BYTES, wanted));
+}
+
+/** Copies the sources to standard output through the bucket; resolves to the exit status. */
+export async function runPipe(config: PipeConfig): Promise<number> {
+  const { limiter, close } = await openLimiter({
+    kind: config.kind,
+    rate: config.rate,
+    burst: config.burst,
+    defaultBurst: (rate) => defaultPipeBurst(config.kind, rate),
+    shared: config.shared,
+  });
+  const startedMs = performance.now();
+  let unreadable = false;
+  const throttle = new ThrottleStream({
+    limiter,
+    cost: config.cost,
+    delimiter: config.delimiter,
+    countRecords: config.stats !== undefined || config.progress !== "off",
+  });
+  const chunkBytes = chunkBytesFor(limiter.rate, config.kind);
+  const source = Readable.from(
+    readSources(config.files, {
+      chunkBytes,
+      onError: (name, error) => {
+        unreadable = true;
+        process.stderr.write(`tbucket: ${describeFileError(name, error)}\n`);
+      },
+      stdinStream: () => process.stdin,
+    }),
+    { objectMode: false, highWaterMark: chunkBytes },
+  );
+
+  const snapshot = (): PipeStats => ({
+    bytes: throttle.stats.bytes,
+    records: throttle.stats.records,
+    elapsedMs: performance.now() - startedMs,
+    waitedMs: throttle.stats.waitedMs,
+    rate: limiter.rate,
+    burst: limiter.burst,
+    kind: config.kind,
+  });
+  const progress = await startProgress(config, limiter, snapshot);
+  const finish = (code: number): number => {
+    progress?.stop(snapshot());
+    if (config.stats) process.stderr.write(formatPipeStats(snapshot(), config.stats));
+    return code;
+  };
+
+  // Ctrl-C (and SIGTERM) end at once, after the stats: 128 + the signal's number.
+  const onSignal = (signal: NodeJS.Signals) => {
+    process.exit(finish(signal === "SIGINT" ? EXIT.interrupted : 143));
+  };
+  process.once("SIGINT", onSignal);
+  process.once("SIGTERM", onSignal);
+
+  try {
+    await pipeline(source, throttle, process.stdout, { end: false });
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    // A reader that went away (`| head -c 10`) is a normal way for a pipe to end.
+    if (code === "EPIPE" || code === "ERR_STREAM_PREMATURE_CLOSE") {
+      progress?.stop(snapshot());
+      await close();
+      process.exit(EXIT.ok);
+    }
+    finish(EXIT.failure);
+    await close();
+    throw error;
+  } finally {
+    process.off("SIGINT", onSignal);
+    process.off("SIGTERM", onSignal);
+  }
+  await close();
+  return finish(unreadable ? EXIT.failure : EXIT.ok);
+}
+
+async function startProgress(config: PipeConfig, limiter: Limiter, read: () => PipeStats): Promise<ProgressDisplay | undefined> {
+  const wanted = config.progress === "on" || (config.progress === "auto" && process.stderr.isTTY && !process.stdout.isTTY);
+  if (!wanted) return undefined;
+  const { startProgressDisplay } = await import("../progress.js");
+  const totalBytes = config.sizeBytes ?? knownTotalBytes(config.files, statSafe);
+  return startProgressDisplay({ read, totalBytes, level: () => limiter.tokens?.(), stream: process.stderr });
+}
+
+function statSafe(name: string) {
+  try {
+    return statSync(name);
+  } catch {
+    return undefined;
+  }
 }

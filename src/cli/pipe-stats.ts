@@ -1,0 +1,47 @@
+import { humanByteRate, humanBytes, humanDuration, type RateKind } from "../core/units.js";
+
+/** What a pipe did, for --stats and the last progress line. */
+export interface PipeStats {
+  bytes: number;
+  records: number;
+  elapsedMs: number;
+  waitedMs: number;
+  /** The bucket's rate and burst at the end, resolved to numbers. */
+  rate: number;
+  burst: number;
+  kind: RateKind;
+}
+
+/** The --stats summary: one text line, or one JSON object, each ending in a newline. */
+export function formatPipeStats(stats: PipeStats, format: "text" | "json"): string {
+  const seconds = stats.elapsedMs / 1000;
+  const averageBytesPerSecond = seconds > 0 ? stats.bytes / seconds : 0;
+  if (format === "json") {
+    return `${JSON.stringify({
+      bytes: stats.bytes,
+      lines: stats.records,
+      seconds: round(seconds, 6),
+      averageBytesPerSecond: round(averageBytesPerSecond, 3),
+      waitedSeconds: round(stats.waitedMs / 1000, 6),
+      rate: stats.rate === Infinity ? null : stats.rate,
+      rateUnit: stats.kind === "bytes" ? "bytes/s" : "lines/s",
+      burst: stats.burst,
+    })}\n`;
+  }
+  const limit =
+    stats.rate === Infinity
+      ? "no limit"
+      : stats.kind === "bytes"
+        ? `limit ${humanByteRate(stats.rate)} = ${Math.round(stats.rate).toLocaleString("en-US")} B/s, burst ${stats.burst.toLocaleString("en-US")} B`
+        : `limit ${stats.rate}/s, burst ${stats.burst}`;
+  return (
+    `tbucket: ${stats.bytes.toLocaleString("en-US")} bytes (${humanBytes(stats.bytes)}), ${stats.records.toLocaleString("en-US")} lines ` +
+    `in ${humanDuration(stats.elapsedMs)}, average ${humanByteRate(averageBytesPerSecond)}` +
+    ` (${Math.round(averageBytesPerSecond).toLocaleString("en-US")} B/s); waited ${humanDuration(stats.waitedMs)} for tokens; ${limit}\n`
+  );
+}
+
+function round(value: number, digits: number): number {
+  const factor = 10 ** digits;
+  return Math.round(value * factor) / factor;
+}

@@ -1,0 +1,149 @@
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import {
+  formatByteRate,
+  formatByteSize,
+  formatCountRate,
+  formatDuration,
+  parseAnyRate,
+  parseByteRate,
+  parseByteSize,
+  parseCount,
+  parseCountRate,
+  parseDuration,
+  UnitError,
+} from "../../src/core/units.js";
+
+describe("byte rates", () => {
+  it.each([
+    ["1mb", 1024 ** 2],
+    ["1MB", 1024 ** 2],
+    ["1Mb", 1024 ** 2],
+    ["512k", 512 * 1024],
+    ["1.5MiB/s", 1.5 * 1024 ** 2],
+    ["10mbit", 1_250_000],
+    ["250kbps", 31_250],
+    ["100", 100],
+    ["100b", 100],
+    ["6gb/h", (6 * 1024 ** 3) / 3600],
+    ["1kb/10s", 102.4],
+    ["2t", 2 * 1024 ** 4],
+    ["inf", Infinity],
+    ["unlimited", Infinity],
+  ])("%s is %d bytes per second", (text, want) => {
+    expect(parseByteRate(text)).toBeCloseTo(want, 9);
+  });
+
+  it.each([
+    ["fast", `"fast" is not a byte rate; try "1mb", "512k/s" or "10mbit"`],
+    ["0", `"0" is not a byte rate: it must be more than zero; try "1mb", "512k/s" or "10mbit"`],
+    ["-1mb", `"-1mb" is not a byte rate; try "1mb", "512k/s" or "10mbit"`],
+    ["NaN", `"NaN" is not a byte rate; try "1mb", "512k/s" or "10mbit"`],
+    ["1e300", `"1e300" is not a byte rate: it is too large (at most 2^53); try "1mb", "512k/s" or "10mbit"`],
+    ["9007199254740994", `"9007199254740994" is not a byte rate: it is too large (at most 2^53); try "1mb", "512k/s" or "10mbit"`],
+    ["5mbps/s", `"5mbps/s" is not a byte rate; try "1mb", "512k/s" or "10mbit"`],
+    ["1mb/0s", `"1mb/0s" is not a byte rate; try "1mb", "512k/s" or "10mbit"`],
+    ["", `"" is not a byte rate; try "1mb", "512k/s" or "10mbit"`],
+  ])("refuses %j with a message that quotes it and shows an example", (text, message) => {
+    expect(() => parseByteRate(text)).toThrow(new UnitError(message));
+  });
+});
+
+describe("count rates", () => {
+  it.each([
+    ["5", 5],
+    ["5/s", 5],
+    ["300/m", 5],
+    ["1000/h", 1000 / 3600],
+    ["20000/d", 20000 / 86400],
+    ["1/10s", 0.1],
+    ["100/15m", 100 / 900],
+    ["2/1.5s", 2 / 1.5],
+    ["inf", Infinity],
+  ])("%s is %d per second", (text, want) => {
+    expect(parseCountRate(text)).toBeCloseTo(want, 12);
+  });
+
+  it("refuses a byte rate, saying that is what it is", () => {
+    expect(() => parseCountRate("1mb")).toThrow(`"1mb" is a byte rate, not a count rate; try "5", "300/m" or "1/10s"`);
+  });
+
+  it("parseAnyRate tells the kinds apart", () => {
+    expect(parseAnyRate("100/s")).toEqual({ kind: "count", perSecond: 100 });
+    expect(parseAnyRate("1kb")).toEqual({ kind: "bytes", perSecond: 1024 });
+    expect(() => parseAnyRate("fast")).toThrow(`"fast" is not a rate; try "1mb" or "5/s"`);
+  });
+});
+
+describe("durations, sizes and counts", () => {
+  it.each([
+    ["250ms", 250],
+    ["2s", 2000],
+    ["1.5m", 90_000],
+    ["1h", 3_600_000],
+    ["3", 3000],
+    ["0", 0],
+  ])("duration %s is %d ms", (text, want) => {
+    expect(parseDuration(text)).toBe(want);
+  });
+
+  it("refuses a bad duration", () => {
+    expect(() => parseDuration("soon")).toThrow(`"soon" is not a duration; try "250ms", "2s" or "1.5m"`);
+    expect(() => parseDuration("5mb")).toThrow(UnitError);
+  });
+
+  it.each([
+    ["8k", 8192],
+    ["4mb", 4 * 1024 ** 2],
+    ["1000", 1000],
+    ["1.5k", 1536],
+  ])("size %s is %d bytes", (text, want) => {
+    expect(parseByteSize(text)).toBe(want);
+  });
+
+  it("refuses sizes that are not whole bytes, or zero", () => {
+    expect(() => parseByteSize("1.5")).toThrow(`"1.5" is not a whole number of bytes (1.5); try "8k", "4mb" or "1000"`);
+    expect(() => parseByteSize("0")).toThrow(`"0" is not a size: it must be more than zero; try "8k", "4mb" or "1000"`);
+    expect(() => parseByteSize("1mb/s")).toThrow(`"1mb/s" is not a size; try "8k", "4mb" or "1000"`);
+  });
+
+  it("counts are whole and at least the minimum", () => {
+    expect(parseCount("10")).toBe(10);
+    expect(parseCount("0", 0)).toBe(0);
+    expect(() => parseCount("0")).toThrow(`"0" is not a whole number 1 or more; try "1" or "10"`);
+    expect(() => parseCount("2.5")).toThrow(UnitError);
+  });
+});
+
+describe("round trips (property)", () => {
+  const wholeBytes = fc.integer({ min: 1, max: 2 ** 53 });
+
+  it("every formatted byte size parses back to itself", () => {
+    fc.assert(fc.property(wholeBytes, (bytes) => parseByteSize(formatByteSize(bytes)) === bytes));
+  });
+
+  it("every formatted byte rate parses back to itself", () => {
+    fc.assert(fc.property(wholeBytes, (bytes) => parseByteRate(formatByteRate(bytes)) === bytes));
+  });
+
+  it("every formatted count rate parses back to itself", () => {
+    const rates = fc.double({ min: 1e-6, max: 1e9, noNaN: true, noDefaultInfinity: true });
+    fc.assert(fc.property(rates, (rate) => parseCountRate(formatCountRate(rate)) === rate));
+  });
+
+  it("every formatted duration parses back to itself", () => {
+    const ms = fc.integer({ min: 1, max: 10 ** 12 });
+    fc.assert(fc.property(ms, (value) => parseDuration(formatDuration(value)) === value));
+  });
+
+  it("junk is refused with a UnitError, never a crash or a number", () => {
+    const junk = fc.string().filter((text) => !/^\s*(\d|\.\d|inf|unlimited)/i.test(text));
+    fc.assert(
+      fc.property(junk, (text) => {
+        for (const parse of [parseByteRate, parseCountRate, parseDuration, parseByteSize, parseCount]) {
+          expect(() => parse(text)).toThrow(UnitError);
+        }
+      }),
+    );
+  });
+});
