@@ -10,6 +10,12 @@ export interface Limiter {
   readonly burst: number;
   /** Resolves when `n` tokens (at most the burst) may be used; rejects when the signal aborts. */
   wait(n: number, signal?: AbortSignal): Promise<void>;
+  /**
+   * Like `wait`, but resolves false at once, taking nothing, when the wait
+   * would be longer than `maxWaitMs` (x/time/rate's Reserve with a limit).
+   * Optional: callers without it fall back to aborting `wait` after `maxWaitMs`.
+   */
+  tryWait?(n: number, maxWaitMs: number, signal?: AbortSignal): Promise<boolean>;
   /** The current level, where it is known without a round trip (progress display). */
   tokens?(): number;
 }

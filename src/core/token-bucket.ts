@@ -176,6 +176,28 @@ export class TokenBucket {
     }
   }
 
+  /**
+   * Waits for `n` tokens unless that would take longer than `maxWaitMs`: then
+   * resolves false at once, having taken nothing. Rejects with
+   * ExceedsBurstError when n exceeds the burst; aborting cancels the reservation.
+   */
+  async tryWait(n: number, maxWaitMs: number, signal?: AbortSignal): Promise<boolean> {
+    signal?.throwIfAborted();
+    const reservation = this.reserve(n, maxWaitMs);
+    if (!reservation.ok) {
+      if (n > this.#burst && this.#rate !== Infinity) throw new ExceedsBurstError(n, this.#burst);
+      return false;
+    }
+    if (reservation.waitMs <= 0) return true;
+    try {
+      await this.clock.sleep(reservation.waitMs, signal);
+    } catch (error) {
+      this.cancel(reservation);
+      throw error;
+    }
+    return true;
+  }
+
   /** Changes the rate from `nowMs` on; tokens gained so far are kept. */
   setRateAt(nowMs: number, rate: number): void {
     checkRate(rate);
