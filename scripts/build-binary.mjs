@@ -11,7 +11,7 @@
 import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { chmodSync, copyFileSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { createRequire } from "node:module";
+import { builtinModules, createRequire } from "node:module";
 import { dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -30,6 +30,20 @@ const work = join(root, "dist", "sea");
 // The postject sentinel Node looks for to know a blob was injected (node/src/node_sea.cc).
 const SEA_FUSE = "NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2";
 const ADDON_ASSET = "better_sqlite3.node";
+
+/**
+ * Modules replaced in the bundle. `bindings` is better-sqlite3's search of the disk for
+ * its addon: in the executable the addon comes from nativeBinding, never from there.
+ * `supports-color` is an optional require of `debug` (ioredis): absent, and SEA's
+ * require would warn on every Redis use before failing.
+ */
+const STUBS = {
+  bindings:
+    "module.exports = () => { throw new Error(" +
+    JSON.stringify("better-sqlite3 has no addon on disk in the standalone executable; pass nativeBinding: globalThis.TBUCKET_SQLITE_NATIVE_BINDING") +
+    "); };",
+  "supports-color": "module.exports = {};",
+};
 
 const log = (line) => {
   if (!quiet) process.stderr.write(`build-binary: ${line}\n`);
@@ -96,13 +110,18 @@ const result = await esbuild
     // better-sqlite3 loads a nativeBinding path with __non_webpack_require__ when it is a function.
     __non_webpack_require__: "__tbucket_require",
   },
-  plugins: [stubBindingsPlugin()],
+  plugins: [stubModulesPlugin()],
   })
   .catch((error) => fail(`esbuild failed: ${error.message}`));
 const bundle = readFileSync(bundlePath, "utf8");
 // A dynamic import() left in the bundle would fail at run time inside the executable.
 const leftover = [...bundle.matchAll(/\bimport\(\s*[^)"'`\s]/g)].length;
 if (leftover > 0) fail(`${leftover} dynamic import() with a computed path left in the bundle; make the path static`);
+// SEA's require loads built-in modules only: any other require left unbundled would fail.
+const unbundled = [...new Set([...bundle.matchAll(/\brequire\("([^"]+)"\)/g)].map((match) => match[1]))].filter(
+  (id) => !id.startsWith("node:") && !builtinModules.includes(id),
+);
+if (unbundled.length > 0) fail(`require() of ${unbundled.join(", ")} left in the bundle; bundle or stub them`);
 log(`bundle: ${relative(root, bundlePath)} ${mib(bundle.length)} (${Object.keys(result.metafile.inputs).length} modules)`);
 
 // 3. The SEA blob: the bundle, its V8 code cache, and the addon asset.
@@ -157,21 +176,13 @@ function stripFile(path, flags) {
   run("strip", [...flags, path]);
 }
 
-/** Replaces `bindings` (better-sqlite3's file-system lookup of its addon) with a clear error. */
-function stubBindingsPlugin() {
+function stubModulesPlugin() {
   return {
-    name: "tbucket-stub-bindings",
+    name: "tbucket-stub-modules",
     setup(build) {
-      build.onResolve({ filter: /^bindings$/ }, () => ({ path: "bindings", namespace: "tbucket-stub" }));
-      build.onLoad({ filter: /.*/, namespace: "tbucket-stub" }, () => ({
-        contents:
-          "module.exports = () => { throw new Error(" +
-          JSON.stringify(
-            "better-sqlite3 has no addon on disk in the standalone executable; pass nativeBinding: globalThis.TBUCKET_SQLITE_NATIVE_BINDING",
-          ) +
-          "); };",
-        loader: "js",
-      }));
+      const filter = new RegExp(`^(${Object.keys(STUBS).join("|")})$`);
+      build.onResolve({ filter }, ({ path }) => ({ path, namespace: "tbucket-stub" }));
+      build.onLoad({ filter: /.*/, namespace: "tbucket-stub" }, ({ path }) => ({ contents: STUBS[path], loader: "js" }));
     },
   };
 }
