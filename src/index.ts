@@ -1,0 +1,23 @@
+/**
+ * tbucket as a library: the token bucket the CLI is built on, a Node stream
+ * that throttles bytes or lines through it, clocks, and the unit grammar.
+ */
+export { type Clock, FakeClock, systemClock, MAX_TIMER_MS } from "./core/clock.js";
+export type { Limiter } from "./core/limiter.js";
+export { ExceedsBurstError, type Reservation, TokenBucket, type TokenBucketOptions } from "./core/token-bucket.js";
+export {
+  formatByteRate,
+  formatByteSize,
+  formatCountRate,
+  formatDuration,
+  parseAnyRate,
+  parseByteRate,
+  parseByteSize,
+  parseCount,
+  parseCountRate,
+  parseDuration,
+  type ParsedRate,
+  type RateKind,
+  UnitError,
+} from "./core/units.js";
+export { type CostMode, ThrottleStream, type ThrottleStats, type ThrottleStreamOptions } from "./stream/throttle-stream.js";

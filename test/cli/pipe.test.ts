@@ -1,0 +1,220 @@
+import { spawn } from "node:child_process";
+import { createHash, randomBytes } from "node:crypto";
+import { chmodSync, mkdtempSync, rmSync, writeFileSync, createWriteStream } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runCli, TBUCKET } from "../helpers/cli.js";
+
+let dir: string;
+
+beforeAll(() => {
+  dir = mkdtempSync(join(tmpdir(), "tbucket-pipe-"));
+});
+
+afterAll(() => {
+  rmSync(dir, { recursive: true, force: true });
+});
+
+function file(name: string, content: Buffer | string): string {
+  const path = join(dir, name);
+  writeFileSync(path, content);
+  return path;
+}
+
+describe("tbucket pipe: bytes are never lost or changed", () => {
+  it.each([
+    ["binary", randomBytes(3 * 1024 * 1024 + 17)],
+    ["empty", Buffer.alloc(0)],
+    ["no final newline", Buffer.from("first line\nsecond line without newline")],
+  ])("%s input on standard input comes out byte for byte", async (_name, input) => {
+    const result = await runCli(["--rate", "inf"], { input });
+    expect(result.stderr).toBe("");
+    expect(result.code).toBe(0);
+    expect(result.stdout.equals(input)).toBe(true);
+  });
+
+  it("a throttled binary input with a small burst comes out byte for byte", async () => {
+    const input = randomBytes(200_000);
+    const result = await runCli(["--rate", "2mb", "--burst", "1000"], { input });
+    expect(result.code).toBe(0);
+    expect(result.stdout.equals(input)).toBe(true);
+  });
+
+  it("200 MB from a file come out byte for byte", async () => {
+    const path = join(dir, "big.bin");
+    const block = randomBytes(1024 * 1024);
+    const expected = createHash("sha256");
+    await new Promise<void>((resolve, reject) => {
+      const out = createWriteStream(path);
+      out.on("error", reject);
+      for (let i = 0; i < 200; i++) {
+        block[0] = i;
+        out.write(Buffer.from(block));
+        expected.update(block);
+      }
+      out.end(resolve);
+    });
+    const child = spawn(process.execPath, [TBUCKET, "--rate", "inf", path]);
+    const actual = createHash("sha256");
+    let bytes = 0;
+    child.stdout.on("data", (chunk: Buffer) => {
+      bytes += chunk.length;
+      actual.update(chunk);
+    });
+    const code = await new Promise((resolve) => child.on("close", resolve));
+    expect(code).toBe(0);
+    expect(bytes).toBe(200 * 1024 * 1024);
+    expect(actual.digest("hex")).toBe(expected.digest("hex"));
+  });
+
+  it("reads files and standard input (-) in the order given", async () => {
+    const a = file("a.txt", "alpha\n");
+    const b = file("b.txt", "beta\n");
+    const result = await runCli(["-r", "inf", a, "-", b], { input: "from stdin\n" });
+    expect(result.stdout.toString()).toBe("alpha\nfrom stdin\nbeta\n");
+    expect(result.code).toBe(0);
+  });
+
+  it("an unreadable file is named in one line; the others still go through; exit 1 at the end", async () => {
+    const a = file("ok1.txt", "one\n");
+    const b = file("ok2.txt", "two\n");
+    const secret = file("secret.txt", "no\n");
+    chmodSync(secret, 0o000);
+    const missing = join(dir, "missing.txt");
+    const result = await runCli(["-r", "inf", a, missing, dir, b]);
+    expect(result.stdout.toString()).toBe("one\ntwo\n");
+    expect(result.stderr).toBe(
+      `tbucket: ${missing}: no such file or directory; check the path\n` + `tbucket: ${dir}: is a directory; name a file\n`,
+    );
+    expect(result.code).toBe(1);
+  });
+});
+
+describe("tbucket pipe: bad input gets one clear line and status 2", () => {
+  it.each([
+    [["--rate", "fast"], `tbucket: --rate: "fast" is not a byte rate; try "1mb", "512k/s" or "10mbit"`],
+    [["--rate", "0"], `tbucket: --rate: "0" is not a byte rate: it must be more than zero; try "1mb", "512k/s" or "10mbit"`],
+    [["--rate", "-5"], `tbucket: --rate: "-5" is not a byte rate; try "1mb", "512k/s" or "10mbit"`],
+    [["--rate", "1mb", "--burst", "lots"], `tbucket: --burst: "lots" is not a size; try "8k", "4mb" or "1000"`],
+    [["--rate", "1mb", "--burst", "0"], `tbucket: --burst: "0" is not a size: it must be more than zero; try "8k", "4mb" or "1000"`],
+    [["--lines", "--rate", "10/s", "--burst", "2.5"], `tbucket: --burst: "2.5" is not a whole number 1 or more; try "1" or "10"`],
+    [["--rate", "1mb", "--size", "big"], `tbucket: --size: "big" is not a size; try "8k", "4mb" or "1000"`],
+    [["--rate", "1mb", "--stats=xml"], `tbucket: --stats: "xml" is not a format; try "--stats text" or "--stats json"`],
+    [["--rate", "1mb", "-p", "-q"], `tbucket: --progress and --quiet: choose one`],
+    [[], `tbucket: --rate: missing; try "tbucket --rate 1mb" (or --lines --rate 100/s), or --key to use a shared bucket`],
+    [["--rat", "1mb"], `tbucket: unknown option '--rat'; did you mean --rate?`],
+    [["--rate"], `tbucket: option '-r, --rate <rate>' argument missing; see 'tbucket --help'`],
+    [["--rate", "1mb", "--on-store-error", "retry", "--key", "k"], `tbucket: --on-store-error: "retry" is not a mode; try "fail" or "local"`],
+  ])("%j", async (args, message) => {
+    const result = await runCli(args, { input: "data\n" });
+    expect(result.stderr).toBe(`${message}\n`);
+    expect(result.code).toBe(2);
+    expect(result.stdout.length).toBe(0);
+  });
+});
+
+describe("tbucket pipe: timing from outside", () => {
+  it("what a reader receives stays inside burst + rate × t, and the rate is met", async () => {
+    const rate = 256 * 1024;
+    const burst = 16 * 1024;
+    const input = randomBytes(512 * 1024);
+    const child = spawn(process.execPath, [TBUCKET, "--rate", "256k", "--burst", "16k"]);
+    const arrivals: Array<{ atMs: number; total: number }> = [];
+    let total = 0;
+    let firstMs: number | undefined;
+    const received: Buffer[] = [];
+    child.stdout.on("data", (chunk: Buffer) => {
+      const now = performance.now();
+      firstMs ??= now;
+      total += chunk.length;
+      received.push(chunk);
+      arrivals.push({ atMs: now - firstMs, total });
+    });
+    child.stdin.end(input);
+    const code = await new Promise((resolve) => child.on("close", resolve));
+    expect(code).toBe(0);
+    expect(Buffer.concat(received).equals(input)).toBe(true);
+    // Timers and the scheduler may bunch deliveries a little: allow 30 ms of the rate.
+    const toleranceBytes = rate * 0.03;
+    for (const { atMs, total: bytes } of arrivals) {
+      expect(bytes).toBeLessThanOrEqual(burst + (rate * atMs) / 1000 + toleranceBytes);
+    }
+    const elapsedMs = arrivals.at(-1)!.atMs;
+    const idealMs = ((input.length - burst) / rate) * 1000;
+    expect(elapsedMs).toBeGreaterThanOrEqual(idealMs - 30);
+    expect(elapsedMs).toBeLessThanOrEqual(idealMs * 1.25 + 200);
+  });
+
+  it("--lines --rate 20/s sends 20 lines a second, each line whole", async () => {
+    const input = Array.from({ length: 21 }, (_, i) => `line ${i}\n`).join("");
+    const started = performance.now();
+    const result = await runCli(["--lines", "--rate", "20/s", "--stats", "json"], { input });
+    const elapsedMs = performance.now() - started;
+    expect(result.stdout.toString()).toBe(input);
+    const stats = JSON.parse(result.stderr);
+    expect(stats).toMatchObject({ bytes: input.length, lines: 21, rate: 20, rateUnit: "lines/s", burst: 1 });
+    // 20 lines after the first take a second.
+    expect(elapsedMs).toBeGreaterThanOrEqual(980);
+    expect(stats.seconds).toBeGreaterThanOrEqual(0.98);
+  });
+});
+
+describe("tbucket pipe: endings", () => {
+  it("a closed reader (| head -c 10) ends quietly with status 0", async () => {
+    const child = spawn("bash", ["-c", `set -o pipefail; yes | "${process.execPath}" "${TBUCKET}" --rate 1mb | head -c 10 > /dev/null; echo "status=$?"`]);
+    let out = "";
+    let err = "";
+    child.stdout.on("data", (chunk) => (out += chunk));
+    child.stderr.on("data", (chunk) => (err += chunk));
+    await new Promise((resolve) => child.on("close", resolve));
+    expect(err).toBe("");
+    expect(out.trim()).toMatch(/^status=(0|141)$/);
+    // yes itself dies of SIGPIPE (141) with pipefail; tbucket's own status is checked without it:
+    const alone = spawn("bash", ["-c", `"${process.execPath}" "${TBUCKET}" --rate 1mb < /dev/zero | head -c 10 > /dev/null; echo "\${PIPESTATUS[0]}"`]);
+    let status = "";
+    alone.stdout.on("data", (chunk) => (status += chunk));
+    await new Promise((resolve) => alone.on("close", resolve));
+    expect(status.trim()).toBe("0");
+  });
+
+  it("Ctrl-C (SIGINT) ends with status 130 after printing --stats", async () => {
+    const child = spawn(process.execPath, [TBUCKET, "--rate", "10k", "--stats", "json"], { stdio: ["pipe", "pipe", "pipe"] });
+    let stderr = "";
+    let stdoutBytes = 0;
+    child.stderr.on("data", (chunk) => (stderr += chunk));
+    child.stdout.on("data", (chunk: Buffer) => {
+      stdoutBytes += chunk.length;
+      if (stdoutBytes > 0 && !child.killed) child.kill("SIGINT");
+    });
+    child.stdin.on("error", () => {});
+    child.stdin.write(Buffer.alloc(1024 * 1024));
+    const code = await new Promise((resolve) => child.on("close", resolve));
+    expect(code).toBe(130);
+    const stats = JSON.parse(stderr);
+    expect(stats.bytes).toBeGreaterThan(0);
+    expect(stats.bytes).toBeLessThan(1024 * 1024);
+  });
+
+  it("--stats text summarises bytes, lines, time, rate and waiting", async () => {
+    const result = await runCli(["--rate", "1mb", "--stats"], { input: "a\nb\n" });
+    expect(result.stdout.toString()).toBe("a\nb\n");
+    expect(result.stderr).toMatch(
+      /^tbucket: 4 bytes \(4 B\), 2 lines in \d+ ms, average .+ B\/s\); waited \d+ ms for tokens; limit 1\.00 MiB\/s = 1,048,576 B\/s, burst 104,857 B\n$/,
+    );
+  });
+
+  it("--progress on a non-terminal writes plain progress lines with the percentage of --size", async () => {
+    const result = await runCli(["--rate", "inf", "--progress", "--size", "8"], { input: "12345678" });
+    expect(result.stdout.toString()).toBe("12345678");
+    expect(result.stderr).toMatch(/^8 B .*100\.0%\n$/);
+  });
+
+  it("--version prints the version, --help ends with examples", async () => {
+    const version = await runCli(["--version"]);
+    expect(version.stdout.toString()).toMatch(/^\d+\.\d+\.\d+\n$/);
+    const help = await runCli(["pipe", "--help"]);
+    expect(help.code).toBe(0);
+    expect(help.stdout.toString()).toContain("Examples:\n  cat big.iso | tbucket --rate 1mb --burst 4mb");
+  });
+});
