@@ -1,0 +1,111 @@
+import type { RateKind } from "../core/units.js";
+
+/**
+ * A BucketStore keeps named token buckets that several processes share.
+ *
+ * Every operation that changes a bucket is one atomic read-modify-write in
+ * the store (one SQLite transaction, one Redis Lua script), on the store's own
+ * clock, with the semantics of golang.org/x/time/rate (src/core/token-bucket.ts):
+ * lazy refill, fractional tokens, a clock that steps back is clamped.
+ *
+ * `take` is Reserve: it takes `n` tokens, letting the level go negative, and
+ * says how long the caller must wait before using them. Reservations are
+ * served first come, first served, so processes sharing a key take turns.
+ * A bucket must be configured (rate, burst, kind) before it can be taken from.
+ */
+export interface BucketStore {
+  /** The store's address as the user wrote it (for messages): `sqlite:/path`, `redis://host:6379`. */
+  readonly url: string;
+  /**
+   * Takes `n` tokens from `key`, or says why not. `undefined` when the key is
+   * not configured.
+   */
+  take(key: string, n: number, options?: TakeOptions): Promise<TakeResult | undefined>;
+  /** The bucket's settings and level now, without changing it; `undefined` when unknown. */
+  read(key: string): Promise<BucketState | undefined>;
+  /**
+   * Creates or changes a bucket's settings. A new bucket starts full; a rate
+   * change keeps the tokens gained so far; a lower burst caps the level; a
+   * change of kind starts the bucket full again.
+   */
+  configure(key: string, config: BucketConfig): Promise<BucketState>;
+  /** Every bucket, sorted by key. */
+  list(): Promise<BucketState[]>;
+  /** Forgets a bucket; says whether it existed. */
+  delete(key: string): Promise<boolean>;
+  /** Releases the connection or file. */
+  close(): Promise<void>;
+}
+
+export interface BucketConfig {
+  /** Tokens per second; Infinity for no limit. */
+  rate: number;
+  /** Capacity in tokens. */
+  burst: number;
+  /** What a token is: a byte, or a count (a line, a launch). */
+  kind: RateKind;
+}
+
+export interface BucketState extends BucketConfig {
+  key: string;
+  /** The level now (negative while reservations are waiting). */
+  tokens: number;
+  /** When the bucket was last changed, in ms since the epoch on the store's clock. */
+  updatedAtMs: number;
+}
+
+export interface TakeOptions {
+  /** Refuse, changing nothing, when the wait would be longer (Reserve with a limit). */
+  maxWaitMs?: number;
+  /**
+   * Allow `n` above the burst (a lease, not a user's request): the reservation
+   * runs the bucket into debt, exactly as `ceil(n / burst)` back-to-back
+   * reservations would. Not combined with `maxWaitMs`.
+   */
+  overBurst?: boolean;
+}
+
+export interface TakeResult {
+  /** False when `n` exceeds the burst or the wait would exceed `maxWaitMs`: nothing was taken. */
+  ok: boolean;
+  /** How long to wait before using the tokens; Infinity when not ok. */
+  waitMs: number;
+  /** The level after the take. */
+  tokens: number;
+  /** The bucket's settings at the time of the take, so callers follow live changes. */
+  rate: number;
+  burst: number;
+  kind: RateKind;
+}
+
+/** A store failure (unreachable, locked, corrupt): the message is one line, ready for the user. */
+export class StoreError extends Error {
+  readonly code = "ESTORE";
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = "StoreError";
+  }
+}
+
+/** Checks a take's arguments the same way in every store. */
+export function checkTake(n: number, options: TakeOptions | undefined): void {
+  if (typeof n !== "number" || !Number.isFinite(n) || n < 0) {
+    throw new RangeError(`Expected \`n\` to be a non-negative finite number, got \`${n}\` (${typeof n})`);
+  }
+  if (options?.overBurst && options.maxWaitMs !== undefined && options.maxWaitMs !== Infinity) {
+    throw new RangeError("Expected `overBurst` without `maxWaitMs`");
+  }
+}
+
+/** Checks a configuration the same way in every store. */
+export function checkConfig(config: BucketConfig): void {
+  if (typeof config.rate !== "number" || Number.isNaN(config.rate) || config.rate <= 0) {
+    throw new RangeError(`Expected \`rate\` to be a positive number or Infinity, got \`${config.rate}\``);
+  }
+  if (typeof config.burst !== "number" || !Number.isFinite(config.burst) || config.burst <= 0) {
+    throw new RangeError(`Expected \`burst\` to be a positive finite number, got \`${config.burst}\``);
+  }
+  if (config.kind !== "bytes" && config.kind !== "count") {
+    throw new RangeError(`Expected \`kind\` to be "bytes" or "count", got \`${String(config.kind)}\``);
+  }
+}

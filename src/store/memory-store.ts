@@ -1,0 +1,62 @@
+import { type Clock } from "../core/clock.js";
+import { type BucketConfig, type BucketState, type BucketStore, checkConfig, checkTake, type TakeOptions, type TakeResult } from "./bucket-store.js";
+import { configureAt, levelAt, type StoredBucket, takeAt } from "./bucket-math.js";
+
+/** Wall-clock milliseconds: stores shared between processes need a clock they all read alike. */
+export const wallClock: Clock = {
+  now: () => Date.now(),
+  sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
+};
+
+/**
+ * Buckets in this process's memory: for tests, and for the library user who
+ * wants the store contract without a file. Asynchronous like the others, so
+ * code written against it behaves the same on SQLite or Redis.
+ */
+export class MemoryStore implements BucketStore {
+  readonly url = "memory:";
+  readonly #clock: Clock;
+  readonly #buckets = new Map<string, StoredBucket>();
+
+  constructor(options: { clock?: Clock } = {}) {
+    this.#clock = options.clock ?? wallClock;
+  }
+
+  async take(key: string, n: number, options?: TakeOptions): Promise<TakeResult | undefined> {
+    checkTake(n, options);
+    const stored = this.#buckets.get(key);
+    if (!stored) return undefined;
+    const { result, next } = takeAt(stored, this.#clock.now(), n, options);
+    if (next) this.#buckets.set(key, next);
+    return result;
+  }
+
+  async read(key: string): Promise<BucketState | undefined> {
+    const stored = this.#buckets.get(key);
+    return stored && stateOf(key, stored, this.#clock.now());
+  }
+
+  async configure(key: string, config: BucketConfig): Promise<BucketState> {
+    checkConfig(config);
+    const nowMs = this.#clock.now();
+    const next = configureAt(this.#buckets.get(key), nowMs, config);
+    this.#buckets.set(key, next);
+    return stateOf(key, next, nowMs);
+  }
+
+  async list(): Promise<BucketState[]> {
+    const nowMs = this.#clock.now();
+    return [...this.#buckets.keys()].sort().map((key) => stateOf(key, this.#buckets.get(key)!, nowMs));
+  }
+
+  async delete(key: string): Promise<boolean> {
+    return this.#buckets.delete(key);
+  }
+
+  async close(): Promise<void> {}
+}
+
+/** What `read` and `list` report for a stored record at `nowMs`. */
+export function stateOf(key: string, stored: StoredBucket, nowMs: number): BucketState {
+  return { key, rate: stored.rate, burst: stored.burst, kind: stored.kind, tokens: levelAt(stored, nowMs), updatedAtMs: stored.lastMs };
+}

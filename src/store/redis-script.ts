@@ -1,0 +1,98 @@
+/**
+ * The one Lua script behind every Redis operation that reads or changes a
+ * bucket. It touches only KEYS[1] (so it runs on Redis Cluster too), reads
+ * the server's clock with TIME (so clients with skewed clocks agree), and
+ * repeats TokenBucket's formulas (src/core/token-bucket.ts) exactly:
+ *   level(t) = min(tokens + ((t - last) / 1000) * rate, burst), t clamped to >= last
+ *   wait     = trunc((debt / rate) * 1e9) / 1e6   (whole nanoseconds, in ms)
+ * Numbers travel as "%.17g" strings both ways: Redis would truncate a Lua
+ * number in a reply, and print only 14 digits of one in HSET.
+ *
+ * ARGV[1] operation: "take" | "read" | "configure"
+ * ARGV[2] now in ms, or "" for the server's clock (tests pass a fake time)
+ * ARGV[3] idle expiry in ms: the key is forgotten this long after it is full
+ * take:      ARGV[4] n, ARGV[5] max wait ms ("inf"), ARGV[6] "1" to allow n above the burst
+ * configure: ARGV[4] rate ("inf"), ARGV[5] burst, ARGV[6] kind
+ * Replies: take {ok, waitMs, tokens, rate, burst, kind}; read/configure
+ * {rate, burst, kind, tokens, lastMs}; nil when the key is unknown.
+ */
+export const BUCKET_SCRIPT = `
+if redis.replicate_commands then pcall(redis.replicate_commands) end
+local key = KEYS[1]
+local op = ARGV[1]
+local INF = math.huge
+local function num(s) if s == "inf" then return INF end return tonumber(s) end
+local function str(x) if x == INF then return "inf" end return string.format("%.17g", x) end
+local now
+if ARGV[2] ~= "" then
+  now = tonumber(ARGV[2])
+else
+  local time = redis.call("TIME")
+  now = tonumber(time[1]) * 1000 + tonumber(time[2]) / 1000
+end
+local idleMs = tonumber(ARGV[3])
+
+local h = redis.call("HMGET", key, "rate", "burst", "kind", "tokens", "last")
+local exists = h[1] ~= false and h[1] ~= nil
+local rate, burst, kind, tokens, last
+if exists then
+  rate = num(h[1]); burst = num(h[2]); kind = h[3]; tokens = num(h[4]); last = num(h[5])
+  if tokens > burst then tokens = burst end
+end
+
+local function advance(t)
+  if t < last then t = last end
+  if rate == INF then return t, burst end
+  local gained = 0
+  if t - last > 0 then gained = ((t - last) / 1000) * rate end
+  local level = tokens + gained
+  if level > burst then level = burst end
+  return t, level
+end
+
+local function save(t, level)
+  redis.call("HSET", key, "rate", str(rate), "burst", str(burst), "kind", kind, "tokens", str(level), "last", str(t))
+  local fullInMs = 0
+  if rate ~= INF and level < burst then fullInMs = ((burst - level) / rate) * 1000 end
+  redis.call("PEXPIRE", key, string.format("%d", math.max(1, math.ceil(fullInMs + idleMs))))
+end
+
+if op == "take" then
+  if not exists then return nil end
+  local n = tonumber(ARGV[4])
+  local maxWait = num(ARGV[5])
+  local overBurst = ARGV[6] == "1"
+  local t, level = advance(now)
+  if rate == INF then
+    save(t, burst)
+    return {"1", "0", str(burst), str(rate), str(burst), kind}
+  end
+  local after = level - n
+  local wait = 0
+  if after < 0 then wait = math.floor((-after / rate) * 1e9) / 1e6 end
+  if (n > burst and not overBurst) or wait > maxWait then
+    return {"0", "inf", str(level), str(rate), str(burst), kind}
+  end
+  save(t, after)
+  return {"1", str(wait), str(after), str(rate), str(burst), kind}
+elseif op == "read" then
+  if not exists then return nil end
+  local t, level = advance(now)
+  return {str(rate), str(burst), kind, str(level), str(last)}
+elseif op == "configure" then
+  local newRate = num(ARGV[4]); local newBurst = num(ARGV[5]); local newKind = ARGV[6]
+  if not exists or kind ~= newKind then
+    rate = newRate; burst = newBurst; kind = newKind
+    save(now, burst)
+    return {str(rate), str(burst), kind, str(burst), str(now)}
+  end
+  local t, level = advance(now)
+  rate = newRate
+  if level > newBurst then level = newBurst end
+  burst = newBurst
+  if rate == INF then level = burst end
+  save(t, level)
+  return {str(rate), str(burst), kind, str(level), str(t)}
+end
+return redis.error_reply("tbucket: unknown operation " .. tostring(op))
+`;

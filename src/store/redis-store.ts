@@ -1,0 +1,174 @@
+import { createHash } from "node:crypto";
+import type { Redis as RedisClient } from "ioredis";
+import type { Clock } from "../core/clock.js";
+import type { RateKind } from "../core/units.js";
+import {
+  type BucketConfig,
+  type BucketState,
+  type BucketStore,
+  checkConfig,
+  checkTake,
+  StoreError,
+  type TakeOptions,
+  type TakeResult,
+} from "./bucket-store.js";
+import { BUCKET_SCRIPT } from "./redis-script.js";
+
+/** Every key tbucket writes starts with this, so a shared Redis stays tidy. */
+export const REDIS_KEY_PREFIX = "tbucket:";
+
+/** A bucket full and untouched this long is forgotten, settings included (Redis only). */
+export const DEFAULT_IDLE_EXPIRY_MS = 7 * 24 * 3600 * 1000;
+
+export interface RedisStoreOptions {
+  /** A fake clock for tests; by default the script reads the server's clock. */
+  clock?: Clock;
+  idleExpiryMs?: number;
+  /** How long to try to reach the server at the start. */
+  connectTimeoutMs?: number;
+  /** How long one operation may take before the store counts as lost. */
+  commandTimeoutMs?: number;
+}
+
+/**
+ * Buckets in Redis, shared by processes on many machines. Every operation is
+ * one Lua script on one key (EVALSHA, loading the script again after
+ * NOSCRIPT), run on the server's clock.
+ */
+export class RedisStore implements BucketStore {
+  readonly url: string;
+  readonly #client: RedisClient;
+  readonly #clock: Clock | undefined;
+  readonly #idleExpiryMs: number;
+  readonly #sha = createHash("sha1").update(BUCKET_SCRIPT).digest("hex");
+
+  private constructor(client: RedisClient, url: string, options: RedisStoreOptions) {
+    this.#client = client;
+    this.url = url;
+    this.#clock = options.clock;
+    this.#idleExpiryMs = options.idleExpiryMs ?? DEFAULT_IDLE_EXPIRY_MS;
+  }
+
+  /** Connects to `redis://` or `rediss://` and loads the script; failures are one-line StoreErrors. */
+  static async open(url: string, options: RedisStoreOptions = {}): Promise<RedisStore> {
+    const shown = redactUrl(url);
+    const { Redis } = await import("ioredis");
+    const connectTimeoutMs = options.connectTimeoutMs ?? 3000;
+    let connected = false;
+    const client = new Redis(url, {
+      lazyConnect: true,
+      connectTimeout: connectTimeoutMs,
+      commandTimeout: options.commandTimeoutMs ?? 3000,
+      maxRetriesPerRequest: 2,
+      // Ride out a short blip mid-run (a restart); at the start, fail at once.
+      retryStrategy: (times) => (!connected || times > 5 ? null : Math.min(times * 200, 1000)),
+    });
+    // Failures reach callers through rejected commands; without a listener ioredis prints them.
+    let lastError: unknown;
+    client.on("error", (error: unknown) => (lastError = error));
+    try {
+      await client.connect();
+      connected = true;
+      await client.script("LOAD", BUCKET_SCRIPT);
+    } catch (error) {
+      client.disconnect();
+      throw new StoreError(`store ${shown}: cannot reach Redis (${reason(lastError ?? error)}); check the address and that Redis runs there, or use --on-store-error local`, { cause: error });
+    }
+    return new RedisStore(client, shown, options);
+  }
+
+  async take(key: string, n: number, options?: TakeOptions): Promise<TakeResult | undefined> {
+    checkTake(n, options);
+    const reply = await this.#run(key, ["take", String(n), numberText(options?.maxWaitMs ?? Infinity), options?.overBurst ? "1" : "0"]);
+    if (reply === null) return undefined;
+    const [ok, waitMs, tokens, rate, burst, kind] = reply as string[];
+    return { ok: ok === "1", waitMs: numberOf(waitMs!), tokens: numberOf(tokens!), rate: numberOf(rate!), burst: numberOf(burst!), kind: kind as RateKind };
+  }
+
+  async read(key: string): Promise<BucketState | undefined> {
+    const reply = await this.#run(key, ["read"]);
+    return reply === null ? undefined : stateOf(key, reply as string[]);
+  }
+
+  async configure(key: string, config: BucketConfig): Promise<BucketState> {
+    checkConfig(config);
+    const reply = await this.#run(key, ["configure", numberText(config.rate), numberText(config.burst), config.kind]);
+    return stateOf(key, reply as string[]);
+  }
+
+  async list(): Promise<BucketState[]> {
+    const keys = new Set<string>();
+    let cursor = "0";
+    try {
+      do {
+        const [next, found] = await this.#client.scan(cursor, "MATCH", `${REDIS_KEY_PREFIX}*`, "COUNT", 1000);
+        for (const name of found) keys.add(name.slice(REDIS_KEY_PREFIX.length));
+        cursor = next;
+      } while (cursor !== "0");
+    } catch (error) {
+      throw this.#error(error);
+    }
+    const states = await Promise.all([...keys].sort().map((key) => this.read(key)));
+    return states.filter((state): state is BucketState => state !== undefined);
+  }
+
+  async delete(key: string): Promise<boolean> {
+    try {
+      return (await this.#client.del(REDIS_KEY_PREFIX + key)) > 0;
+    } catch (error) {
+      throw this.#error(error);
+    }
+  }
+
+  async close(): Promise<void> {
+    try {
+      await this.#client.quit();
+    } catch {
+      this.#client.disconnect();
+    }
+  }
+
+  /** Runs the script on one key, loading it again if the server lost it (restart, SCRIPT FLUSH). */
+  async #run(key: string, args: string[]): Promise<unknown> {
+    const [operation, ...rest] = args;
+    const argv = [operation!, this.#clock ? numberText(this.#clock.now()) : "", String(this.#idleExpiryMs), ...rest];
+    try {
+      try {
+        return await this.#client.evalsha(this.#sha, 1, REDIS_KEY_PREFIX + key, ...argv);
+      } catch (error) {
+        if (!String((error as Error).message).startsWith("NOSCRIPT")) throw error;
+        await this.#client.script("LOAD", BUCKET_SCRIPT);
+        return await this.#client.evalsha(this.#sha, 1, REDIS_KEY_PREFIX + key, ...argv);
+      }
+    } catch (error) {
+      throw this.#error(error);
+    }
+  }
+
+  #error(error: unknown): StoreError {
+    return new StoreError(`store ${this.url}: lost Redis (${reason(error)})`, { cause: error });
+  }
+}
+
+function stateOf(key: string, reply: string[]): BucketState {
+  const [rate, burst, kind, tokens, lastMs] = reply;
+  return { key, rate: numberOf(rate!), burst: numberOf(burst!), kind: kind as RateKind, tokens: numberOf(tokens!), updatedAtMs: numberOf(lastMs!) };
+}
+
+function numberText(value: number): string {
+  return value === Infinity ? "inf" : String(value);
+}
+
+function numberOf(text: string): number {
+  return text === "inf" ? Infinity : Number(text);
+}
+
+function reason(error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error);
+  return message.split("\n")[0]!.replace(/\.$/, "");
+}
+
+/** The URL without its password, for messages. */
+export function redactUrl(url: string): string {
+  return url.replace(/^(rediss?:\/\/)([^@/]*:)[^@/]*@/i, "$1$2***@");
+}

@@ -1,0 +1,203 @@
+import { mkdirSync } from "node:fs";
+import { dirname } from "node:path";
+import type BetterSqlite3 from "better-sqlite3";
+import type { Clock } from "../core/clock.js";
+import type { RateKind } from "../core/units.js";
+import {
+  type BucketConfig,
+  type BucketState,
+  type BucketStore,
+  checkConfig,
+  checkTake,
+  StoreError,
+  type TakeOptions,
+  type TakeResult,
+} from "./bucket-store.js";
+import { configureAt, type StoredBucket, takeAt } from "./bucket-math.js";
+import { stateOf, wallClock } from "./memory-store.js";
+
+/** The schema this release writes; a file with a higher version came from a newer tbucket. */
+export const SQLITE_SCHEMA_VERSION = 1;
+
+export interface SqliteStoreOptions {
+  /** How the user named the store, for messages; `sqlite:<path>` by default. */
+  url?: string;
+  /** How long a take waits for another process's transaction before giving up. */
+  busyTimeoutMs?: number;
+  /** The store's clock: wall-clock ms, shared by every process on the machine. */
+  clock?: Clock;
+}
+
+interface Row {
+  key: string;
+  kind: RateKind;
+  rate: number;
+  burst: number;
+  tokens: number;
+  last_ms: number;
+}
+
+/**
+ * Buckets in one SQLite file, shared by the processes of one machine. WAL
+ * lets readers go on while one process writes; every change is one
+ * `BEGIN IMMEDIATE` transaction (the write lock is taken before reading, so
+ * two processes never compute from the same level), and a busy timeout makes
+ * concurrent takes queue instead of failing.
+ */
+export class SqliteStore implements BucketStore {
+  readonly url: string;
+  readonly #db: BetterSqlite3.Database;
+  readonly #clock: Clock;
+  readonly #busyTimeoutMs: number;
+  readonly #select: BetterSqlite3.Statement<[string], Row>;
+  readonly #upsert: BetterSqlite3.Statement<[Row]>;
+  readonly #take: (key: string, n: number, options: TakeOptions | undefined) => TakeResult | undefined;
+  readonly #configure: (key: string, config: BucketConfig) => BucketState;
+
+  private constructor(db: BetterSqlite3.Database, url: string, clock: Clock, busyTimeoutMs: number) {
+    this.#db = db;
+    this.url = url;
+    this.#clock = clock;
+    this.#busyTimeoutMs = busyTimeoutMs;
+    this.#select = db.prepare<[string], Row>("SELECT key, kind, rate, burst, tokens, last_ms FROM buckets WHERE key = ?");
+    this.#upsert = db.prepare<[Row]>(
+      `INSERT INTO buckets (key, kind, rate, burst, tokens, last_ms) VALUES (@key, @kind, @rate, @burst, @tokens, @last_ms)
+       ON CONFLICT (key) DO UPDATE SET kind = excluded.kind, rate = excluded.rate, burst = excluded.burst,
+         tokens = excluded.tokens, last_ms = excluded.last_ms`,
+    );
+    const take = db.transaction((key: string, n: number, options: TakeOptions | undefined) => {
+      const row = this.#select.get(key);
+      if (!row) return undefined;
+      const { result, next } = takeAt(storedOf(row), this.#clock.now(), n, options);
+      if (next) this.#upsert.run(rowOf(key, next));
+      return result;
+    });
+    this.#take = (key, n, options) => take.immediate(key, n, options);
+    const configure = db.transaction((key: string, config: BucketConfig) => {
+      const row = this.#select.get(key);
+      const nowMs = this.#clock.now();
+      const next = configureAt(row && storedOf(row), nowMs, config);
+      this.#upsert.run(rowOf(key, next));
+      return stateOf(key, next, nowMs);
+    });
+    this.#configure = (key, config) => configure.immediate(key, config);
+  }
+
+  /** Opens (creating if need be) the file at `path`; failures are StoreErrors with one-line messages. */
+  static async open(path: string, options: SqliteStoreOptions = {}): Promise<SqliteStore> {
+    const url = options.url ?? `sqlite:${path}`;
+    const busyTimeoutMs = options.busyTimeoutMs ?? 5000;
+    const { default: Database } = await import("better-sqlite3");
+    let db: BetterSqlite3.Database | undefined;
+    try {
+      if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+      // The standalone executable ships the native addon beside itself and says where.
+      const nativeBinding = (globalThis as { TBUCKET_SQLITE_NATIVE_BINDING?: unknown }).TBUCKET_SQLITE_NATIVE_BINDING;
+      db = new Database(path, { timeout: busyTimeoutMs, ...(typeof nativeBinding === "string" ? { nativeBinding } : {}) });
+      db.pragma("journal_mode = WAL");
+      db.pragma("synchronous = NORMAL");
+      migrate(db, url);
+      return new SqliteStore(db, url, options.clock ?? wallClock, busyTimeoutMs);
+    } catch (error) {
+      db?.close();
+      throw sqliteStoreError(error, url, busyTimeoutMs);
+    }
+  }
+
+  async take(key: string, n: number, options?: TakeOptions): Promise<TakeResult | undefined> {
+    checkTake(n, options);
+    return this.#guard(() => this.#take(key, n, options));
+  }
+
+  async read(key: string): Promise<BucketState | undefined> {
+    return this.#guard(() => {
+      const row = this.#select.get(key);
+      return row && stateOf(key, storedOf(row), this.#clock.now());
+    });
+  }
+
+  async configure(key: string, config: BucketConfig): Promise<BucketState> {
+    checkConfig(config);
+    return this.#guard(() => this.#configure(key, config));
+  }
+
+  async list(): Promise<BucketState[]> {
+    return this.#guard(() => {
+      const rows = this.#db.prepare<[], Row>("SELECT key, kind, rate, burst, tokens, last_ms FROM buckets ORDER BY key").all();
+      const nowMs = this.#clock.now();
+      return rows.map((row) => stateOf(row.key, storedOf(row), nowMs));
+    });
+  }
+
+  async delete(key: string): Promise<boolean> {
+    return this.#guard(() => this.#db.prepare("DELETE FROM buckets WHERE key = ?").run(key).changes > 0);
+  }
+
+  async close(): Promise<void> {
+    if (this.#db.open) this.#db.close();
+  }
+
+  #guard<T>(operation: () => T): T {
+    try {
+      return operation();
+    } catch (error) {
+      throw sqliteStoreError(error, this.url, this.#busyTimeoutMs);
+    }
+  }
+}
+
+/** Creates the tables in a new file; refuses a file from a newer release. */
+function migrate(db: BetterSqlite3.Database, url: string): void {
+  db.transaction(() => {
+    db.exec("CREATE TABLE IF NOT EXISTS tbucket_schema (version INTEGER NOT NULL)");
+    const row = db.prepare<[], { version: number }>("SELECT max(version) AS version FROM tbucket_schema").get();
+    const version = row?.version ?? 0;
+    if (version > SQLITE_SCHEMA_VERSION) {
+      throw new StoreError(
+        `store ${url}: written by a newer tbucket (schema ${version}, this one knows ${SQLITE_SCHEMA_VERSION}); upgrade tbucket or use another --store sqlite:<file>`,
+      );
+    }
+    if (version < 1) {
+      // Times are wall-clock ms; rate is tokens per second (Infinity: no limit).
+      db.exec(`CREATE TABLE buckets (
+        key TEXT PRIMARY KEY NOT NULL,
+        kind TEXT NOT NULL CHECK (kind IN ('bytes', 'count')),
+        rate REAL NOT NULL,
+        burst REAL NOT NULL,
+        tokens REAL NOT NULL,
+        last_ms REAL NOT NULL
+      )`);
+      db.prepare("INSERT INTO tbucket_schema (version) VALUES (?)").run(SQLITE_SCHEMA_VERSION);
+    }
+  }).immediate();
+}
+
+function storedOf(row: Row): StoredBucket {
+  return { kind: row.kind, rate: row.rate, burst: row.burst, tokens: row.tokens, lastMs: row.last_ms };
+}
+
+function rowOf(key: string, stored: StoredBucket): Row {
+  return { key, kind: stored.kind, rate: stored.rate, burst: stored.burst, tokens: stored.tokens, last_ms: stored.lastMs };
+}
+
+/** One line a user can act on, for whatever SQLite or the file system threw. */
+export function sqliteStoreError(error: unknown, url: string, busyTimeoutMs: number): Error {
+  if (error instanceof StoreError) return error;
+  if (error instanceof RangeError || error instanceof TypeError) return error;
+  const code = String((error as { code?: unknown }).code ?? "");
+  const detail = (error as Error).message ?? String(error);
+  const other = "or use another --store sqlite:<file>";
+  let why: string;
+  if (code === "SQLITE_BUSY" || code.startsWith("SQLITE_BUSY_") || code.startsWith("SQLITE_LOCKED")) {
+    why = `the file is locked by another program (still busy after ${busyTimeoutMs / 1000} s); try again, ${other}`;
+  } else if (code === "SQLITE_NOTADB" || code.startsWith("SQLITE_CORRUPT")) {
+    why = `not a tbucket database, or corrupted (${detail}); move the file away (a new one is made), ${other}`;
+  } else if (code.startsWith("SQLITE_READONLY") || code === "EACCES" || code === "EPERM" || code === "EROFS") {
+    why = `cannot write the file (${detail}); fix its permissions, ${other}`;
+  } else if (code.startsWith("SQLITE_CANTOPEN") || code === "ENOTDIR" || code === "ENOENT" || code === "EEXIST") {
+    why = `cannot open the file (${detail}); check the path and its directory's permissions, ${other}`;
+  } else {
+    why = `${detail}${code ? ` (${code})` : ""}; ${other}`;
+  }
+  return new StoreError(`store ${url}: ${why}`, { cause: error });
+}

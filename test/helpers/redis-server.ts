@@ -1,0 +1,82 @@
+import { spawn, spawnSync } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { createConnection, createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+/** A redis-server of the test's own, on a free loopback port, with nothing saved to disk. */
+export interface RedisServer {
+  url: string;
+  port: number;
+  /** Stops the server (SIGTERM) and waits for it to exit. */
+  stop(): Promise<void>;
+}
+
+/** The one line a test prints when the server binary is not installed: it must fail, never skip. */
+export const REDIS_MISSING =
+  "redis-server is not installed: install the Debian package redis-server (sudo apt-get install redis-server), or run: bash scripts/ensure-system-packages.sh";
+
+/** Starts redis-server; throws REDIS_MISSING when the binary is absent. */
+export async function startRedisServer(): Promise<RedisServer> {
+  const probe = spawnSync("redis-server", ["--version"], { encoding: "utf8" });
+  if (probe.error || probe.status !== 0) throw new Error(REDIS_MISSING);
+  for (let attempt = 0; ; attempt++) {
+    const port = await freePort();
+    try {
+      return await launch(port);
+    } catch (error) {
+      // Another process may have taken the port between probing and binding.
+      if (attempt >= 3) throw error;
+    }
+  }
+}
+
+async function launch(port: number): Promise<RedisServer> {
+  const dir = mkdtempSync(join(tmpdir(), "tbucket-redis-"));
+  const child = spawn(
+    "redis-server",
+    ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir, "--loglevel", "warning"],
+    { stdio: ["ignore", "pipe", "pipe"] },
+  );
+  let output = "";
+  child.stdout!.on("data", (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr!.on("data", (chunk: Buffer) => (output += chunk.toString()));
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  const stop = async () => {
+    if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM");
+    await exited;
+    rmSync(dir, { recursive: true, force: true });
+  };
+  const deadline = Date.now() + 10_000;
+  while (!(await canConnect(port))) {
+    if (child.exitCode !== null || Date.now() > deadline) {
+      await stop();
+      throw new Error(`redis-server did not start on port ${port}: ${output.trim().split("\n").pop() ?? ""}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  return { url: `redis://127.0.0.1:${port}`, port, stop };
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+function canConnect(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = createConnection({ port, host: "127.0.0.1" });
+    socket.once("connect", () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once("error", () => resolve(false));
+  });
+}
+

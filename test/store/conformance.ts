@@ -1,0 +1,206 @@
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { FakeClock } from "../../src/core/clock.js";
+import { TokenBucket } from "../../src/core/token-bucket.js";
+import type { BucketStore } from "../../src/store/bucket-store.js";
+
+/** What each backend's test file gives the shared suite: a fresh, empty store on a fake clock. */
+export interface StoreFixture {
+  store: BucketStore;
+  clock: FakeClock;
+  cleanup?: () => Promise<void>;
+}
+
+const T0 = 1_700_000_000_000;
+
+interface Step {
+  atMs: number;
+  n: number;
+  maxWaitMs?: number;
+}
+
+/** Takes whose answers must match TokenBucket.reserveAt exactly. */
+const TABLES: Array<{ name: string; rate: number; burst: number; steps: Step[] }> = [
+  {
+    name: "rate 10/s, burst 5: drain, queue, refill",
+    rate: 10,
+    burst: 5,
+    steps: [
+      { atMs: 0, n: 5 },
+      { atMs: 0, n: 1 },
+      { atMs: 50, n: 1 },
+      { atMs: 50, n: 6 },
+      { atMs: 400, n: 2, maxWaitMs: 10 },
+      { atMs: 400, n: 1, maxWaitMs: 1000 },
+      { atMs: 10_000, n: 0 },
+      { atMs: 10_000, n: 5 },
+    ],
+  },
+  {
+    name: "a clock stepping back is clamped, never credited",
+    rate: 2,
+    burst: 2,
+    steps: [
+      { atMs: 1000, n: 2 },
+      { atMs: 500, n: 1 },
+      { atMs: 0, n: 1 },
+      { atMs: 1200, n: 1 },
+    ],
+  },
+  {
+    name: "fractional rate: waits in whole nanoseconds (x/time/rate rounding)",
+    rate: 0.7,
+    burst: 3,
+    steps: [
+      { atMs: 0, n: 3 },
+      { atMs: 1, n: 0.5 },
+      { atMs: 3, n: 1 },
+      { atMs: 1428.5714285714287, n: 1 },
+      { atMs: 2857.142857142857, n: 1, maxWaitMs: 1428.571428 },
+      { atMs: 9000, n: 2.25 },
+    ],
+  },
+  {
+    name: "a fast byte rate",
+    rate: 2 * 1024 * 1024,
+    burst: 209_715,
+    steps: [
+      { atMs: 0, n: 41_943 },
+      { atMs: 0.5, n: 200_000 },
+      { atMs: 20, n: 41_943 },
+      { atMs: 20.000001, n: 41_943 },
+      { atMs: 100, n: 209_715, maxWaitMs: 50 },
+    ],
+  },
+];
+
+/** A deterministic pseudo-random walk: 300 takes at rising times, some with wait limits. */
+function randomSteps(seed: number): Step[] {
+  let state = seed;
+  const next = () => ((state = (state * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+  const steps: Step[] = [];
+  let atMs = 0;
+  for (let i = 0; i < 300; i++) {
+    atMs += next() < 0.3 ? 0 : next() * 400;
+    if (next() < 0.05) atMs -= 100; // a clock stepping back
+    const step: Step = { atMs, n: Math.floor(next() * 8) + (next() < 0.2 ? 0.5 : 0) };
+    if (next() < 0.3) step.maxWaitMs = next() * 1000;
+    steps.push(step);
+  }
+  return steps;
+}
+
+/** The contract every BucketStore meets; each backend's test file calls this. */
+export function describeStoreConformance(name: string, setup: () => Promise<StoreFixture>): void {
+  describe(`${name}: the BucketStore contract`, () => {
+    let fixture: StoreFixture;
+    let store: BucketStore;
+    let clock: FakeClock;
+
+    beforeEach(async () => {
+      fixture = await setup();
+      ({ store, clock } = fixture);
+      clock.set(T0);
+    });
+    afterEach(async () => {
+      await fixture.store.close();
+      await fixture.cleanup?.();
+    });
+
+    it("knows nothing of a key never configured", async () => {
+      expect(await store.take("nope", 1)).toBeUndefined();
+      expect(await store.read("nope")).toBeUndefined();
+      expect(await store.delete("nope")).toBe(false);
+      expect(await store.list()).toEqual([]);
+    });
+
+    it("starts a new bucket full and reports its settings", async () => {
+      const state = await store.configure("backups", { rate: 1024, burst: 4096, kind: "bytes" });
+      expect(state).toEqual({ key: "backups", rate: 1024, burst: 4096, kind: "bytes", tokens: 4096, updatedAtMs: T0 });
+      expect(await store.read("backups")).toEqual(state);
+    });
+
+    for (const table of TABLES) {
+      it(`agrees with TokenBucket: ${table.name}`, async () => {
+        await expectAgreement(store, clock, table.rate, table.burst, table.steps);
+      });
+    }
+
+    it("agrees with TokenBucket over 300 pseudo-random takes", async () => {
+      await expectAgreement(store, clock, 3.3, 7, randomSteps(42));
+    });
+
+    it("admits everything at an unlimited rate", async () => {
+      await store.configure("free", { rate: Infinity, burst: 10, kind: "count" });
+      const result = await store.take("free", 1000);
+      expect(result).toEqual({ ok: true, waitMs: 0, tokens: 10, rate: Infinity, burst: 10, kind: "count" });
+      expect((await store.read("free"))?.rate).toBe(Infinity);
+    });
+
+    it("changes the rate keeping the tokens gained so far, like setRateAt", async () => {
+      const bucket = new TokenBucket({ rate: 10, burst: 20, clock });
+      await store.configure("k", { rate: 10, burst: 20, kind: "count" });
+      bucket.reserveAt(T0, 20);
+      await store.take("k", 20);
+      clock.set(T0 + 500);
+      bucket.setRateAt(T0 + 500, 40);
+      const changed = await store.configure("k", { rate: 40, burst: 20, kind: "count" });
+      expect(changed.tokens).toBe(bucket.tokensAt(T0 + 500));
+      clock.set(T0 + 750);
+      const taken = await store.take("k", 10);
+      expect(taken?.rate).toBe(40);
+      expect(taken?.waitMs).toBe(bucket.reserveAt(T0 + 750, 10).waitMs);
+    });
+
+    it("caps the level at a lowered burst, and refills a bucket whose kind changes", async () => {
+      await store.configure("k", { rate: 10, burst: 20, kind: "count" });
+      expect((await store.configure("k", { rate: 10, burst: 5, kind: "count" })).tokens).toBe(5);
+      await store.take("k", 5);
+      const rekinded = await store.configure("k", { rate: 1024, burst: 2048, kind: "bytes" });
+      expect(rekinded).toMatchObject({ kind: "bytes", tokens: 2048 });
+    });
+
+    it("takes a lease above the burst only when asked, as back-to-back reservations", async () => {
+      await store.configure("k", { rate: 10, burst: 10, kind: "bytes" });
+      expect((await store.take("k", 25))?.ok).toBe(false);
+      const lease = await store.take("k", 25, { overBurst: true });
+      expect(lease).toMatchObject({ ok: true, waitMs: 1500, tokens: -15 });
+    });
+
+    it("serves concurrent takes one after another, first come first served", async () => {
+      await store.configure("k", { rate: 10, burst: 5, kind: "count" });
+      const results = await Promise.all(Array.from({ length: 20 }, () => store.take("k", 1)));
+      const waits = results.map((r) => r!.waitMs).sort((a, b) => a - b);
+      expect(waits).toEqual([0, 0, 0, 0, 0, ...Array.from({ length: 15 }, (_, i) => (i + 1) * 100)]);
+      expect((await store.read("k"))?.tokens).toBe(-15);
+    });
+
+    it("lists buckets sorted by key and deletes them", async () => {
+      await store.configure("b", { rate: 5, burst: 1, kind: "count" });
+      await store.configure("a/x:1", { rate: 1024, burst: 100, kind: "bytes" });
+      expect((await store.list()).map((s) => s.key)).toEqual(["a/x:1", "b"]);
+      expect(await store.delete("b")).toBe(true);
+      expect(await store.take("b", 1)).toBeUndefined();
+      expect((await store.list()).map((s) => s.key)).toEqual(["a/x:1"]);
+    });
+
+    it("refuses bad arguments with the value named", async () => {
+      await expect(store.take("k", -1)).rejects.toThrow("Expected `n` to be a non-negative finite number, got `-1`");
+      await expect(store.configure("k", { rate: 0, burst: 1, kind: "count" })).rejects.toThrow("Expected `rate`");
+      await expect(store.configure("k", { rate: 1, burst: Infinity, kind: "count" })).rejects.toThrow("Expected `burst`");
+    });
+  });
+}
+
+async function expectAgreement(store: BucketStore, clock: FakeClock, rate: number, burst: number, steps: Step[]): Promise<void> {
+  clock.set(T0);
+  const bucket = new TokenBucket({ rate, burst, clock });
+  await store.configure("table", { rate, burst, kind: "count" });
+  for (const [index, step] of steps.entries()) {
+    clock.set(T0 + step.atMs);
+    const want = bucket.reserveAt(T0 + step.atMs, step.n, step.maxWaitMs ?? Infinity);
+    const got = await store.take("table", step.n, step.maxWaitMs === undefined ? undefined : { maxWaitMs: step.maxWaitMs });
+    const context = `step ${index}: ${JSON.stringify(step)}`;
+    expect({ ok: got?.ok, waitMs: got?.waitMs }, context).toEqual({ ok: want.ok, waitMs: want.ok ? want.waitMs : Infinity });
+    expect(got?.tokens, context).toBe(bucket.tokensAt(T0 + step.atMs));
+  }
+}

@@ -1,0 +1,101 @@
+import { Redis } from "ioredis";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { FakeClock } from "../../src/core/clock.js";
+import { StoreError } from "../../src/store/bucket-store.js";
+import { DEFAULT_IDLE_EXPIRY_MS, RedisStore, redactUrl } from "../../src/store/redis-store.js";
+import { type RedisServer, startRedisServer } from "../helpers/redis-server.js";
+import { describeStoreConformance } from "./conformance.js";
+
+// The server is started here, not skipped: without redis-server this fails naming the package.
+let server: RedisServer;
+let admin: Redis;
+beforeAll(async () => {
+  server = await startRedisServer();
+  admin = new Redis(server.url);
+});
+afterAll(async () => {
+  await admin?.quit();
+  await server?.stop();
+});
+
+describeStoreConformance("RedisStore", async () => {
+  await admin.flushdb();
+  const clock = new FakeClock();
+  const store = await RedisStore.open(server.url, { clock });
+  return { store, clock };
+});
+
+describe("RedisStore: the server", () => {
+  it("keeps each bucket in one hash under tbucket:, expiring once full and idle", async () => {
+    await admin.flushdb();
+    const store = await RedisStore.open(server.url);
+    await store.configure("backups", { rate: 1000, burst: 500, kind: "bytes" });
+    expect(await admin.keys("*")).toEqual(["tbucket:backups"]);
+    const fullTtl = await admin.pttl("tbucket:backups");
+    expect(fullTtl).toBeGreaterThan(DEFAULT_IDLE_EXPIRY_MS - 5000);
+    expect(fullTtl).toBeLessThanOrEqual(DEFAULT_IDLE_EXPIRY_MS);
+    await store.take("backups", 1500, { overBurst: true });
+    // Empty by 1000 tokens: full again in 1.5 s, then idle for the expiry.
+    const ttl = await admin.pttl("tbucket:backups");
+    expect(ttl).toBeGreaterThan(DEFAULT_IDLE_EXPIRY_MS + 1400);
+    expect(ttl).toBeLessThanOrEqual(DEFAULT_IDLE_EXPIRY_MS + 1500);
+    await store.close();
+  });
+
+  it("forgets a bucket left full and idle past its expiry", async () => {
+    const store = await RedisStore.open(server.url, { idleExpiryMs: 50 });
+    await store.configure("short", { rate: 1000, burst: 10, kind: "count" });
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(await store.read("short")).toBeUndefined();
+    await store.close();
+  });
+
+  it("runs on the server's clock: the level refills in real time", async () => {
+    const store = await RedisStore.open(server.url);
+    const before = Date.now();
+    const state = await store.configure("clocked", { rate: 1000, burst: 100, kind: "count" });
+    expect(state.updatedAtMs).toBeGreaterThan(before - 1000);
+    expect(state.updatedAtMs).toBeLessThan(Date.now() + 1000);
+    await store.take("clocked", 100);
+    await new Promise((resolve) => setTimeout(resolve, 60));
+    const level = (await store.read("clocked"))!.tokens;
+    expect(level).toBeGreaterThan(40);
+    expect(level).toBeLessThanOrEqual(100);
+    await store.close();
+  });
+
+  it("loads the script again after the server forgot it (NOSCRIPT)", async () => {
+    const store = await RedisStore.open(server.url);
+    await store.configure("k", { rate: 10, burst: 10, kind: "count" });
+    await admin.script("FLUSH");
+    expect((await store.take("k", 1))?.ok).toBe(true);
+    await store.close();
+  });
+
+  it("says in one line when Redis cannot be reached at the start", async () => {
+    const error = await RedisStore.open("redis://127.0.0.1:1", { connectTimeoutMs: 500 }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(StoreError);
+    expect((error as Error).message).toMatch(
+      /^store redis:\/\/127\.0\.0\.1:1: cannot reach Redis \(.*ECONNREFUSED.*\); check the address and that Redis runs there, or use --on-store-error local$/,
+    );
+  });
+
+  it("hides the password in messages", () => {
+    expect(redactUrl("redis://app:s3cret@db:6379/2")).toBe("redis://app:***@db:6379/2");
+    expect(redactUrl("rediss://:s3cret@db:6379")).toBe("rediss://:***@db:6379");
+    expect(redactUrl("redis://db:6379")).toBe("redis://db:6379");
+  });
+});
+
+describe("RedisStore: losing the server mid-run", () => {
+  it("fails the next operation with a StoreError", async () => {
+    const own = await startRedisServer();
+    const store = await RedisStore.open(own.url);
+    await store.configure("k", { rate: 10, burst: 10, kind: "count" });
+    await own.stop();
+    const error = await store.take("k", 1).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(StoreError);
+    expect((error as Error).message).toMatch(/^store redis:\/\/127\.0\.0\.1:\d+: lost Redis \(/);
+    await store.close();
+  });
+});

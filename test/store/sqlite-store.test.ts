@@ -1,0 +1,97 @@
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import Database from "better-sqlite3";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { FakeClock } from "../../src/core/clock.js";
+import { StoreError } from "../../src/store/bucket-store.js";
+import { SQLITE_SCHEMA_VERSION, SqliteStore } from "../../src/store/sqlite-store.js";
+import { describeStoreConformance } from "./conformance.js";
+
+function tempDir(): string {
+  return mkdtempSync(join(tmpdir(), "tbucket-sqlite-"));
+}
+
+describeStoreConformance("SqliteStore", async () => {
+  const dir = tempDir();
+  const clock = new FakeClock();
+  const store = await SqliteStore.open(join(dir, "buckets.db"), { clock });
+  return { store, clock, cleanup: async () => rmSync(dir, { recursive: true, force: true }) };
+});
+
+describe("SqliteStore: the file", () => {
+  let dir: string;
+  beforeEach(() => {
+    dir = tempDir();
+  });
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  it("creates its directory, uses WAL and records the schema version", async () => {
+    const path = join(dir, "state", "tbucket", "buckets.db");
+    const store = await SqliteStore.open(path);
+    await store.configure("k", { rate: 1, burst: 1, kind: "count" });
+    await store.close();
+    const db = new Database(path, { readonly: true });
+    expect(db.pragma("journal_mode", { simple: true })).toBe("wal");
+    expect(db.prepare("SELECT version FROM tbucket_schema").all()).toEqual([{ version: SQLITE_SCHEMA_VERSION }]);
+    db.close();
+  });
+
+  it("keeps one bucket for two connections: each take sees the other's", async () => {
+    const path = join(dir, "buckets.db");
+    const clock = new FakeClock(1_700_000_000_000);
+    const first = await SqliteStore.open(path, { clock });
+    const second = await SqliteStore.open(path, { clock });
+    await first.configure("k", { rate: 10, burst: 2, kind: "count" });
+    const waits: number[] = [];
+    for (let i = 0; i < 6; i++) waits.push((await (i % 2 ? first : second).take("k", 1))!.waitMs);
+    expect(waits).toEqual([0, 0, 100, 200, 300, 400]);
+    await first.close();
+    await second.close();
+  });
+
+  it("refuses a file from a newer release, naming both schema versions", async () => {
+    const path = join(dir, "buckets.db");
+    (await SqliteStore.open(path)).close();
+    const db = new Database(path);
+    db.prepare("INSERT INTO tbucket_schema (version) VALUES (99)").run();
+    db.close();
+    await expect(SqliteStore.open(path)).rejects.toThrow(
+      `store sqlite:${path}: written by a newer tbucket (schema 99, this one knows 1); upgrade tbucket or use another --store sqlite:<file>`,
+    );
+  });
+
+  it("says a corrupted file is not a tbucket database, in one line", async () => {
+    const path = join(dir, "buckets.db");
+    writeFileSync(path, "this is not sqlite, just some text that is long enough to be read as a header ".repeat(20));
+    const error = await SqliteStore.open(path).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(StoreError);
+    expect((error as Error).message).toMatch(new RegExp(`^store sqlite:${path}: not a tbucket database, or corrupted \\(.*\\); move the file away`));
+    expect((error as Error).message).not.toContain("\n");
+  });
+
+  it("says a path it cannot create cannot be opened", async () => {
+    const blocker = join(dir, "file");
+    writeFileSync(blocker, "");
+    const error = await SqliteStore.open(join(blocker, "buckets.db")).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(StoreError);
+    expect((error as Error).message).toMatch(/^store sqlite:.*file\/buckets\.db: cannot (open|write) the file/);
+  });
+
+  it("says a file locked by another program is busy, after the busy timeout", async () => {
+    const path = join(dir, "buckets.db");
+    const store = await SqliteStore.open(path, { busyTimeoutMs: 100 });
+    await store.configure("k", { rate: 1, burst: 1, kind: "count" });
+    const holder = new Database(path);
+    holder.exec("BEGIN EXCLUSIVE");
+    try {
+      await expect(store.take("k", 1)).rejects.toThrow(
+        `store sqlite:${path}: the file is locked by another program (still busy after 0.1 s); try again, or use another --store sqlite:<file>`,
+      );
+    } finally {
+      holder.exec("ROLLBACK");
+      holder.close();
+      await store.close();
+    }
+  });
+});
