@@ -1,0 +1,300 @@
+import { type Clock, systemClock } from "../core/clock.js";
+import type { Limiter } from "../core/limiter.js";
+import type { JobSpec } from "./job-source.js";
+import { type JobExit, type Launch, type LaunchedJob, succeeded } from "./launch.js";
+
+/** What happened to one job, once it is over. Times are on the runner's clock. */
+export interface JobRecord {
+  readonly number: number;
+  readonly item: string | undefined;
+  /** When the first attempt started; undefined when the job was skipped. */
+  readonly startMs: number | undefined;
+  readonly endMs: number;
+  /** Time spent waiting for tokens, over every attempt. */
+  readonly waitMs: number;
+  /** The last attempt's exit; undefined when the job was skipped. */
+  readonly exit: JobExit | undefined;
+  readonly attempts: number;
+  /** Never started: the token would have taken longer than --max-wait. */
+  readonly skipped: boolean;
+}
+
+/** Counters, for progress and the summary. */
+export interface RunCounts {
+  /** Jobs whose first attempt started. */
+  started: number;
+  running: number;
+  succeeded: number;
+  failed: number;
+  skipped: number;
+  /** Attempts after the first. */
+  retried: number;
+}
+
+/** Why launching stopped before the jobs ran out. */
+export type StopReason = "signal" | "duration" | "spawn-error";
+
+export interface RunResult {
+  readonly counts: Readonly<RunCounts>;
+  readonly stoppedBy: StopReason | undefined;
+  /** The first job that could not be started because its command is missing or not executable. */
+  readonly spawnFailure: { readonly job: JobSpec; readonly code: string } | undefined;
+  readonly elapsedMs: number;
+  readonly waitMs: number;
+}
+
+export interface JobRunnerOptions {
+  limiter: Limiter;
+  jobs: AsyncIterable<JobSpec>;
+  launch: Launch;
+  /** Most jobs running at once; Infinity: no limit. */
+  concurrency: number;
+  /** Skip a job whose token would take longer than this; Infinity: wait as long as it takes. */
+  maxWaitMs?: number;
+  /** Extra attempts for a failed job, each taking a token. */
+  retries?: number;
+  /** Stop launching after this long; Infinity: never. */
+  durationMs?: number;
+  clock?: Clock;
+  /** An attempt is about to start (attempt 1 is the job's start). */
+  onLaunch?(job: JobSpec, attempt: number, atMs: number): void;
+  /** A job is over: finished, failed for good, or skipped. */
+  onJobEnd?(record: JobRecord): void;
+}
+
+const FATAL_SPAWN_ERRORS = new Set(["ENOENT", "EACCES", "ENOTDIR"]);
+
+/** Spawn errors that will fail every job alike (command missing or not executable): launching more is pointless. */
+export function isFatalSpawnError(code: string): boolean {
+  return FATAL_SPAWN_ERRORS.has(code);
+}
+
+/**
+ * JobRunner launches jobs under two separate limits: the limiter decides how
+ * fast launches start (one token each, retries included), and `concurrency`
+ * how many run at once. For each job it takes a slot first and then a token,
+ * so a job waiting for a slot never holds a token, and a token is always
+ * spent within a moment of being granted.
+ *
+ * `stop(signal)` ends launching and forwards the signal to running jobs;
+ * `kill()` ends them for good. The run resolves once every started job has
+ * ended.
+ */
+export class JobRunner {
+  readonly #options: JobRunnerOptions;
+  readonly #clock: Clock;
+  readonly #maxWaitMs: number;
+  readonly #retries: number;
+  /** Aborted when launching must stop: cancels waits for items, slots and tokens. */
+  readonly #stopLaunching = new AbortController();
+  readonly #live = new Set<LaunchedJob>();
+  readonly #counts: RunCounts = { started: 0, running: 0, succeeded: 0, failed: 0, skipped: 0, retried: 0 };
+  #stoppedBy: StopReason | undefined;
+  #spawnFailure: RunResult["spawnFailure"];
+  #slotFreed: (() => void) | undefined;
+  /** Slots held by jobs, from before their token until after their last attempt. */
+  #slotsTaken = 0;
+  #waitMs = 0;
+
+  constructor(options: JobRunnerOptions) {
+    if (!(options.concurrency >= 1)) {
+      throw new RangeError(`Expected \`concurrency\` to be at least 1 or Infinity, got \`${options.concurrency}\``);
+    }
+    this.#options = options;
+    this.#clock = options.clock ?? systemClock;
+    this.#maxWaitMs = options.maxWaitMs ?? Infinity;
+    this.#retries = options.retries ?? 0;
+  }
+
+  /** A snapshot of the counters. */
+  get counts(): Readonly<RunCounts> {
+    return { ...this.#counts, running: this.#live.size };
+  }
+
+  /** Stops launching; with a signal, forwards it to every running job. */
+  stop(reason: StopReason, signal?: NodeJS.Signals): void {
+    this.#stoppedBy ??= reason;
+    this.#stopLaunching.abort();
+    if (signal) for (const job of this.#live) job.kill(signal);
+  }
+
+  /** Kills every running job (the second Ctrl-C). */
+  kill(): void {
+    this.stop("signal", "SIGKILL");
+  }
+
+  async run(): Promise<RunResult> {
+    const startMs = this.#clock.now();
+    const stopSignal = this.#stopLaunching.signal;
+    const durationMs = this.#options.durationMs ?? Infinity;
+    const timerStop = new AbortController();
+    if (Number.isFinite(durationMs)) {
+      this.#clock.sleep(durationMs, timerStop.signal).then(
+        () => this.stop("duration"),
+        () => {},
+      );
+    }
+    const running = new Set<Promise<void>>();
+    const iterator = this.#options.jobs[Symbol.asyncIterator]();
+    try {
+      while (!stopSignal.aborted) {
+        const next = await untilAborted(iterator.next(), stopSignal);
+        if (next === ABORTED || next.done) break;
+        if (!(await this.#takeSlot(stopSignal))) break;
+        const token = await this.#takeToken(stopSignal);
+        if (token === ABORTED) {
+          this.#releaseSlot();
+          break;
+        }
+        this.#waitMs += token.waitMs;
+        if (!token.ok) {
+          this.#releaseSlot();
+          this.#counts.skipped++;
+          this.#options.onJobEnd?.({
+            number: next.value.number, item: next.value.item, startMs: undefined, endMs: this.#clock.now(),
+            waitMs: token.waitMs, exit: undefined, attempts: 0, skipped: true,
+          });
+          continue;
+        }
+        const job = this.#runJob(next.value, token.waitMs).finally(() => running.delete(job));
+        running.add(job);
+        // Let finished jobs be reaped and their output read even when launches are never throttled.
+        await yieldToEventLoop();
+      }
+    } finally {
+      timerStop.abort();
+      void Promise.resolve(iterator.return?.()).catch(() => {});
+      await Promise.all(running);
+    }
+    return {
+      counts: this.counts,
+      stoppedBy: this.#stoppedBy,
+      spawnFailure: this.#spawnFailure,
+      elapsedMs: this.#clock.now() - startMs,
+      waitMs: this.#waitMs,
+    };
+  }
+
+  /** Runs one job to its end, retrying failures; the job holds its slot throughout. */
+  async #runJob(job: JobSpec, firstWaitMs: number): Promise<void> {
+    let waitMs = firstWaitMs;
+    let attempts = 0;
+    let startMs: number | undefined;
+    let exit: JobExit;
+    this.#counts.started++;
+    try {
+      for (;;) {
+        attempts++;
+        const atMs = this.#clock.now();
+        startMs ??= atMs;
+        this.#options.onLaunch?.(job, attempts, atMs);
+        const launched = this.#options.launch(job, attempts);
+        this.#live.add(launched);
+        try {
+          exit = await launched.exited;
+        } finally {
+          this.#live.delete(launched);
+        }
+        if (exit.spawnError && isFatalSpawnError(exit.spawnError.code)) {
+          this.#spawnFailure ??= { job, code: exit.spawnError.code };
+          this.stop("spawn-error");
+          break;
+        }
+        if (succeeded(exit) || attempts > this.#retries || this.#stopLaunching.signal.aborted) break;
+        const token = await this.#takeToken(this.#stopLaunching.signal);
+        if (token === ABORTED) break;
+        waitMs += token.waitMs;
+        this.#waitMs += token.waitMs;
+        if (!token.ok) break;
+        this.#counts.retried++;
+      }
+    } finally {
+      this.#releaseSlot();
+    }
+    if (succeeded(exit)) this.#counts.succeeded++;
+    else this.#counts.failed++;
+    this.#options.onJobEnd?.({
+      number: job.number, item: job.item, startMs, endMs: this.#clock.now(), waitMs, exit, attempts, skipped: false,
+    });
+  }
+
+  /** Waits for a free slot and takes it; false when launching stopped meanwhile. */
+  async #takeSlot(signal: AbortSignal): Promise<boolean> {
+    while (this.#slotsTaken >= this.#options.concurrency) {
+      const freed = new Promise<void>((resolve) => (this.#slotFreed = resolve));
+      if ((await untilAborted(freed, signal)) === ABORTED) return false;
+    }
+    this.#slotsTaken++;
+    return true;
+  }
+
+  #releaseSlot(): void {
+    this.#slotsTaken--;
+    const wake = this.#slotFreed;
+    this.#slotFreed = undefined;
+    wake?.();
+  }
+
+  /** One token, waiting at most --max-wait; ok false: skipped, nothing taken. */
+  async #takeToken(signal: AbortSignal): Promise<{ ok: boolean; waitMs: number } | typeof ABORTED> {
+    const { limiter } = this.#options;
+    const beforeMs = this.#clock.now();
+    try {
+      let ok = true;
+      if (!Number.isFinite(this.#maxWaitMs)) await limiter.wait(1, signal);
+      else if (limiter.tryWait) ok = await limiter.tryWait(1, this.#maxWaitMs, signal);
+      else ok = await this.#waitAtMost(limiter, this.#maxWaitMs, signal);
+      return { ok, waitMs: this.#clock.now() - beforeMs };
+    } catch (error) {
+      if (signal.aborted) return ABORTED;
+      throw error;
+    }
+  }
+
+  /** For limiters that cannot say in advance how long a wait is: give up after `maxWaitMs`. */
+  async #waitAtMost(limiter: Limiter, maxWaitMs: number, signal: AbortSignal): Promise<boolean> {
+    const giveUp = new AbortController();
+    const onStop = () => giveUp.abort();
+    signal.addEventListener("abort", onStop, { once: true });
+    const timer = this.#clock.sleep(maxWaitMs, giveUp.signal).then(
+      () => giveUp.abort(),
+      () => {},
+    );
+    try {
+      await limiter.wait(1, giveUp.signal);
+      return true;
+    } catch (error) {
+      if (signal.aborted || !giveUp.signal.aborted) throw error;
+      return false;
+    } finally {
+      signal.removeEventListener("abort", onStop);
+      giveUp.abort();
+      await timer;
+    }
+  }
+}
+
+const ABORTED = Symbol("aborted");
+
+/** Resolves with the promise's value, or ABORTED as soon as the signal aborts. */
+function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T | typeof ABORTED> {
+  if (signal.aborted) return Promise.resolve(ABORTED);
+  return new Promise((resolve, reject) => {
+    const onAbort = () => resolve(ABORTED);
+    signal.addEventListener("abort", onAbort, { once: true });
+    promise.then(
+      (value) => {
+        signal.removeEventListener("abort", onAbort);
+        resolve(value);
+      },
+      (error: unknown) => {
+        signal.removeEventListener("abort", onAbort);
+        reject(error);
+      },
+    );
+  });
+}
+
+function yieldToEventLoop(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}

@@ -1,0 +1,81 @@
+import { formatCountRate, humanDuration } from "../core/units.js";
+import type { RunCounts, RunResult } from "./job-runner.js";
+
+/** The one-line summary: `12 started, 10 succeeded, 1 failed, 1 skipped, 2 retried`. */
+export function formatSummary(counts: Readonly<RunCounts>): string {
+  return `${counts.started} started, ${counts.succeeded} succeeded, ${counts.failed} failed, ${counts.skipped} skipped, ${counts.retried} retried`;
+}
+
+/** The progress line: counts and the recent launch rate against the limit. */
+export function formatProgress(counts: Readonly<RunCounts>, launchesPerSecond: number, limitPerSecond: number, total?: number): string {
+  const done = counts.succeeded + counts.failed;
+  const of = total === undefined || !Number.isFinite(total) ? "" : `/${total}`;
+  const limit = limitPerSecond === Infinity ? "no limit" : `limit ${formatRate(limitPerSecond)}`;
+  const parts = [
+    `${counts.started}${of} started`,
+    `${counts.running} running`,
+    `${done} done`,
+    `${counts.failed} failed`,
+    ...(counts.skipped > 0 ? [`${counts.skipped} skipped`] : []),
+    `${formatRate(launchesPerSecond)} (${limit})`,
+  ];
+  return parts.join(" · ");
+}
+
+function formatRate(perSecond: number): string {
+  if (perSecond === Infinity) return "inf";
+  if (perSecond >= 100) return `${Math.round(perSecond)}/s`;
+  if (perSecond >= 1) return `${perSecond.toFixed(1)}/s`;
+  return `${(perSecond * 60).toFixed(1)}/min`;
+}
+
+export interface RunStats {
+  started: number;
+  succeeded: number;
+  failed: number;
+  skipped: number;
+  retried: number;
+  /** Launches, retries included: each took one token. */
+  launches: number;
+  elapsedSeconds: number;
+  /** Launches per second over the run. */
+  launchRate: number;
+  /** The limit, tokens per second (null for no limit). */
+  rate: number | null;
+  burst: number;
+  /** Total time jobs spent waiting for tokens. */
+  waitSeconds: number;
+}
+
+export function runStats(result: RunResult, rate: number, burst: number): RunStats {
+  const { counts } = result;
+  const launches = counts.started + counts.retried;
+  const elapsedSeconds = result.elapsedMs / 1000;
+  return {
+    started: counts.started,
+    succeeded: counts.succeeded,
+    failed: counts.failed,
+    skipped: counts.skipped,
+    retried: counts.retried,
+    launches,
+    elapsedSeconds: round3(elapsedSeconds),
+    launchRate: elapsedSeconds > 0 ? round3(launches / elapsedSeconds) : 0,
+    rate: rate === Infinity ? null : rate,
+    burst,
+    waitSeconds: round3(result.waitMs / 1000),
+  };
+}
+
+/** `--stats text`: a few aligned lines. */
+export function formatStatsText(stats: RunStats): string {
+  const limit = stats.rate === null ? "none" : `${formatCountRate(stats.rate)}, burst ${stats.burst}`;
+  return [
+    `jobs:     ${stats.started} started, ${stats.succeeded} succeeded, ${stats.failed} failed, ${stats.skipped} skipped, ${stats.retried} retried`,
+    `launches: ${stats.launches} in ${humanDuration(stats.elapsedSeconds * 1000)} (${stats.launchRate}/s; limit ${limit})`,
+    `waited:   ${humanDuration(stats.waitSeconds * 1000)} for tokens in total`,
+  ].join("\n") + "\n";
+}
+
+function round3(x: number): number {
+  return Math.round(x * 1000) / 1000;
+}
