@@ -1,13 +1,39 @@
-import type { Command } from "commander";
-import { RuntimeError } from "../errors.js";
+import { Argument, type Command } from "commander";
+import { UsageError } from "../errors.js";
 
-export function registerCompletion(program: Command, _onExit: (code: number) => void): void {
+/** The shells `tbucket completion` writes a script for. */
+export const COMPLETION_SHELLS = ["bash", "zsh", "fish"] as const;
+export type CompletionShell = (typeof COMPLETION_SHELLS)[number];
+
+const EXAMPLES = `
+Examples:
+  source <(tbucket completion bash)                      # bash, this shell only
+  tbucket completion bash > ~/.local/share/bash-completion/completions/tbucket
+  tbucket completion zsh > "\${fpath[1]}/_tbucket"        # zsh, then start a new shell
+  tbucket completion fish > ~/.config/fish/completions/tbucket.fish
+
+The script is built from tbucket's own commands and options, so it always matches this version.`;
+
+export function registerCompletion(program: Command, onExit: (code: number) => void): void {
   program
     .command("completion")
-    .description("(not built yet)")
-    .allowUnknownOption()
-    .allowExcessArguments()
-    .action(() => {
-      throw new RuntimeError("completion: not built yet");
+    .description("print a shell completion script for bash, zsh or fish")
+    // The choices are listed for help and completion; parseCompletionShell checks them, with a better message.
+    .addArgument(new Argument("[shell]", "the shell").choices(COMPLETION_SHELLS).argParser((value: string) => value))
+    .addHelpText("after", EXAMPLES)
+    .action(async (shell: string | undefined) => {
+      const checked = parseCompletionShell(shell);
+      const { printCompletion } = await import("../actions/completion.js");
+      onExit(printCompletion(program, checked));
     });
+}
+
+/** The shell named on the command line; anything else is a UsageError that lists the shells. */
+export function parseCompletionShell(shell: string | undefined): CompletionShell {
+  const list = `${COMPLETION_SHELLS.slice(0, -1).join(", ")} or ${COMPLETION_SHELLS.at(-1)}`;
+  if (shell === undefined) throw new UsageError(`completion: no shell named; use ${list}, e.g. "tbucket completion bash"`);
+  if (!(COMPLETION_SHELLS as readonly string[]).includes(shell)) {
+    throw new UsageError(`completion: "${shell}" is not a supported shell; use ${list}`);
+  }
+  return shell as CompletionShell;
 }
