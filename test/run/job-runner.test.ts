@@ -1,0 +1,186 @@
+import { describe, expect, it } from "vitest";
+import { FakeClock } from "../../src/core/clock.js";
+import type { Limiter } from "../../src/core/limiter.js";
+import { TokenBucket } from "../../src/core/token-bucket.js";
+import { jobSource } from "../../src/run/job-source.js";
+import { JobRunner, type JobRecord, type JobRunnerOptions } from "../../src/run/job-runner.js";
+import { drive, fakeLaunches, settle, type FakeBehaviour } from "./fake-jobs.js";
+
+function setup(options: {
+  rate: number;
+  burst?: number;
+  count?: number;
+  concurrency?: number;
+  behaviour?: FakeBehaviour;
+  limiter?: (clock: FakeClock) => Limiter;
+  extra?: Partial<JobRunnerOptions>;
+}) {
+  const clock = new FakeClock(1000);
+  const limiter = options.limiter?.(clock) ?? new TokenBucket({ rate: options.rate, burst: options.burst ?? 1, clock });
+  const fake = fakeLaunches(clock, options.behaviour ?? (() => ({ runMs: 0 })));
+  const records: JobRecord[] = [];
+  const runner = new JobRunner({
+    limiter,
+    clock,
+    jobs: jobSource({ count: options.count ?? Infinity }),
+    launch: fake.launch,
+    concurrency: options.concurrency ?? Infinity,
+    onJobEnd: (record) => records.push(record),
+    ...options.extra,
+  });
+  const relative = () => fake.startsMs.map((ms) => ms - 1000);
+  return { clock, runner, fake, records, relative };
+}
+
+describe("JobRunner schedule", () => {
+  it("spaces launches evenly at the rate with the default burst of 1", async () => {
+    const { clock, runner, relative } = setup({ rate: 10, count: 5 });
+    const result = await drive(clock, runner.run());
+    expect(relative()).toEqual([0, 100, 200, 300, 400]);
+    expect(result.counts).toMatchObject({ started: 5, succeeded: 5, failed: 0, skipped: 0, retried: 0 });
+  });
+
+  it("launches a burst back to back, then one per interval", async () => {
+    const { clock, runner, relative } = setup({ rate: 10, burst: 3, count: 6 });
+    await drive(clock, runner.run());
+    expect(relative()).toEqual([0, 0, 0, 100, 200, 300]);
+  });
+
+  it("never starts more than burst + rate x elapsed over a simulated 10 s (envelope)", async () => {
+    const { clock, runner, relative } = setup({ rate: 7, burst: 3, count: 70, behaviour: () => ({ runMs: 30 }) });
+    await drive(clock, runner.run());
+    const starts = relative();
+    expect(starts).toHaveLength(70);
+    for (let i = 0; i < starts.length; i++) {
+      for (let j = i; j < starts.length; j++) {
+        const windowMs = starts[j]! - starts[i]!;
+        // Waits are whole nanoseconds, truncated (as in x/time/rate): allow a nanosecond per launch.
+        expect(j - i + 1).toBeLessThanOrEqual(3 + (7 * windowMs) / 1000 + 1e-6);
+      }
+    }
+    // And it is not slower than the rate: the 70th start is due at (70 - 3) / 7 s.
+    expect(starts.at(-1)).toBeLessThanOrEqual(Math.ceil((67 / 7) * 1000) + 1);
+  });
+});
+
+describe("JobRunner concurrency", () => {
+  it("runs at most `concurrency` jobs at once, whatever the rate", async () => {
+    const { clock, runner, fake, relative } = setup({ rate: Infinity, count: 5, concurrency: 2, behaviour: () => ({ runMs: 1000 }) });
+    await drive(clock, runner.run());
+    expect(fake.maxRunning()).toBe(2);
+    expect(relative()).toEqual([0, 0, 1000, 1000, 2000]);
+  });
+
+  it("takes the slot before the token: a job that waited for a slot starts as soon as it frees", async () => {
+    const { clock, runner, relative, records } = setup({ rate: 10, count: 3, concurrency: 1, behaviour: () => ({ runMs: 500 }) });
+    await drive(clock, runner.run());
+    expect(relative()).toEqual([0, 500, 1000]);
+    expect(records.map((r) => r.waitMs)).toEqual([0, 0, 0]);
+  });
+});
+
+describe("JobRunner --max-wait", () => {
+  it("skips jobs whose token would take longer, taking nothing for them", async () => {
+    const { clock, runner, relative, records } = setup({ rate: 2, count: 3, extra: { maxWaitMs: 400 } });
+    const result = await drive(clock, runner.run());
+    expect(relative()).toEqual([0]);
+    expect(result.counts).toMatchObject({ started: 1, succeeded: 1, skipped: 2 });
+    expect(records.filter((r) => r.skipped).map((r) => r.number)).toEqual([2, 3]);
+  });
+
+  it("waits for a token within the limit", async () => {
+    const { clock, runner, relative } = setup({ rate: 2, count: 3, extra: { maxWaitMs: 500 } });
+    const result = await drive(clock, runner.run());
+    expect(relative()).toEqual([0, 500, 1000]);
+    expect(result.counts.skipped).toBe(0);
+  });
+
+  it("falls back to giving up after the limit with a limiter that has no tryWait", async () => {
+    const { clock, runner, records } = setup({
+      rate: 2,
+      count: 2,
+      extra: { maxWaitMs: 400 },
+      limiter: (clock) => {
+        const bucket = new TokenBucket({ rate: 2, burst: 1, clock });
+        return { rate: 2, burst: 1, wait: (n, signal) => bucket.wait(n, signal) };
+      },
+    });
+    const result = await drive(clock, runner.run());
+    expect(result.counts).toMatchObject({ started: 1, skipped: 1 });
+    expect(records[1]).toMatchObject({ number: 2, skipped: true, attempts: 0, waitMs: 400 });
+  });
+});
+
+describe("JobRunner retries", () => {
+  it("reruns a failed job, each attempt taking a token", async () => {
+    const { clock, runner, relative, records } = setup({
+      rate: 10,
+      count: 1,
+      extra: { retries: 3 },
+      behaviour: (_job, attempt) => ({ runMs: 0, code: attempt < 3 ? 1 : 0 }),
+    });
+    const result = await drive(clock, runner.run());
+    expect(relative()).toEqual([0, 100, 200]);
+    expect(result.counts).toMatchObject({ started: 1, succeeded: 1, failed: 0, retried: 2 });
+    expect(records[0]).toMatchObject({ attempts: 3, exit: { code: 0, signal: null }, waitMs: 200 });
+  });
+
+  it("gives up after the last retry and counts the job failed once", async () => {
+    const { clock, runner, records } = setup({ rate: Infinity, count: 2, extra: { retries: 1 }, behaviour: () => ({ runMs: 0, code: 4 }) });
+    const result = await drive(clock, runner.run());
+    expect(result.counts).toMatchObject({ started: 2, succeeded: 0, failed: 2, retried: 2 });
+    expect(records.map((r) => [r.attempts, r.exit?.code])).toEqual([[2, 4], [2, 4]]);
+  });
+});
+
+describe("JobRunner stopping", () => {
+  it("stops launching after --duration and lets running jobs finish", async () => {
+    const { clock, runner, relative } = setup({ rate: 10, extra: { durationMs: 350 }, behaviour: () => ({ runMs: 1000 }) });
+    const result = await drive(clock, runner.run());
+    expect(relative()).toEqual([0, 100, 200, 300]);
+    expect(result).toMatchObject({ stoppedBy: "duration", counts: { started: 4, succeeded: 4 } });
+  });
+
+  it("on stop with a signal, forwards it to running jobs and launches nothing more", async () => {
+    const { clock, runner, fake } = setup({ rate: 10, behaviour: () => ({ runMs: 10_000 }) });
+    const done = runner.run();
+    for (let i = 0; i < 250; i++) {
+      await clock.advance(1);
+      await settle();
+    }
+    expect(fake.startsMs).toHaveLength(3);
+    runner.stop("signal", "SIGINT");
+    const result = await drive(clock, done);
+    expect(fake.signals).toEqual(["SIGINT", "SIGINT", "SIGINT"]);
+    expect(fake.startsMs).toHaveLength(3);
+    expect(result).toMatchObject({ stoppedBy: "signal", counts: { started: 3, failed: 3, running: 0 } });
+  });
+
+  it("does not retry a job that ended because launching stopped", async () => {
+    const { clock, runner, fake } = setup({ rate: 10, count: 1, extra: { retries: 5 }, behaviour: () => ({ runMs: 10_000 }) });
+    const done = runner.run();
+    await settle();
+    runner.stop("signal", "SIGINT");
+    const result = await drive(clock, done);
+    expect(fake.startsMs).toHaveLength(1);
+    expect(result.counts).toMatchObject({ started: 1, failed: 1, retried: 0 });
+  });
+
+  it("stops launching when the command is missing: every job would fail alike", async () => {
+    const { clock, runner, fake } = setup({ rate: Infinity, count: 10, concurrency: 1, behaviour: () => ({ runMs: 0, spawnError: "ENOENT" }) });
+    const result = await drive(clock, runner.run());
+    expect(fake.startsMs).toHaveLength(1);
+    expect(result).toMatchObject({ stoppedBy: "spawn-error", spawnFailure: { code: "ENOENT", job: { number: 1 } } });
+  });
+
+  it("keeps launching after a spawn error that may pass (EAGAIN)", async () => {
+    const { clock, runner } = setup({
+      rate: Infinity,
+      count: 3,
+      behaviour: (job) => (job.number === 1 ? { runMs: 0, spawnError: "EAGAIN" } : { runMs: 0 }),
+    });
+    const result = await drive(clock, runner.run());
+    expect(result.counts).toMatchObject({ started: 3, succeeded: 2, failed: 1 });
+    expect(result.spawnFailure).toBeUndefined();
+  });
+});
