@@ -1,0 +1,59 @@
+import { describe, expect, it } from "vitest";
+import { runCli } from "../helpers/cli.js";
+
+describe.concurrent("tbucket run: usage errors exit 2 with one line", () => {
+  const cases: Array<[string[], string]> = [
+    [
+      ["run", "--rate", "1mb", "--", "curl", "-s", "x"],
+      `tbucket: --rate: "1mb" is a byte rate; run launches commands, so it takes a count rate such as "5" or "300/m"; to limit a command's bandwidth, pipe it: curl -s URL | tbucket --rate 1mb > file\n`,
+    ],
+    [["run", "--", "true"], `tbucket: --rate: missing; try "tbucket run --rate 5 -- <command>", or --key to use a shared bucket\n`],
+    [["run", "--rate", "5"], `tbucket: run: no command given; try "tbucket run --rate 5 -- curl -s https://example.com"\n`],
+    [["run", "-r", "fast", "true"], `tbucket: --rate: "fast" is not a count rate; try "5", "300/m" or "1/10s"\n`],
+    [["run", "-r", "5", "-j", "-1", "true"], `tbucket: --jobs: "-1" is not a whole number 0 or more; try "0" or "8"\n`],
+    [["run", "-r", "5", "--output", "tty", "true"], `tbucket: --output: "tty" is not an output mode; try "line", "group" or "raw"\n`],
+    [
+      ["run", "-r", "5", "--output", "raw", "--tag", "true"],
+      `tbucket: --tag: raw output is not split into lines, so it cannot be tagged; use "--output line" or "--output group"\n`,
+    ],
+    [
+      ["run", "-r", "5", "--input", "x.txt", "echo"],
+      `tbucket: --input: no argument of the command holds {}; write {} where the item goes, e.g. "curl -s {}"\n`,
+    ],
+    [["run", "-r", "5", "--duration", "0", "true"], `tbucket: --duration: "0" is not a duration here: it must be more than zero; try "30s" or "10m"\n`],
+    [["run", "-r", "5", "--stats=xml", "--", "true"], `tbucket: --stats: "xml" is not a format; try "--stats text" or "--stats json"\n`],
+  ];
+  it.for(cases)("%j", async ([args, stderr], { expect }) => {
+    const result = await runCli(args);
+    expect(result.stderr).toBe(stderr);
+    expect(result.code).toBe(2);
+    expect(result.stdout.length).toBe(0);
+  });
+});
+
+describe("tbucket run: command line", () => {
+  it("passes the command's own options through, with or without --", async () => {
+    const withDashes = await runCli(["run", "-r", "inf", "--count", "1", "--", "printf", "%s|", "-r", "--count"]);
+    const without = await runCli(["run", "-r", "inf", "--count", "1", "printf", "%s|", "-r", "--count"]);
+    for (const result of [withDashes, without]) {
+      expect(result.stdout.toString()).toBe("-r|--count|\n");
+      expect(result.code).toBe(0);
+    }
+  });
+
+  it("a missing command: exit 127 and one clear line, nothing more launched", async () => {
+    const result = await runCli(["run", "-r", "inf", "--count", "5", "--", "tbucket-no-such-command", "x"]);
+    expect(result.code).toBe(127);
+    expect(result.stderr).toBe(`tbucket: run: "tbucket-no-such-command": command not found; check the name and your PATH\n`);
+  });
+
+  it("--help ends with examples and shows the defaults", async () => {
+    const result = await runCli(["run", "--help"]);
+    const help = result.stdout.toString();
+    expect(result.code).toBe(0);
+    expect(help).toContain(`(default: "8")`);
+    expect(help).toContain(`(default: "line")`);
+    expect(help).toMatch(/Examples:\n {2}tbucket run --rate 5 -- curl/);
+    expect(help.trimEnd().split("\n").at(-1)).toContain("tbucket --rate 1mb > file");
+  });
+});
