@@ -6,11 +6,12 @@
 // better-sqlite3 addon as an asset) into a blob, and postject injects the blob
 // into a stripped copy of this node binary.
 //
-// Usage: node scripts/build-binary.mjs [--out <file>] [--no-strip] [--quiet] [--entry <file.ts>]
+// Usage: node scripts/build-binary.mjs [--out <file>] [--no-strip] [--quiet] [--keep] [--entry <file.ts>]
 // (--entry swaps the bundle's entry point, to try the SEA machinery on a small program.)
 import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { chmodSync, copyFileSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { builtinModules, createRequire } from "node:module";
 import { dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -25,7 +26,10 @@ const outIndex = args.indexOf("--out");
 const output = resolve(root, outIndex >= 0 ? args[outIndex + 1] : "dist/tbucket-linux-x64");
 const entryIndex = args.indexOf("--entry");
 const entry = entryIndex >= 0 ? resolve(args[entryIndex + 1]) : join(root, "src/cli/sea-entry.ts");
-const work = join(root, "dist", "sea");
+// Intermediate files (bundle, blob, stripped addon) live in a temporary folder, so that
+// dist/ holds only the executable beside tsc's output; --keep leaves them for inspection.
+const keep = args.includes("--keep");
+const work = mkdtempSync(join(tmpdir(), "tbucket-sea-"));
 
 // The postject sentinel Node looks for to know a blob was injected (node/src/node_sea.cc).
 const SEA_FUSE = "NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2";
@@ -59,8 +63,10 @@ if (major < 20 || (major === 20 && minor < 12)) {
 }
 
 const { version } = JSON.parse(readFileSync(join(root, "package.json"), "utf8"));
-rmSync(work, { recursive: true, force: true });
-mkdirSync(work, { recursive: true });
+process.on("exit", () => {
+  if (keep) process.stderr.write(`build-binary: intermediate files kept in ${work}\n`);
+  else rmSync(work, { recursive: true, force: true });
+});
 
 // 1. The native SQLite addon, stripped of its symbols, becomes a SEA asset.
 const addonSource = join(dirname(require.resolve("better-sqlite3/package.json")), "build", "Release", "better_sqlite3.node");
@@ -122,7 +128,7 @@ const unbundled = [...new Set([...bundle.matchAll(/\brequire\("([^"]+)"\)/g)].ma
   (id) => !id.startsWith("node:") && !builtinModules.includes(id),
 );
 if (unbundled.length > 0) fail(`require() of ${unbundled.join(", ")} left in the bundle; bundle or stub them`);
-log(`bundle: ${relative(root, bundlePath)} ${mib(bundle.length)} (${Object.keys(result.metafile.inputs).length} modules)`);
+log(`bundle: ${mib(bundle.length)} (${Object.keys(result.metafile.inputs).length} modules)`);
 
 // 3. The SEA blob: the bundle, its V8 code cache, and the addon asset.
 const seaConfigPath = join(work, "sea-config.json");
