@@ -1,0 +1,261 @@
+import { type Clock, systemClock } from "../core/clock.js";
+import type { Limiter } from "../core/limiter.js";
+import { ExceedsBurstError } from "../core/token-bucket.js";
+import type { RateKind } from "../core/units.js";
+import { type BucketConfig, type BucketStore, StoreError } from "./bucket-store.js";
+
+export interface SharedLimiterOptions {
+  store: BucketStore;
+  key: string;
+  /** The key's settings as the store holds them now. */
+  config: BucketConfig;
+  /** Local time for sleeping; the store keeps its own clock. */
+  clock?: Clock;
+  /**
+   * Each lease is this long at the rate, so a busy process makes at most
+   * 1000 / leaseMs round trips a second whatever the rate.
+   */
+  leaseMs?: number;
+  /** How often the key's settings are read while no take brings them: live changes land within this. */
+  pollMs?: number;
+  /**
+   * Called once when the store fails: return a limiter to carry on with (a
+   * private bucket), or throw to stop. Without it, the StoreError is thrown.
+   */
+  onStoreError?: (error: StoreError, settings: BucketConfig) => Limiter;
+}
+
+/**
+ * SharedLimiter is a Limiter whose tokens come from a bucket in a store,
+ * shared with every process that names the same key.
+ *
+ * Tokens are taken in leases of about `leaseMs` of the rate, so a fast pipe
+ * costs at most ~50 round trips a second. Each lease is a reservation in the
+ * store (first come, first served), so processes take turns and none
+ * starves; all of them together keep the bucket's envelope, burst + rate·T,
+ * plus at most the one lease each holds. Takes bring back the key's settings,
+ * and a timer reads them while none is made, so `rate` and `burst` follow a
+ * `tbucket key set` within `pollMs`; a wait already under way is rescaled to
+ * the new rate.
+ */
+export class SharedLimiter implements Limiter {
+  readonly key: string;
+  readonly #store: BucketStore;
+  readonly #clock: Clock;
+  readonly #leaseMs: number;
+  readonly #pollMs: number;
+  readonly #onStoreError: SharedLimiterOptions["onStoreError"];
+  #rate: number;
+  #burst: number;
+  #kind: RateKind;
+  /** The level the store last reported. */
+  #storeTokens: number;
+  /** Tokens leased from the store and not yet used. */
+  #heldTokens = 0;
+  /** When the held tokens may be used, on the local clock. */
+  #readyAtMs: number;
+  #lastContactMs: number;
+  #fallback: Limiter | undefined;
+  #failure: unknown;
+  #queue: Promise<unknown> = Promise.resolve();
+  #timer: ReturnType<typeof setInterval> | undefined;
+  #polling = false;
+  /** Round trips made to the store, for benchmarks and tests. */
+  roundTrips = 0;
+
+  constructor(options: SharedLimiterOptions) {
+    this.key = options.key;
+    this.#store = options.store;
+    this.#clock = options.clock ?? systemClock;
+    this.#leaseMs = options.leaseMs ?? 20;
+    this.#pollMs = options.pollMs ?? 500;
+    this.#onStoreError = options.onStoreError;
+    this.#rate = options.config.rate;
+    this.#burst = options.config.burst;
+    this.#kind = options.config.kind;
+    this.#storeTokens = options.config.burst;
+    this.#readyAtMs = this.#clock.now();
+    this.#lastContactMs = this.#clock.now();
+  }
+
+  get rate(): number {
+    return this.#fallback?.rate ?? this.#rate;
+  }
+
+  get burst(): number {
+    return this.#fallback?.burst ?? this.#burst;
+  }
+
+  get kind(): RateKind {
+    return this.#kind;
+  }
+
+  /** True once the store failed and a private bucket took over. */
+  get isLocal(): boolean {
+    return this.#fallback !== undefined;
+  }
+
+  /** The level the store last reported (no round trip). */
+  tokens(): number {
+    return this.#fallback?.tokens?.() ?? this.#storeTokens;
+  }
+
+  /** Reads the key's settings every `pollMs` while no take does; the timer never keeps the process alive. */
+  startPolling(): void {
+    if (this.#timer) return;
+    this.#timer = setInterval(() => void this.#pollIfDue().catch(() => {}), this.#pollMs);
+    this.#timer.unref?.();
+  }
+
+  close(): void {
+    if (this.#timer) clearInterval(this.#timer);
+    this.#timer = undefined;
+  }
+
+  wait(n: number, signal?: AbortSignal): Promise<void> {
+    return this.#serialize(() => this.#waitOne(n, signal));
+  }
+
+  /** Waits for `n` tokens unless that would take longer than `maxWaitMs`: then false, having taken nothing. */
+  tryWait(n: number, maxWaitMs: number, signal?: AbortSignal): Promise<boolean> {
+    return this.#serialize(() => this.#tryWaitOne(n, maxWaitMs, signal));
+  }
+
+  /** One wait at a time, so concurrent callers share leases instead of racing for them. */
+  #serialize<T>(operation: () => Promise<T>): Promise<T> {
+    const next = this.#queue.then(operation, operation);
+    this.#queue = next.catch(() => {});
+    return next;
+  }
+
+  async #waitOne(n: number, signal: AbortSignal | undefined): Promise<void> {
+    signal?.throwIfAborted();
+    this.#throwIfFailed();
+    if (this.#fallback) return this.#fallback.wait(n, signal);
+    if (this.#rate === Infinity) return;
+    if (n > this.#burst) throw new ExceedsBurstError(n, this.#burst);
+    if (this.#heldTokens < n) {
+      const missing = n - this.#heldTokens;
+      const lease = Math.max(missing, (this.#rate * this.#leaseMs) / 1000);
+      const taken = await this.#take(lease, { overBurst: true });
+      if (taken === "fallback") return this.#fallback!.wait(n, signal);
+      if (this.#rate === Infinity) return;
+      this.#heldTokens += lease;
+    }
+    await this.#sleepUntilReady(signal);
+    this.#heldTokens -= n;
+  }
+
+  async #tryWaitOne(n: number, maxWaitMs: number, signal: AbortSignal | undefined): Promise<boolean> {
+    signal?.throwIfAborted();
+    this.#throwIfFailed();
+    if (this.#fallback) return this.#tryFallback(n, maxWaitMs, signal);
+    if (this.#rate === Infinity) return true;
+    if (n > this.#burst) throw new ExceedsBurstError(n, this.#burst);
+    const aheadMs = Math.max(0, this.#readyAtMs - this.#clock.now());
+    if (aheadMs > maxWaitMs) return false;
+    if (this.#heldTokens < n) {
+      // Exactly what is missing, with the limit: a refusal must take nothing.
+      const missing = n - this.#heldTokens;
+      const taken = await this.#take(missing, { maxWaitMs: maxWaitMs - aheadMs });
+      if (taken === "fallback") return this.#tryFallback(n, maxWaitMs, signal);
+      if (taken === "refused") return false;
+      if (this.#rate === Infinity) return true;
+      this.#heldTokens += missing;
+    }
+    await this.#sleepUntilReady(signal);
+    this.#heldTokens -= n;
+    return true;
+  }
+
+  async #tryFallback(n: number, maxWaitMs: number, signal: AbortSignal | undefined): Promise<boolean> {
+    const fallback = this.#fallback!;
+    if (fallback.tryWait) return fallback.tryWait(n, maxWaitMs, signal);
+    await fallback.wait(n, signal);
+    return true;
+  }
+
+  /** One round trip: takes `n` and moves the ready time; "fallback" when the store failed and a private bucket took over. */
+  async #take(n: number, options: { overBurst?: boolean; maxWaitMs?: number }): Promise<"taken" | "refused" | "fallback"> {
+    const sentMs = this.#clock.now();
+    let result;
+    try {
+      this.roundTrips++;
+      result = await this.#store.take(this.key, n, options);
+      if (!result) throw this.#deletedError();
+    } catch (error) {
+      return this.#fail(error);
+    }
+    this.#lastContactMs = this.#clock.now();
+    this.#apply(result);
+    this.#storeTokens = result.tokens;
+    if (!result.ok) return "refused";
+    this.#readyAtMs = Math.max(this.#readyAtMs, sentMs + result.waitMs);
+    return "taken";
+  }
+
+  /** Sleeps until the held tokens may be used, in steps of `pollMs` so a rate change shortens or stretches the wait. */
+  async #sleepUntilReady(signal: AbortSignal | undefined): Promise<void> {
+    for (;;) {
+      const leftMs = this.#readyAtMs - this.#clock.now();
+      if (leftMs <= 0) return;
+      await this.#clock.sleep(Math.min(leftMs, this.#pollMs), signal);
+      if (leftMs > this.#pollMs) await this.#pollIfDue();
+      this.#throwIfFailed();
+      if (this.#fallback) return;
+    }
+  }
+
+  async #pollIfDue(): Promise<void> {
+    if (this.#polling || this.#fallback || this.#failure) return;
+    if (this.#clock.now() - this.#lastContactMs < this.#pollMs) return;
+    this.#polling = true;
+    try {
+      const state = await this.#store.read(this.key);
+      if (!state) throw this.#deletedError();
+      this.#lastContactMs = this.#clock.now();
+      this.#apply(state);
+      this.#storeTokens = state.tokens;
+    } catch (error) {
+      try {
+        this.#fail(error);
+      } catch (failure) {
+        this.#failure = failure;
+      }
+    } finally {
+      this.#polling = false;
+    }
+  }
+
+  /** Takes the key's current settings; a wait under way is rescaled to the new rate. */
+  #apply(settings: { rate: number; burst: number; kind: RateKind }): void {
+    if (settings.rate !== this.#rate) {
+      const nowMs = this.#clock.now();
+      const leftMs = this.#readyAtMs - nowMs;
+      // The debt ahead of us, (left × old rate) tokens, is now repaid at the new rate.
+      if (leftMs > 0) this.#readyAtMs = settings.rate === Infinity ? nowMs : nowMs + (leftMs * this.#rate) / settings.rate;
+      // A lease sized for a much faster rate would hold too much at the slower one.
+      if (settings.rate < this.#rate) this.#heldTokens = Math.min(this.#heldTokens, (settings.rate * this.#leaseMs) / 1000);
+    }
+    this.#rate = settings.rate;
+    this.#burst = settings.burst;
+    this.#kind = settings.kind;
+  }
+
+  /** Hands over to the caller's private bucket, or throws. */
+  #fail(error: unknown): "fallback" {
+    const storeError = error instanceof StoreError ? error : new StoreError(`store ${this.#store.url}: ${(error as Error)?.message ?? String(error)}`, { cause: error });
+    if (!this.#onStoreError) throw storeError;
+    this.#fallback = this.#onStoreError(storeError, { rate: this.#rate, burst: this.#burst, kind: this.#kind });
+    this.close();
+    return "fallback";
+  }
+
+  #throwIfFailed(): void {
+    if (this.#failure) throw this.#failure;
+  }
+
+  #deletedError(): StoreError {
+    return new StoreError(`key "${this.key}": deleted from ${this.#store.url} while in use; set it again with "tbucket key set ${this.key} --rate <rate>"`);
+  }
+}

@@ -1,0 +1,201 @@
+import { describe, expect, it } from "vitest";
+import { FakeClock } from "../../src/core/clock.js";
+import { TokenBucket } from "../../src/core/token-bucket.js";
+import { type BucketConfig, type BucketStore, StoreError } from "../../src/store/bucket-store.js";
+import { MemoryStore } from "../../src/store/memory-store.js";
+import { SharedLimiter } from "../../src/store/shared-limiter.js";
+
+const T0 = 1_700_000_000_000;
+
+async function setup(config: BucketConfig) {
+  const clock = new FakeClock(T0);
+  const store = new MemoryStore({ clock });
+  await store.configure("k", config);
+  return { clock, store };
+}
+
+/** Lets every pending promise chain run (store calls, sleeps resolved by advance). */
+const settle = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+/** Moves the fake clock in 1 ms steps, letting the loops react between steps. */
+async function runFor(clock: FakeClock, ms: number): Promise<void> {
+  for (let i = 0; i < ms; i++) {
+    await clock.advance(1);
+    await settle();
+  }
+}
+
+interface Admission {
+  atMs: number;
+  n: number;
+}
+
+/** A pipe-like loop: waits for `sliceTokens` again and again, recording when each slice went out. */
+function startLoop(limiter: SharedLimiter, clock: FakeClock, sliceTokens: number, signal: AbortSignal): Admission[] {
+  const log: Admission[] = [];
+  void (async () => {
+    while (!signal.aborted) {
+      try {
+        await limiter.wait(sliceTokens, signal);
+      } catch {
+        return;
+      }
+      log.push({ atMs: clock.now() - T0, n: sliceTokens });
+    }
+  })();
+  return log;
+}
+
+/** The most admitted in any window of `windowMs` (windows starting at each admission). */
+function maxInWindow(log: Admission[], windowMs: number): number {
+  const sorted = [...log].sort((a, b) => a.atMs - b.atMs);
+  let best = 0;
+  for (let i = 0, j = 0, sum = 0; i < sorted.length; i++) {
+    sum += sorted[i]!.n;
+    while (sorted[i]!.atMs - sorted[j]!.atMs > windowMs) sum -= sorted[j++]!.n;
+    best = Math.max(best, sum);
+  }
+  return best;
+}
+
+describe("SharedLimiter", () => {
+  it("takes tokens in leases: about 50 round trips a second at any rate", async () => {
+    for (const rate of [10_000, 1_000_000, 100 * 1024 * 1024]) {
+      const { clock, store } = await setup({ rate, burst: rate / 10, kind: "bytes" });
+      const limiter = new SharedLimiter({ store, key: "k", config: { rate, burst: rate / 10, kind: "bytes" }, clock });
+      const stop = new AbortController();
+      // Slices of 10 ms of the rate, as the throttle stream cuts them.
+      const log = startLoop(limiter, clock, rate / 100, stop.signal);
+      await runFor(clock, 2000);
+      stop.abort();
+      const admitted = log.reduce((sum, a) => sum + a.n, 0);
+      expect(admitted, `rate ${rate}`).toBeGreaterThanOrEqual(rate * 2 * 0.99);
+      expect(admitted, `rate ${rate}`).toBeLessThanOrEqual(rate / 10 + rate * 2 + (rate * 20) / 1000);
+      expect(limiter.roundTrips, `rate ${rate}`).toBeLessThanOrEqual(2 * 50 + 6);
+    }
+  });
+
+  it("keeps 4 processes together within burst + rate·T + one lease each, each getting a fair share", async () => {
+    const rate = 2 * 1024 * 1024;
+    const config: BucketConfig = { rate, burst: rate / 10, kind: "bytes" };
+    const { clock, store } = await setup(config);
+    const stop = new AbortController();
+    const limiters = Array.from({ length: 4 }, () => new SharedLimiter({ store, key: "k", config, clock }));
+    const logs = limiters.map((limiter) => startLoop(limiter, clock, Math.floor(rate / 100), stop.signal));
+    await runFor(clock, 3000);
+    stop.abort();
+    const all = logs.flat();
+    const total = all.reduce((sum, a) => sum + a.n, 0);
+    const lease = (rate * 20) / 1000;
+    expect(total).toBeLessThanOrEqual(config.burst + rate * 3 + 4 * lease);
+    expect(total).toBeGreaterThanOrEqual((config.burst + rate * 3) * 0.97);
+    for (const window of [100, 500, 1000]) {
+      expect(maxInWindow(all, window), `window ${window} ms`).toBeLessThanOrEqual(config.burst + (rate * window) / 1000 + 4 * lease);
+    }
+    for (const log of logs) expect(log.reduce((sum, a) => sum + a.n, 0) / total).toBeGreaterThanOrEqual(0.15);
+  });
+
+  it("follows a rate change made in the store within the poll interval, even mid-wait", async () => {
+    const config: BucketConfig = { rate: 1, burst: 1, kind: "count" };
+    const { clock, store } = await setup(config);
+    const limiter = new SharedLimiter({ store, key: "k", config, clock, pollMs: 500 });
+    limiter.startPolling();
+    await limiter.wait(1);
+    let done = false;
+    void limiter.wait(1).then(() => (done = true));
+    await settle();
+    // At 1/s the second token comes at 1000 ms; at 100/s from 100 ms on it comes far sooner.
+    await runFor(clock, 100);
+    await store.configure("k", { rate: 100, burst: 1, kind: "count" });
+    await runFor(clock, 450);
+    expect(limiter.rate).toBe(100);
+    expect(done).toBe(true);
+    limiter.close();
+  });
+
+  it("picks up a new rate on the next take, and a new burst with it", async () => {
+    const config: BucketConfig = { rate: 1000, burst: 100, kind: "bytes" };
+    const { clock, store } = await setup(config);
+    const limiter = new SharedLimiter({ store, key: "k", config, clock });
+    await limiter.wait(50);
+    await store.configure("k", { rate: 4000, burst: 400, kind: "bytes" });
+    await limiter.wait(50);
+    expect([limiter.rate, limiter.burst]).toEqual([4000, 400]);
+  });
+
+  it("tryWait refuses a wait past the limit, taking nothing", async () => {
+    const config: BucketConfig = { rate: 10, burst: 1, kind: "count" };
+    const { clock, store } = await setup(config);
+    const limiter = new SharedLimiter({ store, key: "k", config, clock });
+    expect(await limiter.tryWait(1, 0)).toBe(true);
+    expect(await limiter.tryWait(1, 50)).toBe(false);
+    expect((await store.read("k"))!.tokens).toBe(0);
+    const pending = limiter.tryWait(1, 150);
+    await runFor(clock, 100);
+    expect(await pending).toBe(true);
+  });
+
+  it("refuses more than the burst, as TokenBucket does", async () => {
+    const config: BucketConfig = { rate: 10, burst: 5, kind: "count" };
+    const { clock, store } = await setup(config);
+    const limiter = new SharedLimiter({ store, key: "k", config, clock });
+    await expect(limiter.wait(6)).rejects.toThrow("Requested 6 tokens, more than the burst of 5");
+  });
+
+  it("rejects with the StoreError when the store fails, and never takes from it again", async () => {
+    const config: BucketConfig = { rate: 1000, burst: 100, kind: "bytes" };
+    const { clock, store } = await setup(config);
+    const broken = failingAfter(store, 1);
+    const limiter = new SharedLimiter({ store: broken, key: "k", config, clock });
+    await limiter.wait(20);
+    await expect(limiter.wait(100)).rejects.toThrow(new StoreError("store memory: lost"));
+  });
+
+  it("hands over to a private bucket once when asked, with the key's settings", async () => {
+    const config: BucketConfig = { rate: 1000, burst: 100, kind: "bytes" };
+    const { clock, store } = await setup(config);
+    const broken = failingAfter(store, 1);
+    const calls: string[] = [];
+    const limiter = new SharedLimiter({
+      store: broken,
+      key: "k",
+      config,
+      clock,
+      onStoreError: (error, settings) => {
+        calls.push(`${error.message} ${settings.rate}/${settings.burst}`);
+        return new TokenBucket({ rate: settings.rate, burst: settings.burst, tokens: 0, clock });
+      },
+    });
+    await limiter.wait(20);
+    const pending = limiter.wait(100);
+    await runFor(clock, 110);
+    await pending;
+    const again = limiter.wait(1);
+    await runFor(clock, 5);
+    await again;
+    expect(calls).toEqual(["store memory: lost 1000/100"]);
+    expect(limiter.isLocal).toBe(true);
+  });
+
+  it("says when the key was deleted while in use", async () => {
+    const config: BucketConfig = { rate: 1000, burst: 100, kind: "bytes" };
+    const { clock, store } = await setup(config);
+    const limiter = new SharedLimiter({ store, key: "k", config, clock });
+    await store.delete("k");
+    await expect(limiter.wait(50)).rejects.toThrow('key "k": deleted from memory: while in use; set it again with "tbucket key set k --rate <rate>"');
+  });
+});
+
+/** A store whose takes fail after the first `goodTakes`. */
+function failingAfter(store: BucketStore, goodTakes: number): BucketStore {
+  let takes = 0;
+  return {
+    url: "memory:",
+    take: (key, n, options) => (takes++ < goodTakes ? store.take(key, n, options) : Promise.reject(new StoreError("store memory: lost"))),
+    read: () => Promise.reject(new StoreError("store memory: lost")),
+    configure: (key, config) => store.configure(key, config),
+    list: () => store.list(),
+    delete: (key) => store.delete(key),
+    close: () => store.close(),
+  };
+}
