@@ -1,0 +1,157 @@
+import { randomInt } from "node:crypto";
+import { createReadStream } from "node:fs";
+import { writeFile } from "node:fs/promises";
+import { patternArrivals } from "../../simulate/arrival-pattern.js";
+import type { ArrivalSource } from "../../simulate/event-batch.js";
+import { msToSeconds } from "../../simulate/event-batch.js";
+import { round9 } from "../../simulate/format-numbers.js";
+import { OutputBuffer } from "../../simulate/output-buffer.js";
+import { runSimulation } from "../../simulate/run-simulation.js";
+import type { SimulatorOptions } from "../../simulate/simulator.js";
+import { renderStepCsv, renderStepTable, stepToJson } from "../../simulate/step-table.js";
+import { buildSummary, renderSummaryText } from "../../simulate/summary.js";
+import { chooseStepMs } from "../../simulate/timeline.js";
+import { createTraceReport, TraceError, TraceOptionError, type TraceReport, traceArrivals } from "../../simulate/trace-reader.js";
+import type { SimulateConfig } from "../commands/simulate.js";
+import { RuntimeError, UsageError } from "../errors.js";
+
+/** Runs `tbucket simulate`: arrivals in, decisions of the core bucket out, in the chosen format. */
+export async function runSimulate(config: SimulateConfig): Promise<number> {
+  const stdout = process.stdout;
+  const onTerminal = Boolean(stdout.isTTY);
+  const output = new OutputBuffer(stdout);
+  const seed = config.source.kind === "pattern" && config.source.random ? (config.seed ?? randomInt(2 ** 31)) : config.seed;
+  const trace = config.source.kind === "trace" ? createTraceReport() : undefined;
+  try {
+    if (config.suggest) {
+      const code = await runSuggest(config, openArrivals(config, seed ?? 0, trace), output);
+      await output.flush();
+      return code;
+    }
+    const format = config.format ?? (onTerminal ? "summary" : "table");
+    const chart = config.chart || (config.format === undefined && onTerminal);
+    const simulator = simulatorOptions(config, config.ratePerSecond as number, config.burst!);
+    const jsonl = format === "jsonl";
+    const recorder = await runSimulation(openArrivals(config, seed ?? 0, trace), {
+      simulator,
+      stepMs: config.stepMs,
+      onDecision: jsonl
+        ? (timeMs, cost, key, sim) => {
+            const keyPart = key === undefined ? "" : `,"key":${JSON.stringify(key)}`;
+            output.write(
+              `{"t":${msToSeconds(timeMs)}${keyPart},"cost":${cost},"admitted":${sim.admitted},"wait":${msToSeconds(sim.waitMs)},"tokens":${round9(sim.tokens)}}\n`,
+            );
+          }
+        : undefined,
+      afterBatch: jsonl ? () => output.maybeFlush() : undefined,
+    });
+    const endMs = Math.max(config.source.kind === "pattern" ? config.source.durationMs : 0, recorder.lastMs);
+    const summary = buildSummary(recorder, { costUnit: config.costUnit, endMs, seed, trace });
+    const stepMs = config.stepMs ?? chooseStepMs(endMs, recorder.timeline.slotMs);
+    const steps = recorder.levelSteps(endMs, stepMs);
+    switch (format) {
+      case "summary":
+        output.write(renderSummaryText(summary));
+        break;
+      case "table":
+        output.write(renderStepTable(steps, config.costUnit, stepMs));
+        break;
+      case "csv":
+        output.write(renderStepCsv(steps, config.costUnit));
+        break;
+      case "json":
+        output.write(`${JSON.stringify({ ...summary, step: msToSeconds(stepMs), steps: steps.map((s) => stepToJson(s, config.costUnit)) }, null, 2)}\n`);
+        break;
+      case "jsonl":
+        break;
+    }
+    if (chart) {
+      const { renderAsciiChart } = await import("../../simulate/ascii-chart.js");
+      output.write(`\n${renderAsciiChart(steps, { burst: simulator.burst, stepMs, unit: config.costUnit, perKey: config.perKey })}`);
+    }
+    if (config.svgPath !== undefined) {
+      const { renderSvgPlot } = await import("../../simulate/svg-plot.js");
+      const svg = renderSvgPlot(steps, { summary, stepMs });
+      await writeFile(config.svgPath, svg).catch((error: NodeJS.ErrnoException) => {
+        throw new RuntimeError(`--svg ${config.svgPath}: cannot write it (${error.code ?? error.message}); check the directory exists and is writable`);
+      });
+    }
+    if (format === "jsonl" && trace) reportTraceNotes(trace);
+    await output.flush();
+    return 0;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "EPIPE") return 0;
+    throw translateError(error, config);
+  }
+}
+
+/** --suggest: hold the arrivals, search, print the answer and its trade-off table. */
+async function runSuggest(config: SimulateConfig, source: ArrivalSource, output: OutputBuffer): Promise<number> {
+  const { EventStore } = await import("../../simulate/event-store.js");
+  const suggest = await import("../../simulate/suggest.js");
+  const target = config.suggest!;
+  const store = await EventStore.collect(source);
+  if (store.count === 0) throw new UsageError(`--suggest: there are no arrivals to tune on; check the --trace file or --arrivals pattern`);
+  const durationMs = Math.max(config.source.kind === "pattern" ? config.source.durationMs : 0, store.lastMs);
+  const policy = config.policy === "drop" ? "drop" : Number.isFinite(config.maxWaitMs) ? `queue, max wait ${msToSeconds(config.maxWaitMs)} s` : "queue";
+  let suggestion;
+  let fixed: number;
+  if (config.ratePerSecond === "auto") {
+    fixed = config.burst!;
+    const { ratePerSecond: _unused, ...options } = simulatorOptions(config, 1, fixed);
+    suggestion = suggest.suggestRate(store, options, target, durationMs);
+  } else {
+    fixed = config.ratePerSecond;
+    const { burst: _unused, ...options } = simulatorOptions(config, fixed, 1);
+    suggestion = suggest.suggestBurst(store, options, target);
+  }
+  const context = { unit: config.costUnit, policy, fixed };
+  if (config.format === "json") output.write(`${JSON.stringify(suggest.suggestionToJson(suggestion, context), null, 2)}\n`);
+  else if (config.format === "csv") output.write(suggest.renderSuggestionCsv(suggestion));
+  else output.write(suggest.renderSuggestionText(suggestion, context));
+  if (!suggestion.answer) {
+    await output.flush();
+    throw new RuntimeError(`--suggest: no ${suggestion.kind} meets ${target.text}; loosen the target${suggestion.kind === "rate" ? " or raise the burst" : ""}`);
+  }
+  return 0;
+}
+
+export function simulatorOptions(config: SimulateConfig, ratePerSecond: number, burst: number): SimulatorOptions {
+  return { ratePerSecond, burst, policy: config.policy, maxWaitMs: config.maxWaitMs, perKey: config.perKey, maxKeys: config.maxKeys };
+}
+
+/** A fresh source of the configured arrivals (a trace is read again each time). */
+export function openArrivals(config: SimulateConfig, seed: number, trace: TraceReport | undefined): ArrivalSource {
+  if (config.source.kind === "pattern") return patternArrivals(config.source.segments, seed);
+  const path = config.source.path;
+  const input = path === "-" ? process.stdin : createReadStream(path, { highWaterMark: 1 << 20 });
+  return traceArrivals(
+    input,
+    {
+      costField: config.costField,
+      keyField: config.keyField,
+      costBytes: config.costUnit === "bytes",
+      wantKeys: config.perKey,
+      withKeys: config.perKey,
+      skipBad: config.skipBad,
+    },
+    trace ?? createTraceReport(),
+  );
+}
+
+/** With --format jsonl the summary is not printed: skipped lines are still worth a word on standard error. */
+function reportTraceNotes(trace: TraceReport): void {
+  if (trace.skipped > 0) process.stderr.write(`tbucket: --skip-bad: skipped ${trace.skipped} bad line${trace.skipped === 1 ? "" : "s"} (${trace.skippedExamples[0]})\n`);
+  if (trace.outOfOrder > 0) process.stderr.write(`tbucket: --trace: ${trace.outOfOrder} events were earlier than the one before; taken at its time\n`);
+}
+
+function translateError(error: unknown, config: SimulateConfig): unknown {
+  const name = config.source.kind === "trace" ? (config.source.path === "-" ? "standard input" : config.source.path) : "";
+  if (error instanceof TraceError) return new UsageError(`--trace ${name}: ${error.message}`);
+  if (error instanceof TraceOptionError) return new UsageError(error.message);
+  const code = (error as NodeJS.ErrnoException).code;
+  if (code === "ENOENT") return new RuntimeError(`--trace ${name}: no such file; check the path, or use - for standard input`);
+  if (code === "EACCES") return new RuntimeError(`--trace ${name}: permission denied; check the file can be read`);
+  if (code === "EISDIR") return new RuntimeError(`--trace ${name}: is a directory; name a file of events`);
+  return error;
+}

@@ -1,0 +1,52 @@
+import { msToSeconds } from "./event-batch.js";
+import { type CostUnit, round9, secondsDecimals } from "./format-numbers.js";
+import type { LevelStep } from "./recorder.js";
+
+/** A step as JSON: times in seconds, level null with --per-key. */
+export function stepToJson(step: LevelStep, unit: CostUnit): Record<string, number | null> {
+  return {
+    t: msToSeconds(step.startMs),
+    arrived: step.arrived,
+    admitted: step.admitted,
+    refused: step.refused,
+    ...(unit === "bytes" ? { admittedBytes: round9(step.admittedCost), refusedBytes: round9(step.refusedCost) } : {}),
+    level: step.level === undefined ? null : round9(step.level),
+    maxWait: msToSeconds(step.maxWaitMs),
+  };
+}
+
+function levelText(step: LevelStep, unit: CostUnit): string {
+  if (step.level === undefined) return "-";
+  return unit === "bytes" ? String(Math.round(step.level)) : step.level.toFixed(2);
+}
+
+/** The per-step table for people: right-aligned columns under a header. */
+export function renderStepTable(steps: readonly LevelStep[], unit: CostUnit, stepMs: number): string {
+  const decimals = secondsDecimals(stepMs);
+  const header = ["time (s)", "arrived", "admitted", "refused"];
+  if (unit === "bytes") header.push("admitted B", "refused B");
+  header.push(unit === "bytes" ? "level (B)" : "level", "max wait (s)");
+  const rows = steps.map((step) => {
+    const row = [(step.startMs / 1000).toFixed(decimals), String(step.arrived), String(step.admitted), String(step.refused)];
+    if (unit === "bytes") row.push(String(round9(step.admittedCost)), String(round9(step.refusedCost)));
+    row.push(levelText(step, unit), String(msToSeconds(step.maxWaitMs)));
+    return row;
+  });
+  const widths = header.map((title, column) => Math.max(title.length, ...rows.map((row) => row[column]!.length)));
+  const line = (cells: string[]) => cells.map((cell, column) => cell.padStart(widths[column]!)).join("  ");
+  return [line(header), ...rows.map(line)].join("\n") + "\n";
+}
+
+/** The per-step table as CSV with a header row; level is empty with --per-key. */
+export function renderStepCsv(steps: readonly LevelStep[], unit: CostUnit): string {
+  const header = ["start_s", "end_s", "arrived", "admitted", "refused"];
+  if (unit === "bytes") header.push("admitted_bytes", "refused_bytes");
+  header.push("level", "max_wait_s");
+  const rows = steps.map((step) => {
+    const row: Array<string | number> = [msToSeconds(step.startMs), msToSeconds(step.endMs), step.arrived, step.admitted, step.refused];
+    if (unit === "bytes") row.push(round9(step.admittedCost), round9(step.refusedCost));
+    row.push(step.level === undefined ? "" : round9(step.level), msToSeconds(step.maxWaitMs));
+    return row.join(",");
+  });
+  return [header.join(","), ...rows].join("\n") + "\n";
+}

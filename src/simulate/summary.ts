@@ -1,0 +1,141 @@
+import { msToSeconds } from "./event-batch.js";
+import { type CostUnit, describeRate, describeSize, describeThroughput, exactSeconds, humanWait, percent, round9 } from "./format-numbers.js";
+import type { KeyTally, Recorder } from "./recorder.js";
+import type { TraceReport } from "./trace-reader.js";
+
+export interface SummaryContext {
+  costUnit: CostUnit;
+  /** Where the timeline ends: the pattern's length, or the last event of a trace. */
+  endMs: number;
+  /** The seed used by random pattern segments. */
+  seed: number | undefined;
+  trace: TraceReport | undefined;
+}
+
+/** The summary as data: seconds for times, shares from 0 to 1. JSON prints it as is. */
+export interface Summary {
+  rate: number;
+  burst: number;
+  cost: CostUnit;
+  policy: "drop" | "queue";
+  maxWait: number | null;
+  perKey: boolean;
+  maxKeys: number | null;
+  seed: number | null;
+  duration: number;
+  events: number;
+  admitted: number;
+  refused: number;
+  refusedShare: number;
+  firstRefusedAt: number | null;
+  admittedCost: number;
+  refusedCost: number;
+  overBurst: number;
+  throughput: number;
+  wait: { p50: number; p90: number; p99: number; max: number; mean: number; exact: boolean } | null;
+  longestQueue: number | null;
+  emptyShare: number | null;
+  keys: { seen: number; evicted: number; mostRefused: KeyTally[] } | null;
+  trace: { lines: number; skipped: number; skippedExamples: string[]; outOfOrder: number } | null;
+}
+
+export function buildSummary(recorder: Recorder, context: SummaryContext): Summary {
+  const { options } = recorder.simulator;
+  const { waits } = recorder;
+  const durationSeconds = context.endMs / 1000;
+  const queue = options.policy === "queue";
+  const emptyShare = recorder.emptyShare(context.endMs);
+  return {
+    rate: options.ratePerSecond,
+    burst: options.burst,
+    cost: context.costUnit,
+    policy: options.policy,
+    maxWait: queue && Number.isFinite(options.maxWaitMs) ? msToSeconds(options.maxWaitMs) : null,
+    perKey: options.perKey,
+    maxKeys: options.perKey && Number.isFinite(options.maxKeys) ? options.maxKeys : null,
+    seed: context.seed ?? null,
+    duration: msToSeconds(context.endMs),
+    events: recorder.events,
+    admitted: recorder.admitted,
+    refused: recorder.refused,
+    refusedShare: recorder.events === 0 ? 0 : round9(recorder.refused / recorder.events),
+    firstRefusedAt: recorder.firstRefusedMs === undefined ? null : msToSeconds(recorder.firstRefusedMs),
+    admittedCost: round9(recorder.admittedCost),
+    refusedCost: round9(recorder.refusedCost),
+    overBurst: recorder.overBurst,
+    throughput: durationSeconds > 0 ? round9(recorder.admittedCost / durationSeconds) : 0,
+    wait: queue
+      ? {
+          p50: msToSeconds(waits.quantileMs(0.5)),
+          p90: msToSeconds(waits.quantileMs(0.9)),
+          p99: msToSeconds(waits.quantileMs(0.99)),
+          max: msToSeconds(waits.maxMs),
+          mean: msToSeconds(waits.meanMs),
+          exact: waits.exact,
+        }
+      : null,
+    longestQueue: queue ? recorder.longestQueue : null,
+    emptyShare: emptyShare === undefined ? null : round9(emptyShare),
+    keys: options.perKey
+      ? { seen: recorder.keyTallies.size, evicted: recorder.simulator.evictions, mostRefused: recorder.mostRefused(10) }
+      : null,
+    trace: context.trace
+      ? {
+          lines: context.trace.lines,
+          skipped: context.trace.skipped,
+          skippedExamples: context.trace.skippedExamples,
+          outOfOrder: context.trace.outOfOrder,
+        }
+      : null,
+  };
+}
+
+/** The policy in words, with the x/time/rate call it mirrors. */
+export function describePolicy(summary: Pick<Summary, "policy" | "maxWait">): string {
+  if (summary.policy === "drop") return "drop (Allow)";
+  return summary.maxWait === null ? "queue (Reserve)" : `queue (Reserve), max wait ${humanWait(summary.maxWait * 1000)}`;
+}
+
+/** The summary for people: one aligned line per figure. */
+export function renderSummaryText(summary: Summary): string {
+  const unit = summary.cost;
+  const lines: Array<[string, string]> = [];
+  const share = (n: number) => (summary.events === 0 ? "" : `  (${percent(n / summary.events)})`);
+  const bucket = summary.perKey
+    ? `one bucket per key${summary.maxKeys === null ? "" : `, at most ${summary.maxKeys}`}`
+    : "one bucket";
+  lines.push(["bucket", `rate ${describeRate(unit, summary.rate)}, burst ${describeSize(unit, summary.burst)}, ${describePolicy(summary)}, ${bucket}`]);
+  const pace = summary.duration > 0 ? ` (${describeThroughput("count", summary.events / summary.duration)})` : "";
+  lines.push(["arrivals", `${summary.events} over ${exactSeconds(summary.duration * 1000)}${pace}${summary.seed === null ? "" : `, seed ${summary.seed}`}`]);
+  lines.push(["admitted", `${summary.admitted}${share(summary.admitted)}${unit === "bytes" ? `, ${describeSize("bytes", summary.admittedCost)}` : ""}`]);
+  const first = summary.firstRefusedAt === null ? "" : `, the first at ${exactSeconds(summary.firstRefusedAt * 1000)}`;
+  lines.push(["refused", `${summary.refused}${share(summary.refused)}${first}`]);
+  if (summary.overBurst > 0) {
+    lines.push(["over burst", `${summary.overBurst} arrivals cost more than the burst and can never be admitted`]);
+  }
+  if (summary.duration > 0) lines.push(["throughput", `${describeThroughput(unit, summary.throughput)} admitted`]);
+  if (summary.wait) {
+    const w = summary.wait;
+    const ms = (s: number) => humanWait(s * 1000);
+    lines.push(["wait", `p50 ${ms(w.p50)}, p90 ${ms(w.p90)}, p99 ${ms(w.p99)}, max ${ms(w.max)}${w.exact ? "" : " (percentiles within 0.1%)"}`]);
+    lines.push(["longest queue", `${summary.longestQueue} waiting at once`]);
+  }
+  if (summary.emptyShare !== null) lines.push(["bucket empty", `${percent(summary.emptyShare)} of the time`]);
+  if (summary.keys) {
+    const k = summary.keys;
+    lines.push(["keys", `${k.seen} seen${summary.maxKeys === null ? "" : `, ${k.evicted} evictions`}`]);
+    k.mostRefused.forEach((tally, index) => {
+      lines.push([index === 0 ? "most refused" : "", `${tally.key}: ${tally.refused} of ${tally.arrived} refused`]);
+    });
+  }
+  if (summary.trace) {
+    const t = summary.trace;
+    if (t.skipped > 0) {
+      lines.push(["skipped", `${t.skipped} bad line${t.skipped === 1 ? "" : "s"} (--skip-bad)`]);
+      for (const example of t.skippedExamples) lines.push(["", example]);
+    }
+    if (t.outOfOrder > 0) lines.push(["out of order", `${t.outOfOrder} events earlier than the one before, taken at its time`]);
+  }
+  const width = Math.max(...lines.map(([label]) => label.length)) + 2;
+  return lines.map(([label, value]) => `${label.padEnd(width)}${value}`.trimEnd()).join("\n") + "\n";
+}

@@ -1,0 +1,265 @@
+/**
+ * Parsing one line of a trace. Two shapes are recognised from the first
+ * event line of a file:
+ *
+ * - fields separated by spaces, tabs or commas, the time first: seconds from
+ *   the start (`12.5`), epoch seconds (`1760104536.25`, any number of 10^8 or
+ *   more) or ISO-8601 (`2026-10-10T13:55:36.250Z`; without a zone it is UTC, so
+ *   that output does not depend on the machine's time zone);
+ * - web server access logs in Common or Combined Log Format, the time taken
+ *   from `[10/Oct/2026:13:55:36 +0000]`, the client address first, the
+ *   response size after the status.
+ *
+ * Times are split into whole seconds and nanoseconds so that epoch times keep
+ * their fraction exactly; the reader rebases them to the first event.
+ */
+
+export type TraceShape = "fields" | "access-log";
+export type TimeKind = "seconds" | "epoch" | "iso";
+
+/** What one line holds, written into a reused object to keep parsing allocation-free. */
+export interface ParsedLine {
+  wholeSeconds: number;
+  fractionNs: number;
+  timeKind: TimeKind;
+  cost: number;
+  key: string | undefined;
+}
+
+export interface LineOptions {
+  /** 1-based field holding the cost (fields shape). */
+  costField: number | undefined;
+  /** 1-based field holding the key (fields shape). */
+  keyField: number | undefined;
+  /** Access logs: cost is the response size instead of 1. */
+  costBytes: boolean;
+  /** Access logs: keep the client address as the key. */
+  wantKeys: boolean;
+}
+
+/** A line that cannot be read: `expected` says what would have been. */
+export class BadLine extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "BadLine";
+  }
+}
+
+const EPOCH_THRESHOLD_SECONDS = 1e8;
+const ACCESS_LOG =
+  /^(\S+) \S+ (?:\S+|"[^"]*") \[(\d{2})\/([A-Za-z]{3})\/(\d{4}):(\d{2}):(\d{2}):(\d{2}) ([+-])(\d{2})(\d{2})\] "(?:[^"\\]|\\.)*" (\d{3}|-) (\d+|-)/;
+const MONTHS: Record<string, number> = {
+  jan: 0, feb: 1, mar: 2, apr: 3, may: 4, jun: 5, jul: 6, aug: 7, sep: 8, oct: 9, nov: 10, dec: 11,
+};
+const ISO_TIME = /^(\d{4}-\d{2}-\d{2})[T ](\d{2}:\d{2}:\d{2})(?:[.,](\d+))?(Z|[+-]\d{2}(?::?\d{2})?)?$/i;
+const PLAIN_SECONDS = /^(\d+)(?:\.(\d*))?$/;
+
+const TIME_EXPECTED = `expected seconds from the start (12.5), epoch seconds (1760104536.25) or an ISO-8601 time (2026-10-10T13:55:36.25Z)`;
+const ACCESS_LOG_EXPECTED = `expected an access log line like 127.0.0.1 - - [10/Oct/2026:13:55:36 +0000] "GET / HTTP/1.1" 200 2326`;
+
+/** Which shape a file has, judged from its first event line. */
+export function detectShape(line: string): TraceShape {
+  return ACCESS_LOG.test(line) ? "access-log" : "fields";
+}
+
+/** A first line that does not start like a time but like a word is a header ("time,cost,key"). */
+export function looksLikeHeader(line: string): boolean {
+  return /^\s*"?[A-Za-z_]/.test(line);
+}
+
+export function parseAccessLogLine(line: string, options: LineOptions, out: ParsedLine): void {
+  const match = ACCESS_LOG.exec(line);
+  if (!match) throw new BadLine(ACCESS_LOG_EXPECTED);
+  const month = MONTHS[match[3]!.toLowerCase()];
+  if (month === undefined) throw new BadLine(`"${match[3]}" is not a month; ${ACCESS_LOG_EXPECTED}`);
+  const offsetSeconds = (match[8] === "-" ? -1 : 1) * (Number(match[9]) * 3600 + Number(match[10]) * 60);
+  const utcMs = Date.UTC(Number(match[4]), month, Number(match[2]), Number(match[5]), Number(match[6]), Number(match[7]));
+  out.wholeSeconds = utcMs / 1000 - offsetSeconds;
+  out.fractionNs = 0;
+  out.timeKind = "epoch";
+  if (options.costBytes) {
+    const size = match[12]!;
+    out.cost = size === "-" ? 0 : Number(size);
+  } else {
+    out.cost = 1;
+  }
+  out.key = options.wantKeys ? match[1] : undefined;
+}
+
+/** Splits a line's fields on spaces, tabs and commas, keeping only those asked for. */
+function field(line: string, wanted: number): string | undefined {
+  let index = 0;
+  let position = 0;
+  const length = line.length;
+  while (position < length) {
+    while (position < length && isSeparator(line.charCodeAt(position))) position++;
+    if (position >= length) break;
+    const start = position;
+    while (position < length && !isSeparator(line.charCodeAt(position))) position++;
+    if (++index === wanted) return line.slice(start, position);
+  }
+  return undefined;
+}
+
+function isSeparator(code: number): boolean {
+  return code === 32 || code === 9 || code === 44;
+}
+
+function countFields(line: string): number {
+  let count = 0;
+  while (field(line, count + 1) !== undefined) count++;
+  return count;
+}
+
+export function parseFieldsLine(line: string, options: LineOptions, out: ParsedLine): void {
+  const time = field(line, 1);
+  if (time === undefined) throw new BadLine(`the line is empty; ${TIME_EXPECTED}`);
+  parseTime(time, out);
+  out.cost = 1;
+  if (options.costField !== undefined) {
+    const text = field(line, options.costField);
+    if (text === undefined) throw missingField(line, options.costField, "--cost-field");
+    const cost = Number(text);
+    if (text === "" || !Number.isFinite(cost) || cost < 0) {
+      throw new BadLine(`field ${options.costField} "${text}" is not a cost; expected a number of 0 or more (--cost-field ${options.costField})`);
+    }
+    out.cost = cost;
+  }
+  out.key = undefined;
+  if (options.keyField !== undefined) {
+    const text = field(line, options.keyField);
+    if (text === undefined) throw missingField(line, options.keyField, "--key-field");
+    out.key = text;
+  }
+}
+
+function missingField(line: string, wanted: number, flag: string): BadLine {
+  const count = countFields(line);
+  return new BadLine(`has ${count} field${count === 1 ? "" : "s"}, expected at least ${wanted} (${flag} ${wanted})`);
+}
+
+function parseTime(text: string, out: ParsedLine): void {
+  const plain = PLAIN_SECONDS.exec(text);
+  if (plain) {
+    const whole = Number(plain[1]);
+    out.wholeSeconds = whole;
+    out.fractionNs = fractionToNs(plain[2]);
+    out.timeKind = whole >= EPOCH_THRESHOLD_SECONDS ? "epoch" : "seconds";
+    return;
+  }
+  const iso = ISO_TIME.exec(text);
+  if (iso) {
+    const zone = iso[4] === undefined || iso[4].toUpperCase() === "Z" ? "Z" : normaliseZone(iso[4]);
+    const ms = Date.parse(`${iso[1]}T${iso[2]}${zone}`);
+    if (Number.isNaN(ms)) throw new BadLine(`"${text}" is not a valid date; ${TIME_EXPECTED}`);
+    out.wholeSeconds = ms / 1000;
+    out.fractionNs = fractionToNs(iso[3]);
+    out.timeKind = "iso";
+    return;
+  }
+  // Exponents and the like: rounded to whole nanoseconds.
+  const seconds = /^[0-9.]+e[+-]?\d+$/i.test(text) ? Number(text) : NaN;
+  if (Number.isFinite(seconds) && seconds >= 0) {
+    out.wholeSeconds = Math.floor(seconds);
+    out.fractionNs = Math.round((seconds - out.wholeSeconds) * 1e9);
+    out.timeKind = out.wholeSeconds >= EPOCH_THRESHOLD_SECONDS ? "epoch" : "seconds";
+    return;
+  }
+  throw new BadLine(`"${text}" is not a time; ${TIME_EXPECTED}`);
+}
+
+function normaliseZone(zone: string): string {
+  const digits = zone.slice(1).replace(":", "");
+  return `${zone[0]}${digits.slice(0, 2)}:${(digits.slice(2) || "00").padEnd(2, "0")}`;
+}
+
+/** ".25" → 250,000,000 ns; digits past the ninth are truncated, as Go's time parsing does. */
+function fractionToNs(digits: string | undefined): number {
+  if (!digits) return 0;
+  return Number(digits.length >= 9 ? digits.slice(0, 9) : digits.padEnd(9, "0"));
+}
+
+export function describeTimeKind(kind: TimeKind): string {
+  return kind === "seconds" ? "seconds from the start" : kind === "epoch" ? "epoch seconds" : "an ISO-8601 time";
+}
+
+function isSeparatorByte(byte: number): boolean {
+  return byte === 32 || byte === 9 || byte === 44;
+}
+
+/**
+ * The common case read straight from the bytes, without making strings:
+ * plain seconds (`12.5`, `1760104536.25`), an optional whole-number cost and
+ * a key. Answers false for anything else, which then takes the general path
+ * (that also produces the error messages).
+ */
+export function parseFieldsFast(bytes: Uint8Array, start: number, end: number, options: LineOptions, out: ParsedLine): boolean {
+  let i = start;
+  let whole = 0;
+  let digits = 0;
+  while (i < end) {
+    const d = bytes[i]! - 48;
+    if (d < 0 || d > 9) break;
+    whole = whole * 10 + d;
+    digits++;
+    i++;
+  }
+  if (digits === 0 || digits > 15) return false;
+  let fractionNs = 0;
+  if (i < end && bytes[i] === 46 /* . */) {
+    i++;
+    let scale = 1e8;
+    while (i < end) {
+      const d = bytes[i]! - 48;
+      if (d < 0 || d > 9) break;
+      // Digits past the ninth are truncated, as in the general path.
+      if (scale >= 1) fractionNs += d * scale;
+      scale /= 10;
+      i++;
+    }
+  }
+  if (i < end && !isSeparatorByte(bytes[i]!)) return false;
+  out.wholeSeconds = whole;
+  out.fractionNs = fractionNs;
+  out.timeKind = whole >= EPOCH_THRESHOLD_SECONDS ? "epoch" : "seconds";
+  out.cost = 1;
+  out.key = undefined;
+  const { costField, keyField } = options;
+  if (costField === undefined && keyField === undefined) return true;
+  const last = Math.max(costField ?? 0, keyField ?? 0);
+  let index = 1;
+  while (index < last) {
+    while (i < end && isSeparatorByte(bytes[i]!)) i++;
+    if (i >= end) return false;
+    const fieldStart = i;
+    while (i < end && !isSeparatorByte(bytes[i]!)) i++;
+    index++;
+    if (index === costField) {
+      let cost = 0;
+      for (let j = fieldStart; j < i; j++) {
+        const d = bytes[j]! - 48;
+        if (d < 0 || d > 9) return false;
+        cost = cost * 10 + d;
+      }
+      if (i - fieldStart > 15) return false;
+      out.cost = cost;
+    }
+    if (index === keyField) out.key = latin1OrUtf8(bytes, fieldStart, i);
+  }
+  return true;
+}
+
+const decoder = new TextDecoder();
+
+/** A key's text: ASCII keys, the usual case, are made without a UTF-8 decoder. */
+function latin1OrUtf8(bytes: Uint8Array, start: number, end: number): string {
+  let ascii = true;
+  for (let j = start; j < end; j++) {
+    if (bytes[j]! >= 128) {
+      ascii = false;
+      break;
+    }
+  }
+  if (!ascii) return decoder.decode(bytes.subarray(start, end));
+  return String.fromCharCode.apply(null, bytes.subarray(start, end) as unknown as number[]);
+}

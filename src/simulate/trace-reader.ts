@@ -1,0 +1,185 @@
+import { type ArrivalSource, BatchBuilder } from "./event-batch.js";
+import {
+  BadLine,
+  describeTimeKind,
+  detectShape,
+  type LineOptions,
+  looksLikeHeader,
+  parseAccessLogLine,
+  parseFieldsFast,
+  parseFieldsLine,
+  type ParsedLine,
+  type TimeKind,
+  type TraceShape,
+} from "./trace-line.js";
+
+export interface TraceOptions extends LineOptions {
+  /** Count and report bad lines instead of stopping at the first. */
+  skipBad: boolean;
+  /** Keep each event's key (per-key simulation). */
+  withKeys: boolean;
+  batchSize?: number;
+}
+
+/** What reading the trace found, filled in as it goes. */
+export interface TraceReport {
+  lines: number;
+  events: number;
+  shape: TraceShape | undefined;
+  timeKind: TimeKind | undefined;
+  /** Lines skipped by --skip-bad, and the first few of them with the reason. */
+  skipped: number;
+  skippedExamples: string[];
+  /** Events whose time was before the previous event's: taken at the previous event's time. */
+  outOfOrder: number;
+}
+
+/** A bad line when --skip-bad is off: the message names the line and what was expected. */
+export class TraceError extends Error {
+  readonly code = "ETRACE";
+  constructor(
+    readonly lineNumber: number,
+    message: string,
+  ) {
+    super(`line ${lineNumber}: ${message}`);
+    this.name = "TraceError";
+  }
+}
+
+/** The options do not suit the kind of trace found: a usage mistake, not a bad line. */
+export class TraceOptionError extends Error {
+  readonly code = "ETRACEOPTION";
+  constructor(message: string) {
+    super(message);
+    this.name = "TraceOptionError";
+  }
+}
+
+/** Checks, once the trace's shape is known, that the options make sense for it. */
+function checkOptionsForShape(shape: TraceShape, options: TraceOptions): void {
+  if (shape === "access-log") {
+    if (options.costField !== undefined) {
+      throw new TraceOptionError(`--cost-field: not with an access log, whose fields are known; use --cost bytes to take the response size`);
+    }
+    if (options.keyField !== undefined) {
+      throw new TraceOptionError(`--key-field: not with an access log, whose fields are known; --per-key keys on the client address`);
+    }
+    return;
+  }
+  if (options.costBytes && options.costField === undefined) {
+    throw new TraceOptionError(`--cost bytes: this trace is not an access log; name the field holding each size with --cost-field N`);
+  }
+  if (options.withKeys && options.keyField === undefined) {
+    throw new TraceOptionError(`--per-key: this trace is not an access log; name the field holding each key with --key-field N`);
+  }
+}
+
+export function createTraceReport(): TraceReport {
+  return { lines: 0, events: 0, shape: undefined, timeKind: undefined, skipped: 0, skippedExamples: [], outOfOrder: 0 };
+}
+
+const MAX_EXAMPLES = 3;
+
+/**
+ * Streams a trace into batches of events, a chunk at a time, so that a file
+ * of any length runs in bounded memory. Blank lines and lines starting with #
+ * are ignored, as is a header line before the first event. Epoch and ISO
+ * times are rebased so that the first event is at 0; events with equal times
+ * keep the order of the file. Batches are reused: consume each before asking
+ * for the next.
+ */
+export async function* traceArrivals(input: AsyncIterable<Buffer | string>, options: TraceOptions, report: TraceReport): ArrivalSource {
+  const builder = new BatchBuilder(options.batchSize ?? 65_536, options.withKeys);
+  const parsed: ParsedLine = { wholeSeconds: 0, fractionNs: 0, timeKind: "seconds", cost: 1, key: undefined };
+  let shape: TraceShape | undefined;
+  let firstEventLine = 0;
+  let originWholeSeconds = 0;
+  let originFractionNs = 0;
+  let lastMs = 0;
+  let lineNumber = 0;
+  let timeKind: TimeKind | undefined;
+
+  /** Parses one line (bytes start..end, no newline) into the builder, if it holds an event. */
+  const handle = (bytes: Buffer, start: number, end: number): void => {
+    lineNumber++;
+    if (end > start && bytes[end - 1] === 13) end--;
+    if (start === end || bytes[start] === 35 /* # */) return;
+    try {
+      if (shape === "fields" && parseFieldsFast(bytes, start, end, options, parsed)) {
+        // The common case: no string was made for the line.
+      } else {
+        const line = bytes.toString("utf8", start, end);
+        if (line.trim() === "") return;
+        if (shape === undefined) {
+          shape = detectShape(line);
+          report.shape = shape;
+          checkOptionsForShape(shape, options);
+          // Only the very first line that is not a comment may be a header.
+          if (shape === "fields" && looksLikeHeader(line)) return;
+        }
+        if (shape === "access-log") parseAccessLogLine(line, options, parsed);
+        else parseFieldsLine(line, options, parsed);
+      }
+      if (parsed.timeKind !== timeKind) {
+        if (timeKind === undefined) {
+          timeKind = parsed.timeKind;
+          report.timeKind = timeKind;
+          firstEventLine = lineNumber;
+          if (timeKind !== "seconds") {
+            originWholeSeconds = parsed.wholeSeconds;
+            originFractionNs = parsed.fractionNs;
+          }
+        } else {
+          throw new BadLine(
+            `the time is ${describeTimeKind(parsed.timeKind)} but line ${firstEventLine} had ${describeTimeKind(timeKind)}; use one kind of time in a trace`,
+          );
+        }
+      }
+    } catch (error) {
+      if (!(error instanceof BadLine)) throw error;
+      if (!options.skipBad) throw new TraceError(lineNumber, `${error.message}; or pass --skip-bad to skip such lines`);
+      report.skipped++;
+      if (report.skippedExamples.length < MAX_EXAMPLES) report.skippedExamples.push(`line ${lineNumber}: ${error.message}`);
+      return;
+    }
+    const ns = (parsed.wholeSeconds - originWholeSeconds) * 1e9 + (parsed.fractionNs - originFractionNs);
+    let timeMs = ns / 1e6;
+    if (timeMs < lastMs) {
+      report.outOfOrder++;
+      timeMs = lastMs;
+    }
+    lastMs = timeMs;
+    report.events++;
+    builder.push(timeMs, parsed.cost, parsed.key);
+  };
+
+  // The part of a line cut by the end of a chunk; only that line is copied, never the chunk.
+  let carry: Buffer = Buffer.alloc(0);
+  for await (const chunk of input) {
+    const bytes = typeof chunk === "string" ? Buffer.from(chunk) : chunk;
+    let start = 0;
+    if (carry.length > 0) {
+      const newline = bytes.indexOf(10);
+      if (newline < 0) {
+        carry = Buffer.concat([carry, bytes]);
+        continue;
+      }
+      const line = Buffer.concat([carry, bytes.subarray(0, newline)]);
+      carry = Buffer.alloc(0);
+      handle(line, 0, line.length);
+      start = newline + 1;
+      if (builder.full) yield builder.take();
+    }
+    for (;;) {
+      const newline = bytes.indexOf(10, start);
+      if (newline < 0) break;
+      handle(bytes, start, newline);
+      start = newline + 1;
+      if (builder.full) yield builder.take();
+    }
+    if (start < bytes.length) carry = Buffer.from(bytes.subarray(start));
+  }
+  if (carry.length > 0) handle(carry, 0, carry.length);
+  report.lines = lineNumber;
+  if (builder.count > 0) yield builder.take();
+}
