@@ -111,6 +111,20 @@ export class FakeClock implements Clock {
     await flushMicrotasks();
   }
 
+  /**
+   * Moves time forward by `ms` at once and only then wakes every sleeper due
+   * by the new time: like a coarse or late timer, a sleeper sees the clock
+   * already past its wake-up time.
+   */
+  async tick(ms: number): Promise<void> {
+    if (!(ms >= 0)) throw new RangeError(`Expected \`ms\` to be a non-negative number, got \`${ms}\``);
+    this.#now += ms;
+    const due = this.#sleepers.filter((s) => s.wakeAt <= this.#now).sort((a, b) => a.wakeAt - b.wakeAt);
+    this.#sleepers = this.#sleepers.filter((s) => s.wakeAt > this.#now);
+    for (const sleeper of due) sleeper.resolve();
+    await flushMicrotasks();
+  }
+
   /** Sets the time directly (backwards too), without waking anyone: for clamping tests. */
   set(ms: number): void {
     this.#now = ms;

@@ -164,16 +164,22 @@ export class TokenBucket {
    * ExceedsBurstError when n exceeds the burst; aborting cancels the reservation.
    */
   async wait(n = 1, signal?: AbortSignal): Promise<void> {
+    await this.waitAt(this.clock.now(), n, signal);
+  }
+
+  /**
+   * Waits for `n` tokens as if asked at `asOfMs` (no later than now), and
+   * resolves to the time they were due. A caller whose data was ready since
+   * its previous grant asks as of that grant's due time, so that its own timer
+   * waking late costs no rate. Times before the last update count as the last update.
+   */
+  async waitAt(asOfMs: number, n = 1, signal?: AbortSignal): Promise<number> {
     signal?.throwIfAborted();
-    const reservation = this.reserve(n);
+    const nowMs = this.clock.now();
+    const reservation = this.reserveAt(Math.min(asOfMs, nowMs), n);
     if (!reservation.ok) throw new ExceedsBurstError(n, this.#burst);
-    if (reservation.waitMs <= 0) return;
-    try {
-      await this.clock.sleep(reservation.waitMs, signal);
-    } catch (error) {
-      this.cancel(reservation);
-      throw error;
-    }
+    await this.#sleepUntilDue(reservation, nowMs, signal);
+    return reservation.timeToActMs;
   }
 
   /**
@@ -183,19 +189,30 @@ export class TokenBucket {
    */
   async tryWait(n: number, maxWaitMs: number, signal?: AbortSignal): Promise<boolean> {
     signal?.throwIfAborted();
-    const reservation = this.reserve(n, maxWaitMs);
+    const nowMs = this.clock.now();
+    const reservation = this.reserveAt(nowMs, n, maxWaitMs);
     if (!reservation.ok) {
       if (n > this.#burst && this.#rate !== Infinity) throw new ExceedsBurstError(n, this.#burst);
       return false;
     }
-    if (reservation.waitMs <= 0) return true;
+    await this.#sleepUntilDue(reservation, nowMs, signal);
+    return true;
+  }
+
+  async #sleepUntilDue(reservation: Reservation, nowMs: number, signal: AbortSignal | undefined): Promise<void> {
+    const sleepMs = reservation.timeToActMs - nowMs;
+    if (sleepMs <= 0) return;
     try {
-      await this.clock.sleep(reservation.waitMs, signal);
+      await this.clock.sleep(sleepMs, signal);
     } catch (error) {
       this.cancel(reservation);
       throw error;
     }
-    return true;
+  }
+
+  /** The time on this bucket's clock. */
+  now(): number {
+    return this.clock.now();
   }
 
   /** Changes the rate from `nowMs` on; tokens gained so far are kept. */

@@ -10,6 +10,12 @@ export interface ReadSourcesOptions {
   chunkBytes: number;
   /** Called for a source that cannot be read; reading goes on with the next one, as `cat` does. */
   onError(name: string, error: NodeJS.ErrnoException): void;
+  /**
+   * Read into two buffers in turn, the next chunk while the consumer handles
+   * this one: only for a consumer that is done with each chunk before asking
+   * for the next (the CLI's synchronous writes). No allocation per chunk.
+   */
+  reuseBuffer?: boolean;
   /** Standard input as a Node stream, asked for only if read(2) cannot be used on it. */
   stdinStream?: () => AsyncIterable<Buffer>;
 }
@@ -26,17 +32,17 @@ export async function* readSources(names: readonly string[], options: ReadSource
   for (const name of names.length === 0 ? [STDIN_NAME] : names) {
     try {
       if (name === STDIN_NAME) yield* readStdin(options);
-      else yield* readPath(name, options.chunkBytes);
+      else yield* readPath(name, options);
     } catch (error) {
       options.onError(name, error as NodeJS.ErrnoException);
     }
   }
 }
 
-async function* readPath(path: string, chunkBytes: number): AsyncGenerator<Buffer> {
+async function* readPath(path: string, options: ReadSourcesOptions): AsyncGenerator<Buffer> {
   const fd = await openAsync(path, "r");
   try {
-    yield* readFd(fd, chunkBytes);
+    yield* readFd(fd, options);
   } finally {
     await closeAsync(fd);
   }
@@ -44,7 +50,7 @@ async function* readPath(path: string, chunkBytes: number): AsyncGenerator<Buffe
 
 async function* readStdin(options: ReadSourcesOptions): AsyncGenerator<Buffer> {
   try {
-    yield* readFd(0, options.chunkBytes);
+    yield* readFd(0, options);
   } catch (error) {
     // A non-blocking standard input (a terminal, or a pipe set so by another program)
     // cannot be read with read(2) from the thread pool: let Node's stream poll it.
@@ -53,7 +59,12 @@ async function* readStdin(options: ReadSourcesOptions): AsyncGenerator<Buffer> {
   }
 }
 
-async function* readFd(fd: number, chunkBytes: number): AsyncGenerator<Buffer> {
+async function* readFd(fd: number, options: ReadSourcesOptions): AsyncGenerator<Buffer> {
+  if (options.reuseBuffer) {
+    yield* readFdDoubleBuffered(fd, options.chunkBytes);
+    return;
+  }
+  const { chunkBytes } = options;
   let buffer = Buffer.allocUnsafeSlow(chunkBytes);
   for (;;) {
     const { bytesRead } = await readAsync(fd, buffer, 0, chunkBytes, null);
@@ -65,6 +76,23 @@ async function* readFd(fd: number, chunkBytes: number): AsyncGenerator<Buffer> {
       yield buffer.subarray(0, bytesRead);
       buffer = Buffer.allocUnsafeSlow(chunkBytes);
     }
+  }
+}
+
+async function* readFdDoubleBuffered(fd: number, chunkBytes: number): AsyncGenerator<Buffer> {
+  let current = Buffer.allocUnsafeSlow(chunkBytes);
+  let spare = Buffer.allocUnsafeSlow(chunkBytes);
+  let pending = readAsync(fd, current, 0, chunkBytes, null);
+  for (;;) {
+    const { bytesRead } = await pending;
+    if (bytesRead === 0) return;
+    const ready = current;
+    [current, spare] = [spare, current];
+    // The next read runs in the thread pool while the consumer writes this chunk.
+    pending = readAsync(fd, current, 0, chunkBytes, null);
+    // Seen when awaited above; this only keeps a consumer that stopped early from an unhandled rejection.
+    pending.catch(() => {});
+    yield ready.subarray(0, bytesRead);
   }
 }
 

@@ -2,14 +2,9 @@ import { Transform, type TransformCallback, type TransformOptions } from "node:s
 import type { Clock } from "../core/clock.js";
 import type { Limiter } from "../core/limiter.js";
 import { TokenBucket } from "../core/token-bucket.js";
+import { type CostMode, Throttle, type ThrottleStats } from "./throttle.js";
 
-/**
- * What one token pays for:
- * - `bytes`: a byte; chunks are sliced anywhere.
- * - `records`: a record (a line, or a NUL-terminated record), whatever its length.
- * - `record-bytes`: a byte, but slices end on record boundaries where they can.
- */
-export type CostMode = "bytes" | "records" | "record-bytes";
+export type { CostMode, ThrottleStats } from "./throttle.js";
 
 export interface ThrottleStreamOptions {
   /** The bucket to draw from; or give `rate` and `burst` for a private one. */
@@ -28,15 +23,6 @@ export interface ThrottleStreamOptions {
   highWaterMark?: number;
 }
 
-export interface ThrottleStats {
-  bytes: number;
-  records: number;
-  /** Time spent waiting for tokens. */
-  waitedMs: number;
-}
-
-const DEFAULT_SLICE_MS = 10;
-
 /**
  * ThrottleStream passes bytes through unchanged, no faster than its bucket
  * allows. It waits for tokens inside `_transform` and calls back only when the
@@ -46,15 +32,9 @@ const DEFAULT_SLICE_MS = 10;
  */
 export class ThrottleStream extends Transform {
   readonly limiter: Limiter;
-  readonly cost: CostMode;
-  readonly delimiter: number;
-  readonly #sliceMs: number;
+  readonly #throttle: Throttle;
   readonly #abort = new AbortController();
-  readonly #countRecords: boolean;
-  #inRecord = false;
   #readWaiter: (() => void) | undefined;
-  #readWanted = true;
-  #stats: ThrottleStats = { bytes: 0, records: 0, waitedMs: 0 };
 
   constructor(options: ThrottleStreamOptions) {
     const transformOptions: TransformOptions = {};
@@ -68,19 +48,15 @@ export class ThrottleStream extends Transform {
       }
       this.limiter = new TokenBucket({ rate: options.rate, burst: options.burst, clock: options.clock });
     }
-    this.cost = options.cost ?? "bytes";
-    this.delimiter = options.delimiter ?? 10;
-    this.#sliceMs = options.sliceMs ?? DEFAULT_SLICE_MS;
-    this.#countRecords = options.countRecords ?? false;
+    this.#throttle = new Throttle({ ...options, limiter: this.limiter });
   }
 
   /** What has gone through so far. */
   get stats(): Readonly<ThrottleStats> {
-    return this.#stats;
+    return this.#throttle.stats;
   }
 
   override _read(size: number): void {
-    this.#readWanted = true;
     const waiter = this.#readWaiter;
     this.#readWaiter = undefined;
     waiter?.();
@@ -89,7 +65,7 @@ export class ThrottleStream extends Transform {
 
   override _transform(chunk: Buffer | string, encoding: BufferEncoding, callback: TransformCallback): void {
     const buffer = typeof chunk === "string" ? Buffer.from(chunk, encoding) : chunk;
-    this.#pass(buffer).then(
+    this.#throttle.pass(buffer, this.#emit, this.#abort.signal).then(
       () => callback(),
       (error: unknown) => callback(this.#abort.signal.aborted ? null : (error as Error)),
     );
@@ -101,117 +77,9 @@ export class ThrottleStream extends Transform {
     super._destroy(error, callback);
   }
 
-  async #pass(chunk: Buffer): Promise<void> {
-    let position = 0;
-    while (position < chunk.length) {
-      if (this.destroyed) return;
-      // Take no tokens for bytes the reader is not ready for.
-      if (!this.#readWanted) await new Promise<void>((resolve) => (this.#readWaiter = resolve));
-      if (this.destroyed) return;
-      const { end, cost } = this.#planSegment(chunk, position);
-      const segment = chunk.subarray(position, end);
-      const burst = this.limiter.burst;
-      if (cost <= burst) {
-        await this.#take(cost);
-        this.#emit(segment);
-      } else {
-        // Too costly for the bucket: wait for a full bucket, send, then pay off the debt
-        // before anything else goes out, so the long-run rate still holds.
-        await this.#take(burst);
-        this.#emit(segment);
-        for (let owed = cost - burst; owed > 0; owed -= burst) await this.#take(Math.min(owed, burst));
-      }
-      position = end;
-    }
-  }
-
-  #emit(segment: Buffer): void {
-    this.#stats.bytes += segment.length;
-    if (this.cost === "bytes" && this.#countRecords) this.#countRecordStarts(segment);
-    if (!this.push(segment)) this.#readWanted = false;
-  }
-
-  /** A record starts at the first byte and after every delimiter, like the record modes count. */
-  #countRecordStarts(segment: Buffer): void {
-    let position = 0;
-    while (position < segment.length) {
-      if (!this.#inRecord) {
-        this.#stats.records++;
-        this.#inRecord = true;
-      }
-      const next = segment.indexOf(this.delimiter, position);
-      if (next === -1) break;
-      this.#inRecord = false;
-      position = next + 1;
-    }
-  }
-
-  async #take(n: number): Promise<void> {
-    if (n <= 0 || this.limiter.rate === Infinity) return;
-    const started = performance.now();
-    await this.limiter.wait(n, this.#abort.signal);
-    this.#stats.waitedMs += performance.now() - started;
-  }
-
-  /** Where the next write ends and what it costs. */
-  #planSegment(chunk: Buffer, start: number): { end: number; cost: number } {
-    const { rate, burst } = this.limiter;
-    const unlimited = rate === Infinity;
-    const sliceTokens = unlimited ? Infinity : Math.max(1, Math.min(burst, Math.floor((rate * this.#sliceMs) / 1000)));
-    switch (this.cost) {
-      case "bytes": {
-        const end = unlimited ? chunk.length : Math.min(chunk.length, start + sliceTokens);
-        return { end, cost: end - start };
-      }
-      case "records":
-        return this.#planRecords(chunk, start, sliceTokens);
-      case "record-bytes":
-        return this.#planRecordBytes(chunk, start, sliceTokens);
-    }
-  }
-
-  /** Up to `maxRecords` record starts; the rest of a record already paid for is free. */
-  #planRecords(chunk: Buffer, start: number, maxRecords: number): { end: number; cost: number } {
-    let position = start;
-    let starts = 0;
-    while (position < chunk.length) {
-      if (!this.#inRecord) {
-        if (starts === maxRecords) break;
-        starts++;
-        this.#inRecord = true;
-      }
-      const next = chunk.indexOf(this.delimiter, position);
-      if (next === -1) {
-        position = chunk.length;
-        break;
-      }
-      position = next + 1;
-      this.#inRecord = false;
-    }
-    this.#stats.records += starts;
-    return { end: position, cost: starts };
-  }
-
-  /** Whole records up to `sliceBytes`; a single longer record goes whole, as far as the chunk holds it. */
-  #planRecordBytes(chunk: Buffer, start: number, sliceBytes: number): { end: number; cost: number } {
-    const limit = Math.min(chunk.length, start + sliceBytes);
-    let end = start;
-    let position = start;
-    for (;;) {
-      const next = chunk.indexOf(this.delimiter, position);
-      if (next === -1 || next + 1 > limit) break;
-      if (!this.#inRecord) this.#stats.records++;
-      this.#inRecord = false;
-      end = next + 1;
-      position = end;
-    }
-    if (end === start) {
-      // No whole record fits in a slice: send through the end of the first record, or the chunk.
-      const next = chunk.indexOf(this.delimiter, start);
-      if (!this.#inRecord) this.#stats.records++;
-      end = next === -1 ? chunk.length : next + 1;
-      this.#inRecord = next === -1;
-    }
-    return { end, cost: end - start };
-  }
+  /** Pushes a paid slice; when the reader has enough, holds the next take until it asks for more. */
+  readonly #emit = (segment: Buffer): Promise<void> | undefined => {
+    if (this.destroyed || this.push(segment)) return undefined;
+    return new Promise<void>((resolve) => (this.#readWaiter = resolve));
+  };
 }

@@ -1,9 +1,9 @@
 import { statSync } from "node:fs";
-import { Readable } from "node:stream";
-import { pipeline } from "node:stream/promises";
+import { isatty } from "node:tty";
 import type { Limiter } from "../../core/limiter.js";
 import { knownTotalBytes, readSources } from "../../stream/read-sources.js";
-import { ThrottleStream } from "../../stream/throttle-stream.js";
+import { createFdWriter } from "../../stream/fd-writer.js";
+import { Throttle } from "../../stream/throttle.js";
 import { defaultPipeBurst, type PipeConfig } from "../commands/pipe.js";
 import { EXIT } from "../errors.js";
 import { openLimiter } from "../limiter-for.js";
@@ -32,24 +32,25 @@ export async function runPipe(config: PipeConfig): Promise<number> {
   });
   const startedMs = performance.now();
   let unreadable = false;
-  const throttle = new ThrottleStream({
+  const throttle = new Throttle({
     limiter,
     cost: config.cost,
     delimiter: config.delimiter,
-    countRecords: config.stats !== undefined || config.progress !== "off",
+    // Counting lines costs a scan of every byte: only when someone will see the count.
+    countRecords: config.stats !== undefined || wantsProgress(config),
   });
   const chunkBytes = chunkBytesFor(limiter.rate, config.kind);
-  const source = Readable.from(
-    readSources(config.files, {
-      chunkBytes,
-      onError: (name, error) => {
-        unreadable = true;
-        process.stderr.write(`tbucket: ${describeFileError(name, error)}\n`);
-      },
-      stdinStream: () => process.stdin,
-    }),
-    { objectMode: false, highWaterMark: chunkBytes },
-  );
+  const chunks = readSources(config.files, {
+    chunkBytes,
+    reuseBuffer: true,
+    onError: (name, error) => {
+      unreadable = true;
+      process.stderr.write(`tbucket: ${describeFileError(name, error)}\n`);
+    },
+    stdinStream: () => process.stdin,
+  });
+  // Writes go straight to descriptor 1 and are done when the call returns, so the read buffer is reused.
+  const writeOut = createFdWriter(1);
 
   const snapshot = (): PipeStats => ({
     bytes: throttle.stats.bytes,
@@ -75,11 +76,11 @@ export async function runPipe(config: PipeConfig): Promise<number> {
   process.once("SIGTERM", onSignal);
 
   try {
-    await pipeline(source, throttle, process.stdout, { end: false });
+    for await (const chunk of chunks) await throttle.pass(chunk, writeOut);
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     // A reader that went away (`| head -c 10`) is a normal way for a pipe to end.
-    if (code === "EPIPE" || code === "ERR_STREAM_PREMATURE_CLOSE") {
+    if (code === "EPIPE") {
       progress?.stop(snapshot());
       await close();
       process.exit(EXIT.ok);
@@ -95,9 +96,13 @@ export async function runPipe(config: PipeConfig): Promise<number> {
   return finish(unreadable ? EXIT.failure : EXIT.ok);
 }
 
+function wantsProgress(config: PipeConfig): boolean {
+  // isatty(1), not process.stdout.isTTY: touching process.stdout would make a piped descriptor 1 non-blocking.
+  return config.progress === "on" || (config.progress === "auto" && isatty(2) && !isatty(1));
+}
+
 async function startProgress(config: PipeConfig, limiter: Limiter, read: () => PipeStats): Promise<ProgressDisplay | undefined> {
-  const wanted = config.progress === "on" || (config.progress === "auto" && process.stderr.isTTY && !process.stdout.isTTY);
-  if (!wanted) return undefined;
+  if (!wantsProgress(config)) return undefined;
   const { startProgressDisplay } = await import("../progress.js");
   const totalBytes = config.sizeBytes ?? knownTotalBytes(config.files, statSafe);
   return startProgressDisplay({ read, totalBytes, level: () => limiter.tokens?.(), stream: process.stderr });

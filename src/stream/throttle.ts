@@ -1,0 +1,200 @@
+import type { Limiter } from "../core/limiter.js";
+
+/**
+ * What one token pays for:
+ * - `bytes`: a byte; chunks are sliced anywhere.
+ * - `records`: a record (a line, or a NUL-terminated record), whatever its length.
+ * - `record-bytes`: a byte, but slices end on record boundaries where they can.
+ */
+export type CostMode = "bytes" | "records" | "record-bytes";
+
+export interface ThrottleOptions {
+  limiter: Limiter;
+  cost?: CostMode;
+  /** The byte that ends a record: `\n` (10) by default, 0 for NUL. */
+  delimiter?: number;
+  /** How much time one write represents at the full rate; smaller is smoother, larger is cheaper. */
+  sliceMs?: number;
+  /** In `bytes` mode, count records too (for statistics); record modes always count. */
+  countRecords?: boolean;
+}
+
+export interface ThrottleStats {
+  bytes: number;
+  records: number;
+  /** Time spent waiting for tokens. */
+  waitedMs: number;
+}
+
+/** Receives each paid slice; a returned promise holds the next take until the slice is consumed. */
+export type Emit = (segment: Buffer) => void | Promise<void>;
+
+const DEFAULT_SLICE_MS = 10;
+/**
+ * A pacer that had its data ready since its last grant asks for the next as of
+ * that grant's due time, making up for its timer waking late; never for more
+ * than this, so a window can hold at most this much of the rate above the burst.
+ */
+const MAX_CATCH_UP_MS = 10;
+/** A pause longer than this between slices means we waited for input or the reader: no catching up. */
+const CONTINUITY_GAP_MS = 5;
+
+/**
+ * Throttle cuts chunks into slices and pays for each from a limiter before
+ * handing it on. It is the one pacing engine: `ThrottleStream` wraps it in a
+ * Node Transform, and the CLI drives it straight from file descriptors.
+ *
+ * Slices are at most the burst and about `sliceMs` of the rate, so output is
+ * smooth; a record costlier than the burst (record-bytes mode) waits for a
+ * full bucket, goes out whole, and its remaining cost is paid as debt before
+ * anything else goes out.
+ */
+export class Throttle {
+  readonly limiter: Limiter;
+  readonly cost: CostMode;
+  readonly delimiter: number;
+  readonly #sliceMs: number;
+  readonly #countRecords: boolean;
+  #inRecord = false;
+  #stats: ThrottleStats = { bytes: 0, records: 0, waitedMs: 0 };
+  /** When the last grant was due, while slices follow each other without a pause. */
+  #dueMs: number | undefined;
+  #lastEmitMs = -Infinity;
+
+  constructor(options: ThrottleOptions) {
+    this.limiter = options.limiter;
+    this.cost = options.cost ?? "bytes";
+    this.delimiter = options.delimiter ?? 10;
+    this.#sliceMs = options.sliceMs ?? DEFAULT_SLICE_MS;
+    this.#countRecords = options.countRecords ?? false;
+  }
+
+  /** What has gone through so far. */
+  get stats(): Readonly<ThrottleStats> {
+    return this.#stats;
+  }
+
+  /** Pays for `chunk` slice by slice and hands each slice to `emit`. */
+  async pass(chunk: Buffer, emit: Emit, signal?: AbortSignal): Promise<void> {
+    let position = 0;
+    while (position < chunk.length) {
+      signal?.throwIfAborted();
+      const { end, cost } = this.#planSegment(chunk, position);
+      const segment = chunk.subarray(position, end);
+      const burst = this.limiter.burst;
+      if (cost <= burst) {
+        await this.#take(cost, signal);
+        await this.#emit(segment, emit);
+      } else {
+        // Too costly for the bucket: wait for a full bucket, send, then pay off the debt
+        // before anything else goes out, so the long-run rate still holds.
+        await this.#take(burst, signal);
+        await this.#emit(segment, emit);
+        for (let owed = cost - burst; owed > 0; owed -= burst) await this.#take(Math.min(owed, burst), signal);
+      }
+      position = end;
+    }
+  }
+
+  async #emit(segment: Buffer, emit: Emit): Promise<void> {
+    this.#stats.bytes += segment.length;
+    if (this.cost === "bytes" && this.#countRecords) this.#countRecordStarts(segment);
+    const pending = emit(segment);
+    if (pending) await pending;
+    this.#lastEmitMs = this.#now();
+  }
+
+  async #take(n: number, signal: AbortSignal | undefined): Promise<void> {
+    if (n <= 0 || this.limiter.rate === Infinity) return;
+    const started = performance.now();
+    const { limiter } = this;
+    if (limiter.waitAt && limiter.now) {
+      const nowMs = limiter.now();
+      const continuing = this.#dueMs !== undefined && nowMs - this.#lastEmitMs <= CONTINUITY_GAP_MS;
+      const asOfMs = continuing ? Math.max(this.#dueMs!, nowMs - MAX_CATCH_UP_MS) : nowMs;
+      this.#dueMs = await limiter.waitAt(asOfMs, n, signal);
+    } else {
+      await limiter.wait(n, signal);
+    }
+    this.#stats.waitedMs += performance.now() - started;
+  }
+
+  #now(): number {
+    return this.limiter.now?.() ?? performance.now();
+  }
+
+  /** Where the next write ends and what it costs. */
+  #planSegment(chunk: Buffer, start: number): { end: number; cost: number } {
+    const { rate, burst } = this.limiter;
+    const unlimited = rate === Infinity;
+    const sliceTokens = unlimited ? Infinity : Math.max(1, Math.min(burst, Math.floor((rate * this.#sliceMs) / 1000)));
+    switch (this.cost) {
+      case "bytes": {
+        const end = unlimited ? chunk.length : Math.min(chunk.length, start + sliceTokens);
+        return { end, cost: end - start };
+      }
+      case "records":
+        return this.#planRecords(chunk, start, sliceTokens);
+      case "record-bytes":
+        return this.#planRecordBytes(chunk, start, sliceTokens);
+    }
+  }
+
+  /** Up to `maxRecords` record starts; the rest of a record already paid for is free. */
+  #planRecords(chunk: Buffer, start: number, maxRecords: number): { end: number; cost: number } {
+    let position = start;
+    let starts = 0;
+    while (position < chunk.length) {
+      if (!this.#inRecord) {
+        if (starts === maxRecords) break;
+        starts++;
+        this.#inRecord = true;
+      }
+      const next = chunk.indexOf(this.delimiter, position);
+      if (next === -1) {
+        position = chunk.length;
+        break;
+      }
+      position = next + 1;
+      this.#inRecord = false;
+    }
+    this.#stats.records += starts;
+    return { end: position, cost: starts };
+  }
+
+  /** Whole records up to `sliceBytes`; a single longer record goes whole, as far as the chunk holds it. */
+  #planRecordBytes(chunk: Buffer, start: number, sliceBytes: number): { end: number; cost: number } {
+    const limit = Math.min(chunk.length, start + sliceBytes);
+    let end = start;
+    for (;;) {
+      const next = chunk.indexOf(this.delimiter, end);
+      if (next === -1 || next + 1 > limit) break;
+      if (!this.#inRecord) this.#stats.records++;
+      this.#inRecord = false;
+      end = next + 1;
+    }
+    if (end === start) {
+      // No whole record fits in a slice: send through the end of the first record, or the chunk.
+      const next = chunk.indexOf(this.delimiter, start);
+      if (!this.#inRecord) this.#stats.records++;
+      end = next === -1 ? chunk.length : next + 1;
+      this.#inRecord = next === -1;
+    }
+    return { end, cost: end - start };
+  }
+
+  /** A record starts at the first byte and after every delimiter, as the record modes count. */
+  #countRecordStarts(segment: Buffer): void {
+    let position = 0;
+    while (position < segment.length) {
+      if (!this.#inRecord) {
+        this.#stats.records++;
+        this.#inRecord = true;
+      }
+      const next = segment.indexOf(this.delimiter, position);
+      if (next === -1) break;
+      this.#inRecord = false;
+      position = next + 1;
+    }
+  }
+}
