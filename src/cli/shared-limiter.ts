@@ -1,7 +1,111 @@
-import { RuntimeError } from "./errors.js";
+import type { Limiter } from "../core/limiter.js";
+import { TokenBucket } from "../core/token-bucket.js";
+import { formatByteRate, formatByteSize, formatCountRate, type RateKind } from "../core/units.js";
+import { type BucketConfig, type BucketStore, StoreError } from "../store/bucket-store.js";
+import { openStore, parseStoreLocation, type StoreLocation, StoreUrlError } from "../store/open-store.js";
+import { SharedLimiter } from "../store/shared-limiter.js";
+import { RuntimeError, UsageError } from "./errors.js";
 import type { LimiterRequest, OpenLimiter } from "./limiter-for.js";
 
-/** A limiter backed by a shared bucket in a store. */
-export async function openSharedLimiter(_request: LimiterRequest): Promise<OpenLimiter> {
-  throw new RuntimeError("--key: shared buckets are not built yet");
+/**
+ * A limiter backed by the shared bucket `--key` names in `--store` (or
+ * TBUCKET_STORE, or the default SQLite file). `--rate`/`--burst` set the key;
+ * without them the stored settings are used.
+ */
+export async function openSharedLimiter(request: LimiterRequest): Promise<OpenLimiter> {
+  const key = request.shared.key!;
+  const local = request.shared.onStoreError === "local";
+  const location = storeLocation(request.shared.store);
+  let store: BucketStore;
+  try {
+    store = await openStore(location);
+  } catch (error) {
+    if (!(error instanceof StoreError)) throw error;
+    if (!local) throw new RuntimeError(error.message);
+    if (request.rate === undefined) {
+      throw new RuntimeError(`${error.message.replace(/, or use --on-store-error local$/, "")}; --on-store-error local needs --rate to go on with a private bucket`);
+    }
+    const config: BucketConfig = { rate: request.rate, burst: request.burst ?? request.defaultBurst(request.rate), kind: request.kind };
+    warn(`${error.message.replace(/, or use --on-store-error local$/, "")}; going on with a private bucket at ${describeConfig(config)}`);
+    return { limiter: new TokenBucket(config), close: async () => {} };
+  }
+  try {
+    const config = await configureKey(store, key, request);
+    const limiter = new SharedLimiter({
+      store,
+      key,
+      config,
+      onStoreError: (error, settings) => {
+        if (!local) {
+          throw new RuntimeError(`${error.message}; stopped, and what was written so far is intact; rerun, or add --on-store-error local to go on with a private bucket`);
+        }
+        warn(`${error.message}; going on with a private bucket at ${describeConfig(settings)}`);
+        // Empty at first: the shared bucket may just have been drained, so no fresh burst.
+        return new TokenBucket({ rate: settings.rate, burst: settings.burst, tokens: 0 });
+      },
+    });
+    limiter.startPolling();
+    return {
+      limiter: limiter as Limiter,
+      close: async () => {
+        limiter.close();
+        await closeQuietly(store);
+      },
+    };
+  } catch (error) {
+    await closeQuietly(store);
+    if (error instanceof StoreError) throw new RuntimeError(error.message);
+    throw error;
+  }
+}
+
+/** `--store`, else TBUCKET_STORE, else the default SQLite file; a bad value is a usage error naming where it came from. */
+export function storeLocation(flag: string | undefined, env: NodeJS.ProcessEnv = process.env): StoreLocation {
+  const fromEnv = flag === undefined && env.TBUCKET_STORE !== undefined && env.TBUCKET_STORE !== "";
+  const text = flag ?? (fromEnv ? env.TBUCKET_STORE! : "sqlite:");
+  try {
+    return parseStoreLocation(text, env);
+  } catch (error) {
+    if (error instanceof StoreUrlError) throw new UsageError(`${fromEnv ? "TBUCKET_STORE" : "--store"}: ${error.message}`);
+    throw error;
+  }
+}
+
+/** Sets the key from --rate/--burst, or reads its stored settings; checks the kind of token. */
+async function configureKey(store: BucketStore, key: string, request: LimiterRequest): Promise<BucketConfig> {
+  if (request.rate !== undefined) {
+    const burst = request.burst ?? request.defaultBurst(request.rate);
+    return store.configure(key, { rate: request.rate, burst, kind: request.kind });
+  }
+  const stored = await store.read(key);
+  if (!stored) {
+    const example = request.kind === "bytes" ? "1mb" : "5/s";
+    throw new UsageError(
+      `--key: "${key}" is not set in ${store.url}; give its rate once (--key ${key} --rate ${example}) or run: tbucket key set ${key} --rate ${example}`,
+    );
+  }
+  if (stored.kind !== request.kind) {
+    const want = request.kind === "bytes" ? "a byte rate" : "a count rate";
+    throw new UsageError(
+      `--key: "${key}" holds ${stored.kind === "bytes" ? "a byte rate" : "a count rate"} (${describeConfig(stored)}), and this needs ${want}; use another key, or give --rate to reset it`,
+    );
+  }
+  if (request.burst !== undefined && request.burst !== stored.burst) {
+    return store.configure(key, { rate: stored.rate, burst: request.burst, kind: stored.kind });
+  }
+  return stored;
+}
+
+/** `1mib/s, burst 100kib` or `5/s, burst 1`: the exact resolved values. */
+export function describeConfig(config: { rate: number; burst: number; kind: RateKind }): string {
+  if (config.kind === "bytes") return `${formatByteRate(config.rate)}, burst ${formatByteSize(config.burst)}`;
+  return `${formatCountRate(config.rate)}, burst ${config.burst}`;
+}
+
+function warn(message: string): void {
+  process.stderr.write(`tbucket: warning: ${message}\n`);
+}
+
+async function closeQuietly(store: BucketStore): Promise<void> {
+  await Promise.race([store.close().catch(() => {}), new Promise((resolve) => setTimeout(resolve, 1000).unref())]);
 }

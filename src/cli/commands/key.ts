@@ -1,13 +1,125 @@
 import type { Command } from "commander";
-import { RuntimeError } from "../errors.js";
+import { parseByteRate, parseByteSize, parseCount, parseCountRate, type RateKind } from "../../core/units.js";
+import { parseOption, UsageError } from "../errors.js";
 
-export function registerKey(program: Command, _onExit: (code: number) => void): void {
-  program
+/** What `tbucket key <subcommand>` was asked to do, checked. */
+export type KeyRequest =
+  | { action: "list"; store: string | undefined; json: boolean }
+  | { action: "show"; key: string; store: string | undefined; json: boolean }
+  | { action: "delete"; key: string; store: string | undefined; json: boolean }
+  | { action: "set"; key: string; store: string | undefined; json: boolean; rate: string | undefined; burst: string | undefined; kind: RateKind | undefined };
+
+interface KeyFlags {
+  store?: string;
+  json?: boolean;
+  rate?: string;
+  burst?: string;
+  kind?: string;
+}
+
+const EXAMPLES = `
+Examples:
+  tbucket key set backups --rate 20mb --burst 4mb    # every pipe on --key backups shares 20 MiB/s
+  tbucket key set backups --rate 5mb                 # running pipes slow down within a second
+  tbucket key set api --rate 600/m --burst 10        # a launch quota for tbucket run --key api
+  tbucket key list --store redis://10.0.0.5:6379
+  tbucket key show backups --json
+  tbucket key delete backups
+
+Store: --store sqlite: (default, $XDG_STATE_HOME/tbucket/buckets.db), sqlite:<path>,
+redis://[user:pass@]host:port[/db] or rediss://...; TBUCKET_STORE sets the default.`;
+
+const STORE_HELP = "where shared buckets live: sqlite:, sqlite:<path>, redis://host:port[/db] (default: $TBUCKET_STORE or sqlite:)";
+
+export function registerKey(program: Command, onExit: (code: number) => void): void {
+  const key = program
     .command("key")
-    .description("(not built yet)")
-    .allowUnknownOption()
-    .allowExcessArguments()
-    .action(() => {
-      throw new RuntimeError("key: not built yet");
+    .description("list, show, set or delete shared buckets (--key) and change a running transfer's rate")
+    .addHelpText("after", EXAMPLES)
+    .argument("[subcommand]")
+    .action((subcommand: string | undefined) => {
+      const what = subcommand === undefined ? "which one?" : `"${subcommand}" is not a key subcommand;`;
+      throw new UsageError(`key: ${what} try "tbucket key list", "tbucket key show <key>", "tbucket key set <key> --rate 20mb" or "tbucket key delete <key>"`);
     });
+
+  const run = async (request: KeyRequest) => {
+    const { runKey } = await import("../actions/key.js");
+    onExit(await runKey(request));
+  };
+
+  key
+    .command("list")
+    .description("list every shared bucket in the store: rate, burst, level")
+    .option("--store <url>", STORE_HELP)
+    .option("--json", "print a JSON array", false)
+    .addHelpText("after", "\nExamples:\n  tbucket key list\n  tbucket key list --store redis://10.0.0.5:6379 --json")
+    .action(async (flags: KeyFlags) => run({ action: "list", store: flags.store, json: Boolean(flags.json) }));
+
+  key
+    .command("show")
+    .description("show one shared bucket's settings and level")
+    .argument("<key>", "the bucket's name")
+    .option("--store <url>", STORE_HELP)
+    .option("--json", "print a JSON object", false)
+    .addHelpText("after", "\nExamples:\n  tbucket key show backups\n  tbucket key show api --store sqlite:/var/lib/tbucket.db --json")
+    .action(async (name: string, flags: KeyFlags) => run({ action: "show", key: checkKey(name), store: flags.store, json: Boolean(flags.json) }));
+
+  key
+    .command("set")
+    .description("create a shared bucket or change its rate or burst; running processes follow within a second")
+    .argument("<key>", "the bucket's name")
+    .option("-r, --rate <rate>", "byte rate (20mb, 10mbit) or count rate (5/s, 600/m); a new key needs it")
+    .option("-b, --burst <size>", "capacity (default for a new key: 100 ms of a byte rate, 1 for a count rate)")
+    .option("--kind <kind>", "bytes or count, when the rate alone does not say (a bare number is a count for a new key)")
+    .option("--store <url>", STORE_HELP)
+    .option("--json", "print the bucket as a JSON object", false)
+    .addHelpText(
+      "after",
+      "\nExamples:\n  tbucket key set backups --rate 20mb --burst 4mb\n  tbucket key set backups --rate 40mb      # turn running pipes up\n  tbucket key set api --rate 5/s --burst 10",
+    )
+    .action(async (name: string, flags: KeyFlags) => run(parseKeySet(name, flags)));
+
+  key
+    .command("delete")
+    .description("forget a shared bucket")
+    .argument("<key>", "the bucket's name")
+    .option("--store <url>", STORE_HELP)
+    .option("--json", "print {\"key\",\"deleted\"} as JSON", false)
+    .addHelpText("after", "\nExamples:\n  tbucket key delete backups\n  tbucket key delete api --store redis://10.0.0.5:6379")
+    .action(async (name: string, flags: KeyFlags) => run({ action: "delete", key: checkKey(name), store: flags.store, json: Boolean(flags.json) }));
+}
+
+/** The same names --key accepts. */
+export function checkKey(name: string): string {
+  if (!/^[\w.:@/-]{1,200}$/.test(name)) {
+    throw new UsageError(`key: "${name}" is not a key name; use letters, digits and . _ - : @ / (at most 200), e.g. "backups"`);
+  }
+  return name;
+}
+
+/** Checks `key set`'s flags as far as can be done without the store (the rate's kind may depend on the stored key). */
+export function parseKeySet(name: string, flags: KeyFlags): KeyRequest {
+  const key = checkKey(name);
+  if (flags.rate === undefined && flags.burst === undefined) {
+    throw new UsageError(`key set: nothing to set; try "tbucket key set ${key} --rate 20mb" or "--burst 4mb"`);
+  }
+  let kind: RateKind | undefined;
+  if (flags.kind !== undefined) {
+    if (flags.kind !== "bytes" && flags.kind !== "count") throw new UsageError(`--kind: "${flags.kind}" is not a kind; try "bytes" or "count"`);
+    kind = flags.kind;
+  }
+  // Check what can be checked now, so a typo never reaches the store.
+  if (kind !== undefined) {
+    if (flags.rate !== undefined) parseKeyRate(flags.rate, kind);
+    if (flags.burst !== undefined) parseKeyBurst(flags.burst, kind);
+  }
+  return { action: "set", key, store: flags.store, json: Boolean(flags.json), rate: flags.rate, burst: flags.burst, kind };
+}
+
+export function parseKeyRate(text: string, kind: RateKind): number {
+  return parseOption("--rate", text, kind === "bytes" ? parseByteRate : parseCountRate);
+}
+
+export function parseKeyBurst(text: string, kind: RateKind): number {
+  return parseOption("--burst", text, kind === "bytes" ? parseByteSize : (value) => parseCount(value));
 }

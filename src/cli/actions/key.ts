@@ -1,0 +1,133 @@
+import { humanBytes, parseAnyRate, type RateKind } from "../../core/units.js";
+import { type BucketState, type BucketStore, StoreError } from "../../store/bucket-store.js";
+import { openStore } from "../../store/open-store.js";
+import { defaultPipeBurst } from "../commands/pipe.js";
+import { type KeyRequest, parseKeyBurst, parseKeyRate } from "../commands/key.js";
+import { EXIT, parseOption, RuntimeError, UsageError } from "../errors.js";
+import { describeConfig, storeLocation } from "../shared-limiter.js";
+
+/** Runs `tbucket key ...`; resolves to the exit status. */
+export async function runKey(request: KeyRequest): Promise<number> {
+  const location = storeLocation(request.store);
+  let store: BucketStore;
+  try {
+    store = await openStore(location);
+  } catch (error) {
+    throw error instanceof StoreError ? new RuntimeError(error.message.replace(/, or use --on-store-error local$/, "")) : error;
+  }
+  try {
+    return await act(store, request);
+  } catch (error) {
+    throw error instanceof StoreError ? new RuntimeError(error.message) : error;
+  } finally {
+    await store.close();
+  }
+}
+
+async function act(store: BucketStore, request: KeyRequest): Promise<number> {
+  switch (request.action) {
+    case "list": {
+      const states = await store.list();
+      if (request.json) print(JSON.stringify(states.map((state) => toJson(state, store)), null, 2));
+      else if (states.length === 0) process.stderr.write(`tbucket: no shared buckets in ${store.url}; create one with: tbucket key set <key> --rate 20mb\n`);
+      else print(formatTable(states));
+      return EXIT.ok;
+    }
+    case "show": {
+      const state = await store.read(request.key);
+      if (!state) throw notSet(request.key, store);
+      print(request.json ? JSON.stringify(toJson(state, store), null, 2) : formatState(state, store));
+      return EXIT.ok;
+    }
+    case "delete": {
+      const deleted = await store.delete(request.key);
+      if (request.json) print(JSON.stringify({ key: request.key, store: store.url, deleted }));
+      if (!deleted) {
+        if (!request.json) process.stderr.write(`tbucket: ${notSet(request.key, store).message}\n`);
+        return EXIT.failure;
+      }
+      return EXIT.ok;
+    }
+    case "set": {
+      const existing = await store.read(request.key);
+      const kind: RateKind = request.kind ?? existing?.kind ?? (request.rate !== undefined ? parseOption("--rate", request.rate, parseAnyRate).kind : "count");
+      if (request.rate === undefined && !existing) {
+        throw new UsageError(`--rate: a new key needs a rate; try "tbucket key set ${request.key} --rate ${kind === "bytes" ? "20mb" : "5/s"}"`);
+      }
+      const keepRate = existing && existing.kind === kind ? existing.rate : undefined;
+      const rate = request.rate !== undefined ? parseKeyRate(request.rate, kind) : keepRate!;
+      // A rate change keeps the stored burst, as pv -R changes only the rate.
+      const burst =
+        request.burst !== undefined ? parseKeyBurst(request.burst, kind) : keepRate !== undefined ? existing!.burst : defaultPipeBurst(kind, rate);
+      const state = await store.configure(request.key, { rate, burst, kind });
+      print(request.json ? JSON.stringify(toJson(state, store), null, 2) : formatState(state, store));
+      return EXIT.ok;
+    }
+  }
+}
+
+function notSet(key: string, store: BucketStore): RuntimeError {
+  return new RuntimeError(`key "${key}": not set in ${store.url}; see the keys with: tbucket key list`);
+}
+
+function print(text: string): void {
+  process.stdout.write(`${text}\n`);
+}
+
+/** JSON for scripts: numbers in tokens and tokens per second; an unlimited rate is null. */
+function toJson(state: BucketState, store: BucketStore) {
+  return {
+    key: state.key,
+    store: store.url,
+    kind: state.kind,
+    rate: state.rate === Infinity ? null : state.rate,
+    burst: state.burst,
+    tokens: state.tokens,
+    updatedAt: new Date(state.updatedAtMs).toISOString(),
+  };
+}
+
+function formatRate(state: BucketState): string {
+  if (state.rate === Infinity) return "unlimited";
+  if (state.kind === "count") return `${state.rate}/s`;
+  return `${describeConfig(state).split(",")[0]} (${Math.round(state.rate).toLocaleString("en-US")} B/s)`;
+}
+
+function formatAmount(state: BucketState, tokens: number): string {
+  if (state.kind === "count") return String(Math.round(tokens * 100) / 100);
+  return humanBytes(tokens);
+}
+
+function formatLevel(state: BucketState): string {
+  const percent = Math.round((Math.max(0, state.tokens) / state.burst) * 100);
+  return `${formatAmount(state, state.tokens)} (${state.tokens >= state.burst ? "full" : `${percent}%`})`;
+}
+
+function formatState(state: BucketState, store: BucketStore): string {
+  const rows: Array<[string, string]> = [
+    ["key", state.key],
+    ["store", store.url],
+    ["kind", state.kind === "bytes" ? "bytes" : "count (lines, launches)"],
+    ["rate", formatRate(state)],
+    ["burst", state.kind === "bytes" ? `${humanBytes(state.burst)} (${state.burst.toLocaleString("en-US")} B)` : String(state.burst)],
+    ["level", formatLevel(state)],
+    ["updated", new Date(state.updatedAtMs).toISOString()],
+  ];
+  return rows.map(([name, value]) => `${`${name}:`.padEnd(9)}${value}`).join("\n");
+}
+
+function formatTable(states: BucketState[]): string {
+  const rows = [
+    ["KEY", "KIND", "RATE", "BURST", "LEVEL", "UPDATED"],
+    ...states.map((state) => [
+      state.key,
+      state.kind,
+      formatRate(state),
+      formatAmount(state, state.burst),
+      formatLevel(state),
+      new Date(state.updatedAtMs).toISOString(),
+    ]),
+  ];
+  const widths = rows[0]!.map((_, column) => Math.max(...rows.map((row) => row[column]!.length)));
+  return rows.map((row) => row.map((cell, column) => (column === row.length - 1 ? cell : cell.padEnd(widths[column]!))).join("  ")).join("\n");
+}
