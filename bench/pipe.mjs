@@ -1,0 +1,172 @@
+#!/usr/bin/env node
+// Side-by-side measurements of the pipe against pv -L and cstream -t (Debian's packages),
+// read from outside: a reader timestamps every byte it receives.
+//
+//   node bench/pipe.mjs            # everything (about 4 minutes)
+//   node bench/pipe.mjs --quick    # 1 MiB/s and 10 MiB/s only, 3 s runs
+//
+// Needs `npm run build`, and pv, cstream and GNU time (apt-get install pv cstream time).
+import { spawn, execFileSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync, openSync, closeSync, ftruncateSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const TBUCKET = fileURLToPath(new URL("../bin/tbucket", import.meta.url));
+const quick = process.argv.includes("--quick");
+const MiB = 1024 * 1024;
+const work = mkdtempSync(join(tmpdir(), "tbucket-bench-"));
+
+function have(tool) {
+  try {
+    execFileSync("sh", ["-c", `command -v ${tool}`], { stdio: "ignore" });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The shell words for each tool at a rate in bytes per second; burst is what the envelope allows at once. */
+function tools(rate) {
+  const list = [
+    { name: "tbucket", argv: [process.execPath, TBUCKET, "--rate", String(rate)], burst: Math.floor(rate / 10) },
+    { name: "tbucket --burst 8k", argv: [process.execPath, TBUCKET, "--rate", String(rate), "--burst", "8k"], burst: 8192 },
+  ];
+  if (have("pv")) list.push({ name: "pv -L", argv: ["pv", "-q", "-L", String(rate)], burst: 0 });
+  if (have("cstream")) list.push({ name: "cstream -t", argv: ["cstream", "-t", String(rate)], burst: 0 });
+  return list;
+}
+
+const quote = (words) => words.map((w) => `'${w.replaceAll("'", `'\\''`)}'`).join(" ");
+
+/** Runs `producer | TOOL`, reading TOOL's output here; returns arrivals and TOOL's CPU and RSS. */
+function measure(producer, tool) {
+  const timeFile = join(work, "time.txt");
+  const script = `${producer} | /usr/bin/time -o '${timeFile}' -f '%U %S %M' ${quote(tool.argv)}`;
+  return new Promise((resolve, reject) => {
+    const child = spawn("bash", ["-c", script], { stdio: ["ignore", "pipe", "inherit"] });
+    const times = [];
+    const totals = [];
+    let total = 0;
+    const started = performance.now();
+    child.stdout.on("data", (chunk) => {
+      total += chunk.length;
+      times.push(performance.now() - started);
+      totals.push(total);
+    });
+    child.on("error", reject);
+    child.on("close", () => {
+      const [user, sys, rssKiB] = readFileSync(timeFile, "utf8").trim().split("\n").at(-1).split(" ").map(Number);
+      resolve({ times, totals, total, cpuSeconds: user + sys, rssMiB: rssKiB / 1024 });
+    });
+  });
+}
+
+/** The most received in any window beyond burst + rate × window, in bytes. */
+function envelopeExcess({ times, totals }, rate, burst) {
+  let worst = -Infinity;
+  let minStart = Infinity;
+  for (let j = 0; j < times.length; j++) {
+    const before = j === 0 ? 0 : totals[j - 1];
+    minStart = Math.min(minStart, before - (rate * times[j]) / 1000);
+    worst = Math.max(worst, totals[j] - (rate * times[j]) / 1000 - minStart - burst);
+  }
+  return worst;
+}
+
+function maxGapMs({ times }, skipMs) {
+  let gap = 0;
+  for (let i = 1; i < times.length; i++) if (times[i - 1] >= times[0] + skipMs) gap = Math.max(gap, times[i] - times[i - 1]);
+  return gap;
+}
+
+function maxInWindow({ times, totals }, fromMs, windowMs) {
+  let best = 0;
+  let i = 0;
+  for (let j = 0; j < times.length; j++) {
+    if (times[j] < fromMs) continue;
+    if (i < j && times[i] < fromMs) i = j;
+    while (times[j] - times[i] > windowMs) i++;
+    best = Math.max(best, totals[j] - (i === 0 ? 0 : totals[i - 1]));
+  }
+  return best;
+}
+
+const pct = (x) => `${x >= 0 ? "+" : ""}${(x * 100).toFixed(3)} %`;
+const kib = (x) => `${(x / 1024).toFixed(1)} KiB`;
+
+async function rateTable() {
+  const cases = quick
+    ? [
+        [1 * MiB, 3 * MiB],
+        [10 * MiB, 30 * MiB],
+      ]
+    : [
+        [1 * MiB, 10 * MiB],
+        [10 * MiB, 100 * MiB],
+        [100 * MiB, 1000 * MiB],
+      ];
+  console.log("## Exact rate, envelope, smoothness, CPU (producer: head -c N /dev/zero)\n");
+  console.log("| rate | input | tool | steady rate vs target | whole run vs target | over envelope | longest gap | CPU user+sys | peak RSS |");
+  console.log("|---|---|---|---|---|---|---|---|---|");
+  for (const [rate, size] of cases) {
+    for (const tool of tools(rate)) {
+      const result = await measure(`head -c ${size} /dev/zero`, tool);
+      const first = result.times[0];
+      const last = result.times.at(-1);
+      const steady = (result.total - tool.burst) / ((last - first) / 1000) / rate - 1;
+      const whole = result.total / (last / 1000) / rate - 1;
+      const excess = envelopeExcess(result, rate, tool.burst);
+      console.log(
+        `| ${rate / MiB} MiB/s | ${size / MiB} MiB | ${tool.name} | ${pct(steady)} | ${pct(whole)} | ${excess <= 0 ? "never" : kib(excess)} | ` +
+          `${maxGapMs(result, 200).toFixed(0)} ms | ${result.cpuSeconds.toFixed(2)} s | ${result.rssMiB.toFixed(0)} MiB |`,
+      );
+    }
+  }
+}
+
+async function stallTable() {
+  const rate = MiB;
+  console.log("\n## After a 3 s input stall at 1 MiB/s (producer: 1 MiB, 4 s pause, 3 MiB)\n");
+  console.log("| tool | most received in any 200 ms after the stall | allowed (burst + 200 ms of rate) |");
+  console.log("|---|---|---|");
+  for (const tool of tools(rate)) {
+    const result = await measure(`{ head -c ${MiB} /dev/zero; sleep 4; head -c ${3 * MiB} /dev/zero; }`, tool);
+    // The stall ends 4 s after the start; the first MiB is out by then at 1 MiB/s.
+    const most = maxInWindow(result, 3900, 200);
+    console.log(`| ${tool.name} | ${kib(most)} | ${kib(tool.burst + rate * 0.2)} |`);
+  }
+}
+
+async function unlimitedTable() {
+  const size = quick ? 1024 * MiB : 4096 * MiB;
+  const path = join(work, "big.bin");
+  const fd = openSync(path, "w");
+  ftruncateSync(fd, 0);
+  closeSync(fd);
+  execFileSync("sh", ["-c", `head -c ${size} /dev/urandom > '${path}' 2>/dev/null || true; cat '${path}' > /dev/null`]);
+  console.log(`\n## No limit: ${size / MiB} MiB from a cached file to a pipe (reader: this script)\n`);
+  console.log("| tool | throughput | vs cat | peak RSS |");
+  console.log("|---|---|---|---|");
+  let catSpeed;
+  for (const tool of [
+    { name: "cat", argv: ["cat", path] },
+    { name: "tbucket --rate inf", argv: [process.execPath, TBUCKET, "--rate", "inf", path] },
+    ...(have("pv") ? [{ name: "pv (no limit)", argv: ["pv", "-q", path] }] : []),
+  ]) {
+    const result = await measure("true", tool);
+    const speed = result.total / MiB / (result.times.at(-1) / 1000);
+    catSpeed ??= speed;
+    console.log(`| ${tool.name} | ${speed.toFixed(0)} MiB/s | ${(speed / catSpeed).toFixed(2)}x | ${result.rssMiB.toFixed(0)} MiB |`);
+  }
+}
+
+try {
+  console.log(`# tbucket pipe benchmark (${new Date().toISOString().slice(0, 10)}, node ${process.version}, ${quick ? "quick" : "full"})\n`);
+  await rateTable();
+  await stallTable();
+  await unlimitedTable();
+} finally {
+  rmSync(work, { recursive: true, force: true });
+  writeFileSync("/dev/null", "");
+}

@@ -1,0 +1,31 @@
+import { execFile } from "node:child_process";
+import { readFileSync, rmSync, writeFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+import { describe, expect, it } from "vitest";
+
+const root = fileURLToPath(new URL("../../", import.meta.url));
+const readme = readFileSync(`${root}README.md`, "utf8");
+
+describe("README", () => {
+  it("the library example runs against the built package and prints what its comments say", async () => {
+    const block = /<!-- library-example -->\n```js\n([\s\S]*?)```/.exec(readme)?.[1];
+    expect(block).toBeDefined();
+    // Inside the package folder, "tbucket" resolves to this package through its own exports.
+    const path = `${root}dist/readme-example.mjs`;
+    writeFileSync(path, block!);
+    try {
+      const { stdout } = await promisify(execFile)(process.execPath, [path]);
+      expect(stdout).toBe(["true", "false", "200", "false", "4", "65536 65536", ""].join("\n"));
+    } finally {
+      rmSync(path, { force: true });
+    }
+  });
+
+  it(".ci/run runs the Quick start commands from this README", () => {
+    expect(readme).toContain("npm ci && head -c 3M /dev/urandom | ./bin/tbucket --rate 1mb --stats > /dev/null\nnpm test\n");
+    const ci = readFileSync(`${root}.ci/run`, "utf8");
+    expect(ci).toContain(`awk '/^## Quick start/`);
+    expect(ci).toContain(`bash -euo pipefail -c "$quickstart"`);
+  });
+});
