@@ -1,0 +1,122 @@
+import { describe, expect, it } from "vitest";
+import { createTraceReport, traceArrivals, type TraceOptions, type TraceReport } from "../../src/simulate/trace-reader.js";
+
+interface Event {
+  timeMs: number;
+  cost: number;
+  key?: string;
+}
+
+const defaults: TraceOptions = { costField: undefined, keyField: undefined, costBytes: false, wantKeys: false, withKeys: false, skipBad: false };
+
+/** Reads `text` as a trace delivered in chunks of `chunkSize` bytes (to cross line boundaries). */
+async function read(text: string, options: Partial<TraceOptions> = {}, chunkSize = 1 << 20): Promise<{ events: Event[]; report: TraceReport }> {
+  const bytes = Buffer.from(text);
+  const chunks: Buffer[] = [];
+  for (let i = 0; i < bytes.length; i += chunkSize) chunks.push(bytes.subarray(i, i + chunkSize));
+  const report = createTraceReport();
+  const events: Event[] = [];
+  for await (const batch of traceArrivals(chunks, { ...defaults, ...options, batchSize: 3 }, report)) {
+    for (let i = 0; i < batch.count; i++) {
+      const event: Event = { timeMs: batch.timesMs[i]!, cost: batch.costs[i]! };
+      if (batch.keys) event.key = batch.keys[i];
+      events.push(event);
+    }
+  }
+  return { events, report };
+}
+
+const CLF = [
+  `127.0.0.1 - frank [10/Oct/2026:13:55:36 -0700] "GET /apache_pb.gif HTTP/1.0" 200 2326`,
+  `10.0.0.2 - - [10/Oct/2026:13:55:36 -0700] "GET / HTTP/1.1" 304 -`,
+  `127.0.0.1 - - [10/Oct/2026:13:55:38 -0700] "POST /api?q=\\"x\\" HTTP/1.1" 201 17 "https://example.com/" "Mozilla/5.0 (X11; Linux x86_64)"`,
+].join("\n");
+
+describe("trace files", () => {
+  it("reads seconds from the start exactly (0.1 s is 100 ms), keeping the file's order for equal times", async () => {
+    const { events, report } = await read("0\n0.1\n0.1\n3.125\n7.333333333\n", {});
+    expect(events.map((e) => e.timeMs)).toEqual([0, 100, 100, 3125, 7333.333333]);
+    expect(report.events).toBe(5);
+    expect(report.timeKind).toBe("seconds");
+  });
+
+  it("takes the cost and key from the fields named, separated by spaces, tabs or commas; skips a header, comments, blank lines and CR", async () => {
+    const text = "time,cost,client\r\n# a comment\n0.5,3,alice\r\n\n1\t1\tbob\n  \n2.25 2.5 alice\n";
+    const { events } = await read(text, { costField: 2, keyField: 3, withKeys: true });
+    expect(events).toEqual([
+      { timeMs: 500, cost: 3, key: "alice" },
+      { timeMs: 1000, cost: 1, key: "bob" },
+      { timeMs: 2250, cost: 2.5, key: "alice" },
+    ]);
+  });
+
+  it("gives the same events whatever the chunks, even one byte at a time (lines cut across chunks, UTF-8 keys)", async () => {
+    const text = "0.5 1 ünïcödé\n1.5 2 b\n2.5 1 ünïcödé";
+    const whole = await read(text, { costField: 2, keyField: 3, withKeys: true });
+    const bytewise = await read(text, { costField: 2, keyField: 3, withKeys: true }, 1);
+    expect(bytewise.events).toEqual(whole.events);
+    expect(whole.events.map((e) => e.key)).toEqual(["ünïcödé", "b", "ünïcödé"]);
+  });
+
+  it("rebases epoch seconds and ISO-8601 times to the first event, keeping nanoseconds", async () => {
+    const epoch = await read("1760104536.25\n1760104536.35\n1760104538.000000001\n");
+    expect(epoch.events.map((e) => e.timeMs)).toEqual([0, 100, 1750.000001]);
+    expect(epoch.report.timeKind).toBe("epoch");
+    const iso = await read("2026-10-10T13:55:36.250Z\n2026-10-10T15:55:37+02:00\n2026-10-10T13:55:38.5\n");
+    expect(iso.events.map((e) => e.timeMs)).toEqual([0, 750, 2250]);
+    expect(iso.report.timeKind).toBe("iso");
+  });
+
+  it("recognises Common and Combined Log Format without options: time, client, response size", async () => {
+    const { events, report } = await read(CLF, { costBytes: true, wantKeys: true, withKeys: true });
+    expect(report.shape).toBe("access-log");
+    expect(events).toEqual([
+      { timeMs: 0, cost: 2326, key: "127.0.0.1" },
+      { timeMs: 0, cost: 0, key: "10.0.0.2" }, // "-" is no body
+      { timeMs: 2000, cost: 17, key: "127.0.0.1" },
+    ]);
+    const counted = await read(CLF);
+    expect(counted.events.map((e) => e.cost)).toEqual([1, 1, 1]);
+  });
+
+  it("takes an event earlier than the one before at that one's time, and counts it", async () => {
+    const { events, report } = await read("1\n3\n2\n4\n");
+    expect(events.map((e) => e.timeMs)).toEqual([1000, 3000, 3000, 4000]);
+    expect(report.outOfOrder).toBe(1);
+  });
+
+  const TIME = `expected seconds from the start (12.5), epoch seconds (1760104536.25) or an ISO-8601 time (2026-10-10T13:55:36.25Z)`;
+  it.each([
+    ["0\n1\nabc\n", {}, `line 3: "abc" is not a time; ${TIME}; or pass --skip-bad to skip such lines`],
+    ["0\n-1\n", {}, `line 2: "-1" is not a time; ${TIME}; or pass --skip-bad to skip such lines`],
+    ["0 1\n1\n", { costField: 2 }, `line 2: has 1 field, expected at least 2 (--cost-field 2); or pass --skip-bad to skip such lines`],
+    ["0 x\n", { costField: 2 }, `line 1: field 2 "x" is not a cost; expected a number of 0 or more (--cost-field 2); or pass --skip-bad to skip such lines`],
+    ["0 1\n1 -2\n", { costField: 2 }, `line 2: field 2 "-2" is not a cost; expected a number of 0 or more (--cost-field 2); or pass --skip-bad to skip such lines`],
+    ["0 a\n1\n", { keyField: 2, withKeys: true }, `line 2: has 1 field, expected at least 2 (--key-field 2); or pass --skip-bad to skip such lines`],
+    ["1\n1760104536\n", {}, `line 2: the time is epoch seconds but line 1 had seconds from the start; use one kind of time in a trace`],
+    ["2026-13-45T00:00:00Z\n", {}, `line 1: "2026-13-45T00:00:00Z" is not a valid date; ${TIME}; or pass --skip-bad to skip such lines`],
+    [`${CLF}\nnot a log line\n`, {}, `line 4: expected an access log line like 127.0.0.1 - - [10/Oct/2026:13:55:36 +0000] "GET / HTTP/1.1" 200 2326; or pass --skip-bad to skip such lines`],
+  ])("stops at a bad line with its number and what was expected: %j", async (text, options, message) => {
+    await expect(read(text, options)).rejects.toThrow(message);
+  });
+
+  it("with --skip-bad counts the bad lines and keeps the first few with their reasons", async () => {
+    const { events, report } = await read("0\nx\n1\ny\nz\nw\n2\n", { skipBad: true });
+    expect(events.map((e) => e.timeMs)).toEqual([0, 1000, 2000]);
+    expect(report.skipped).toBe(4);
+    expect(report.skippedExamples).toEqual([
+      `line 2: "x" is not a time; ${TIME}`,
+      `line 4: "y" is not a time; ${TIME}`,
+      `line 5: "z" is not a time; ${TIME}`,
+    ]);
+  });
+
+  it.each([
+    ["0 1\n", { withKeys: true, wantKeys: true }, `--per-key: this trace is not an access log; name the field holding each key with --key-field N`],
+    ["0 1\n", { costBytes: true }, `--cost bytes: this trace is not an access log; name the field holding each size with --cost-field N`],
+    [CLF, { costField: 2 }, `--cost-field: not with an access log, whose fields are known; use --cost bytes to take the response size`],
+    [CLF, { keyField: 1 }, `--key-field: not with an access log, whose fields are known; --per-key keys on the client address`],
+  ])("refuses options that do not suit the trace: %j", async (text, options, message) => {
+    await expect(read(text, options)).rejects.toThrow(message);
+  });
+});
