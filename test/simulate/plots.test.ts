@@ -1,0 +1,92 @@
+import { describe, expect, it } from "vitest";
+import { parsePattern, patternArrivals } from "../../src/simulate/arrival-pattern.js";
+import { renderAsciiChart } from "../../src/simulate/ascii-chart.js";
+import { runSimulation } from "../../src/simulate/run-simulation.js";
+import { buildSummary } from "../../src/simulate/summary.js";
+import { renderSvgPlot } from "../../src/simulate/svg-plot.js";
+
+async function simulated(policy: "drop" | "queue") {
+  const recorder = await runSimulation(patternArrivals(parsePattern("steady 8/s for 7.5s"), 1), {
+    simulator: { ratePerSecond: 5, burst: 10, policy, maxWaitMs: Infinity, perKey: false, maxKeys: Infinity },
+  });
+  const summary = buildSummary(recorder, { costUnit: "count", endMs: 7500, seed: undefined, trace: undefined });
+  return { recorder, summary, steps: recorder.levelSteps(7500, 200) };
+}
+
+/** A small well-formedness check: every tag closes in order, attributes are quoted, entities are known. */
+function parseXml(text: string): Array<{ name: string; attributes: Record<string, string> }> {
+  const elements: Array<{ name: string; attributes: Record<string, string> }> = [];
+  const open: string[] = [];
+  const body = text.replace(/^<\?xml[^?]*\?>\s*/, "");
+  const tag = /<(\/?)([A-Za-z][\w:-]*)((?:\s+[\w:-]+="[^"<]*")*)\s*(\/?)>|([^<]+)/gy;
+  let match: RegExpExecArray | null;
+  let consumed = 0;
+  while ((match = tag.exec(body))) {
+    consumed = tag.lastIndex;
+    const [, closing, name, attributeText, selfClosing, textNode] = match;
+    if (textNode !== undefined) {
+      expect(textNode.replace(/&(amp|lt|gt|quot|#\d+);/g, "")).not.toMatch(/[&<>]/);
+      continue;
+    }
+    if (closing) {
+      expect(open.pop(), `closing </${name}>`).toBe(name);
+      continue;
+    }
+    const attributes: Record<string, string> = {};
+    for (const [, key, value] of attributeText!.matchAll(/([\w:-]+)="([^"]*)"/g)) attributes[key!] = value!;
+    elements.push({ name: name!, attributes });
+    if (!selfClosing) open.push(name!);
+  }
+  expect(consumed, "the whole document parsed").toBe(body.length);
+  expect(open).toEqual([]);
+  return elements;
+}
+
+describe("the SVG plot", () => {
+  it("is well-formed XML, self-contained, with labelled axes, a legend and the four series", async () => {
+    const { summary, steps } = await simulated("queue");
+    const svg = renderSvgPlot(steps, { summary, stepMs: 200 });
+    const elements = parseXml(svg);
+    expect(elements[0]).toMatchObject({ name: "svg", attributes: { xmlns: "http://www.w3.org/2000/svg", viewBox: "0 0 960 680" } });
+    const series = elements.filter((e) => e.attributes["data-series"]).map((e) => e.attributes["data-series"]);
+    expect(series).toEqual(["burst", "level", "admitted", "refused", "wait"]);
+    for (const label of ["level (tokens)", "arrivals per step", "max wait (s)", "time (s), steps of 0.2 s", ">admitted<", ">refused<", ">max wait<"]) {
+      expect(svg).toContain(label);
+    }
+    expect(svg).not.toMatch(/<script|href=|@import|url\(/);
+    // The level line has a point for the start and one per step.
+    const points = /data-series="level"><polyline points="([^"]+)"/.exec(svg)![1]!.split(" ");
+    expect(points).toHaveLength(steps.length + 1);
+  });
+
+  it("draws refused bars only where there were refusals", async () => {
+    const { summary, steps } = await simulated("drop");
+    const svg = renderSvgPlot(steps, { summary, stepMs: 200 });
+    const refusedBars = /data-series="refused"[^>]*>(.*?)<\/g>/.exec(svg)![1]!.match(/<rect/g) ?? [];
+    expect(refusedBars).toHaveLength(steps.filter((s) => s.refused > 0).length);
+    expect(svg).toContain("drop never waits");
+  });
+});
+
+describe("the terminal chart", () => {
+  it("draws the level and the admitted/refused bars over a time axis, in plain characters", async () => {
+    const { steps } = await simulated("drop");
+    const chart = renderAsciiChart(steps, { burst: 10, stepMs: 200, unit: "count", perKey: false });
+    const lines = chart.trimEnd().split("\n");
+    expect(lines[0]).toBe("bucket level at the end of each step (tokens; burst 10)");
+    expect(lines[1]).toMatch(/^10 ┤/);
+    expect(chart).toContain("arrivals per step: admitted █, refused ░");
+    expect(chart).toContain("░");
+    expect(lines.at(-1)).toMatch(/^\s+0 s\s+7\.6 s$/);
+    // Before the first refusal no refused cell; after it, some in every other column pair.
+    const barLines = lines.slice(lines.indexOf("arrivals per step: admitted █, refused ░") + 1, -2);
+    const firstRefusedColumn = Math.min(...barLines.map((line) => line.indexOf("░")).filter((i) => i >= 0));
+    const firstRefusedStep = steps.findIndex((s) => s.refused > 0);
+    expect(firstRefusedColumn - barLines[0]!.indexOf("┤") - 1).toBe(firstRefusedStep * 2);
+  });
+
+  it("leaves the level out with --per-key", async () => {
+    const { steps } = await simulated("drop");
+    expect(renderAsciiChart(steps, { burst: 10, stepMs: 200, unit: "count", perKey: true })).not.toContain("bucket level");
+  });
+});
