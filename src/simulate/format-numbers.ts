@@ -36,6 +36,7 @@ function trim(value: number, significant: number): string {
 export function describeRate(unit: CostUnit, perSecond: number): string {
   if (unit === "count") return formatCountRate(round9(perSecond));
   if (perSecond === Infinity) return "unlimited";
+  if (perSecond < 1024) return `${round9(perSecond)} B/s`;
   return `${humanByteRate(perSecond)} (${round9(perSecond)} B/s)`;
 }
 

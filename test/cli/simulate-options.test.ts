@@ -1,0 +1,63 @@
+import { describe, expect, it } from "vitest";
+import { parseSimulateOptions } from "../../src/cli/commands/simulate.js";
+
+describe("simulate options (parsed apart from behaviour)", () => {
+  it("resolves rates and bursts by the cost unit: counts, or bytes with --cost bytes", () => {
+    expect(parseSimulateOptions({ rate: "300/m", burst: "10", arrivals: "burst 1" })).toMatchObject({ ratePerSecond: 5, burst: 10, costUnit: "count" });
+    expect(parseSimulateOptions({ rate: "1mb", burst: "4mb", cost: "bytes", trace: "access.log" })).toMatchObject({
+      ratePerSecond: 1024 * 1024,
+      burst: 4 * 1024 * 1024,
+      costUnit: "bytes",
+    });
+  });
+
+  it("--max-wait implies the queue policy; --per-key takes --max-keys", () => {
+    expect(parseSimulateOptions({ rate: "5", burst: "1", arrivals: "burst 1", maxWait: "250ms" })).toMatchObject({ policy: "queue", maxWaitMs: 250 });
+    expect(parseSimulateOptions({ rate: "5", burst: "1", arrivals: "burst 1" })).toMatchObject({ policy: "drop", maxWaitMs: Infinity });
+    expect(parseSimulateOptions({ rate: "5", burst: "1", trace: "-", perKey: true, maxKeys: "100", keyField: "2" })).toMatchObject({
+      perKey: true,
+      maxKeys: 100,
+      keyField: 2,
+    });
+  });
+
+  it("a pattern knows its length and whether it is random; --seed is kept", () => {
+    const config = parseSimulateOptions({ rate: "5", burst: "1", arrivals: "steady 2/s for 3s, poisson 1/s for 2s", seed: "42" });
+    expect(config.source).toMatchObject({ kind: "pattern", durationMs: 5000, random: true });
+    expect(config.seed).toBe(42);
+  });
+
+  it("--suggest searches the burst by default, the rate with --rate auto, aiming at reject<=1% unless told", () => {
+    expect(parseSimulateOptions({ rate: "5", arrivals: "burst 1", suggest: true })).toMatchObject({
+      burst: undefined,
+      suggest: { kind: "reject", maxShare: 0.01 },
+    });
+    expect(parseSimulateOptions({ rate: "auto", burst: "4", arrivals: "burst 1", suggest: true, target: "p99wait<=2s", policy: "queue" })).toMatchObject({
+      ratePerSecond: "auto",
+      burst: 4,
+      suggest: { kind: "wait", quantile: 0.99, maxWaitMs: 2000 },
+    });
+  });
+
+  it.each([
+    [{ rate: "5", burst: "1", arrivals: "burst 1", trace: "x" }, `--arrivals and --trace: choose one; a pattern or a file of events`],
+    [{ rate: "5", burst: "1", arrivals: "burst 1", cost: "bytes" }, `--cost bytes: needs sizes; use --trace with an access log or --cost-field N`],
+    [{ rate: "5", burst: "1", arrivals: "burst 1", cost: "lines" }, `--cost: "lines" is not a cost unit; try "count" or "bytes"`],
+    [{ rate: "5", burst: "1", trace: "-", seed: "1" }, `--seed: only with --arrivals; a trace is not random`],
+    [{ rate: "5", burst: "1", arrivals: "burst 1", keyField: "2" }, `--key-field: only with --trace; a pattern's arrivals cost 1 and have no key`],
+    [{ rate: "5mb", burst: "1", arrivals: "burst 1" }, `--rate: "5mb" is a byte rate, not a count rate; try "5", "300/m" or "1/10s"`],
+    [{ rate: "5", burst: "1.5", arrivals: "burst 1" }, `--burst: "1.5" is not a whole number 1 or more; try "1" or "10"`],
+    [{ rate: "1mb", burst: "1.5", cost: "bytes", trace: "-" }, `--burst: "1.5" is not a whole number of bytes (1.5); try "8k", "4mb" or "1000"`],
+    [{ rate: "1mb", cost: "bytes", trace: "-" }, `--burst: missing; the bucket under test needs one, e.g. "--burst 4mb" (or --suggest to search it)`],
+    [{ rate: "auto", arrivals: "burst 1", suggest: true }, `--burst: missing; --rate auto searches the rate for a given burst, e.g. "--burst 10"`],
+    [{ rate: "5", burst: "1", arrivals: "burst 1", maxKeys: "3" }, `--max-keys: only with --per-key; try "--per-key --max-keys 3"`],
+    [{ rate: "5", burst: "1", trace: "-", perKey: true, maxKeys: "0" }, `--max-keys: "0" is not a whole number 1 or more; try "1" or "10"`],
+    [{ rate: "5", burst: "1", arrivals: "burst 1", step: "0" }, `--step: "0" is no width; try "1s" or "100ms"`],
+    [{ rate: "5", burst: "1", arrivals: "burst 1", chart: true, format: "csv" }, `--chart: not with --format csv, which is for programs; use --format summary or table, or --svg FILE`],
+    [{ rate: "5", arrivals: "burst 1", suggest: true, format: "jsonl" }, `--format: jsonl is not a --suggest format; try summary, csv or json`],
+    [{ rate: "5", arrivals: "burst 1", suggest: true, svg: "x.svg" }, `--svg: not with --suggest; run again with the suggested setting to plot it`],
+    [{ rate: "5", arrivals: "burst 1", suggest: true, target: "fast" }, `--target: "fast" is not a target; try "reject<=1%" or "p99wait<=500ms"`],
+  ])("refuses %j", (flags, message) => {
+    expect(() => parseSimulateOptions(flags)).toThrow(message);
+  });
+});
