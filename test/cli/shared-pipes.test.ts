@@ -1,0 +1,138 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runCli, TBUCKET } from "../helpers/cli.js";
+import { type RedisServer, startRedisServer } from "../helpers/redis-server.js";
+
+const MIB = 1024 * 1024;
+const RATE = 2 * MIB;
+const BURST = RATE / 10; // the pipe's default: 100 ms of the rate
+const LEASE = (RATE * 20) / 1000; // 20 ms of the rate per round trip
+
+/** A running `tbucket` fed from an endless source, with every byte it writes timestamped. */
+interface Pipe {
+  child: ChildProcess;
+  /** Bytes received so far, and when each chunk came. */
+  received: Array<{ atMs: number; bytes: number }>;
+  exited: Promise<{ code: number | null; stderr: string }>;
+}
+
+function startPipe(args: string[], env: NodeJS.ProcessEnv = {}): Pipe {
+  const child = spawn(process.execPath, [TBUCKET, ...args], { env: { ...process.env, NO_COLOR: "1", ...env } });
+  const received: Pipe["received"] = [];
+  child.stdout!.on("data", (chunk: Buffer) => received.push({ atMs: performance.now(), bytes: chunk.length }));
+  let stderr = "";
+  child.stderr!.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+  // Endless input: write a MiB whenever the pipe wants more.
+  const block = Buffer.alloc(MIB, 0x61);
+  const feed = () => {
+    while (child.stdin!.writable && child.stdin!.write(block));
+  };
+  child.stdin!.on("drain", feed);
+  child.stdin!.on("error", () => {});
+  feed();
+  const exited = new Promise<{ code: number | null; stderr: string }>((resolve) => child.on("close", (code) => resolve({ code, stderr })));
+  return { child, received, exited };
+}
+
+function bytesBetween(pipe: Pipe, fromMs: number, toMs: number): number {
+  return pipe.received.filter((r) => r.atMs >= fromMs && r.atMs < toMs).reduce((sum, r) => sum + r.bytes, 0);
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function waitUntil(condition: () => boolean, timeoutMs: number, what: string): Promise<void> {
+  const deadline = performance.now() + timeoutMs;
+  while (!condition()) {
+    if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(20);
+  }
+}
+
+/**
+ * DESIGN 6 / issue 5: 4 pipes on one key share 2 MiB/s. Once all four are
+ * flowing, over a 3 s window together they deliver at most burst + rate·T +
+ * one lease each, at least 97 % of rate·T, and each at least 15 % of the total.
+ */
+async function expectSharedEnvelope(store: string): Promise<void> {
+  const key = `four-${Math.random().toString(36).slice(2)}`;
+  const pipes = Array.from({ length: 4 }, () => startPipe(["--key", key, "--store", store, "--rate", "2mb"]));
+  try {
+    await waitUntil(() => pipes.every((p) => p.received.length > 0), 8000, "all four pipes to start");
+    const windowMs = 3000;
+    const fromMs = performance.now() + 100;
+    await sleep(windowMs + 250);
+    const shares = pipes.map((p) => bytesBetween(p, fromMs, fromMs + windowMs));
+    const total = shares.reduce((a, b) => a + b, 0);
+    const ideal = (RATE * windowMs) / 1000;
+    const detail = `shares ${shares.join(", ")}; total ${total}, rate·T ${ideal}`;
+    // Output read by the test lags what the pipes wrote by a pipe buffer at most: 64 KiB each.
+    expect(total, detail).toBeLessThanOrEqual(BURST + ideal + 4 * LEASE + 4 * 65536);
+    expect(total, detail).toBeGreaterThanOrEqual(0.97 * ideal);
+    for (const share of shares) expect(share / total, detail).toBeGreaterThanOrEqual(0.15);
+  } finally {
+    for (const p of pipes) p.child.kill("SIGTERM");
+    await Promise.all(pipes.map((p) => p.exited));
+  }
+}
+
+/** A pipe at 1 MiB/s; `tbucket key set` to 4 MiB/s; within 1 s the pipe runs at the new rate. */
+async function expectLiveChange(store: string): Promise<void> {
+  const key = `live-${Math.random().toString(36).slice(2)}`;
+  const pipe = startPipe(["--key", key, "--store", store, "--rate", "1mb"]);
+  try {
+    await waitUntil(() => pipe.received.length > 0, 8000, "the pipe to start");
+    await sleep(800);
+    const beforeFromMs = performance.now() - 600;
+    const set = await runCli(["key", "set", key, "--store", store, "--rate", "4mb"]);
+    expect(set.stderr).toBe("");
+    expect(set.code).toBe(0);
+    const changedMs = performance.now();
+    await sleep(1600);
+    const before = bytesBetween(pipe, beforeFromMs, beforeFromMs + 600) / 0.6;
+    // From 1 s after the change on, the full new rate.
+    const after = bytesBetween(pipe, changedMs + 1000, changedMs + 1500) / 0.5;
+    const detail = `before ${before} B/s, after ${after} B/s`;
+    expect(before, detail).toBeGreaterThan(0.85 * MIB);
+    expect(before, detail).toBeLessThan(1.15 * MIB + 65536 / 0.6);
+    expect(after, detail).toBeGreaterThan(3.5 * MIB);
+    expect(after, detail).toBeLessThan(4.5 * MIB + 65536 / 0.5);
+  } finally {
+    pipe.child.kill("SIGTERM");
+    await pipe.exited;
+  }
+}
+
+describe("pipes sharing a key on SQLite", () => {
+  let dir: string;
+  beforeAll(() => {
+    dir = mkdtempSync(join(tmpdir(), "tbucket-shared-"));
+  });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it("4 pipes at 2 MiB/s keep the envelope together and each get a fair share", async () => {
+    await expectSharedEnvelope(`sqlite:${join(dir, "buckets.db")}`);
+  });
+
+  it("a running pipe follows tbucket key set within a second", async () => {
+    await expectLiveChange(`sqlite:${join(dir, "buckets.db")}`);
+  });
+});
+
+describe("pipes sharing a key on Redis", () => {
+  let server: RedisServer;
+  beforeAll(async () => {
+    server = await startRedisServer();
+  });
+  afterAll(async () => server?.stop());
+
+  it("4 pipes at 2 MiB/s keep the envelope together and each get a fair share", async () => {
+    await expectSharedEnvelope(server.url);
+  });
+
+  it("a running pipe follows tbucket key set within a second", async () => {
+    await expectLiveChange(server.url);
+  });
+});
