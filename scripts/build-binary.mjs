@@ -6,7 +6,8 @@
 // better-sqlite3 addon as an asset) into a blob, and postject injects the blob
 // into a stripped copy of this node binary.
 //
-// Usage: node scripts/build-binary.mjs [--out <file>] [--no-strip] [--quiet] [--keep] [--entry <file.ts>]
+// Usage: node scripts/build-binary.mjs [--out <file>] [--no-strip] [--no-code-cache] [--quiet] [--keep]
+//        [--entry <file.ts>]
 // (--entry swaps the bundle's entry point, to try the SEA machinery on a small program.)
 import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
@@ -22,6 +23,7 @@ const require = createRequire(join(root, "package.json"));
 const args = process.argv.slice(2);
 const quiet = args.includes("--quiet");
 const noStrip = args.includes("--no-strip");
+const noCodeCache = args.includes("--no-code-cache");
 const outIndex = args.indexOf("--out");
 const output = resolve(root, outIndex >= 0 ? args[outIndex + 1] : "dist/tbucket-linux-x64");
 const entryIndex = args.indexOf("--entry");
@@ -140,7 +142,8 @@ writeFileSync(
       main: bundlePath,
       output: blobPath,
       disableExperimentalSEAWarning: true,
-      useCodeCache: true,
+      // V8's compiled code for the bundle, made at build time: less to compile at each start.
+      useCodeCache: !noCodeCache,
       assets: { [ADDON_ASSET]: addonPath },
     },
     null,
