@@ -60,6 +60,8 @@ export class RedisStore implements BucketStore {
       connectTimeout: connectTimeoutMs,
       commandTimeout: options.commandTimeoutMs ?? 3000,
       maxRetriesPerRequest: 2,
+      // After a failed connection the socket never closes again, and ioredis would keep a 2 s timer waiting for it.
+      disconnectTimeout: 100,
       // Ride out a short blip mid-run (a restart); at the start, fail at once.
       retryStrategy: (times) => (!connected || times > 5 ? null : Math.min(times * 200, 1000)),
     });

@@ -1,0 +1,112 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runCli } from "../helpers/cli.js";
+import { type RedisServer, startRedisServer } from "../helpers/redis-server.js";
+
+let dir: string;
+let server: RedisServer;
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), "tbucket-key-"));
+  server = await startRedisServer();
+});
+afterAll(async () => {
+  rmSync(dir, { recursive: true, force: true });
+  await server?.stop();
+});
+
+const key = (args: string[], env: NodeJS.ProcessEnv = {}) => runCli(["key", ...args], { env });
+
+describe("tbucket key", () => {
+  it("uses $XDG_STATE_HOME/tbucket/buckets.db by default", async () => {
+    const env = { XDG_STATE_HOME: join(dir, "state"), TBUCKET_STORE: "" };
+    const set = await key(["set", "backups", "--rate", "20mb", "--burst", "4mb", "--json"], env);
+    expect(set.code).toBe(0);
+    expect(JSON.parse(set.stdout.toString())).toMatchObject({
+      key: "backups",
+      store: `sqlite:${join(dir, "state", "tbucket", "buckets.db")}`,
+      kind: "bytes",
+      rate: 20 * 1024 * 1024,
+      burst: 4 * 1024 * 1024,
+      tokens: 4 * 1024 * 1024,
+    });
+  });
+
+  for (const name of ["SQLite", "Redis"]) {
+    it(`sets, shows, lists and deletes keys on ${name}`, async () => {
+      const store = name === "SQLite" ? `sqlite:${join(dir, "keys.db")}` : server.url;
+      expect((await key(["list", "--store", store, "--json"])).stdout.toString()).toBe("[]\n");
+      const empty = await key(["list", "--store", store]);
+      expect([empty.code, empty.stdout.toString(), empty.stderr]).toEqual([0, "", `tbucket: no shared buckets in ${store}; create one with: tbucket key set <key> --rate 20mb\n`]);
+
+      const set = await key(["set", "backups", "--rate", "20mb", "--burst", "4mb", "--store", store]);
+      expect(set.code).toBe(0);
+      expect(set.stdout.toString()).toMatch(
+        new RegExp(
+          `^key:     backups\\nstore:   ${store.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&")}\\nkind:    bytes\\nrate:    20mib/s \\(20,971,520 B/s\\)\\nburst:   4\\.00 MiB \\(4,194,304 B\\)\\nlevel:   4\\.00 MiB \\(full\\)\\nupdated: \\d{4}-\\d\\d-\\d\\dT[\\d:.]+Z\\n$`,
+        ),
+      );
+      await key(["set", "api", "--rate", "600/m", "--store", store]);
+      // A rate change keeps the burst.
+      await key(["set", "backups", "--rate", "5mb", "--store", store]);
+
+      const list = JSON.parse((await key(["list", "--store", store, "--json"])).stdout.toString());
+      expect(list.map((s: { key: string; rate: number; burst: number; kind: string }) => [s.key, s.kind, s.rate, s.burst])).toEqual([
+        ["api", "count", 10, 1],
+        ["backups", "bytes", 5 * 1024 * 1024, 4 * 1024 * 1024],
+      ]);
+      const table = (await key(["list", "--store", store])).stdout.toString().split("\n");
+      expect(table[0]).toMatch(/^KEY +KIND +RATE +BURST +LEVEL +UPDATED$/);
+      expect(table[1]).toMatch(/^api +count +10\/s +1 +1 \(full\) +\d{4}-/);
+      expect(table[2]).toMatch(/^backups +bytes +5mib\/s \(5,242,880 B\/s\) +4\.00 MiB +4\.00 MiB \(full\) +\d{4}-/);
+
+      const burstOnly = await key(["set", "api", "--burst", "10", "--store", store, "--json"]);
+      expect(JSON.parse(burstOnly.stdout.toString())).toMatchObject({ rate: 10, burst: 10, kind: "count" });
+
+      const deleted = await key(["delete", "api", "--store", store, "--json"]);
+      expect([deleted.code, JSON.parse(deleted.stdout.toString())]).toEqual([0, { key: "api", store, deleted: true }]);
+      const again = await key(["delete", "api", "--store", store]);
+      expect([again.code, again.stderr]).toEqual([1, `tbucket: key "api": not set in ${store}; see the keys with: tbucket key list\n`]);
+      const show = await key(["show", "api", "--store", store]);
+      expect([show.code, show.stderr]).toEqual([1, `tbucket: key "api": not set in ${store}; see the keys with: tbucket key list\n`]);
+    });
+  }
+
+  it("reads a bare number as the stored kind, and as a count for a new key", async () => {
+    const store = `sqlite:${join(dir, "kinds.db")}`;
+    await key(["set", "bytes", "--rate", "1kb", "--store", store]);
+    const bare = await key(["set", "bytes", "--rate", "2000", "--store", store, "--json"]);
+    expect(JSON.parse(bare.stdout.toString())).toMatchObject({ kind: "bytes", rate: 2000 });
+    const fresh = await key(["set", "fresh", "--rate", "50", "--store", store, "--json"]);
+    expect(JSON.parse(fresh.stdout.toString())).toMatchObject({ kind: "count", rate: 50, burst: 1 });
+    const forced = await key(["set", "forced", "--rate", "5000", "--kind", "bytes", "--store", store, "--json"]);
+    expect(JSON.parse(forced.stdout.toString())).toMatchObject({ kind: "bytes", rate: 5000, burst: 500 });
+  });
+
+  it("refuses bad input with one line and exit 2", async () => {
+    const store = `sqlite:${join(dir, "bad.db")}`;
+    const cases: Array<[string[], string]> = [
+      [["set", "x", "--store", store], `tbucket: key set: nothing to set; try "tbucket key set x --rate 20mb" or "--burst 4mb"\n`],
+      [["set", "x", "--burst", "5", "--store", store], `tbucket: --rate: a new key needs a rate; try "tbucket key set x --rate 5/s"\n`],
+      [["set", "x", "--rate", "fast", "--store", store], `tbucket: --rate: "fast" is not a rate; try "1mb" or "5/s"\n`],
+      [["set", "x", "--rate", "1mb", "--kind", "count", "--store", store], `tbucket: --rate: "1mb" is a byte rate, not a count rate; try "5", "300/m" or "1/10s"\n`],
+      [["set", "no spaces", "--rate", "1mb"], `tbucket: key: "no spaces" is not a key name; use letters, digits and . _ - : @ / (at most 200), e.g. "backups"\n`],
+      [["list", "--store", "ftp://x"], `tbucket: --store: "ftp://x" is not a store; try "sqlite:", "sqlite:/path/buckets.db" or "redis://host:6379"\n`],
+      [["frob"], `tbucket: key: "frob" is not a key subcommand; try "tbucket key list", "tbucket key show <key>", "tbucket key set <key> --rate 20mb" or "tbucket key delete <key>"\n`],
+    ];
+    const results = await Promise.all(cases.map(([args]) => key(args)));
+    expect(results.map((r) => [r.code, r.stderr])).toEqual(cases.map(([, stderr]) => [2, stderr]));
+  });
+
+  it("says when the store cannot be reached: one line, exit 1", async () => {
+    const result = await key(["list", "--store", "redis://127.0.0.1:1"]);
+    expect(result.stderr).toBe("tbucket: store redis://127.0.0.1:1: cannot reach Redis (connect ECONNREFUSED 127.0.0.1:1); check the address and that Redis runs there\n");
+    expect(result.code).toBe(1);
+  });
+
+  it("ends its help with examples", async () => {
+    const helps = await Promise.all([["--help"], ["set", "--help"], ["list", "--help"]].map((args) => key(args)));
+    for (const help of helps) expect(help.stdout.toString()).toMatch(/\nExamples:\n {2}tbucket key /);
+  });
+});

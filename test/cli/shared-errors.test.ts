@@ -1,0 +1,132 @@
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runCli } from "../helpers/cli.js";
+import { startRedisServer } from "../helpers/redis-server.js";
+
+let dir: string;
+let store: string;
+beforeAll(() => {
+  dir = mkdtempSync(join(tmpdir(), "tbucket-shared-errors-"));
+  store = `sqlite:${join(dir, "buckets.db")}`;
+});
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+/** Bytes that show any reordering, duplication or loss. */
+function patterned(bytes: number): Buffer {
+  const buffer = Buffer.alloc(bytes);
+  for (let i = 0; i < bytes; i += 4) buffer.writeUInt32BE(i / 4, i);
+  return buffer;
+}
+
+describe("--key settings", () => {
+  it("refuses a key never configured when --rate is missing (usage, exit 2)", async () => {
+    const result = await runCli(["--key", "fresh", "--store", store], { input: "data" });
+    expect(result.stderr).toBe(
+      `tbucket: --key: "fresh" is not set in ${store}; give its rate once (--key fresh --rate 1mb) or run: tbucket key set fresh --rate 1mb\n`,
+    );
+    expect([result.code, result.stdout.length]).toEqual([2, 0]);
+  });
+
+  it("uses the stored settings when --rate is not given", async () => {
+    expect((await runCli(["key", "set", "stored", "--store", store, "--rate", "100k", "--burst", "20k"])).code).toBe(0);
+    const input = patterned(4096);
+    const result = await runCli(["--key", "stored", "--store", store, "--stats", "json"], { input });
+    expect(result.code).toBe(0);
+    expect(result.stdout.equals(input)).toBe(true);
+    expect(JSON.parse(result.stderr)).toMatchObject({ rate: 102400, burst: 20480 });
+  });
+
+  it("sets the key from --rate and --burst given with --key", async () => {
+    const result = await runCli(["--key", "given", "--store", store, "--rate", "3mb", "--burst", "1mb"], { input: "x" });
+    expect(result.code).toBe(0);
+    const show = await runCli(["key", "show", "given", "--store", store, "--json"]);
+    expect(JSON.parse(show.stdout.toString())).toMatchObject({ kind: "bytes", rate: 3 * 1024 * 1024, burst: 1024 * 1024 });
+  });
+
+  it("refuses a key holding the other kind of rate", async () => {
+    await runCli(["key", "set", "launches", "--store", store, "--rate", "5/s"]);
+    const result = await runCli(["--key", "launches", "--store", store], { input: "x" });
+    expect(result.stderr).toBe(
+      `tbucket: --key: "launches" holds a count rate (5/s, burst 1), and this needs a byte rate; use another key, or give --rate to reset it\n`,
+    );
+    expect(result.code).toBe(2);
+  });
+
+  it("takes the store from TBUCKET_STORE, and refuses a bad one naming it", async () => {
+    await runCli(["key", "set", "env", "--store", store, "--rate", "1mb"]);
+    const ok = await runCli(["--key", "env"], { input: "abc", env: { TBUCKET_STORE: store } });
+    expect([ok.code, ok.stdout.toString(), ok.stderr]).toEqual([0, "abc", ""]);
+    const bad = await runCli(["--key", "env", "--rate", "1mb"], { input: "abc", env: { TBUCKET_STORE: "mysql://x" } });
+    expect(bad.stderr).toBe(`tbucket: TBUCKET_STORE: "mysql://x" is not a store; try "sqlite:", "sqlite:/path/buckets.db" or "redis://host:6379"\n`);
+    expect(bad.code).toBe(2);
+  });
+});
+
+describe("when the store fails", () => {
+  it("a corrupted SQLite file: one line, exit 1", async () => {
+    const path = join(dir, "corrupt.db");
+    writeFileSync(path, "not a database at all; ".repeat(100));
+    const result = await runCli(["--key", "k", "--store", `sqlite:${path}`, "--rate", "1mb"], { input: "x" });
+    expect(result.stderr).toMatch(new RegExp(`^tbucket: store sqlite:${path}: not a tbucket database, or corrupted \\(.*\\); move the file away \\(a new one is made\\), or use another --store sqlite:<file>\\n$`));
+    expect([result.code, result.stdout.length]).toEqual([1, 0]);
+  });
+
+  it("Redis unreachable at the start: one line, exit 1", async () => {
+    const result = await runCli(["--key", "k", "--store", "redis://127.0.0.1:1", "--rate", "1mb"], { input: "x" });
+    expect(result.stderr).toBe(
+      "tbucket: store redis://127.0.0.1:1: cannot reach Redis (connect ECONNREFUSED 127.0.0.1:1); check the address and that Redis runs there, or use --on-store-error local\n",
+    );
+    expect([result.code, result.stdout.length]).toEqual([1, 0]);
+  });
+
+  it("Redis unreachable with --on-store-error local: a warning, then a private bucket", async () => {
+    const input = patterned(10_000);
+    const result = await runCli(["--key", "k", "--store", "redis://127.0.0.1:1", "--rate", "1mb", "--on-store-error", "local"], { input });
+    expect(result.stderr).toBe(
+      "tbucket: warning: store redis://127.0.0.1:1: cannot reach Redis (connect ECONNREFUSED 127.0.0.1:1); check the address and that Redis runs there; going on with a private bucket at 1mib/s, burst 104857\n",
+    );
+    expect(result.code).toBe(0);
+    expect(result.stdout.equals(input)).toBe(true);
+  });
+
+  it("Redis lost mid-run: the pipe stops with what it wrote intact, one line, exit 1", async () => {
+    const server = await startRedisServer();
+    try {
+      const input = patterned(4 * 1024 * 1024);
+      const pending = runCli(["--key", "lost", "--store", server.url, "--rate", "256k"], { input, timeoutMs: 20_000 });
+      await new Promise((resolve) => setTimeout(resolve, 1500));
+      await server.stop();
+      const result = await pending;
+      expect(result.stderr).toMatch(
+        new RegExp(
+          `^tbucket: store ${server.url.replace(/\./g, "\\.")}: lost Redis \\(.*\\); stopped, and what was written so far is intact; rerun, or add --on-store-error local to go on with a private bucket\\n$`,
+        ),
+      );
+      expect(result.code).toBe(1);
+      expect(result.stdout.length).toBeGreaterThan(0);
+      expect(result.stdout.length).toBeLessThan(input.length);
+      expect(result.stdout.equals(input.subarray(0, result.stdout.length))).toBe(true);
+    } finally {
+      await server.stop();
+    }
+  });
+
+  it("Redis lost mid-run with --on-store-error local: warns once and finishes on a private bucket", async () => {
+    const server = await startRedisServer();
+    try {
+      const input = patterned(640 * 1024);
+      const pending = runCli(["--key", "lost", "--store", server.url, "--rate", "256k", "--on-store-error", "local"], { input, timeoutMs: 20_000 });
+      await new Promise((resolve) => setTimeout(resolve, 1200));
+      await server.stop();
+      const result = await pending;
+      expect(result.stderr).toMatch(/^tbucket: warning: store redis:\/\/127\.0\.0\.1:\d+: lost Redis \(.*\); going on with a private bucket at 256kib\/s, burst 26214\n$/);
+      expect(result.code).toBe(0);
+      expect(result.stdout.equals(input)).toBe(true);
+    } finally {
+      await server.stop();
+    }
+  });
+});
+
