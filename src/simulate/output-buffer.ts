@@ -1,13 +1,13 @@
 import type { Writable } from "node:stream";
 
 /**
- * Collects output text and hands it to a stream in large pieces, waiting for
- * 'drain' when the stream is full: per-event output of ten million lines
- * then streams in constant memory instead of piling up in the stream.
+ * Collects output text and hands it to a stream in pieces of about 64 KiB,
+ * and waits for 'drain' between batches when the reader is slow: per-event
+ * output of ten million lines then streams in bounded memory, and the many
+ * small strings die young.
  */
 export class OutputBuffer {
-  #parts: string[] = [];
-  #length = 0;
+  #text = "";
 
   constructor(
     readonly stream: Writable,
@@ -15,21 +15,26 @@ export class OutputBuffer {
   ) {}
 
   write(text: string): void {
-    this.#parts.push(text);
-    this.#length += text.length;
+    this.#text += text;
+    if (this.#text.length >= this.highWaterChars) {
+      this.stream.write(this.#text);
+      this.#text = "";
+    }
   }
 
-  /** Writes out what is buffered once it is large, waiting while the stream is full. */
+  /** Waits while the stream holds more than it wants (a slow reader). */
   async maybeFlush(): Promise<void> {
-    if (this.#length >= this.highWaterChars) await this.flush();
+    if (this.stream.writableNeedDrain) await waitForDrain(this.stream);
   }
 
   async flush(): Promise<void> {
-    if (this.#length === 0) return;
-    const text = this.#parts.join("");
-    this.#parts = [];
-    this.#length = 0;
-    if (!this.stream.write(text)) await waitForDrain(this.stream);
+    if (this.#text.length > 0) {
+      const text = this.#text;
+      this.#text = "";
+      if (!this.stream.write(text)) await waitForDrain(this.stream);
+    } else if (this.stream.writableNeedDrain) {
+      await waitForDrain(this.stream);
+    }
   }
 }
 

@@ -33,10 +33,14 @@ export function renderSvgPlot(steps: readonly LevelStep[], options: SvgPlotOptio
   const unitName = summary.cost === "bytes" ? "bytes" : "tokens";
   const parts: string[] = [];
 
-  const panel = (index: number, low: number, high: number, label: string) => {
+  const panel = (index: number, lowest: number, highest: number, label: string, roundTop = true) => {
     const top = TOP + index * (panelHeight + GAP);
+    // The axis starts at a tick, and ends at one unless that would squash the data; no label falls outside.
+    let ticks = niceTicks(lowest, highest, 4);
+    const low = ticks[0]!;
+    const high = roundTop ? ticks.at(-1)! : highest * 1.05 - lowest * 0.05;
+    ticks = ticks.filter((tick) => tick <= high);
     const y = (value: number) => top + panelHeight - ((value - low) / (high - low || 1)) * panelHeight;
-    const ticks = niceTicks(low, high, 4);
     parts.push(`<g class="axes" data-panel="${index}">`);
     for (const tick of ticks) {
       parts.push(`<line x1="${LEFT}" x2="${LEFT + plotWidth}" y1="${f(y(tick))}" y2="${f(y(tick))}" stroke="#e3e5e8"/>`);
@@ -56,8 +60,8 @@ export function renderSvgPlot(steps: readonly LevelStep[], options: SvgPlotOptio
   // Panel 1: level.
   const levels = steps.map((step) => step.level ?? 0);
   const levelLow = Math.min(0, ...levels);
-  const levelHigh = Math.max(summary.burst, ...levels) * 1.05;
-  const yLevel = panel(0, levelLow, levelHigh, `level (${unitName})`);
+  const levelHigh = Math.max(summary.burst, ...levels);
+  const yLevel = panel(0, levelLow, levelHigh, `level (${unitName})`, false);
   if (summary.perKey) {
     parts.push(`<text x="${f(LEFT + plotWidth / 2)}" y="${f(TOP + panelHeight / 2)}" text-anchor="middle" fill="#5f6368">one bucket per key: no single level to plot</text>`);
   } else {
@@ -70,7 +74,7 @@ export function renderSvgPlot(steps: readonly LevelStep[], options: SvgPlotOptio
 
   // Panel 2: admitted and refused, stacked.
   const most = Math.max(1, ...steps.map((step) => step.arrived));
-  const yCount = panel(1, 0, niceTicks(0, most, 4).at(-1)!, "arrivals per step");
+  const yCount = panel(1, 0, most, "arrivals per step");
   const barWidth = Math.max(0.5, (plotWidth / Math.max(1, steps.length)) * 0.8);
   const admittedBars: string[] = [];
   const refusedBars: string[] = [];
@@ -88,7 +92,7 @@ export function renderSvgPlot(steps: readonly LevelStep[], options: SvgPlotOptio
 
   // Panel 3: the longest wait in each step, as steps.
   const longestSeconds = Math.max(0, ...steps.map((step) => step.maxWaitMs / 1000));
-  const yWait = panel(2, 0, longestSeconds > 0 ? niceTicks(0, longestSeconds, 4).at(-1)! : 1, "max wait (s)");
+  const yWait = panel(2, 0, longestSeconds > 0 ? longestSeconds : 1, "max wait (s)");
   const waitPath = steps
     .map((step, index) => `${index === 0 ? "M" : "L"}${f(x(step.startMs))},${f(yWait(step.maxWaitMs / 1000))} L${f(x(step.endMs))},${f(yWait(step.maxWaitMs / 1000))}`)
     .join(" ");
@@ -139,7 +143,7 @@ export function niceTicks(low: number, high: number, count: number): number[] {
   const span = high - low || 1;
   const raw = span / count;
   const power = 10 ** Math.floor(Math.log10(raw));
-  const step = ([1, 2, 5, 10].map((m) => m * power).find((candidate) => candidate >= raw) ?? 10 * power);
+  const step = ([1, 2, 2.5, 5, 10].map((m) => m * power).find((candidate) => candidate >= raw) ?? 10 * power);
   const ticks: number[] = [];
   for (let tick = Math.floor(low / step) * step; tick < high + step - step * 1e-9; tick += step) {
     ticks.push(Number(tick.toPrecision(12)));

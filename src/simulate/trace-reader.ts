@@ -88,7 +88,7 @@ const MAX_EXAMPLES = 3;
  * keep the order of the file. Batches are reused: consume each before asking
  * for the next.
  */
-export async function* traceArrivals(input: AsyncIterable<Buffer | string>, options: TraceOptions, report: TraceReport): ArrivalSource {
+export async function* traceArrivals(input: AsyncIterable<Buffer | string> | Iterable<Buffer | string>, options: TraceOptions, report: TraceReport): ArrivalSource {
   const builder = new BatchBuilder(options.batchSize ?? 65_536, options.withKeys);
   const parsed: ParsedLine = { wholeSeconds: 0, fractionNs: 0, timeKind: "seconds", cost: 1, key: undefined };
   let shape: TraceShape | undefined;

@@ -32,7 +32,8 @@ export async function runSimulate(config: SimulateConfig): Promise<number> {
     const chart = config.chart || (config.format === undefined && onTerminal);
     const simulator = simulatorOptions(config, config.ratePerSecond as number, config.burst!);
     const jsonl = format === "jsonl";
-    const recorder = await runSimulation(openArrivals(config, seed ?? 0, trace), {
+    // Per-event output waits for a slow reader between batches: small batches keep that wait frequent.
+    const recorder = await runSimulation(openArrivals(config, seed ?? 0, trace, jsonl ? 4096 : undefined), {
       simulator,
       stepMs: config.stepMs,
       onDecision: jsonl
@@ -121,8 +122,8 @@ export function simulatorOptions(config: SimulateConfig, ratePerSecond: number, 
 }
 
 /** A fresh source of the configured arrivals (a trace is read again each time). */
-export function openArrivals(config: SimulateConfig, seed: number, trace: TraceReport | undefined): ArrivalSource {
-  if (config.source.kind === "pattern") return patternArrivals(config.source.segments, seed);
+export function openArrivals(config: SimulateConfig, seed: number, trace: TraceReport | undefined, batchSize?: number): ArrivalSource {
+  if (config.source.kind === "pattern") return patternArrivals(config.source.segments, seed, batchSize);
   const path = config.source.path;
   const input = path === "-" ? process.stdin : createReadStream(path, { highWaterMark: 1 << 20 });
   return traceArrivals(
@@ -134,6 +135,7 @@ export function openArrivals(config: SimulateConfig, seed: number, trace: TraceR
       wantKeys: config.perKey,
       withKeys: config.perKey,
       skipBad: config.skipBad,
+      batchSize,
     },
     trace ?? createTraceReport(),
   );
