@@ -1,0 +1,50 @@
+import { describe, it } from "vitest";
+import { fixture, sleep, startCli } from "../run/start-cli.js";
+
+describe.concurrent("tbucket run: signals", () => {
+  it("Ctrl-C stops launching, forwards SIGINT, waits; a second Ctrl-C kills; exit 130 with the summary", async ({ expect }) => {
+    const cli = startCli(["run", "-r", "inf", "--count", "2", "--", fixture("ignore-sigint.sh")]);
+    await cli.waitForOutput("ready", 2);
+    cli.signal("SIGINT");
+    await cli.waitForOutput("got SIGINT", 2);
+    await sleep(300);
+    expect(cli.done()).toBe(false);
+    cli.signal("SIGINT");
+    const { code } = await cli.exited;
+    expect(code).toBe(130);
+    expect(cli.stderr()).toBe("tbucket: run: interrupted: 2 started, 0 succeeded, 2 failed, 0 skipped, 0 retried\n");
+  });
+
+  it("Ctrl-C: jobs that end on SIGINT end, nothing more is launched, exit 130", async ({ expect }) => {
+    const cli = startCli(["run", "-r", "inf", "-j", "2", "--count", "50", "--", fixture("sleep.sh"), "10"]);
+    await cli.waitForOutput("ready", 2);
+    cli.signal("SIGINT");
+    const { code } = await cli.exited;
+    expect(code).toBe(130);
+    expect(cli.stdout()).toBe("ready\nready\nstopped by SIGINT\nstopped by SIGINT\n");
+    expect(cli.stderr()).toBe("tbucket: run: interrupted: 2 started, 0 succeeded, 2 failed, 0 skipped, 0 retried\n");
+  });
+
+  it("SIGTERM is forwarded likewise; exit 143", async ({ expect }) => {
+    const cli = startCli(["run", "-r", "inf", "--count", "1", "--", fixture("ignore-sigint.sh")]);
+    await cli.waitForOutput("ready");
+    cli.signal("SIGTERM");
+    const { code } = await cli.exited;
+    expect(code).toBe(143);
+    expect(cli.stdout()).toBe("ready\ngot SIGTERM\n");
+    expect(cli.stderr()).toBe("tbucket: run: interrupted: 1 started, 0 succeeded, 1 failed, 0 skipped, 0 retried\n");
+  });
+
+  it("without --count, runs until Ctrl-C, which ends it with 130", async ({ expect }) => {
+    const cli = startCli(["run", "-r", "20", "--", "echo", "tick"]);
+    await cli.waitForOutput("tick", 3);
+    cli.signal("SIGINT");
+    const { code } = await cli.exited;
+    expect(code).toBe(130);
+    // A job still running when the signal came was ended by it: it failed.
+    const match = /^tbucket: run: interrupted: (\d+) started, (\d+) succeeded, ([01]) failed, 0 skipped, 0 retried\n$/.exec(cli.stderr());
+    expect(match, cli.stderr()).not.toBeNull();
+    expect(Number(match![1])).toBe(Number(match![2]) + Number(match![3]));
+    expect(Number(match![1])).toBeGreaterThanOrEqual(3);
+  });
+});
