@@ -74,6 +74,7 @@ describe("tbucket completion bash", () => {
     expect(bashComplete("run", "--rate", "5", "--ret")).toEqual(["--retries"]);
     expect(bashComplete("completion", "")).toEqual(["bash", "zsh", "fish"]);
     expect(bashComplete("help", "ru")).toEqual(["run"]);
+    expect(bashComplete("key", "s")).toEqual(["show", "set"]);
   });
 
   it("offers nothing for a value that cannot be guessed (a rate) and commands after run --", () => {
@@ -126,6 +127,9 @@ describe("tbucket completion fish", () => {
     expect(fishComplete("tbucket run --jo")).toEqual(expect.arrayContaining(["--jobs", "--joblog"]));
     expect(fishComplete("tbucket run --rate 5 --ret")).toEqual(["--retries"]);
     expect(fishComplete("tbucket completion ")).toEqual(["bash", "fish", "zsh"]);
+    expect(fishComplete("tbucket key s")).toEqual(["set", "show"]);
+    // A file is expected: fish offers the folder's files (the scripts written by this test).
+    expect(fishComplete("tbucket simulate --trace tbucket.")).toEqual(["tbucket.bash", "tbucket.fish", "tbucket.zsh"]);
   });
 
   it("completes the launched command after run --", () => {

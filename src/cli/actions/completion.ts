@@ -76,6 +76,7 @@ function describeCommand(command: Command, path: string[]): CommandSpec {
 
 function describeOption(option: Option): OptionSpec {
   const placeholder = /[<[]([^>\]]*)[>\]]/.exec(option.flags)?.[1]?.replace(/\.\.\.$/, "") ?? "";
+  const files = /file|path|dir/i.test(placeholder);
   const fromPlaceholder = placeholder.includes("|") ? placeholder.split("|").filter((choice) => /^[\w.-]+$/.test(choice)) : [];
   return {
     short: option.short,
@@ -83,18 +84,19 @@ function describeOption(option: Option): OptionSpec {
     description: option.description,
     value: option.required ? "required" : option.optional ? "optional" : "none",
     valueName: placeholder.split("|")[0] || "value",
-    choices: option.argChoices ?? (fromPlaceholder.length > 1 ? fromPlaceholder : []),
-    files: /file|path|dir/i.test(placeholder),
+    choices: option.argChoices ?? (fromPlaceholder.length > 1 && !files ? fromPlaceholder : []),
+    files,
     repeatable: option.variadic,
   };
 }
 
 function describeOperands(command: Command): CommandSpec["operands"] {
   const args = command.registeredArguments;
-  if (args.length === 0) return { kind: "none", values: [] };
-  const names = args.map((arg) => arg.name()).join(" ");
-  if (/file|path|dir/i.test(names)) return { kind: "files", values: [] };
-  if (/command/i.test(names)) return { kind: "command", values: [] };
+  // A command with subcommands takes its first word as one of them (`key [subcommand]`).
+  if (args.length === 0 || command.commands.length > 0) return { kind: "none", values: [] };
+  const names = args.map((arg) => arg.name());
+  if (names.some((name) => /file|path|dir/i.test(name))) return { kind: "files", values: [] };
+  if (names[0] === "command") return { kind: "command", values: [] };
   return { kind: "words", values: args.flatMap((arg) => arg.argChoices ?? []) };
 }
 
