@@ -7,7 +7,8 @@
 //   node bench/startup.mjs --loop       # without hyperfine: spawns in node, round robin
 //
 // Needs `npm run build` and `npm run build:binary` (node scripts/build-binary.mjs).
-// The machine may be busy (2 cores, other work): compare columns of one run, not runs.
+// The machine may be busy (2 cores, other work): compare rows of one run, not runs; the
+// "min" and "cpu" (user + system, hyperfine only) columns vary least under load.
 import { execFileSync, spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -50,10 +51,10 @@ const width = Math.max(...results.map((row) => row.label.length));
 const out = [
   `start-up, ${runs} runs each (${useHyperfine ? "hyperfine -N, 3 warm-up runs" : "spawnSync in node, round robin, 3 warm-up rounds"}); node ${process.version}`,
   "",
-  `${"command".padEnd(width)}  ${"mean ms".padStart(8)}  ${"± sd".padStart(6)}  ${"min ms".padStart(7)}  ${"over node -e 0".padStart(14)}`,
+  `${"command".padEnd(width)}  ${"mean ms".padStart(8)}  ${"± sd".padStart(6)}  ${"min ms".padStart(7)}  ${"over node -e 0".padStart(14)}  ${"cpu ms".padStart(7)}`,
   ...results.map(
     (row) =>
-      `${row.label.padEnd(width)}  ${row.meanMs.toFixed(1).padStart(8)}  ${row.sdMs.toFixed(1).padStart(6)}  ${row.minMs.toFixed(1).padStart(7)}  ${signed(row.meanMs - floor).padStart(14)}`,
+      `${row.label.padEnd(width)}  ${row.meanMs.toFixed(1).padStart(8)}  ${row.sdMs.toFixed(1).padStart(6)}  ${row.minMs.toFixed(1).padStart(7)}  ${signed(row.meanMs - floor).padStart(14)}  ${(row.cpuMs === undefined ? "-" : row.cpuMs.toFixed(1)).padStart(7)}`,
   ),
   "",
   `executable: ${(readFileSizeBytes(EXECUTABLE) / 1024 / 1024).toFixed(1)} MiB`,
@@ -71,7 +72,14 @@ function measureWithHyperfine(commandRows) {
       { stdio: ["ignore", "ignore", "inherit"] },
     );
     const { results: measured } = JSON.parse(readFileSync(json, "utf8"));
-    return measured.map((row) => ({ label: row.command, meanMs: row.mean * 1000, sdMs: (row.stddev ?? 0) * 1000, minMs: row.min * 1000 }));
+    // cpu: user + system time, mean; it varies less than wall time on a busy machine.
+    return measured.map((row) => ({
+      label: row.command,
+      meanMs: row.mean * 1000,
+      sdMs: (row.stddev ?? 0) * 1000,
+      minMs: row.min * 1000,
+      cpuMs: (row.user + row.system) * 1000,
+    }));
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
