@@ -1,4 +1,4 @@
-import { mkdirSync } from "node:fs";
+import { existsSync, mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import type BetterSqlite3 from "better-sqlite3";
 import type { Clock } from "../core/clock.js";
@@ -90,7 +90,7 @@ export class SqliteStore implements BucketStore {
     const { default: Database } = await import("better-sqlite3");
     let db: BetterSqlite3.Database | undefined;
     try {
-      if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+      if (path !== ":memory:") makeDirectory(dirname(path));
       // The standalone executable ships the native addon beside itself and says where.
       const nativeBinding = (globalThis as { TBUCKET_SQLITE_NATIVE_BINDING?: unknown }).TBUCKET_SQLITE_NATIVE_BINDING;
       db = new Database(path, { timeout: busyTimeoutMs, ...(typeof nativeBinding === "string" ? { nativeBinding } : {}) });
@@ -143,6 +143,21 @@ export class SqliteStore implements BucketStore {
     } catch (error) {
       throw sqliteStoreError(error, this.url, this.#busyTimeoutMs);
     }
+  }
+}
+
+/**
+ * mkdir -p, one level at a time: Node 20's recursive mkdirSync spins forever
+ * on some paths it cannot create (under /proc, for one).
+ */
+function makeDirectory(directory: string): void {
+  if (existsSync(directory)) return;
+  const parent = dirname(directory);
+  if (parent !== directory) makeDirectory(parent);
+  try {
+    mkdirSync(directory, { mode: 0o700 });
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
   }
 }
 

@@ -78,6 +78,12 @@ describe("SqliteStore: the file", () => {
     expect((error as Error).message).toMatch(/^store sqlite:.*file\/buckets\.db: cannot (open|write) the file/);
   });
 
+  it("fails, not spins, on a directory it cannot create (Node 20's recursive mkdirSync loops under /proc)", async () => {
+    await expect(SqliteStore.open("/proc/tbucket-nope/buckets.db")).rejects.toThrow(
+      /^store sqlite:\/proc\/tbucket-nope\/buckets\.db: cannot open the file \(ENOENT/,
+    );
+  });
+
   it("says a file locked by another program is busy, after the busy timeout", async () => {
     const path = join(dir, "buckets.db");
     const store = await SqliteStore.open(path, { busyTimeoutMs: 100 });
