@@ -180,7 +180,8 @@ async function startProgress(config: RunConfig, limiter: Limiter): Promise<RunPr
   let timer: ReturnType<typeof setInterval> | undefined;
   const describe = (counts: Readonly<RunCounts>, total: number) =>
     formatProgress(counts, meter.ratePerSecond(performance.now()), limiter.rate, total);
-  if (!process.stderr.isTTY) {
+  // A terminal that reports no width (some ptys) would make ora's redraw arithmetic run away: print plain lines.
+  if (!process.stderr.isTTY || !(process.stderr.columns > 0)) {
     return {
       meter,
       aroundWrite: undefined,
@@ -208,6 +209,7 @@ async function startProgress(config: RunConfig, limiter: Limiter): Promise<RunPr
     },
     attach(runner, total) {
       read = () => describe(runner.counts, total);
+      spinner.text = read();
       timer = setInterval(() => (spinner.text = read()), REFRESH_MS);
       timer.unref();
     },
