@@ -31,7 +31,8 @@ function readJobLog(path: string): Array<{ number: number; start: number; end: n
   return readFileSync(path, "utf8").trimEnd().split("\n").map((line) => JSON.parse(line));
 }
 
-describe.concurrent("tbucket run: timing", () => {
+// One at a time: these measure time, and the machine is shared.
+describe("tbucket run: timing", () => {
   it("--rate 20: starts follow the schedule and never exceed burst + rate x elapsed", async ({ expect }) => {
     const dir = mkdtempSync(join(tmpdir(), "tbucket-run-"));
     const log = join(dir, "log");
@@ -49,11 +50,9 @@ describe.concurrent("tbucket run: timing", () => {
     const childStartsMs = result.stdout.toString().trim().split("\n").map((ns) => Number(BigInt(ns) / 1000n) / 1000);
     expect(childStartsMs).toHaveLength(40);
     expect(worstExcess(childStartsMs, 20, 1, 100)).toBeLessThanOrEqual(1e-9);
-    // 39 intervals of 50 ms. Lateness is measured by bench/run.mjs; here only a gross error
-    // (such as a rate taken per minute) fails, so that a busy machine does not.
-    const spanMs = startsMs.at(-1)! - startsMs[0]!;
-    expect(spanMs).toBeGreaterThanOrEqual(1949);
-    expect(spanMs).toBeLessThan(3 * 1950);
+    // 39 intervals of 50 ms at least. How late launches run is measured by bench/run.mjs and
+    // "not slower than the rate" by the fake-clock tests: a busy machine must not fail this one.
+    expect(startsMs.at(-1)! - startsMs[0]!).toBeGreaterThanOrEqual(1949);
   });
 
   it("--burst 5 --rate 10: five back to back, then one every 100 ms", async ({ expect }) => {
@@ -77,9 +76,11 @@ describe.concurrent("tbucket run: timing", () => {
   });
 
   it("-j 0: no limit on how many run at once", async ({ expect }) => {
-    const result = await runCli(["run", "-r", "inf", "-j", "0", "--tag", "--", fixture("sleep-and-log.sh"), "1", "{}"], { input: "1\n2\n3\n4\n5\n" });
+    const log = join(mkdtempSync(join(tmpdir(), "tbucket-run-")), "log");
+    const result = await runCli(["run", "-r", "inf", "-j", "0", "--joblog", log, "--", "sh", "-c", "sleep 2", "{}"], { input: "1\n2\n3\n4\n5\n" });
     expect(result.code).toBe(0);
-    expect(maxOverlap(intervalsFromOutput(result.stdout.toString()))).toBe(5);
+    // As tbucket saw them (launched, then ended): all five at once.
+    expect(maxOverlap(readJobLog(log).map((r) => [r.start, r.end]))).toBe(5);
   });
 });
 
