@@ -165,9 +165,13 @@ function numberOf(text: string): number {
   return text === "inf" ? Infinity : Number(text);
 }
 
+/** ioredis's message, made short: it speaks of its own options. */
 function reason(error: unknown): string {
-  const message = error instanceof Error ? error.message : String(error);
-  return message.split("\n")[0]!.replace(/\.$/, "");
+  const message = (error instanceof Error ? error.message : String(error)).split("\n")[0]!;
+  if (message.startsWith("Reached the max retries per request limit")) return "connection lost, retries exhausted";
+  if (message.startsWith("Connection is closed")) return "connection closed";
+  if (message.startsWith("Command timed out")) return "no answer in time";
+  return message.replace(/\.$/, "");
 }
 
 /** The URL without its password, for messages. */

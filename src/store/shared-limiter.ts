@@ -219,8 +219,8 @@ export class SharedLimiter implements Limiter {
     } catch (error) {
       try {
         this.#fail(error);
-      } catch (failure) {
-        this.#failure = failure;
+      } catch {
+        // Recorded by #fail: the next wait throws it.
       }
     } finally {
       this.#polling = false;
@@ -244,10 +244,21 @@ export class SharedLimiter implements Limiter {
 
   /** Hands over to the caller's private bucket, or throws. */
   #fail(error: unknown): "fallback" {
+    // A poll and a take can fail together: decide once.
+    if (this.#fallback) return "fallback";
+    if (this.#failure) throw this.#failure;
     const storeError = error instanceof StoreError ? error : new StoreError(`store ${this.#store.url}: ${(error as Error)?.message ?? String(error)}`, { cause: error });
-    if (!this.#onStoreError) throw storeError;
-    this.#fallback = this.#onStoreError(storeError, { rate: this.#rate, burst: this.#burst, kind: this.#kind });
     this.close();
+    if (!this.#onStoreError) {
+      this.#failure = storeError;
+      throw storeError;
+    }
+    try {
+      this.#fallback = this.#onStoreError(storeError, { rate: this.#rate, burst: this.#burst, kind: this.#kind });
+    } catch (failure) {
+      this.#failure = failure;
+      throw failure;
+    }
     return "fallback";
   }
 

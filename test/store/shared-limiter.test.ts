@@ -177,6 +177,29 @@ describe("SharedLimiter", () => {
     expect(limiter.isLocal).toBe(true);
   });
 
+  it("hands over once when a poll and a take fail together (real timers)", async () => {
+    const config: BucketConfig = { rate: 1000, burst: 100, kind: "bytes" };
+    const lost = () => new Promise<never>((_, reject) => setTimeout(() => reject(new StoreError("store memory: lost")), 20));
+    const store: BucketStore = { ...failingAfter(new MemoryStore(), 0), take: lost, read: lost };
+    let calls = 0;
+    const limiter = new SharedLimiter({
+      store,
+      key: "k",
+      config,
+      pollMs: 1,
+      onStoreError: (_error, settings) => {
+        calls++;
+        return new TokenBucket({ rate: settings.rate, burst: settings.burst });
+      },
+    });
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    limiter.startPolling();
+    await limiter.wait(10);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    limiter.close();
+    expect(calls).toBe(1);
+  });
+
   it("says when the key was deleted while in use", async () => {
     const config: BucketConfig = { rate: 1000, burst: 100, kind: "bytes" };
     const { clock, store } = await setup(config);
