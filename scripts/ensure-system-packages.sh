@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the tests use, when missing: redis-server for
-# the shared-bucket tests, zsh and fish for the completion tests. As root it runs apt-get, saying so; otherwise it names
-# the package to install and fails.
+# the shared-bucket tests, zsh and fish for the completion tests. As root it
+# runs apt-get, saying so; otherwise it names the packages to install and fails.
 set -euo pipefail
 missing=()
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
@@ -13,6 +13,6 @@ if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
   apt-get update -qq >/dev/null
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
 else
-  echo "tbucket tests: ${missing[*]} missing; install (Debian: sudo apt-get install ${missing[*]})" >&2
+  echo "tbucket tests: ${missing[*]} missing; install them (Debian: sudo apt-get install ${missing[*]})" >&2
   exit 1
 fi
