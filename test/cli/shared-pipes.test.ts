@@ -90,15 +90,16 @@ async function expectLiveChange(store: string): Promise<void> {
     expect(set.stderr).toBe("");
     expect(set.code).toBe(0);
     const changedMs = performance.now();
-    await sleep(1600);
+    await sleep(2100);
     const before = bytesBetween(pipe, beforeFromMs, beforeFromMs + 600) / 0.6;
     // From 1 s after the change on, the full new rate.
-    const after = bytesBetween(pipe, changedMs + 1000, changedMs + 1500) / 0.5;
+    const after = bytesBetween(pipe, changedMs + 1000, changedMs + 2000);
     const detail = `before ${before} B/s, after ${after} B/s`;
     expect(before, detail).toBeGreaterThan(0.85 * MIB);
     expect(before, detail).toBeLessThan(1.15 * MIB + 65536 / 0.6);
-    expect(after, detail).toBeGreaterThan(3.5 * MIB);
-    expect(after, detail).toBeLessThan(4.5 * MIB + 65536 / 0.5);
+    // Well clear of the old 1 MiB/s; the floor leaves room for a CPU-starved machine.
+    expect(after, detail).toBeGreaterThan(3.2 * MIB);
+    expect(after, detail).toBeLessThan(4.4 * MIB + 65536);
   } finally {
     pipe.child.kill("SIGTERM");
     await pipe.exited;
