@@ -32,7 +32,7 @@ export interface RunCounts {
 }
 
 /** Why launching stopped before the jobs ran out. */
-export type StopReason = "signal" | "duration" | "spawn-error";
+export type StopReason = "signal" | "duration" | "spawn-error" | "limiter-error";
 
 export interface RunResult {
   readonly counts: Readonly<RunCounts>;
@@ -95,6 +95,8 @@ export class JobRunner {
   /** Slots held by jobs, from before their token until after their last attempt. */
   #slotsTaken = 0;
   #waitMs = 0;
+  /** The limiter failed (a store that went away): launching stops and run() rejects with this, once jobs end. */
+  #limiterError: { error: unknown } | undefined;
 
   constructor(options: JobRunnerOptions) {
     if (!(options.concurrency >= 1)) {
@@ -142,7 +144,7 @@ export class JobRunner {
         if (next === ABORTED || next.done) break;
         if (!(await this.#takeSlot(stopSignal))) break;
         const token = await this.#takeToken(stopSignal);
-        if (token === ABORTED) {
+        if (token === ABORTED || token === FAILED) {
           this.#releaseSlot();
           break;
         }
@@ -166,6 +168,7 @@ export class JobRunner {
       void Promise.resolve(iterator.return?.()).catch(() => {});
       await Promise.all(running);
     }
+    if (this.#limiterError) throw this.#limiterError.error;
     return {
       counts: this.counts,
       stoppedBy: this.#stoppedBy,
@@ -202,7 +205,7 @@ export class JobRunner {
         }
         if (succeeded(exit) || attempts > this.#retries || this.#stopLaunching.signal.aborted) break;
         const token = await this.#takeToken(this.#stopLaunching.signal);
-        if (token === ABORTED) break;
+        if (token === ABORTED || token === FAILED) break;
         waitMs += token.waitMs;
         this.#waitMs += token.waitMs;
         if (!token.ok) break;
@@ -236,7 +239,7 @@ export class JobRunner {
   }
 
   /** One token, waiting at most --max-wait; ok false: skipped, nothing taken. */
-  async #takeToken(signal: AbortSignal): Promise<{ ok: boolean; waitMs: number } | typeof ABORTED> {
+  async #takeToken(signal: AbortSignal): Promise<{ ok: boolean; waitMs: number } | typeof ABORTED | typeof FAILED> {
     const { limiter } = this.#options;
     const beforeMs = this.#clock.now();
     try {
@@ -247,7 +250,9 @@ export class JobRunner {
       return { ok, waitMs: this.#clock.now() - beforeMs };
     } catch (error) {
       if (signal.aborted) return ABORTED;
-      throw error;
+      this.#limiterError ??= { error };
+      this.stop("limiter-error");
+      return FAILED;
     }
   }
 
@@ -275,6 +280,7 @@ export class JobRunner {
 }
 
 const ABORTED = Symbol("aborted");
+const FAILED = Symbol("failed");
 
 /** Resolves with the promise's value, or ABORTED as soon as the signal aborts. */
 function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T | typeof ABORTED> {

@@ -183,4 +183,29 @@ describe("JobRunner stopping", () => {
     expect(result.counts).toMatchObject({ started: 3, succeeded: 2, failed: 1 });
     expect(result.spawnFailure).toBeUndefined();
   });
+
+  it("when the limiter fails (a store gone), stops launching, lets running jobs end, then rejects with its error", async () => {
+    let calls = 0;
+    const failing = (clock: FakeClock): Limiter => {
+      const bucket = new TokenBucket({ rate: Infinity, burst: 1, clock });
+      return {
+        rate: Infinity,
+        burst: 1,
+        wait: async (n, signal) => {
+          if (++calls > 2) throw new Error("store unreachable");
+          await bucket.wait(n, signal);
+        },
+      };
+    };
+    const { clock, runner, fake, records } = setup({
+      rate: Infinity,
+      count: 10,
+      extra: { retries: 1 },
+      limiter: failing,
+      behaviour: (job) => ({ runMs: 100, code: job.number === 1 ? 1 : 0 }),
+    });
+    await expect(drive(clock, runner.run())).rejects.toThrow("store unreachable");
+    expect(fake.startsMs).toHaveLength(2);
+    expect(records.map((r) => [r.number, r.exit?.code])).toEqual([[1, 1], [2, 0]]);
+  });
 });
