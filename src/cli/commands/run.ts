@@ -71,7 +71,7 @@ export function registerRun(program: Command, onExit: (code: number) => void): v
     .argument("[command...]", "the command to launch; {} is replaced by an input item, {#} by the job number")
     .passThroughOptions()
     .option("-r, --rate <rate>", "launches per time: 5 (= 5/s), 300/m, 1000/h, 1/10s, inf (required unless --key)")
-    .option("-b, --burst <n>", "launches that may start back to back", "1")
+    .option("-b, --burst <n>", "launches that may start back to back (default: 1; with --key and no --rate: the key's)")
     .option("-j, --jobs <n>", "at most n jobs running at once; 0 = no limit", "8")
     .option("--input <file>", "read items from <file> (- for standard input) instead of standard input")
     .option("--count <n>", "run the command n times (or at most n items)")
