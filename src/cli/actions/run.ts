@@ -48,7 +48,8 @@ async function openItems(input: string | undefined): Promise<Items | undefined> 
   if (input === undefined) return undefined;
   if (input === "-") {
     if (process.stdin.isTTY) process.stderr.write("tbucket: run: reading items from the terminal, one a line; Ctrl-D to end\n");
-    return { lines: readLines(process.stdin), fromStdin: true, close: async () => {} };
+    // Destroyed at the end: a read still pending (a producer that has not finished) would keep us alive.
+    return { lines: readLines(process.stdin), fromStdin: true, close: async () => void process.stdin.destroy() };
   }
   let handle: FileHandle;
   try {
