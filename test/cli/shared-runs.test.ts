@@ -38,7 +38,7 @@ async function expectSharedLaunches(store: string, dir: string): Promise<void> {
   expect((await runCli(["key", "set", key, "--store", store, "--rate", `${RATE}/s`, "--burst", String(BURST)])).code).toBe(0);
   const logs = [0, 1, 2, 3].map((i) => join(dir, `${key}-${i}.jsonl`));
   const results = await Promise.all(
-    logs.map((log) => runCli(["run", "--key", key, "--store", store, "--duration", "3s", "--joblog", log, "--", "true"], { timeoutMs: 20_000 })),
+    logs.map((log) => runCli(["run", "--key", key, "--store", store, "--duration", "4s", "--joblog", log, "--", "true"], { timeoutMs: 20_000 })),
   );
   for (const result of results) expect([result.code, result.stderr]).toEqual([0, ""]);
   const perRun = logs.map(launches);
