@@ -160,6 +160,8 @@ export class JobRunner {
         }
         const job = this.#runJob(next.value, token.waitMs).finally(() => running.delete(job));
         running.add(job);
+        // Observed by Promise.all below; this only keeps an early failure from counting as unhandled.
+        job.catch(() => {});
         // Let finished jobs be reaped and their output read even when launches are never throttled.
         await yieldToEventLoop();
       }
