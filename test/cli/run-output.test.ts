@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { runCli } from "../helpers/cli.js";
 import { fixture } from "../run/start-cli.js";
 
-const LINES_PER_JOB = 400;
+const LINES_PER_JOB = 160;
 const NAMES = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot"];
 const LINE = /^(\w+):(\d+):0123456789abcdefghijklmnopqrstuvwxyz-(\w+)$/;
 
