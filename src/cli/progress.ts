@@ -34,7 +34,8 @@ export function startProgressDisplay(options: ProgressOptions): ProgressDisplay 
     const currentRate = spanMs > 0 ? ((stats.bytes - first.bytes) * 1000) / spanMs : 0;
     return describeProgress(stats, currentRate, options.level(), options.totalBytes);
   };
-  if (options.stream.isTTY) {
+  // ora never returns on a terminal that reports no width (`script` without a size): plain lines there.
+  if (options.stream.isTTY && options.stream.columns > 0) {
     const spinner = ora({ stream: options.stream, discardStdin: false, text: describe(options.read()) }).start();
     const timer = setInterval(() => (spinner.text = describe(options.read())), TERMINAL_REFRESH_MS);
     timer.unref();

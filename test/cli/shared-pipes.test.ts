@@ -70,9 +70,7 @@ async function expectSharedEnvelope(store: string): Promise<void> {
     const detail = `shares ${shares.join(", ")}; total ${total}, rate·T ${ideal}`;
     // Output read by the test lags what the pipes wrote by a pipe buffer at most: 64 KiB each.
     expect(total, detail).toBeLessThanOrEqual(BURST + ideal + 4 * LEASE + 4 * 65536);
-    // The issue asks 97 % (met on a quiet machine); 93 % leaves room for a CPU-starved one, where a
-    // process descheduled inside its SQLite transaction stalls the others past the burst.
-    expect(total, detail).toBeGreaterThanOrEqual(0.93 * ideal);
+    expect(total, detail).toBeGreaterThanOrEqual(0.97 * ideal);
     for (const share of shares) expect(share / total, detail).toBeGreaterThanOrEqual(0.15);
   } finally {
     for (const p of pipes) p.child.kill("SIGTERM");
@@ -97,10 +95,9 @@ async function expectLiveChange(store: string): Promise<void> {
     // From 1 s after the change on, the full new rate.
     const after = bytesBetween(pipe, changedMs + 1000, changedMs + 2000);
     const detail = `before ${before} B/s, after ${after} B/s`;
-    expect(before, detail).toBeGreaterThan(0.6 * MIB);
+    expect(before, detail).toBeGreaterThan(0.85 * MIB);
     expect(before, detail).toBeLessThan(1.15 * MIB + 65536 / 0.6);
-    // Well clear of the old 1 MiB/s; the floor leaves room for a CPU-starved machine.
-    expect(after, detail).toBeGreaterThan(3.2 * MIB);
+    expect(after, detail).toBeGreaterThan(3.5 * MIB);
     expect(after, detail).toBeLessThan(4.4 * MIB + 65536);
   } finally {
     pipe.child.kill("SIGTERM");
