@@ -1,3 +1,4 @@
+import { type Clock, systemClock } from "../core/clock.js";
 import type { Limiter } from "../core/limiter.js";
 
 /**
@@ -17,6 +18,8 @@ export interface ThrottleOptions {
   sliceMs?: number;
   /** In `bytes` mode, count records too (for statistics); record modes always count. */
   countRecords?: boolean;
+  /** For `settle`: the clock the limiter runs on. */
+  clock?: Clock;
 }
 
 export interface ThrottleStats {
@@ -55,6 +58,7 @@ export class Throttle {
   readonly delimiter: number;
   readonly #sliceMs: number;
   readonly #countRecords: boolean;
+  readonly #clock: Clock;
   #inRecord = false;
   #stats: ThrottleStats = { bytes: 0, records: 0, waitedMs: 0 };
   /** When the last grant was due, while slices follow each other without a pause. */
@@ -67,11 +71,24 @@ export class Throttle {
     this.delimiter = options.delimiter ?? 10;
     this.#sliceMs = options.sliceMs ?? DEFAULT_SLICE_MS;
     this.#countRecords = options.countRecords ?? false;
+    this.#clock = options.clock ?? systemClock;
   }
 
   /** What has gone through so far. */
   get stats(): Readonly<ThrottleStats> {
     return this.#stats;
+  }
+
+  /**
+   * For a consumer that reads ahead in the background: waits until the bucket
+   * can pay for a whole slice, so that what is read meanwhile goes out in one
+   * write instead of one sleep and one write per small read.
+   */
+  async settle(signal?: AbortSignal): Promise<void> {
+    const { limiter } = this;
+    if (limiter.rate === Infinity || !limiter.tokens) return;
+    const missing = this.#sliceTokens() - limiter.tokens();
+    if (missing > 0) await this.#clock.sleep((missing / limiter.rate) * 1000, signal);
   }
 
   /** Pays for `chunk` slice by slice and hands each slice to `emit`. */
@@ -125,9 +142,8 @@ export class Throttle {
 
   /** Where the next write ends and what it costs. */
   #planSegment(chunk: Buffer, start: number): { end: number; cost: number } {
-    const { rate, burst } = this.limiter;
-    const unlimited = rate === Infinity;
-    const sliceTokens = unlimited ? Infinity : Math.max(1, Math.min(burst, Math.floor((rate * this.#sliceMs) / 1000)));
+    const unlimited = this.limiter.rate === Infinity;
+    const sliceTokens = this.#sliceTokens();
     switch (this.cost) {
       case "bytes": {
         const end = unlimited ? chunk.length : Math.min(chunk.length, start + sliceTokens);
@@ -138,6 +154,13 @@ export class Throttle {
       case "record-bytes":
         return this.#planRecordBytes(chunk, start, sliceTokens);
     }
+  }
+
+  /** The tokens one write pays for: about `sliceMs` of the rate, at most the burst. */
+  #sliceTokens(): number {
+    const { rate, burst } = this.limiter;
+    if (rate === Infinity) return Infinity;
+    return Math.max(1, Math.min(burst, Math.floor((rate * this.#sliceMs) / 1000)));
   }
 
   /** Up to `maxRecords` record starts; the rest of a record already paid for is free. */

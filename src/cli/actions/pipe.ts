@@ -11,14 +11,16 @@ import { describeFileError } from "../file-errors.js";
 import { formatPipeStats, type PipeStats } from "../pipe-stats.js";
 import type { ProgressDisplay } from "../progress.js";
 
-const MIN_CHUNK_BYTES = 64 * 1024;
-const MAX_CHUNK_BYTES = 1024 * 1024;
+const READ_BYTES = 1024 * 1024;
+const MIN_READ_AHEAD_BYTES = 64 * 1024;
 
-/** Reads about 50 ms of the rate at a time, between 64 KiB and 1 MiB: no more than can be written soon. */
-function chunkBytesFor(rate: number, kind: PipeConfig["kind"]): number {
-  if (kind === "count" || rate === Infinity) return MAX_CHUNK_BYTES;
-  const wanted = 2 ** Math.ceil(Math.log2(Math.max(1, rate / 20)));
-  return Math.min(MAX_CHUNK_BYTES, Math.max(MIN_CHUNK_BYTES, wanted));
+/**
+ * About 20 ms of the rate, at least 64 KiB: enough to fill the next slice while
+ * the current one waits for tokens, and no more than can be written soon.
+ */
+function readAheadBytesFor(rate: number, kind: PipeConfig["kind"]): number {
+  if (kind === "count" || rate === Infinity) return 2 * READ_BYTES;
+  return Math.min(2 * READ_BYTES, Math.max(MIN_READ_AHEAD_BYTES, Math.ceil(rate / 50)));
 }
 
 /** Copies the sources to standard output through the bucket; resolves to the exit status. */
@@ -39,17 +41,16 @@ export async function runPipe(config: PipeConfig): Promise<number> {
     // Counting lines costs a scan of every byte: only when someone will see the count.
     countRecords: config.stats !== undefined || wantsProgress(config),
   });
-  const chunkBytes = chunkBytesFor(limiter.rate, config.kind);
   const chunks = readSources(config.files, {
-    chunkBytes,
-    reuseBuffer: true,
+    readBytes: Math.min(READ_BYTES, readAheadBytesFor(limiter.rate, config.kind)),
+    readAheadBytes: readAheadBytesFor(limiter.rate, config.kind),
     onError: (name, error) => {
       unreadable = true;
       process.stderr.write(`tbucket: ${describeFileError(name, error)}\n`);
     },
     stdinStream: () => process.stdin,
   });
-  // Writes go straight to descriptor 1 and are done when the call returns, so the read buffer is reused.
+  // Writes go straight to descriptor 1: done when the call returns, blocking while the reader is slow.
   const writeOut = createFdWriter(1);
 
   const snapshot = (): PipeStats => ({
@@ -76,7 +77,13 @@ export async function runPipe(config: PipeConfig): Promise<number> {
   process.once("SIGTERM", onSignal);
 
   try {
-    for await (const chunk of chunks) await throttle.pass(chunk, writeOut);
+    for (;;) {
+      // While throttled, let a slice's worth of input gather before taking it.
+      await throttle.settle();
+      const { value: chunk, done } = await chunks.next();
+      if (done) break;
+      await throttle.pass(chunk, writeOut);
+    }
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     // A reader that went away (`| head -c 10`) is a normal way for a pipe to end.
