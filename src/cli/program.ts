@@ -25,5 +25,15 @@ export function createProgram(onExit: (code: number) => void): Command {
   registerSimulate(program, onExit);
   registerKey(program, onExit);
   registerCompletion(program, onExit);
+  program.addHelpText(
+    "after",
+    `
+Each command's options: tbucket <command> --help (the default command's: tbucket pipe --help).
+
+Examples:
+  cat big.iso | tbucket --rate 1mb --burst 4mb > out                      shape a byte stream
+  tbucket run --rate 5 -- curl -s https://api.example.com/ping            launch a command at most 5 times a second
+  tbucket simulate --rate 5 --burst 10 --arrivals "steady 8/s for 20s"    tune a limit before deploying it`,
+  );
   return program;
 }

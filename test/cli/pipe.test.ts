@@ -218,3 +218,15 @@ describe("tbucket pipe: endings", () => {
     expect(help.stdout.toString()).toContain("Examples:\n  cat big.iso | tbucket --rate 1mb --burst 4mb");
   });
 });
+
+describe("tbucket --help", () => {
+  it("shows the three jobs in three lines of examples at the end", async () => {
+    const help = await runCli(["--help"]);
+    expect(help.code).toBe(0);
+    const lines = help.stdout.toString().trimEnd().split("\n").slice(-4);
+    expect(lines[0]).toBe("Examples:");
+    expect(lines[1]).toMatch(/^ {2}cat big\.iso \| tbucket --rate 1mb --burst 4mb > out +shape a byte stream$/);
+    expect(lines[2]).toMatch(/^ {2}tbucket run --rate 5 -- curl .+launch a command at most 5 times a second$/);
+    expect(lines[3]).toMatch(/^ {2}tbucket simulate .+tune a limit before deploying it$/);
+  });
+});
