@@ -7,12 +7,19 @@ import { read } from "node:fs";
  * 64 KiB a read: collected this way, a pacer at 100 MiB/s makes one write per
  * slice instead of one sleep per 64 KiB. Reading stops while `limitBytes` are
  * waiting, so memory stays bounded and a slow consumer slows the reading.
+ *
+ * The consumer must be done with a chunk when it asks for the next (the CLI
+ * writes synchronously): its buffer is then read into again, so a long copy
+ * allocates nothing.
  */
 export class ReadAhead implements AsyncIterableIterator<Buffer> {
   readonly #fd: number;
   readonly #readBytes: number;
   readonly #limitBytes: number;
   #scratch: Buffer;
+  /** Full-size buffers handed out whole, free again at the next `next()`. */
+  #lent: Buffer[] = [];
+  #free: Buffer[] = [];
   #completed: Buffer[] = [];
   #completedBytes = 0;
   #reading = false;
@@ -33,11 +40,11 @@ export class ReadAhead implements AsyncIterableIterator<Buffer> {
   }
 
   async next(): Promise<IteratorResult<Buffer>> {
+    this.#free.push(...this.#lent);
+    this.#lent = [];
     for (;;) {
       if (this.#completed.length > 0) {
-        const value = this.#completed.length === 1 ? this.#completed[0]! : Buffer.concat(this.#completed, this.#completedBytes);
-        this.#completed = [];
-        this.#completedBytes = 0;
+        const value = this.#take();
         this.#readMore();
         return { value, done: false };
       }
@@ -45,6 +52,20 @@ export class ReadAhead implements AsyncIterableIterator<Buffer> {
       if (this.#ended) return { value: undefined, done: true };
       await new Promise<void>((resolve) => (this.#wake = resolve));
     }
+  }
+
+  /** A full read as it is; small reads (a pipe's) gathered into one buffer. */
+  #take(): Buffer {
+    const first = this.#completed[0]!;
+    let count = 1;
+    if (first.length < this.#readBytes / 4) {
+      while (count < this.#completed.length && this.#completed[count]!.length < this.#readBytes / 4) count++;
+    }
+    const taken = this.#completed.splice(0, count);
+    const value = count === 1 ? first : Buffer.concat(taken);
+    if (count === 1 && first.buffer.byteLength === this.#readBytes) this.#lent.push(Buffer.from(first.buffer));
+    this.#completedBytes -= value.length;
+    return value;
   }
 
   #readMore(): void {
@@ -68,7 +89,7 @@ export class ReadAhead implements AsyncIterableIterator<Buffer> {
       this.#completed.push(Buffer.from(this.#scratch.subarray(0, bytesRead)));
     } else {
       this.#completed.push(this.#scratch.subarray(0, bytesRead));
-      this.#scratch = Buffer.allocUnsafeSlow(this.#readBytes);
+      this.#scratch = this.#free.pop() ?? Buffer.allocUnsafeSlow(this.#readBytes);
     }
     this.#completedBytes += bytesRead;
   }

@@ -15,12 +15,14 @@ const READ_BYTES = 1024 * 1024;
 const MIN_READ_AHEAD_BYTES = 64 * 1024;
 
 /**
- * About 20 ms of the rate, at least 64 KiB: enough to fill the next slice while
- * the current one waits for tokens, and no more than can be written soon.
+ * About 10 ms of the rate (a slice), at least 64 KiB and at most 1 MiB (2 MiB
+ * without a limit, so that one read runs while the last is written): enough
+ * to fill the next slice while the current one waits for tokens, and no more
+ * than can be written soon.
  */
 function readAheadBytesFor(rate: number, kind: PipeConfig["kind"]): number {
   if (kind === "count" || rate === Infinity) return 2 * READ_BYTES;
-  return Math.min(2 * READ_BYTES, Math.max(MIN_READ_AHEAD_BYTES, Math.ceil(rate / 50)));
+  return Math.min(READ_BYTES, Math.max(MIN_READ_AHEAD_BYTES, Math.ceil(rate / 100)));
 }
 
 /** Copies the sources to standard output through the bucket; resolves to the exit status. */
