@@ -6,13 +6,13 @@ export const COMPLETION_SHELLS = ["bash", "zsh", "fish"] as const;
 export type CompletionShell = (typeof COMPLETION_SHELLS)[number];
 
 const EXAMPLES = `
+The script is built from tbucket's own commands and options, so it always matches this version.
+
 Examples:
   source <(tbucket completion bash)                      # bash, this shell only
   tbucket completion bash > ~/.local/share/bash-completion/completions/tbucket
   tbucket completion zsh > "\${fpath[1]}/_tbucket"        # zsh, then start a new shell
-  tbucket completion fish > ~/.config/fish/completions/tbucket.fish
-
-The script is built from tbucket's own commands and options, so it always matches this version.`;
+  tbucket completion fish > ~/.config/fish/completions/tbucket.fish`;
 
 export function registerCompletion(program: Command, onExit: (code: number) => void): void {
   program

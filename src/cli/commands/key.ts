@@ -18,16 +18,16 @@ interface KeyFlags {
 }
 
 const EXAMPLES = `
+Store: --store sqlite: (default, $XDG_STATE_HOME/tbucket/buckets.db), sqlite:<path>,
+redis://[user:pass@]host:port[/db] or rediss://...; TBUCKET_STORE sets the default.
+
 Examples:
   tbucket key set backups --rate 20mb --burst 4mb    # every pipe on --key backups shares 20 MiB/s
   tbucket key set backups --rate 5mb                 # running pipes slow down within a second
   tbucket key set api --rate 600/m --burst 10        # a launch quota for tbucket run --key api
   tbucket key list --store redis://10.0.0.5:6379
   tbucket key show backups --json
-  tbucket key delete backups
-
-Store: --store sqlite: (default, $XDG_STATE_HOME/tbucket/buckets.db), sqlite:<path>,
-redis://[user:pass@]host:port[/db] or rediss://...; TBUCKET_STORE sets the default.`;
+  tbucket key delete backups`;
 
 const STORE_HELP = "where shared buckets live: sqlite:, sqlite:<path>, redis://host:port[/db] (default: $TBUCKET_STORE or sqlite:)";
 

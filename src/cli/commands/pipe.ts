@@ -33,15 +33,15 @@ interface PipeFlags {
 }
 
 const EXAMPLES = `
+Units: byte rates 1mb = 1mb/s = 1,048,576 B/s (k, m, g, t are binary whatever the case),
+10mbit = 1,250,000 B/s (bit units are decimal); count rates 5, 5/s, 300/m, 1/10s.
+
 Examples:
   cat big.iso | tbucket --rate 1mb --burst 4mb > /mnt/slow/big.iso
   tbucket -r 10mbit -p backup.tar | ssh host 'cat > backup.tar'
   tail -f app.log | tbucket --lines --rate 100/s       # at most 100 lines a second
   tbucket --rate inf --progress --stats big.iso > /dev/null
-  tbucket --key backups --rate 20mb < dump.sql > copy.sql  # share 20 MiB/s between processes
-
-Units: byte rates 1mb = 1mb/s = 1,048,576 B/s (k, m, g, t are binary whatever the case),
-10mbit = 1,250,000 B/s (bit units are decimal); count rates 5, 5/s, 300/m, 1/10s.`;
+  tbucket --key backups --rate 20mb < dump.sql > copy.sql  # share 20 MiB/s between processes`;
 
 /** The default burst: 100 ms of the rate (at least 1) for bytes, one record for a count rate. */
 export function defaultPipeBurst(kind: RateKind, rate: number): number {

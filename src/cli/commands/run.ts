@@ -51,17 +51,17 @@ interface RunFlags {
 }
 
 const EXAMPLES = `
+{} is the item (one line of standard input or of --input), {#} the job's number.
+The rate limits how fast launches start; --jobs limits how many run at once.
+To limit a command's bandwidth instead, pipe it: curl -s URL | tbucket --rate 1mb > file
+
 Examples:
   tbucket run --rate 5 -- curl -s https://api.example.com/ping      # forever, 5 a second, until Ctrl-C
   tbucket run --rate 100/m --count 500 -- ./probe.sh                 # an API allowing 100 requests a minute
   cat ids.txt | tbucket run -r 600/m -j 4 --retries 2 -- curl -sf https://api.example.com/items/{}
   tbucket run -r 2 -b 10 --input urls.txt --tag --joblog log.jsonl -- curl -s -o /dev/null -w '%{http_code}\\n' {}
   tbucket run -r 1/10s --duration 1h -- ./poll-status.sh             # poll every 10 s for an hour
-  ls *.wav | tbucket run -r 1 --shell -- 'ffmpeg -i {} {#}.mp3 2>/dev/null'
-
-{} is the item (one line of standard input or of --input), {#} the job's number.
-The rate limits how fast launches start; --jobs limits how many run at once.
-To limit a command's bandwidth instead, pipe it: curl -s URL | tbucket --rate 1mb > file`;
+  ls *.wav | tbucket run -r 1 --shell -- 'ffmpeg -i {} {#}.mp3 2>/dev/null'`;
 
 export function registerRun(program: Command, onExit: (code: number) => void): void {
   const command = program

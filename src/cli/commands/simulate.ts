@@ -60,6 +60,11 @@ interface SimulateFlags {
 const FORMATS: readonly SimulateFormat[] = ["summary", "table", "csv", "jsonl", "json"];
 
 const EXAMPLES = `
+Arrivals: --arrivals segments separated by commas: "steady 8/s for 10s", "idle 5s", "burst 30",
+"poisson 4/s for 30s", "ramp 1/s..20/s for 20s". A --trace has one event per line, the time first
+(seconds from the start, epoch seconds or ISO-8601); Common and Combined Log Format access logs are
+recognised as they are. Decisions are those of golang.org/x/time/rate: drop = AllowN, queue = ReserveN.
+
 Examples:
   tbucket simulate --rate 5 --burst 10 --arrivals "steady 8/s for 20s"
   tbucket simulate -r 5 -b 10 --arrivals "burst 60" --format jsonl
@@ -68,12 +73,7 @@ Examples:
   tbucket simulate -r 20 --trace access.log --per-key --max-keys 10000          # one bucket per client address
   tbucket simulate -r 2mb -b 8mb --cost bytes --trace access.log                 # bytes served, not requests
   tbucket simulate -r 20 --trace access.log --suggest --target "reject<=1%"      # smallest burst that refuses <= 1%
-  tbucket simulate -r auto -b 40 --policy queue --trace access.log --suggest --target "p99wait<=500ms"
-
-Arrivals: --arrivals segments separated by commas: "steady 8/s for 10s", "idle 5s", "burst 30",
-"poisson 4/s for 30s", "ramp 1/s..20/s for 20s". A --trace has one event per line, the time first
-(seconds from the start, epoch seconds or ISO-8601); Common and Combined Log Format access logs are
-recognised as they are. Decisions are those of golang.org/x/time/rate: drop = AllowN, queue = ReserveN.`;
+  tbucket simulate -r auto -b 40 --policy queue --trace access.log --suggest --target "p99wait<=500ms"`;
 
 export function registerSimulate(program: Command, onExit: (code: number) => void): void {
   program
