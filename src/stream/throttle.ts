@@ -63,7 +63,8 @@ export class Throttle {
   #stats: ThrottleStats = { bytes: 0, records: 0, waitedMs: 0 };
   /** When the last grant was due, while slices follow each other without a pause. */
   #dueMs: number | undefined;
-  #lastEmitMs = -Infinity;
+  /** When the last grant or write ended: a longer pause than CONTINUITY_GAP_MS ends catching up. */
+  #lastActiveMs = -Infinity;
 
   constructor(options: ThrottleOptions) {
     this.limiter = options.limiter;
@@ -120,7 +121,7 @@ export class Throttle {
     if (this.cost === "bytes" && this.#countRecords) this.#countRecordStarts(segment);
     const pending = emit(segment);
     if (pending) await pending;
-    this.#lastEmitMs = this.#now();
+    this.#lastActiveMs = this.#now();
   }
 
   async #take(n: number, signal: AbortSignal | undefined): Promise<void> {
@@ -129,9 +130,10 @@ export class Throttle {
     const { limiter } = this;
     if (limiter.waitAt && limiter.now) {
       const nowMs = limiter.now();
-      const continuing = this.#dueMs !== undefined && nowMs - this.#lastEmitMs <= CONTINUITY_GAP_MS;
+      const continuing = this.#dueMs !== undefined && nowMs - this.#lastActiveMs <= CONTINUITY_GAP_MS;
       const asOfMs = continuing ? Math.max(this.#dueMs!, nowMs - MAX_CATCH_UP_MS) : nowMs;
       this.#dueMs = await limiter.waitAt(asOfMs, n, signal);
+      this.#lastActiveMs = limiter.now();
     } else {
       await limiter.wait(n, signal);
     }
