@@ -97,7 +97,9 @@ async function expectLiveChange(store: string): Promise<void> {
     const detail = `before ${before} B/s, after ${after} B/s`;
     expect(before, detail).toBeGreaterThan(0.85 * MIB);
     expect(before, detail).toBeLessThan(1.15 * MIB + 65536 / 0.6);
-    expect(after, detail).toBeGreaterThan(3.5 * MIB);
+    // Following means well clear of the old 1 MiB/s and near the new 4: the pipe's leases and the
+    // test's 64 KiB reads make a one-second window read up to a few tenths low.
+    expect(after, detail).toBeGreaterThan(3.2 * MIB);
     expect(after, detail).toBeLessThan(4.4 * MIB + 65536);
   } finally {
     pipe.child.kill("SIGTERM");
