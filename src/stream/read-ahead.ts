@@ -4,24 +4,28 @@ import { read } from "node:fs";
  * Reads a file descriptor in the background, one read(2) at a time in the
  * thread pool, while the consumer is busy (sleeping for tokens, writing), and
  * hands over everything read so far in one buffer. A pipe gives at most
- * 64 KiB a read: collected this way, a pacer at 100 MiB/s makes one write per
- * slice instead of one sleep per 64 KiB. Reading stops while `limitBytes` are
- * waiting, so memory stays bounded and a slow consumer slows the reading.
+ * 64 KiB a read: gathered this way, a pacer at 100 MiB/s makes one write per
+ * slice instead of one sleep and one write per read. Reading pauses while
+ * `limitBytes` are waiting, so memory stays bounded and a slow consumer slows
+ * the reading.
  *
- * The consumer must be done with a chunk when it asks for the next (the CLI
- * writes synchronously): its buffer is then read into again, so a long copy
- * allocates nothing.
+ * Reads land one after another in a buffer of `readBytes`; a chunk handed over
+ * is a view of it. The consumer must be done with a chunk when it asks for the
+ * next (the CLI writes synchronously): a full buffer is then read into again,
+ * so a long copy allocates nothing.
  */
 export class ReadAhead implements AsyncIterableIterator<Buffer> {
   readonly #fd: number;
   readonly #readBytes: number;
   readonly #limitBytes: number;
-  #scratch: Buffer;
-  /** Full-size buffers handed out whole, free again at the next `next()`. */
-  #lent: Buffer[] = [];
+  #buffer: Buffer;
+  /** Handed over up to here. */
+  #taken = 0;
+  /** Read up to here. */
+  #filled = 0;
+  /** Full buffers whose last chunk the consumer may still hold, free at the next `next()`. */
+  #retired: Buffer[] = [];
   #free: Buffer[] = [];
-  #completed: Buffer[] = [];
-  #completedBytes = 0;
   #reading = false;
   #ended = false;
   #error: unknown;
@@ -30,8 +34,8 @@ export class ReadAhead implements AsyncIterableIterator<Buffer> {
   constructor(fd: number, readBytes: number, limitBytes: number) {
     this.#fd = fd;
     this.#readBytes = readBytes;
-    this.#limitBytes = Math.max(limitBytes, readBytes);
-    this.#scratch = Buffer.allocUnsafeSlow(readBytes);
+    this.#limitBytes = Math.min(limitBytes, readBytes);
+    this.#buffer = Buffer.allocUnsafeSlow(readBytes);
     this.#readMore();
   }
 
@@ -40,57 +44,44 @@ export class ReadAhead implements AsyncIterableIterator<Buffer> {
   }
 
   async next(): Promise<IteratorResult<Buffer>> {
-    this.#free.push(...this.#lent);
-    this.#lent = [];
+    this.#free.push(...this.#retired);
+    this.#retired = [];
     for (;;) {
-      if (this.#completed.length > 0) {
-        const value = this.#take();
+      if (this.#filled > this.#taken) {
+        const value = this.#buffer.subarray(this.#taken, this.#filled);
+        this.#taken = this.#filled;
         this.#readMore();
         return { value, done: false };
       }
       if (this.#error !== undefined) throw this.#error;
       if (this.#ended) return { value: undefined, done: true };
+      this.#readMore();
       await new Promise<void>((resolve) => (this.#wake = resolve));
     }
   }
 
-  /** A full read as it is; small reads (a pipe's) gathered into one buffer. */
-  #take(): Buffer {
-    const first = this.#completed[0]!;
-    let count = 1;
-    if (first.length < this.#readBytes / 4) {
-      while (count < this.#completed.length && this.#completed[count]!.length < this.#readBytes / 4) count++;
-    }
-    const taken = this.#completed.splice(0, count);
-    const value = count === 1 ? first : Buffer.concat(taken);
-    if (count === 1 && first.buffer.byteLength === this.#readBytes) this.#lent.push(Buffer.from(first.buffer));
-    this.#completedBytes -= value.length;
-    return value;
-  }
-
   #readMore(): void {
-    if (this.#reading || this.#ended || this.#error !== undefined || this.#completedBytes >= this.#limitBytes) return;
+    if (this.#reading || this.#ended || this.#error !== undefined) return;
+    if (this.#filled - this.#taken >= this.#limitBytes) return;
+    if (this.#filled === this.#readBytes) {
+      // Full: once all of it is handed over, go on in another buffer.
+      if (this.#taken < this.#filled) return;
+      this.#retired.push(this.#buffer);
+      this.#buffer = this.#free.pop() ?? Buffer.allocUnsafeSlow(this.#readBytes);
+      this.#taken = 0;
+      this.#filled = 0;
+    }
     this.#reading = true;
-    read(this.#fd, this.#scratch, 0, this.#readBytes, null, (error, bytesRead) => {
+    const buffer = this.#buffer;
+    read(this.#fd, buffer, this.#filled, this.#readBytes - this.#filled, null, (error, bytesRead) => {
       this.#reading = false;
       if (error) this.#error = error;
       else if (bytesRead === 0) this.#ended = true;
-      else this.#keep(bytesRead);
+      else this.#filled += bytesRead;
       const wake = this.#wake;
       this.#wake = undefined;
       wake?.();
       this.#readMore();
     });
-  }
-
-  #keep(bytesRead: number): void {
-    if (bytesRead < this.#readBytes / 4) {
-      // A short read: copy it out and keep reading into the big buffer.
-      this.#completed.push(Buffer.from(this.#scratch.subarray(0, bytesRead)));
-    } else {
-      this.#completed.push(this.#scratch.subarray(0, bytesRead));
-      this.#scratch = this.#free.pop() ?? Buffer.allocUnsafeSlow(this.#readBytes);
-    }
-    this.#completedBytes += bytesRead;
   }
 }
