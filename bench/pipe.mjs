@@ -4,6 +4,7 @@
 //
 //   node bench/pipe.mjs            # everything (about 4 minutes)
 //   node bench/pipe.mjs --quick    # 1 MiB/s and 10 MiB/s only, 3 s runs
+//   node bench/pipe.mjs --only 100 # the 100 MiB/s rows only
 //
 // Needs `npm run build`, and pv, cstream and GNU time (apt-get install pv cstream time).
 import { spawn, execFileSync } from "node:child_process";
@@ -14,6 +15,8 @@ import { fileURLToPath } from "node:url";
 
 const TBUCKET = fileURLToPath(new URL("../bin/tbucket", import.meta.url));
 const quick = process.argv.includes("--quick");
+const onlyIndex = process.argv.indexOf("--only");
+const onlyMiBps = onlyIndex > 0 ? Number(process.argv[onlyIndex + 1]) : undefined;
 const MiB = 1024 * 1024;
 const work = mkdtempSync(join(tmpdir(), "tbucket-bench-"));
 
@@ -113,10 +116,11 @@ async function rateTable() {
         [10 * MiB, 100 * MiB],
         [100 * MiB, 1000 * MiB],
       ];
+  const selected = onlyMiBps === undefined ? cases : cases.filter(([rate]) => rate === onlyMiBps * MiB);
   console.log("## Exact rate, envelope, smoothness, CPU (producer: head -c N /dev/zero)\n");
   console.log("| rate | input | tool | steady rate vs target | ahead of b + r·t | worst window over b + r·T | longest gap | CPU user+sys | peak RSS |");
   console.log("|---|---|---|---|---|---|---|---|---|");
-  for (const [rate, size] of cases) {
+  for (const [rate, size] of selected) {
     for (const tool of tools(rate)) {
       const result = await measure(`head -c ${size} /dev/zero`, tool);
       const first = result.times[0];
@@ -171,8 +175,10 @@ async function unlimitedTable() {
 try {
   console.log(`# tbucket pipe benchmark (${new Date().toISOString().slice(0, 10)}, node ${process.version}, ${quick ? "quick" : "full"})\n`);
   await rateTable();
-  await stallTable();
-  await unlimitedTable();
+  if (onlyMiBps === undefined) {
+    await stallTable();
+    await unlimitedTable();
+  }
 } finally {
   rmSync(work, { recursive: true, force: true });
 }
