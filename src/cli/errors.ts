@@ -28,7 +28,7 @@ export class RuntimeError extends CliError {
   }
 }
 
-/** Exit statuses, as DESIGN section 9 and `run` define them. */
+/** Exit statuses, as the README lists them. */
 export const EXIT = {
   ok: 0,
   failure: 1,

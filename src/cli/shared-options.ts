@@ -1,7 +1,7 @@
 import type { Command } from "commander";
 import { UsageError } from "./errors.js";
 
-/** How a command reaches a shared bucket: DESIGN section 6. */
+/** How a command reaches a shared bucket: --key, --store and --on-store-error. */
 export interface SharedBucketOptions {
   /** The bucket's name; absent for a private bucket. */
   key?: string;

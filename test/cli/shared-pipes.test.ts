@@ -52,7 +52,7 @@ async function waitUntil(condition: () => boolean, timeoutMs: number, what: stri
 }
 
 /**
- * DESIGN 6 / issue 5: 4 pipes on one key share 2 MiB/s. Once all four are
+ * 4 pipes on one key share 2 MiB/s. Once all four are
  * flowing, over a 3 s window together they deliver at most burst + rate·T +
  * one lease each, at least 97 % of rate·T, and each at least 15 % of the total.
  */

@@ -28,7 +28,7 @@ function maxInWindow(times: number[], windowS: number): number {
 }
 
 /**
- * Issue 5: 4 runs on one key at 20/s start at most burst + rate·T launches in
+ * 4 runs on one key at 20/s start at most burst + rate·T launches in
  * any window T, all of them together (plus one launch of joblog timing
  * slack per run), and each gets a fair share.
  */

@@ -36,7 +36,7 @@ describe("tbucket simulate: formats", () => {
     );
   });
 
-  it("jsonl: one object per event in the schema of DESIGN section 5, in arrival order", async () => {
+  it("jsonl: one object per event in the documented schema, in arrival order", async () => {
     const lines = (await ok([...HAND, "--format", "jsonl"])).trimEnd().split("\n");
     expect(lines).toHaveLength(60);
     expect(lines[0]).toBe(`{"t":0,"cost":1,"admitted":true,"wait":0,"tokens":9}`);
