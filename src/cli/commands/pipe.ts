@@ -2,6 +2,7 @@ import type { Command } from "commander";
 import { parseAnyRate, parseByteRate, parseByteSize, parseCount, type RateKind } from "../../core/units.js";
 import type { CostMode } from "../../stream/throttle-stream.js";
 import { parseOption, UsageError } from "../errors.js";
+import { parseReportOptions } from "../report-options.js";
 import { addSharedBucketOptions, parseSharedBucketOptions, type SharedBucketOptions } from "../shared-options.js";
 
 export interface PipeConfig {
@@ -93,15 +94,7 @@ export function parsePipeOptions(files: string[], flags: PipeFlags): PipeConfig 
   if (flags.burst !== undefined) {
     burst = kind === "count" ? parseOption("--burst", flags.burst, (text) => parseCount(text)) : parseOption("--burst", flags.burst, parseByteSize);
   }
-  if (flags.progress && flags.quiet) throw new UsageError(`--progress and --quiet: choose one`);
-  let stats: PipeConfig["stats"];
-  if (flags.stats === true) stats = "text";
-  else if (typeof flags.stats === "string") {
-    if (flags.stats !== "text" && flags.stats !== "json") {
-      throw new UsageError(`--stats: "${flags.stats}" is not a format; try "--stats text" or "--stats json"`);
-    }
-    stats = flags.stats;
-  }
+  const { progress, stats } = parseReportOptions(flags);
   return {
     files,
     rate,
@@ -110,7 +103,7 @@ export function parsePipeOptions(files: string[], flags: PipeFlags): PipeConfig 
     cost: !lines ? "bytes" : kind === "count" ? "records" : "record-bytes",
     delimiter: flags.null ? 0 : 10,
     sizeBytes: flags.size === undefined ? undefined : parseOption("--size", flags.size, parseByteSize),
-    progress: flags.progress ? "on" : flags.quiet ? "off" : "auto",
+    progress,
     stats,
     shared,
   };

@@ -3,6 +3,7 @@ import { parseCount, parseCountRate, parseDuration } from "../../core/units.js";
 import { takesItems } from "../../run/command-template.js";
 import type { OutputMode } from "../../run/job-output.js";
 import { parseOption, UsageError } from "../errors.js";
+import { parseReportOptions } from "../report-options.js";
 import { addSharedBucketOptions, parseSharedBucketOptions, type SharedBucketOptions } from "../shared-options.js";
 
 export interface RunConfig {
@@ -134,15 +135,7 @@ export function parseRunOptions(words: string[], flags: RunFlags): RunConfig {
   if (flags.input !== undefined && !items) {
     throw new UsageError(`--input: no argument of the command holds {}; write {} where the item goes, e.g. "curl -s {}"`);
   }
-  if (flags.progress && flags.quiet) throw new UsageError(`--progress and --quiet: choose one`);
-  let stats: RunConfig["stats"];
-  if (flags.stats === true) stats = "text";
-  else if (typeof flags.stats === "string") {
-    if (flags.stats !== "text" && flags.stats !== "json") {
-      throw new UsageError(`--stats: "${flags.stats}" is not a format; try "--stats text" or "--stats json"`);
-    }
-    stats = flags.stats;
-  }
+  const { progress, stats } = parseReportOptions(flags);
   return {
     command: words,
     rate,
@@ -157,7 +150,7 @@ export function parseRunOptions(words: string[], flags: RunFlags): RunConfig {
     tag: Boolean(flags.tag),
     joblog: flags.joblog,
     shell: Boolean(flags.shell),
-    progress: flags.progress ? "on" : flags.quiet ? "off" : "auto",
+    progress,
     stats,
     shared,
   };
