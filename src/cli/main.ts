@@ -1,4 +1,4 @@
-import { CommanderError } from "commander";
+import { type Command, CommanderError } from "commander";
 import { CliError, EXIT } from "./errors.js";
 import { createProgram } from "./program.js";
 
@@ -12,7 +12,7 @@ export async function main(argv: readonly string[]): Promise<number> {
   const program = createProgram((code) => (exitCode = code));
   applyErrorHandling(program);
   try {
-    await program.parseAsync(normalizeArgv(argv), { from: "user" });
+    await program.parseAsync(normalizeArgv(argv, program), { from: "user" });
     return exitCode;
   } catch (error) {
     return reportError(error);
@@ -23,13 +23,17 @@ const STATS_FORMATS = new Set(["text", "json"]);
 
 /**
  * `--stats` takes an optional format; without this, `tbucket --stats big.iso`
- * would read the file name as the format. A bare `--stats` means text.
+ * would read the file name as the format. A bare `--stats` means text. After
+ * `run`'s command word, everything belongs to the command and is left alone.
  */
-export function normalizeArgv(argv: readonly string[]): string[] {
+export function normalizeArgv(argv: readonly string[], program: Command): string[] {
+  const run = argv[0] === "run" ? program.commands.find((command) => command.name() === "run") : undefined;
+  const takesValue = new Set(run?.options.filter((option) => option.required).flatMap((option) => [option.short, option.long]));
   const out: string[] = [];
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
-    if (arg === "--") {
+    const commandStarts = run !== undefined && i > 0 && !arg.startsWith("-") && !takesValue.has(argv[i - 1] ?? "");
+    if (arg === "--" || commandStarts) {
       out.push(...argv.slice(i));
       break;
     }

@@ -41,6 +41,16 @@ describe("tbucket run: command line", () => {
     }
   });
 
+  it("leaves everything from the command word on untouched, --stats included", async () => {
+    const result = await runCli(["run", "-r", "50", "--count", "1", "echo", "--stats", "x"]);
+    expect(result.stdout.toString()).toBe("--stats x\n");
+    expect(result.stderr).toBe("");
+    expect(result.code).toBe(0);
+    const own = await runCli(["run", "-r", "50", "--count", "1", "--stats", "json", "echo", "y"]);
+    expect(own.stdout.toString()).toBe("y\n");
+    expect(JSON.parse(own.stderr)).toMatchObject({ started: 1, succeeded: 1 });
+  });
+
   it("a missing command: exit 127 and one clear line, nothing more launched", async () => {
     const result = await runCli(["run", "-r", "inf", "--count", "5", "--", "tbucket-no-such-command", "x"]);
     expect(result.code).toBe(127);
