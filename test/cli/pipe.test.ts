@@ -1,6 +1,6 @@
 import { spawn } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
-import { chmodSync, mkdtempSync, rmSync, writeFileSync, createWriteStream } from "node:fs";
+import { chmodSync, createWriteStream, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -228,5 +228,35 @@ describe("tbucket --help", () => {
     expect(lines[1]).toMatch(/^ {2}cat big\.iso \| tbucket --rate 1mb --burst 4mb > out +shape a byte stream$/);
     expect(lines[2]).toMatch(/^ {2}tbucket run --rate 5 -- curl .+launch a command at most 5 times a second$/);
     expect(lines[3]).toMatch(/^ {2}tbucket simulate .+tune a limit before deploying it$/);
+  });
+});
+
+describe("tbucket pipe: a non-blocking standard input", () => {
+  it("is read through Node's stream instead, and nothing is lost", async () => {
+    // Node always hands its children blocking descriptors; python leaves the flag as it is set.
+    const input = randomBytes(300_000);
+    const inputPath = file("nonblocking-input.bin", input);
+    const outputPath = join(dir, "nonblocking-output.bin");
+    const script = [
+      "import os, subprocess, sys, time",
+      "r, w = os.pipe()",
+      "os.set_blocking(r, False)",
+      "child = subprocess.Popen(sys.argv[1:4], stdin=r, stdout=open(sys.argv[5], 'wb'))",
+      "os.close(r)",
+      "data = open(sys.argv[4], 'rb').read()",
+      "time.sleep(0.3)",
+      "os.write(w, data[:50000])",
+      "time.sleep(0.2)",
+      "os.write(w, data[50000:])",
+      "os.close(w)",
+      "sys.exit(child.wait())",
+    ].join("\n");
+    const child = spawn("python3", ["-c", script, process.execPath, TBUCKET, "--rate=4mb", inputPath, outputPath]);
+    let stderr = "";
+    child.stderr.on("data", (chunk) => (stderr += chunk));
+    const code = await new Promise((resolve) => child.on("close", resolve));
+    expect(stderr).toBe("");
+    expect(code).toBe(0);
+    expect(readFileSync(outputPath).equals(input)).toBe(true);
   });
 });
