@@ -12,6 +12,8 @@ export interface ReadSourcesOptions {
   readAheadBytes: number;
   /** Called for a source that cannot be read; reading goes on with the next one, as `cat` does. */
   onError(name: string, error: NodeJS.ErrnoException): void;
+  /** Standard input as a Node stream, asked for only if read(2) cannot be used on it. */
+  stdinStream?: () => AsyncIterable<Buffer>;
 }
 
 /** `-` is standard input, as for cat. */
@@ -24,8 +26,7 @@ export const STDIN_NAME = "-";
 export async function* readSources(names: readonly string[], options: ReadSourcesOptions): AsyncGenerator<Buffer> {
   for (const name of names.length === 0 ? [STDIN_NAME] : names) {
     try {
-      // Standard input is read like any file; libuv waits out a non-blocking one (EAGAIN) itself.
-      if (name === STDIN_NAME) yield* new ReadAhead(0, options.readBytes, options.readAheadBytes);
+      if (name === STDIN_NAME) yield* readStdin(options);
       else yield* readPath(name, options);
     } catch (error) {
       options.onError(name, error as NodeJS.ErrnoException);
@@ -39,6 +40,17 @@ async function* readPath(path: string, options: ReadSourcesOptions): AsyncGenera
     yield* new ReadAhead(fd, options.readBytes, options.readAheadBytes);
   } finally {
     await closeAsync(fd);
+  }
+}
+
+async function* readStdin(options: ReadSourcesOptions): AsyncGenerator<Buffer> {
+  try {
+    yield* new ReadAhead(0, options.readBytes, options.readAheadBytes);
+  } catch (error) {
+    // A non-blocking standard input (a terminal, or a pipe set so by another program)
+    // cannot be read with read(2) from the thread pool: let Node's stream poll it.
+    if ((error as NodeJS.ErrnoException).code !== "EAGAIN" || !options.stdinStream) throw error;
+    yield* options.stdinStream();
   }
 }
 

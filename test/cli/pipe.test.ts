@@ -232,7 +232,7 @@ describe("tbucket --help", () => {
 });
 
 describe("tbucket pipe: a non-blocking standard input", () => {
-  it("is read through Node's stream instead, and nothing is lost", async () => {
+  it("is read through Node's own stream when read(2) says EAGAIN, and nothing is lost", async () => {
     // Node always hands its children blocking descriptors; python leaves the flag as it is set.
     const input = randomBytes(300_000);
     const inputPath = file("nonblocking-input.bin", input);

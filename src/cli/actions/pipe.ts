@@ -50,6 +50,7 @@ export async function runPipe(config: PipeConfig): Promise<number> {
       unreadable = true;
       process.stderr.write(`tbucket: ${describeFileError(name, error)}\n`);
     },
+    stdinStream: () => process.stdin,
   });
   // Writes go straight to descriptor 1: done when the call returns, blocking while the reader is slow.
   const writeOut = createFdWriter(1);
