@@ -6,9 +6,6 @@ import { registerRun } from "./commands/run.js";
 import { registerSimulate } from "./commands/simulate.js";
 import { version } from "./version.js";
 
-/** What an action hands back to main(): the exit status. */
-export type ActionResult = Promise<number>;
-
 /**
  * The command tree. Each command declares its options here, cheaply; the code
  * that does the work is imported only when that command runs.

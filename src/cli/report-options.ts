@@ -9,8 +9,15 @@ export interface ReportOptions {
   stats: StatsFormat | undefined;
 }
 
+/** -p/--progress, -q/--quiet and --stats as commander hands them over. */
+export interface ReportFlags {
+  progress?: boolean;
+  quiet?: boolean;
+  stats?: string | boolean;
+}
+
 /** Checks -p/--progress, -q/--quiet and --stats [text|json], the same on every command that has them. */
-export function parseReportOptions(flags: { progress?: boolean; quiet?: boolean; stats?: string | boolean }): ReportOptions {
+export function parseReportOptions(flags: ReportFlags): ReportOptions {
   if (flags.progress && flags.quiet) throw new UsageError(`--progress and --quiet: choose one`);
   let stats: StatsFormat | undefined;
   if (flags.stats === true) stats = "text";

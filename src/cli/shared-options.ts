@@ -19,8 +19,15 @@ export function addSharedBucketOptions(command: Command): Command {
     .option("--on-store-error <mode>", "when the store cannot be reached: fail (exit 1) or local (warn, go on with a private bucket)", "fail");
 }
 
+/** --key, --store and --on-store-error as commander hands them over. */
+export interface SharedBucketFlags {
+  key?: string;
+  store?: string;
+  onStoreError?: string;
+}
+
 /** Checks the shared-bucket options that commander leaves as text. */
-export function parseSharedBucketOptions(options: { key?: string; store?: string; onStoreError?: string }): SharedBucketOptions {
+export function parseSharedBucketOptions(options: SharedBucketFlags): SharedBucketOptions {
   const onStoreError = options.onStoreError ?? "fail";
   if (onStoreError !== "fail" && onStoreError !== "local") {
     throw new UsageError(`--on-store-error: "${onStoreError}" is not a mode; try "fail" or "local"`);

@@ -52,11 +52,6 @@ export class BatchBuilder {
   }
 }
 
-/** Times are kept in whole nanoseconds, as Go's time.Duration: 0.1 s is exactly 100 ms. */
-export function secondsToMs(seconds: number): number {
-  return Math.round(seconds * 1e9) / 1e6;
-}
-
 /** Milliseconds to seconds, through whole nanoseconds so that 3125 ms prints as 3.125. */
 export function msToSeconds(ms: number): number {
   return Math.round(ms * 1e6) / 1e9;

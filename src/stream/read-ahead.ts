@@ -6,18 +6,17 @@ import { read } from "node:fs";
  * hands over everything read so far in one buffer. A pipe gives at most
  * 64 KiB a read: gathered this way, a pacer at 100 MiB/s makes one write per
  * slice instead of one sleep and one write per read. Reading pauses while
- * `limitBytes` are waiting, so memory stays bounded and a slow consumer slows
+ * a full buffer is waiting, so memory stays bounded and a slow consumer slows
  * the reading.
  *
- * Reads land one after another in a buffer of `readBytes`; a chunk handed over
+ * Reads land one after another in a buffer of `bufferBytes`; a chunk handed over
  * is a view of it. The consumer must be done with a chunk when it asks for the
  * next (the CLI writes synchronously): a full buffer is then read into again,
  * so a long copy allocates nothing.
  */
 export class ReadAhead implements AsyncIterableIterator<Buffer> {
   readonly #fd: number;
-  readonly #readBytes: number;
-  readonly #limitBytes: number;
+  readonly #bufferBytes: number;
   #buffer: Buffer;
   /** Handed over up to here. */
   #taken = 0;
@@ -31,11 +30,10 @@ export class ReadAhead implements AsyncIterableIterator<Buffer> {
   #error: unknown;
   #wake: (() => void) | undefined;
 
-  constructor(fd: number, readBytes: number, limitBytes: number) {
+  constructor(fd: number, bufferBytes: number) {
     this.#fd = fd;
-    this.#readBytes = readBytes;
-    this.#limitBytes = Math.min(limitBytes, readBytes);
-    this.#buffer = Buffer.allocUnsafeSlow(readBytes);
+    this.#bufferBytes = bufferBytes;
+    this.#buffer = Buffer.allocUnsafeSlow(bufferBytes);
     this.#readMore();
   }
 
@@ -62,18 +60,17 @@ export class ReadAhead implements AsyncIterableIterator<Buffer> {
 
   #readMore(): void {
     if (this.#reading || this.#ended || this.#error !== undefined) return;
-    if (this.#filled - this.#taken >= this.#limitBytes) return;
-    if (this.#filled === this.#readBytes) {
+    if (this.#filled === this.#bufferBytes) {
       // Full: once all of it is handed over, go on in another buffer.
       if (this.#taken < this.#filled) return;
       this.#retired.push(this.#buffer);
-      this.#buffer = this.#free.pop() ?? Buffer.allocUnsafeSlow(this.#readBytes);
+      this.#buffer = this.#free.pop() ?? Buffer.allocUnsafeSlow(this.#bufferBytes);
       this.#taken = 0;
       this.#filled = 0;
     }
     this.#reading = true;
     const buffer = this.#buffer;
-    read(this.#fd, buffer, this.#filled, this.#readBytes - this.#filled, null, (error, bytesRead) => {
+    read(this.#fd, buffer, this.#filled, this.#bufferBytes - this.#filled, null, (error, bytesRead) => {
       this.#reading = false;
       if (error) this.#error = error;
       else if (bytesRead === 0) this.#ended = true;

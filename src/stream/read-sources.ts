@@ -6,8 +6,6 @@ const openAsync = promisify(open);
 const closeAsync = promisify(close);
 
 export interface ReadSourcesOptions {
-  /** Bytes asked for per read(2). */
-  readBytes: number;
   /** How much may be read ahead of the consumer; each chunk handed over holds all of it. */
   readAheadBytes: number;
   /** Called for a source that cannot be read; reading goes on with the next one, as `cat` does. */
@@ -37,7 +35,7 @@ export async function* readSources(names: readonly string[], options: ReadSource
 async function* readPath(path: string, options: ReadSourcesOptions): AsyncGenerator<Buffer> {
   const fd = await openAsync(path, "r");
   try {
-    yield* new ReadAhead(fd, options.readBytes, options.readAheadBytes);
+    yield* new ReadAhead(fd, options.readAheadBytes);
   } finally {
     await closeAsync(fd);
   }
@@ -45,7 +43,7 @@ async function* readPath(path: string, options: ReadSourcesOptions): AsyncGenera
 
 async function* readStdin(options: ReadSourcesOptions): AsyncGenerator<Buffer> {
   try {
-    yield* new ReadAhead(0, options.readBytes, options.readAheadBytes);
+    yield* new ReadAhead(0, options.readAheadBytes);
   } catch (error) {
     // A non-blocking standard input (a terminal, or a pipe set so by another program)
     // cannot be read with read(2) from the thread pool: let Node's stream poll it.

@@ -11,18 +11,17 @@ import { describeFileError } from "../file-errors.js";
 import { formatPipeStats, type PipeStats } from "../pipe-stats.js";
 import type { ProgressDisplay } from "../progress.js";
 
-const READ_BYTES = 1024 * 1024;
+const MAX_READ_AHEAD_BYTES = 1024 * 1024;
 const MIN_READ_AHEAD_BYTES = 64 * 1024;
 
 /**
- * About 10 ms of the rate (a slice), at least 64 KiB and at most 1 MiB (2 MiB
- * without a limit, so that one read runs while the last is written): enough
+ * About 10 ms of the rate (a slice), at least 64 KiB and at most 1 MiB: enough
  * to fill the next slice while the current one waits for tokens, and no more
  * than can be written soon.
  */
 function readAheadBytesFor(rate: number, kind: PipeConfig["kind"]): number {
-  if (kind === "count" || rate === Infinity) return 2 * READ_BYTES;
-  return Math.min(READ_BYTES, Math.max(MIN_READ_AHEAD_BYTES, Math.ceil(rate / 100)));
+  if (kind === "count" || rate === Infinity) return MAX_READ_AHEAD_BYTES;
+  return Math.min(MAX_READ_AHEAD_BYTES, Math.max(MIN_READ_AHEAD_BYTES, Math.ceil(rate / 100)));
 }
 
 /** Copies the sources to standard output through the bucket; resolves to the exit status. */
@@ -44,7 +43,6 @@ export async function runPipe(config: PipeConfig): Promise<number> {
     countRecords: config.stats !== undefined || wantsProgress(config),
   });
   const chunks = readSources(config.files, {
-    readBytes: Math.min(READ_BYTES, readAheadBytesFor(limiter.rate, config.kind)),
     readAheadBytes: readAheadBytesFor(limiter.rate, config.kind),
     onError: (name, error) => {
       unreadable = true;

@@ -2,8 +2,8 @@ import type { Command } from "commander";
 import { parseAnyRate, parseByteRate, parseByteSize, parseCount, type RateKind } from "../../core/units.js";
 import type { CostMode } from "../../stream/throttle-stream.js";
 import { parseOption, UsageError } from "../errors.js";
-import { parseReportOptions } from "../report-options.js";
-import { addSharedBucketOptions, parseSharedBucketOptions, type SharedBucketOptions } from "../shared-options.js";
+import { parseReportOptions, type ReportFlags } from "../report-options.js";
+import { addSharedBucketOptions, parseSharedBucketOptions, type SharedBucketFlags, type SharedBucketOptions } from "../shared-options.js";
 
 export interface PipeConfig {
   files: string[];
@@ -19,18 +19,12 @@ export interface PipeConfig {
   shared: SharedBucketOptions;
 }
 
-interface PipeFlags {
+interface PipeFlags extends ReportFlags, SharedBucketFlags {
   rate?: string;
   burst?: string;
   lines?: boolean;
   null?: boolean;
   size?: string;
-  progress?: boolean;
-  quiet?: boolean;
-  stats?: string | boolean;
-  key?: string;
-  store?: string;
-  onStoreError?: string;
 }
 
 const EXAMPLES = `

@@ -3,8 +3,8 @@ import { parseCount, parseCountRate, parseDuration } from "../../core/units.js";
 import { takesItems } from "../../run/command-template.js";
 import type { OutputMode } from "../../run/job-output.js";
 import { parseOption, UsageError } from "../errors.js";
-import { parseReportOptions } from "../report-options.js";
-import { addSharedBucketOptions, parseSharedBucketOptions, type SharedBucketOptions } from "../shared-options.js";
+import { parseReportOptions, type ReportFlags } from "../report-options.js";
+import { addSharedBucketOptions, parseSharedBucketOptions, type SharedBucketFlags, type SharedBucketOptions } from "../shared-options.js";
 
 export interface RunConfig {
   /** The command and its arguments, `{}` and `{#}` still in them. */
@@ -30,7 +30,7 @@ export interface RunConfig {
   shared: SharedBucketOptions;
 }
 
-interface RunFlags {
+interface RunFlags extends ReportFlags, SharedBucketFlags {
   rate?: string;
   burst?: string;
   jobs: string;
@@ -43,12 +43,6 @@ interface RunFlags {
   tag?: boolean;
   joblog?: string;
   shell?: boolean;
-  progress?: boolean;
-  quiet?: boolean;
-  stats?: string | boolean;
-  key?: string;
-  store?: string;
-  onStoreError?: string;
 }
 
 const EXAMPLES = `
