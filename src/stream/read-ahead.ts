@@ -13,11 +13,17 @@ import { read } from "node:fs";
  * is a view of it. The consumer must be done with a chunk when it asks for the
  * next (the CLI writes synchronously): a full buffer is then read into again,
  * so a long copy allocates nothing.
+ *
+ * With `stopAfterBytes`, reading stops once that much has been read, and the
+ * iteration ends when all of it has been handed over; `reachedEnd` then tells
+ * whether the input ended too, or another reader should go on from there.
  */
 export class ReadAhead implements AsyncIterableIterator<Buffer> {
   readonly #fd: number;
   readonly #bufferBytes: number;
+  readonly #stopAfterBytes: number;
   #buffer: Buffer;
+  #totalRead = 0;
   /** Handed over up to here. */
   #taken = 0;
   /** Read up to here. */
@@ -30,15 +36,21 @@ export class ReadAhead implements AsyncIterableIterator<Buffer> {
   #error: unknown;
   #wake: (() => void) | undefined;
 
-  constructor(fd: number, bufferBytes: number) {
+  constructor(fd: number, bufferBytes: number, options: { stopAfterBytes?: number } = {}) {
     this.#fd = fd;
     this.#bufferBytes = bufferBytes;
+    this.#stopAfterBytes = options.stopAfterBytes ?? Infinity;
     this.#buffer = Buffer.allocUnsafeSlow(bufferBytes);
     this.#readMore();
   }
 
   [Symbol.asyncIterator](): this {
     return this;
+  }
+
+  /** Whether the input ended (rather than reading stopping at `stopAfterBytes`). */
+  get reachedEnd(): boolean {
+    return this.#ended;
   }
 
   async next(): Promise<IteratorResult<Buffer>> {
@@ -52,14 +64,19 @@ export class ReadAhead implements AsyncIterableIterator<Buffer> {
         return { value, done: false };
       }
       if (this.#error !== undefined) throw this.#error;
-      if (this.#ended) return { value: undefined, done: true };
+      if (this.#ended || this.#stopped()) return { value: undefined, done: true };
       this.#readMore();
       await new Promise<void>((resolve) => (this.#wake = resolve));
     }
   }
 
+  /** Reading stopped at `stopAfterBytes`, with no read under way. */
+  #stopped(): boolean {
+    return !this.#reading && this.#totalRead >= this.#stopAfterBytes;
+  }
+
   #readMore(): void {
-    if (this.#reading || this.#ended || this.#error !== undefined) return;
+    if (this.#reading || this.#ended || this.#error !== undefined || this.#stopped()) return;
     if (this.#filled === this.#bufferBytes) {
       // Full: once all of it is handed over, go on in another buffer.
       if (this.#taken < this.#filled) return;
@@ -74,7 +91,10 @@ export class ReadAhead implements AsyncIterableIterator<Buffer> {
       this.#reading = false;
       if (error) this.#error = error;
       else if (bytesRead === 0) this.#ended = true;
-      else this.#filled += bytesRead;
+      else {
+        this.#filled += bytesRead;
+        this.#totalRead += bytesRead;
+      }
       const wake = this.#wake;
       this.#wake = undefined;
       wake?.();

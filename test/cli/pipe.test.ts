@@ -178,7 +178,7 @@ describe("tbucket pipe: endings", () => {
     expect(status.trim()).toBe("0");
   });
 
-  it("Ctrl-C (SIGINT) ends with status 130 after printing --stats", async () => {
+  it("Ctrl-C (SIGINT) ends it by that signal, after printing --stats, so the shell reports 130", async () => {
     const child = spawn(process.execPath, [TBUCKET, "--rate", "10k", "--stats", "json"], { stdio: ["pipe", "pipe", "pipe"] });
     let stderr = "";
     let stdoutBytes = 0;
@@ -189,11 +189,58 @@ describe("tbucket pipe: endings", () => {
     });
     child.stdin.on("error", () => {});
     child.stdin.write(Buffer.alloc(1024 * 1024));
-    const code = await new Promise((resolve) => child.on("close", resolve));
-    expect(code).toBe(130);
+    const [code, signal] = await new Promise((resolve) => child.on("close", (...ended) => resolve(ended)));
+    expect({ code, signal }).toEqual({ code: null, signal: "SIGINT" });
     const stats = JSON.parse(stderr);
     expect(stats.bytes).toBeGreaterThan(0);
     expect(stats.bytes).toBeLessThan(1024 * 1024);
+    const shell = spawn("bash", ["-c", `"${process.execPath}" "${TBUCKET}" --rate 1k < /dev/zero > /dev/null & sleep 0.5; kill -INT $!; wait $!; echo $?`]);
+    let status = "";
+    shell.stdout.on("data", (chunk) => (status += chunk));
+    await new Promise((resolve) => shell.on("close", resolve));
+    expect(status.trim()).toBe("130");
+  });
+
+  it("SIGTERM ends it at once with the stats while standard input has stalled", async () => {
+    const child = spawn(process.execPath, [TBUCKET, "--rate", "1mb", "--stats", "json"], { stdio: ["pipe", "pipe", "pipe"] });
+    let stderr = "";
+    child.stderr.on("data", (chunk) => (stderr += chunk));
+    const ended = await new Promise<{ code: number | null; signal: string | null; ms: number }>((resolve) => {
+      child.stdout.once("data", () => {
+        const sentMs = performance.now();
+        child.kill("SIGTERM");
+        child.on("close", (code, signal) => resolve({ code, signal, ms: performance.now() - sentMs }));
+      });
+      // The input stays open and silent: a read is waiting when the signal comes.
+      child.stdin.write("one line\n");
+    });
+    child.stdin.destroy();
+    expect({ code: ended.code, signal: ended.signal }).toEqual({ code: null, signal: "SIGTERM" });
+    expect(ended.ms).toBeLessThan(5000);
+    expect(JSON.parse(stderr).bytes).toBe(9);
+  });
+
+  it("Ctrl-C on a terminal ends it while it waits for typed input", async () => {
+    // python's pty gives tbucket a real terminal as standard input; ^C goes through the terminal.
+    const script = [
+      "import os, pty, sys, time",
+      "pid, fd = pty.fork()",
+      "if pid == 0: os.execv(sys.argv[1], sys.argv[1:])",
+      "time.sleep(1.0)",
+      "os.write(fd, b'\\x03')",
+      "deadline = time.time() + 10",
+      "while time.time() < deadline:",
+      "    done, status = os.waitpid(pid, os.WNOHANG)",
+      "    if done: print(os.waitstatus_to_exitcode(status)); sys.exit(0)",
+      "    time.sleep(0.05)",
+      "os.kill(pid, 9); print('still running')",
+    ].join("\n");
+    const child = spawn("python3", ["-c", script, process.execPath, TBUCKET, "--rate", "1mb"]);
+    let stdout = "";
+    child.stdout.on("data", (chunk) => (stdout += chunk));
+    await new Promise((resolve) => child.on("close", resolve));
+    // waitstatus_to_exitcode gives minus the signal's number for a process ended by a signal.
+    expect(stdout.trim()).toBe("-2");
   });
 
   it("--stats text summarises bytes, lines, time, rate and waiting", async () => {

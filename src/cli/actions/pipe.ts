@@ -69,9 +69,16 @@ export async function runPipe(config: PipeConfig): Promise<number> {
     return code;
   };
 
-  // Ctrl-C (and SIGTERM) end at once, after the stats: 128 + the signal's number.
+  // Ctrl-C (and SIGTERM) end at once, after the stats, by the same signal, as cat does: the
+  // shell reports 128 + its number (130, 143), and a read still waiting for input (on a
+  // terminal, or a stalled pipe) cannot hold the exit, as it would hold process.exit.
   const onSignal = (signal: NodeJS.Signals) => {
-    process.exit(finish(signal === "SIGINT" ? EXIT.interrupted : 143));
+    finish(EXIT.interrupted);
+    process.off("SIGINT", onSignal);
+    process.off("SIGTERM", onSignal);
+    process.kill(process.pid, signal);
+    // Reached only if some other listener kept the signal from ending the process.
+    setImmediate(() => process.exit(signal === "SIGINT" ? EXIT.interrupted : 143));
   };
   process.once("SIGINT", onSignal);
   process.once("SIGTERM", onSignal);

@@ -1,0 +1,174 @@
+import { Worker } from "node:worker_threads";
+
+/**
+ * Slots of the shared state. Byte counts are kept modulo 2^30, so the
+ * difference of two is exact while the ring holds less than that.
+ */
+const WRITTEN = 0;
+const CONSUMED = 1;
+const STATUS = 2;
+const READER_WAITING = 3;
+const CONSUMER_WAITING = 4;
+const STATE_SLOTS = 5;
+
+const READING = 0;
+const ENDED = 1;
+const FAILED = 2;
+
+const COUNT_MASK = 2 ** 30 - 1;
+/** The reader waits for at least this much room (or a quarter of the ring) before reading again. */
+const MIN_READ_BYTES = 64 * 1024;
+
+/**
+ * Runs in the thread, from its source text: it may use only its arguments
+ * (`load` is the thread's `require`, passed in so that bundlers leave it alone). Blocking reads land in the ring one after another; the thread
+ * sleeps on the state while the ring is full and wakes the consumer only when
+ * it is waiting, so a steady copy costs one read(2) a pipe-full and nothing more.
+ */
+function readIntoRing(
+  load: NodeJS.Require,
+  fd: number,
+  ringMemory: SharedArrayBuffer,
+  stateMemory: SharedArrayBuffer,
+  minReadBytes: number,
+): void {
+  const { readSync } = load("node:fs") as typeof import("node:fs");
+  const { parentPort } = load("node:worker_threads") as typeof import("node:worker_threads");
+  const [written_, consumed_, status_, readerWaiting_, consumerWaiting_] = [0, 1, 2, 3, 4];
+  const mask = 2 ** 30 - 1;
+  const ring = Buffer.from(ringMemory);
+  const state = new Int32Array(stateMemory);
+  const capacity = ring.length;
+  const finish = (status: number) => {
+    Atomics.store(state, status_, status);
+    Atomics.notify(state, written_);
+  };
+  for (;;) {
+    const written = Atomics.load(state, written_);
+    let consumed = Atomics.load(state, consumed_);
+    if (capacity - ((written - consumed) & mask) < minReadBytes) {
+      Atomics.store(state, readerWaiting_, 1);
+      consumed = Atomics.load(state, consumed_);
+      if (capacity - ((written - consumed) & mask) < minReadBytes) Atomics.wait(state, consumed_, consumed);
+      Atomics.store(state, readerWaiting_, 0);
+      continue;
+    }
+    const at = written & (capacity - 1);
+    const room = Math.min(capacity - ((written - consumed) & mask), capacity - at);
+    let bytesRead: number;
+    try {
+      bytesRead = readSync(fd, ring, at, room, null);
+    } catch (error) {
+      const { code, errno, syscall, message } = error as NodeJS.ErrnoException;
+      parentPort!.postMessage({ code, errno, syscall, message });
+      finish(2);
+      return;
+    }
+    if (bytesRead === 0) {
+      finish(1);
+      return;
+    }
+    Atomics.store(state, written_, (written + bytesRead) & mask);
+    if (Atomics.load(state, consumerWaiting_) === 1) Atomics.notify(state, written_);
+  }
+}
+
+/**
+ * Reads a file descriptor in a thread of its own, with plain blocking reads
+ * into a ring of shared memory, and hands over what has arrived in views of
+ * that ring. Reading in the thread pool costs a hop between threads for every
+ * read, and a pipe gives at most 64 KiB a read: at 100 MiB/s that is 1,600
+ * hops a second, which cost more CPU than the copying. Here the copy runs
+ * like `cat`'s loop, and the threads meet only when one must wait for the other.
+ *
+ * Starting a thread costs about 0.1 s of CPU, so this pays only for a long,
+ * fast stream: `readSources` switches to it after the first tens of MiB.
+ *
+ * The contract is ReadAhead's: a chunk handed over is a view of the ring, at
+ * most `maxChunkBytes`, and the consumer must be done with it when it asks
+ * for the next.
+ */
+export class ReaderThread implements AsyncIterableIterator<Buffer> {
+  readonly #ring: Buffer;
+  readonly #state: Int32Array;
+  readonly #maxChunkBytes: number;
+  readonly #minReadBytes: number;
+  readonly #worker: Worker;
+  /** Settles when the thread stops, with its read error or with why it stopped. */
+  readonly #stopped: Promise<Error>;
+  #gone = false;
+  /** Bytes of the last chunk handed over, given back to the ring at the next `next()`. */
+  #lent = 0;
+
+  /** `ringBytes` is rounded up to a power of two, and to at least twice `maxChunkBytes`. */
+  constructor(fd: number, options: { maxChunkBytes: number; ringBytes?: number }) {
+    this.#maxChunkBytes = options.maxChunkBytes;
+    const ringBytes = 2 ** Math.ceil(Math.log2(Math.max(options.ringBytes ?? 0, 2 * options.maxChunkBytes, 4096)));
+    this.#minReadBytes = Math.min(MIN_READ_BYTES, ringBytes / 4);
+    const ringMemory = new SharedArrayBuffer(ringBytes);
+    const stateMemory = new SharedArrayBuffer(STATE_SLOTS * Int32Array.BYTES_PER_ELEMENT);
+    this.#ring = Buffer.from(ringMemory);
+    this.#state = new Int32Array(stateMemory);
+    const source = `(${readIntoRing.toString()})(require, ${fd}, ...require("node:worker_threads").workerData, ${this.#minReadBytes})`;
+    // stdout and stderr of its own: sharing ours would make descriptor 1 non-blocking.
+    this.#worker = new Worker(source, { eval: true, workerData: [ringMemory, stateMemory], stdout: true, stderr: true });
+    this.#stopped = new Promise<Error>((resolve) => {
+      // A read error comes as a message, which Node delivers before the thread's exit.
+      this.#worker.once("message", (error: NodeJS.ErrnoException) => resolve(Object.assign(new Error(error.message), error)));
+      this.#worker.once("error", resolve);
+      this.#worker.once("exit", (code) => resolve(new Error(`the reading thread stopped with code ${code}`)));
+    }).finally(() => (this.#gone = true));
+  }
+
+  [Symbol.asyncIterator](): this {
+    return this;
+  }
+
+  async next(): Promise<IteratorResult<Buffer>> {
+    const state = this.#state;
+    this.#giveBack();
+    for (;;) {
+      const consumed = Atomics.load(state, CONSUMED);
+      const written = Atomics.load(state, WRITTEN);
+      const available = (written - consumed) & COUNT_MASK;
+      if (available > 0) {
+        const at = consumed & (this.#ring.length - 1);
+        const length = Math.min(available, this.#ring.length - at, this.#maxChunkBytes);
+        this.#lent = length;
+        return { value: this.#ring.subarray(at, at + length), done: false };
+      }
+      const status = Atomics.load(state, STATUS);
+      if (status !== READING) {
+        // The last bytes are counted before the status is set: look once more.
+        if (Atomics.load(state, WRITTEN) !== written) continue;
+        if (status === ENDED) return { value: undefined, done: true };
+        throw await this.#stopped;
+      }
+      if (this.#gone) throw await this.#stopped;
+      Atomics.store(state, CONSUMER_WAITING, 1);
+      if (Atomics.load(state, WRITTEN) === written && Atomics.load(state, STATUS) === READING) {
+        const wait = Atomics.waitAsync(state, WRITTEN, written);
+        if (wait.async) await Promise.race([wait.value, this.#stopped]);
+      }
+      Atomics.store(state, CONSUMER_WAITING, 0);
+    }
+  }
+
+  /** Stops early: the thread is let go, and ends at its next read. */
+  async return(): Promise<IteratorResult<Buffer>> {
+    this.#worker.unref();
+    await this.#worker.terminate();
+    return { value: undefined, done: true };
+  }
+
+  #giveBack(): void {
+    if (this.#lent === 0) return;
+    const state = this.#state;
+    const consumed = (Atomics.load(state, CONSUMED) + this.#lent) & COUNT_MASK;
+    this.#lent = 0;
+    Atomics.store(state, CONSUMED, consumed);
+    if (Atomics.load(state, READER_WAITING) !== 1) return;
+    const free = this.#ring.length - ((Atomics.load(state, WRITTEN) - consumed) & COUNT_MASK);
+    if (free >= this.#minReadBytes) Atomics.notify(state, CONSUMED);
+  }
+}

@@ -1,0 +1,151 @@
+import { spawn, execFileSync } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { closeSync, mkdtempSync, openSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ReadAhead } from "../../src/stream/read-ahead.js";
+import { readSources } from "../../src/stream/read-sources.js";
+import { ReaderThread } from "../../src/stream/reader-thread.js";
+
+let dir: string;
+
+beforeAll(() => {
+  dir = mkdtempSync(join(tmpdir(), "tbucket-reading-"));
+});
+
+afterAll(() => {
+  rmSync(dir, { recursive: true, force: true });
+});
+
+function file(name: string, content: Buffer): string {
+  const path = join(dir, name);
+  writeFileSync(path, content);
+  return path;
+}
+
+/** Copies every chunk at once: a chunk is a view that the reader reuses after the next `next()`. */
+async function collect(chunks: AsyncIterable<Buffer>, maxChunkBytes = Infinity): Promise<Buffer> {
+  const copies: Buffer[] = [];
+  for await (const chunk of chunks) {
+    expect(chunk.length).toBeGreaterThan(0);
+    expect(chunk.length).toBeLessThanOrEqual(maxChunkBytes);
+    copies.push(Buffer.from(chunk));
+  }
+  return Buffer.concat(copies);
+}
+
+/** A named pipe that a child process fills with `content` in pieces, pausing between them. */
+function slowFifo(name: string, content: Buffer, pieces: number, pauseMs: number): { path: string; done: Promise<unknown> } {
+  const path = join(dir, name);
+  execFileSync("mkfifo", [path]);
+  const source = file(`${name}.source`, content);
+  const script = `
+    const fs = require("node:fs");
+    const [source, fifo, pieces, pauseMs] = process.argv.slice(1);
+    const data = fs.readFileSync(source);
+    const out = fs.openSync(fifo, "w");
+    const size = Math.ceil(data.length / Number(pieces));
+    let at = 0;
+    const step = () => {
+      if (at >= data.length) return fs.closeSync(out);
+      fs.writeSync(out, data.subarray(at, at + size));
+      at += size;
+      setTimeout(step, Number(pauseMs));
+    };
+    step();`;
+  const child = spawn(process.execPath, ["-e", script, source, path, String(pieces), String(pauseMs)], { stdio: "inherit" });
+  return { path, done: new Promise((resolve) => child.on("close", resolve)) };
+}
+
+describe("ReaderThread", () => {
+  it("hands over a file byte for byte, in chunks of at most maxChunkBytes, round and round a small ring", async () => {
+    const input = randomBytes(1_000_003);
+    const fd = openSync(file("ring.bin", input), "r");
+    try {
+      // A 4 KiB ring: the input wraps it about 250 times.
+      expect((await collect(new ReaderThread(fd, { maxChunkBytes: 1000, ringBytes: 4096 }), 1000)).equals(input)).toBe(true);
+    } finally {
+      closeSync(fd);
+    }
+  });
+
+  it("waits for a pipe that delivers slowly, and loses nothing", async () => {
+    const input = randomBytes(200_000);
+    const fifo = slowFifo("slow.fifo", input, 8, 30);
+    const fd = openSync(fifo.path, "r");
+    try {
+      expect((await collect(new ReaderThread(fd, { maxChunkBytes: 64 * 1024 }), 64 * 1024)).equals(input)).toBe(true);
+    } finally {
+      closeSync(fd);
+      await fifo.done;
+    }
+  });
+
+  it("ends at once on empty input", async () => {
+    const fd = openSync(file("empty.bin", Buffer.alloc(0)), "r");
+    try {
+      expect(await new ReaderThread(fd, { maxChunkBytes: 1024 }).next()).toEqual({ value: undefined, done: true });
+    } finally {
+      closeSync(fd);
+    }
+  });
+
+  it("rejects with the read's own error", async () => {
+    const fd = openSync(dir, "r");
+    try {
+      await expect(new ReaderThread(fd, { maxChunkBytes: 1024 }).next()).rejects.toMatchObject({ code: "EISDIR", syscall: "read" });
+    } finally {
+      closeSync(fd);
+    }
+  });
+});
+
+describe("ReadAhead stopping at stopAfterBytes, then a ReaderThread going on", () => {
+  it("stops after the bytes asked for, without reaching the end, and the thread reads the rest", async () => {
+    const input = randomBytes(500_000);
+    const fd = openSync(file("handover.bin", input), "r");
+    try {
+      const readAhead = new ReadAhead(fd, 64 * 1024, { stopAfterBytes: 100_000 });
+      const first = await collect(readAhead);
+      expect(readAhead.reachedEnd).toBe(false);
+      // Reads are whole buffers, so it stops at the first read that reaches the mark.
+      expect(first.length).toBeGreaterThanOrEqual(100_000);
+      expect(first.length).toBeLessThan(100_000 + 64 * 1024);
+      const rest = await collect(new ReaderThread(fd, { maxChunkBytes: 64 * 1024 }));
+      expect(Buffer.concat([first, rest]).equals(input)).toBe(true);
+    } finally {
+      closeSync(fd);
+    }
+  });
+
+  it("reports reaching the end when the input is shorter than stopAfterBytes", async () => {
+    const input = randomBytes(10_000);
+    const fd = openSync(file("short.bin", input), "r");
+    try {
+      const readAhead = new ReadAhead(fd, 64 * 1024, { stopAfterBytes: 100_000 });
+      expect((await collect(readAhead)).equals(input)).toBe(true);
+      expect(readAhead.reachedEnd).toBe(true);
+    } finally {
+      closeSync(fd);
+    }
+  });
+
+  it("readSources switches to the thread part-way through each long source, files and a slow pipe alike", async () => {
+    const first = randomBytes(300_000);
+    const second = randomBytes(70_000);
+    const piped = randomBytes(400_000);
+    const fifo = slowFifo("sources.fifo", piped, 10, 20);
+    const errors: string[] = [];
+    const output = await collect(
+      readSources([file("first.bin", first), file("second.bin", second), fifo.path], {
+        readAheadBytes: 64 * 1024,
+        threadAfterBytes: 50_000,
+        onError: (name, error) => errors.push(`${name}: ${error.code}`),
+      }),
+    );
+    await fifo.done;
+    expect(errors).toEqual([]);
+    expect(output.equals(Buffer.concat([first, second, piped]))).toBe(true);
+  });
+});
