@@ -189,8 +189,8 @@ describe("tbucket pipe: endings", () => {
     });
     child.stdin.on("error", () => {});
     child.stdin.write(Buffer.alloc(1024 * 1024));
-    const [code, signal] = await new Promise((resolve) => child.on("close", (...ended) => resolve(ended)));
-    expect({ code, signal }).toEqual({ code: null, signal: "SIGINT" });
+    const ended = await new Promise((resolve) => child.on("close", (code, signal) => resolve({ code, signal })));
+    expect(ended).toEqual({ code: null, signal: "SIGINT" });
     const stats = JSON.parse(stderr);
     expect(stats.bytes).toBeGreaterThan(0);
     expect(stats.bytes).toBeLessThan(1024 * 1024);
