@@ -1,8 +1,10 @@
 #!/usr/bin/env node
-// Bundles the CLI for bin/tbucket: one ESM entry with the command parser and
-// commander inlined, and each command's working code in a chunk of its own that
-// loads only when that command runs. One file to load instead of dozens of
-// modules makes start-up about 20 ms faster. The native and network clients
+// Bundles the CLI for bin/tbucket into one CommonJS file, dist/cli.cjs, with
+// commander and ora inlined. Each command's working code is wrapped so that it
+// runs only when that command is imported, and V8 compiles a function only when
+// it is first called, so the unused code costs a quick scan. One CommonJS file
+// starts about 20 ms (of CPU) sooner than ESM chunks, which start the ESM loader,
+// and about 40 ms sooner than dozens of modules. The native and network clients
 // (better-sqlite3, ioredis) stay in node_modules, loaded only by a shared key.
 import { readFileSync, rmSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
@@ -11,20 +13,19 @@ import { build } from "esbuild";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const { version } = JSON.parse(readFileSync(join(root, "package.json"), "utf8"));
-const outdir = join(root, "dist", "cli-bundle");
+const outfile = join(root, "dist", "cli.cjs");
 
-rmSync(outdir, { recursive: true, force: true });
+rmSync(join(root, "dist", "cli-bundle"), { recursive: true, force: true });
 await build({
   entryPoints: [join(root, "src/cli/main.ts")],
-  outdir,
+  outfile,
   bundle: true,
-  splitting: true,
-  format: "esm",
+  format: "cjs",
   platform: "node",
   target: "node20",
   external: ["better-sqlite3", "ioredis"],
-  define: { TBUCKET_VERSION: JSON.stringify(version) },
-  // Bundled CommonJS dependencies (commander) call require; ESM has none of its own.
-  banner: { js: 'import { createRequire as __tbucketRequire } from "node:module"; const require = __tbucketRequire(import.meta.url);' },
+  define: { TBUCKET_VERSION: JSON.stringify(version), "import.meta.url": "__tbucket_import_meta_url" },
+  // CommonJS has no import.meta; the bundle's own URL stands in (only unbundled paths would use it).
+  banner: { js: 'var __tbucket_import_meta_url = require("node:url").pathToFileURL(__filename).href;' },
   logLevel: "warning",
 });

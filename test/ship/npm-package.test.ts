@@ -52,8 +52,8 @@ afterAll(() => {
 
 describe("npm pack", () => {
   it("packs the compiled library and CLI, the bin shim, README and LICENSE, nothing else", () => {
-    expect(packedFiles).toEqual(expect.arrayContaining(["package.json", "bin/tbucket", "dist/index.js", "dist/index.d.ts", "dist/cli/main.js", "README.md", "LICENSE"]));
-    const unexpected = packedFiles.filter((path) => !/^(dist\/.+\.(js|d\.ts)|bin\/tbucket|package\.json|README\.md|LICENSE)$/.test(path));
+    expect(packedFiles).toEqual(expect.arrayContaining(["package.json", "bin/tbucket", "bin/package.json", "dist/cli.cjs", "dist/index.js", "dist/index.d.ts", "dist/cli/main.js", "README.md", "LICENSE"]));
+    const unexpected = packedFiles.filter((path) => !/^(dist\/.+\.(js|d\.ts)|dist\/cli\.cjs|bin\/tbucket|bin\/package\.json|package\.json|README\.md|LICENSE)$/.test(path));
     expect(unexpected).toEqual([]);
     expect(packedFiles).not.toContain("dist/tbucket-linux-x64");
   });
