@@ -41,6 +41,8 @@ const DEFAULT_SLICE_MS = 10;
 const MAX_CATCH_UP_MS = 10;
 /** A pause longer than this between slices means we waited for input or the reader: no catching up. */
 const CONTINUITY_GAP_MS = 5;
+/** What one read from a pipe gives at most on Linux. */
+const PIPE_BUFFER_BYTES = 64 * 1024;
 
 /**
  * Throttle cuts chunks into slices and pays for each from a limiter before
@@ -85,12 +87,16 @@ export class Throttle {
    * holds half a slice, so that what is read meanwhile goes out in one write
    * instead of one sleep and one write per small read. Half, not whole: the
    * rest is then paid as of its due time, so a late timer costs no rate even
-   * when the slice is the whole burst.
+   * when the slice is the whole burst. A slice no larger than a pipe's buffer
+   * (64 KiB) needs no settling: one read already holds it, and settling would
+   * only add a sleep.
    */
   async settle(signal?: AbortSignal): Promise<void> {
     const { limiter } = this;
     if (limiter.rate === Infinity || !limiter.tokens) return;
-    const missing = this.#sliceTokens() / 2 - limiter.tokens();
+    const sliceTokens = this.#sliceTokens();
+    if (this.cost === "bytes" && sliceTokens <= PIPE_BUFFER_BYTES) return;
+    const missing = sliceTokens / 2 - limiter.tokens();
     if (missing > 0) await this.#clock.sleep((missing / limiter.rate) * 1000, signal);
   }
 

@@ -74,3 +74,25 @@ describe("Throttle pacing", () => {
     expect(throttle.stats).toMatchObject({ bytes: 7, records: 3 });
   });
 });
+
+describe("Throttle.settle", () => {
+  async function settleTakesMs(rate: number, burst: number): Promise<number> {
+    const clock = new FakeClock();
+    const bucket = new TokenBucket({ rate, burst, clock });
+    const throttle = new Throttle({ limiter: bucket, clock });
+    bucket.allowAt(0, burst); // empty the bucket
+    let settled = false;
+    void throttle.settle().then(() => (settled = true));
+    await clock.advance(0);
+    while (!settled) await clock.advance(1);
+    return clock.now();
+  }
+
+  it("waits for half a slice of tokens where a slice is more than one pipe read (100 MiB/s: 5 ms)", async () => {
+    expect(await settleTakesMs(100 * 1024 * 1024, 10 * 1024 * 1024)).toBe(5);
+  });
+
+  it("does not wait where one pipe read already holds a slice (1 MiB/s), which would only add a wake-up", async () => {
+    expect(await settleTakesMs(1024 * 1024, 100 * 1024)).toBe(0);
+  });
+});
