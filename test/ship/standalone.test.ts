@@ -83,6 +83,14 @@ describe("the standalone executable, alone in an empty folder, with an empty env
     expect(result.stdout.equals(content)).toBe(true);
   });
 
+  it("a long input, read in a thread of its own after the first 32 MiB, gives identical bytes", async () => {
+    const { path, content } = dataFile("long.bin", 48 * 1024 * 1024 + 5);
+    const result = await runExe(["--rate", "inf"], { stdinFile: path });
+    expect(result.stderr).toBe("");
+    expect(result.code).toBe(0);
+    expect(result.stdout.equals(content)).toBe(true);
+  });
+
   it("a throttled pipe keeps the bytes and the rate (timers work inside the executable)", async () => {
     const { path, content } = dataFile("throttled.bin", 300 * 1024);
     const result = await runExe(["--rate", "1mb", "--burst", "64k", path]);
