@@ -14,6 +14,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const TBUCKET = fileURLToPath(new URL("../bin/tbucket", import.meta.url));
+const NODE_FLOOR = fileURLToPath(new URL("./node-floor.mjs", import.meta.url));
 const quick = process.argv.includes("--quick");
 const onlyIndex = process.argv.indexOf("--only");
 const onlyMiBps = onlyIndex > 0 ? Number(process.argv[onlyIndex + 1]) : undefined;
@@ -121,7 +122,9 @@ async function rateTable() {
   console.log("| rate | input | tool | steady rate vs target | ahead of b + r·t | worst window over b + r·T | longest gap | CPU user+sys | peak RSS |");
   console.log("|---|---|---|---|---|---|---|---|---|");
   for (const [rate, size] of selected) {
-    for (const tool of tools(rate)) {
+    // The CPU floor of a Node.js pacer that writes in 10 ms steps, for reference: see node-floor.mjs.
+    const floor = { name: "(node floor: read, write, sleep 10 ms)", argv: [process.execPath, NODE_FLOOR, String(rate)], burst: 0 };
+    for (const tool of [...tools(rate), floor]) {
       const result = await measure(`head -c ${size} /dev/zero`, tool);
       const first = result.times[0];
       const last = result.times.at(-1);

@@ -14,16 +14,16 @@ import { read } from "node:fs";
  * next (the CLI writes synchronously): a full buffer is then read into again,
  * so a long copy allocates nothing.
  *
- * With `stopAfterBytes`, reading stops once that much has been read, and the
- * iteration ends when all of it has been handed over; `reachedEnd` then tells
- * whether the input ended too, or another reader should go on from there.
+ * `stop()` ends reading early: the iteration ends once what has been read is
+ * handed over, and `reachedEnd` tells whether the input ended too, or another
+ * reader should go on from there.
  */
 export class ReadAhead implements AsyncIterableIterator<Buffer> {
   readonly #fd: number;
   readonly #bufferBytes: number;
-  readonly #stopAfterBytes: number;
   #buffer: Buffer;
-  #totalRead = 0;
+  #bytesRead = 0;
+  #stopping = false;
   /** Handed over up to here. */
   #taken = 0;
   /** Read up to here. */
@@ -36,10 +36,9 @@ export class ReadAhead implements AsyncIterableIterator<Buffer> {
   #error: unknown;
   #wake: (() => void) | undefined;
 
-  constructor(fd: number, bufferBytes: number, options: { stopAfterBytes?: number } = {}) {
+  constructor(fd: number, bufferBytes: number) {
     this.#fd = fd;
     this.#bufferBytes = bufferBytes;
-    this.#stopAfterBytes = options.stopAfterBytes ?? Infinity;
     this.#buffer = Buffer.allocUnsafeSlow(bufferBytes);
     this.#readMore();
   }
@@ -48,9 +47,21 @@ export class ReadAhead implements AsyncIterableIterator<Buffer> {
     return this;
   }
 
-  /** Whether the input ended (rather than reading stopping at `stopAfterBytes`). */
+  /** Whether the input ended (rather than reading being stopped). */
   get reachedEnd(): boolean {
     return this.#ended;
+  }
+
+  /** How much has been read so far. */
+  get bytesRead(): number {
+    return this.#bytesRead;
+  }
+
+  /** Reads nothing more after the read under way. */
+  stop(): void {
+    this.#stopping = true;
+    this.#wake?.();
+    this.#wake = undefined;
   }
 
   async next(): Promise<IteratorResult<Buffer>> {
@@ -70,9 +81,9 @@ export class ReadAhead implements AsyncIterableIterator<Buffer> {
     }
   }
 
-  /** Reading stopped at `stopAfterBytes`, with no read under way. */
+  /** Reading was stopped and no read is under way. */
   #stopped(): boolean {
-    return !this.#reading && this.#totalRead >= this.#stopAfterBytes;
+    return this.#stopping && !this.#reading;
   }
 
   #readMore(): void {
@@ -93,7 +104,7 @@ export class ReadAhead implements AsyncIterableIterator<Buffer> {
       else if (bytesRead === 0) this.#ended = true;
       else {
         this.#filled += bytesRead;
-        this.#totalRead += bytesRead;
+        this.#bytesRead += bytesRead;
       }
       const wake = this.#wake;
       this.#wake = undefined;

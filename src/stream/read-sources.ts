@@ -13,15 +13,18 @@ export interface ReadSourcesOptions {
   onError(name: string, error: NodeJS.ErrnoException): void;
   /** Standard input as a Node stream, asked for only if read(2) cannot be used on it. */
   stdinStream?: () => AsyncIterable<Buffer>;
-  /** After this many bytes of one source, go on reading it in a thread of its own (see ReaderThread). */
+  /** A pipe that gives this many bytes within a second goes on being read in a thread of its own (see ReaderThread). */
   threadAfterBytes?: number;
 }
 
 /**
- * Where a thread of its own starts to pay: reading through the thread pool
- * costs about 2.4 s of CPU a GiB from a pipe, and starting the thread about 0.1 s.
+ * Where a thread of its own pays: reading a pipe through the thread pool costs
+ * about 2.4 s of CPU a GiB, and starting the thread about 0.1 s, which also
+ * takes a core from the pacer for a moment. A pipe that gives 32 MiB within a
+ * second is worth it; a slower one keeps the thread pool.
  */
 export const DEFAULT_THREAD_AFTER_BYTES = 32 * 1024 * 1024;
+const THREAD_WINDOW_MS = 1000;
 
 /** `-` is standard input, as for cat. */
 export const STDIN_NAME = "-";
@@ -61,13 +64,39 @@ async function* readStdin(options: ReadSourcesOptions): AsyncGenerator<Buffer> {
   }
 }
 
-/** Reads through the thread pool first; a source that goes on long enough, in a thread of its own. */
+/**
+ * Reads through the thread pool; a fast pipe (or any fast source that is not
+ * a regular file: their reads are small) is read on by a thread of its own. The thread boots while the thread pool reads on, so the switch
+ * leaves no gap. A regular file is read a whole buffer at a time: no thread pays there.
+ */
 async function* readDescriptor(fd: number, options: ReadSourcesOptions): AsyncGenerator<Buffer> {
-  const stopAfterBytes = options.threadAfterBytes ?? DEFAULT_THREAD_AFTER_BYTES;
-  const readAhead = new ReadAhead(fd, options.readAheadBytes, { stopAfterBytes });
-  yield* readAhead;
-  if (readAhead.reachedEnd) return;
-  yield* new ReaderThread(fd, { maxChunkBytes: options.readAheadBytes, ringBytes: 4 * 1024 * 1024 });
+  const threadAfterBytes = isRegularFile(fd) ? Infinity : (options.threadAfterBytes ?? DEFAULT_THREAD_AFTER_BYTES);
+  const readAhead = new ReadAhead(fd, options.readAheadBytes);
+  let thread: ReaderThread | undefined;
+  let window = { startMs: performance.now(), startBytes: 0 };
+  try {
+    for (;;) {
+      const { value, done } = await readAhead.next();
+      if (done) break;
+      yield value;
+      if (thread !== undefined || readAhead.bytesRead - window.startBytes < threadAfterBytes) continue;
+      if (performance.now() - window.startMs > THREAD_WINDOW_MS) window = { startMs: performance.now(), startBytes: readAhead.bytesRead };
+      else {
+        thread = new ReaderThread(fd, { maxChunkBytes: options.readAheadBytes });
+        const stopReadAhead = () => readAhead.stop();
+        thread.ready.then(stopReadAhead, stopReadAhead);
+      }
+    }
+    if (readAhead.reachedEnd || thread === undefined) return;
+    yield* thread;
+  } finally {
+    // The input ended before the thread took over.
+    if (thread !== undefined && !thread.started) await thread.return();
+  }
+}
+
+function isRegularFile(fd: number): boolean {
+  return safeFstat(fd)?.isFile() ?? false;
 }
 
 /** The total size of the named sources when all are regular files; undefined otherwise. */

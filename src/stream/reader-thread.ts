@@ -9,7 +9,8 @@ const CONSUMED = 1;
 const STATUS = 2;
 const READER_WAITING = 3;
 const CONSUMER_WAITING = 4;
-const STATE_SLOTS = 5;
+const GO = 5;
+const STATE_SLOTS = 6;
 
 const READING = 0;
 const ENDED = 1;
@@ -34,7 +35,7 @@ function readIntoRing(
 ): void {
   const { readSync } = load("node:fs") as typeof import("node:fs");
   const { parentPort } = load("node:worker_threads") as typeof import("node:worker_threads");
-  const [written_, consumed_, status_, readerWaiting_, consumerWaiting_] = [0, 1, 2, 3, 4];
+  const [written_, consumed_, status_, readerWaiting_, consumerWaiting_, go_] = [0, 1, 2, 3, 4, 5];
   const mask = 2 ** 30 - 1;
   const ring = Buffer.from(ringMemory);
   const state = new Int32Array(stateMemory);
@@ -43,6 +44,7 @@ function readIntoRing(
     Atomics.store(state, status_, status);
     Atomics.notify(state, written_);
   };
+  while (Atomics.load(state, go_) === 0) Atomics.wait(state, go_, 0);
   for (;;) {
     const written = Atomics.load(state, written_);
     let consumed = Atomics.load(state, consumed_);
@@ -82,7 +84,9 @@ function readIntoRing(
  * like `cat`'s loop, and the threads meet only when one must wait for the other.
  *
  * Starting a thread costs about 0.1 s of CPU, so this pays only for a long,
- * fast stream: `readSources` switches to it after the first tens of MiB.
+ * fast stream: `readSources` starts one after the first tens of MiB of a
+ * pipe, keeps reading in the thread pool until the thread is `ready`, and
+ * then lets it `start` where the thread pool stopped.
  *
  * The contract is ReadAhead's: a chunk handed over is a view of the ring, at
  * most `maxChunkBytes`, and the consumer must be done with it when it asks
@@ -97,13 +101,17 @@ export class ReaderThread implements AsyncIterableIterator<Buffer> {
   /** Settles when the thread stops, with its read error or with why it stopped. */
   readonly #stopped: Promise<Error>;
   #gone = false;
+  #started = false;
+  /** Resolves when the thread runs, waiting for `start()`. */
+  readonly ready: Promise<void>;
   /** Bytes of the last chunk handed over, given back to the ring at the next `next()`. */
   #lent = 0;
 
-  /** `ringBytes` is rounded up to a power of two, and to at least twice `maxChunkBytes`. */
+  /** `ringBytes` (by default four chunks) is rounded up to a power of two, and to at least two chunks. */
   constructor(fd: number, options: { maxChunkBytes: number; ringBytes?: number }) {
     this.#maxChunkBytes = options.maxChunkBytes;
-    const ringBytes = 2 ** Math.ceil(Math.log2(Math.max(options.ringBytes ?? 0, 2 * options.maxChunkBytes, 4096)));
+    const wanted = options.ringBytes ?? 4 * options.maxChunkBytes;
+    const ringBytes = 2 ** Math.ceil(Math.log2(Math.max(wanted, 2 * options.maxChunkBytes, 4096)));
     this.#minReadBytes = Math.min(MIN_READ_BYTES, ringBytes / 4);
     const ringMemory = new SharedArrayBuffer(ringBytes);
     const stateMemory = new SharedArrayBuffer(STATE_SLOTS * Int32Array.BYTES_PER_ELEMENT);
@@ -118,6 +126,23 @@ export class ReaderThread implements AsyncIterableIterator<Buffer> {
       this.#worker.once("error", resolve);
       this.#worker.once("exit", (code) => resolve(new Error(`the reading thread stopped with code ${code}`)));
     }).finally(() => (this.#gone = true));
+    this.ready = new Promise((resolve, reject) => {
+      this.#worker.once("online", resolve);
+      void this.#stopped.then(reject);
+    });
+    this.ready.catch(() => {});
+  }
+
+  /** Whether `start()` was called. */
+  get started(): boolean {
+    return this.#started;
+  }
+
+  /** Lets the thread read; nothing is read before. */
+  start(): void {
+    this.#started = true;
+    Atomics.store(this.#state, GO, 1);
+    Atomics.notify(this.#state, GO);
   }
 
   [Symbol.asyncIterator](): this {
@@ -125,6 +150,7 @@ export class ReaderThread implements AsyncIterableIterator<Buffer> {
   }
 
   async next(): Promise<IteratorResult<Buffer>> {
+    if (!this.#started) this.start();
     const state = this.#state;
     this.#giveBack();
     for (;;) {

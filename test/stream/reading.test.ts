@@ -101,29 +101,35 @@ describe("ReaderThread", () => {
   });
 });
 
-describe("ReadAhead stopping at stopAfterBytes, then a ReaderThread going on", () => {
-  it("stops after the bytes asked for, without reaching the end, and the thread reads the rest", async () => {
+describe("ReadAhead stopped part-way, then a ReaderThread going on", () => {
+  it("hands over what it read before stop(), without reaching the end, and the thread reads the rest", async () => {
     const input = randomBytes(500_000);
     const fd = openSync(file("handover.bin", input), "r");
     try {
-      const readAhead = new ReadAhead(fd, 64 * 1024, { stopAfterBytes: 100_000 });
-      const first = await collect(readAhead);
+      const readAhead = new ReadAhead(fd, 64 * 1024);
+      const thread = new ReaderThread(fd, { maxChunkBytes: 64 * 1024 });
+      await thread.ready;
+      const first: Buffer[] = [];
+      for await (const chunk of readAhead) {
+        first.push(Buffer.from(chunk));
+        if (readAhead.bytesRead >= 100_000) readAhead.stop();
+      }
       expect(readAhead.reachedEnd).toBe(false);
-      // Reads are whole buffers, so it stops at the first read that reaches the mark.
-      expect(first.length).toBeGreaterThanOrEqual(100_000);
-      expect(first.length).toBeLessThan(100_000 + 64 * 1024);
-      const rest = await collect(new ReaderThread(fd, { maxChunkBytes: 64 * 1024 }));
-      expect(Buffer.concat([first, rest]).equals(input)).toBe(true);
+      const before = Buffer.concat(first);
+      expect(before.length).toBeGreaterThanOrEqual(100_000);
+      expect(before.length).toBeLessThan(input.length);
+      const rest = await collect(thread);
+      expect(Buffer.concat([before, rest]).equals(input)).toBe(true);
     } finally {
       closeSync(fd);
     }
   });
 
-  it("reports reaching the end when the input is shorter than stopAfterBytes", async () => {
+  it("reports reaching the end when the input ends first", async () => {
     const input = randomBytes(10_000);
     const fd = openSync(file("short.bin", input), "r");
     try {
-      const readAhead = new ReadAhead(fd, 64 * 1024, { stopAfterBytes: 100_000 });
+      const readAhead = new ReadAhead(fd, 64 * 1024);
       expect((await collect(readAhead)).equals(input)).toBe(true);
       expect(readAhead.reachedEnd).toBe(true);
     } finally {
@@ -131,14 +137,14 @@ describe("ReadAhead stopping at stopAfterBytes, then a ReaderThread going on", (
     }
   });
 
-  it("readSources switches to the thread part-way through each long source, files and a slow pipe alike", async () => {
+  it("readSources hands a long pipe over to the thread part-way, losing nothing, between files read as usual", async () => {
     const first = randomBytes(300_000);
-    const second = randomBytes(70_000);
     const piped = randomBytes(400_000);
+    const last = randomBytes(70_000);
     const fifo = slowFifo("sources.fifo", piped, 10, 20);
     const errors: string[] = [];
     const output = await collect(
-      readSources([file("first.bin", first), file("second.bin", second), fifo.path], {
+      readSources([file("first.bin", first), fifo.path, file("last.bin", last)], {
         readAheadBytes: 64 * 1024,
         threadAfterBytes: 50_000,
         onError: (name, error) => errors.push(`${name}: ${error.code}`),
@@ -146,6 +152,14 @@ describe("ReadAhead stopping at stopAfterBytes, then a ReaderThread going on", (
     );
     await fifo.done;
     expect(errors).toEqual([]);
-    expect(output.equals(Buffer.concat([first, second, piped]))).toBe(true);
+    expect(output.equals(Buffer.concat([first, piped, last]))).toBe(true);
+  });
+
+  it("readSources ends cleanly when a pipe ends before its thread is up", async () => {
+    const piped = randomBytes(60_000);
+    const fifo = slowFifo("short.fifo", piped, 1, 0);
+    const output = await collect(readSources([fifo.path], { readAheadBytes: 64 * 1024, threadAfterBytes: 1, onError: () => {} }));
+    await fifo.done;
+    expect(output.equals(piped)).toBe(true);
   });
 });
