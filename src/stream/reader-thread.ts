@@ -187,10 +187,13 @@ export class ReaderThread implements AsyncIterableIterator<Buffer> {
     }
   }
 
-  /** Stops early: the thread is let go, and ends at its next read. */
+  /**
+   * Stops early. The thread is let go, not waited for: one blocked in read(2)
+   * ends only when that read returns, and must not hold up the caller.
+   */
   async return(): Promise<IteratorResult<Buffer>> {
     this.#worker.unref();
-    await this.#worker.terminate();
+    void this.#worker.terminate();
     return { value: undefined, done: true };
   }
 

@@ -82,6 +82,23 @@ describe("ReaderThread", () => {
     }
   });
 
+  it("lets go at once when the consumer stops early, even while a read waits for input", async () => {
+    const fifo = slowFifo("waiting.fifo", randomBytes(2000), 2, 1500);
+    const fd = openSync(fifo.path, "r");
+    try {
+      const thread = new ReaderThread(fd, { maxChunkBytes: 4096 });
+      expect((await thread.next()).value?.length).toBe(1000);
+      const startedMs = performance.now();
+      // The thread now waits in read(2) for the second piece, 1.5 s away.
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      expect(await thread.return()).toEqual({ value: undefined, done: true });
+      expect(performance.now() - startedMs).toBeLessThan(1000);
+    } finally {
+      await fifo.done;
+      closeSync(fd);
+    }
+  });
+
   it("ends at once on empty input", async () => {
     const fd = openSync(file("empty.bin", Buffer.alloc(0)), "r");
     try {
