@@ -1,33 +1,31 @@
 import { Worker } from "node:worker_threads";
 
 /**
- * Slots of the shared state. Byte counts are kept modulo 2^30, so the
- * difference of two is exact while the ring holds less than that.
+ * How the two threads share their state: slots of an Int32Array. Byte counts
+ * are kept modulo 2^30, so the difference of two is exact while the ring holds less.
  */
-const WRITTEN = 0;
-const CONSUMED = 1;
-const STATUS = 2;
-const READER_WAITING = 3;
-const CONSUMER_WAITING = 4;
-const GO = 5;
-const STATE_SLOTS = 6;
+const LAYOUT = {
+  slot: { written: 0, consumed: 1, status: 2, readerWaiting: 3, consumerWaiting: 4, go: 5 },
+  slots: 6,
+  status: { reading: 0, ended: 1, failed: 2 },
+  countMask: 2 ** 30 - 1,
+} as const;
+type Layout = typeof LAYOUT;
+const { slot: SLOT, status: STATUS, countMask: COUNT_MASK } = LAYOUT;
 
-const READING = 0;
-const ENDED = 1;
-const FAILED = 2;
-
-const COUNT_MASK = 2 ** 30 - 1;
 /** The reader waits for at least this much room (or a quarter of the ring) before reading again. */
 const MIN_READ_BYTES = 64 * 1024;
 
 /**
- * Runs in the thread, from its source text: it may use only its arguments
- * (`load` is the thread's `require`, passed in so that bundlers leave it alone). Blocking reads land in the ring one after another; the thread
- * sleeps on the state while the ring is full and wakes the consumer only when
- * it is waiting, so a steady copy costs one read(2) a pipe-full and nothing more.
+ * Runs in the thread, from its source text, so it may use only its arguments
+ * (`load` is the thread's `require`, passed in so that bundlers leave it
+ * alone). Blocking reads land in the ring one after another; the thread waits
+ * on the state while the ring is full and wakes the consumer only when that
+ * one waits, so a steady copy costs one read(2) a pipe-full and nothing more.
  */
 function readIntoRing(
   load: NodeJS.Require,
+  layout: Layout,
   fd: number,
   ringMemory: SharedArrayBuffer,
   stateMemory: SharedArrayBuffer,
@@ -35,43 +33,42 @@ function readIntoRing(
 ): void {
   const { readSync } = load("node:fs") as typeof import("node:fs");
   const { parentPort } = load("node:worker_threads") as typeof import("node:worker_threads");
-  const [written_, consumed_, status_, readerWaiting_, consumerWaiting_, go_] = [0, 1, 2, 3, 4, 5];
-  const mask = 2 ** 30 - 1;
+  const { slot, status, countMask } = layout;
   const ring = Buffer.from(ringMemory);
   const state = new Int32Array(stateMemory);
   const capacity = ring.length;
-  const finish = (status: number) => {
-    Atomics.store(state, status_, status);
-    Atomics.notify(state, written_);
+  const finish = (value: number) => {
+    Atomics.store(state, slot.status, value);
+    Atomics.notify(state, slot.written);
   };
-  while (Atomics.load(state, go_) === 0) Atomics.wait(state, go_, 0);
+  while (Atomics.load(state, slot.go) === 0) Atomics.wait(state, slot.go, 0);
   for (;;) {
-    const written = Atomics.load(state, written_);
-    let consumed = Atomics.load(state, consumed_);
-    if (capacity - ((written - consumed) & mask) < minReadBytes) {
-      Atomics.store(state, readerWaiting_, 1);
-      consumed = Atomics.load(state, consumed_);
-      if (capacity - ((written - consumed) & mask) < minReadBytes) Atomics.wait(state, consumed_, consumed);
-      Atomics.store(state, readerWaiting_, 0);
+    const written = Atomics.load(state, slot.written);
+    let consumed = Atomics.load(state, slot.consumed);
+    if (capacity - ((written - consumed) & countMask) < minReadBytes) {
+      Atomics.store(state, slot.readerWaiting, 1);
+      consumed = Atomics.load(state, slot.consumed);
+      if (capacity - ((written - consumed) & countMask) < minReadBytes) Atomics.wait(state, slot.consumed, consumed);
+      Atomics.store(state, slot.readerWaiting, 0);
       continue;
     }
     const at = written & (capacity - 1);
-    const room = Math.min(capacity - ((written - consumed) & mask), capacity - at);
+    const room = Math.min(capacity - ((written - consumed) & countMask), capacity - at);
     let bytesRead: number;
     try {
       bytesRead = readSync(fd, ring, at, room, null);
     } catch (error) {
       const { code, errno, syscall, message } = error as NodeJS.ErrnoException;
       parentPort!.postMessage({ code, errno, syscall, message });
-      finish(2);
+      finish(status.failed);
       return;
     }
     if (bytesRead === 0) {
-      finish(1);
+      finish(status.ended);
       return;
     }
-    Atomics.store(state, written_, (written + bytesRead) & mask);
-    if (Atomics.load(state, consumerWaiting_) === 1) Atomics.notify(state, written_);
+    Atomics.store(state, slot.written, (written + bytesRead) & countMask);
+    if (Atomics.load(state, slot.consumerWaiting) === 1) Atomics.notify(state, slot.written);
   }
 }
 
@@ -83,10 +80,10 @@ function readIntoRing(
  * hops a second, which cost more CPU than the copying. Here the copy runs
  * like `cat`'s loop, and the threads meet only when one must wait for the other.
  *
- * Starting a thread costs about 0.1 s of CPU, so this pays only for a long,
- * fast stream: `readSources` starts one after the first tens of MiB of a
- * pipe, keeps reading in the thread pool until the thread is `ready`, and
- * then lets it `start` where the thread pool stopped.
+ * Starting a thread costs about 0.1 s of CPU, so this pays only for a fast
+ * stream: `readSources` starts one for a pipe that gives 32 MiB within a
+ * second, reads on in the thread pool until the thread is `ready`, and then
+ * lets it `start` where the thread pool stopped.
  *
  * The contract is ReadAhead's: a chunk handed over is a view of the ring, at
  * most `maxChunkBytes`, and the consumer must be done with it when it asks
@@ -114,10 +111,10 @@ export class ReaderThread implements AsyncIterableIterator<Buffer> {
     const ringBytes = 2 ** Math.ceil(Math.log2(Math.max(wanted, 2 * options.maxChunkBytes, 4096)));
     this.#minReadBytes = Math.min(MIN_READ_BYTES, ringBytes / 4);
     const ringMemory = new SharedArrayBuffer(ringBytes);
-    const stateMemory = new SharedArrayBuffer(STATE_SLOTS * Int32Array.BYTES_PER_ELEMENT);
+    const stateMemory = new SharedArrayBuffer(LAYOUT.slots * Int32Array.BYTES_PER_ELEMENT);
     this.#ring = Buffer.from(ringMemory);
     this.#state = new Int32Array(stateMemory);
-    const source = `(${readIntoRing.toString()})(require, ${fd}, ...require("node:worker_threads").workerData, ${this.#minReadBytes})`;
+    const source = `(${readIntoRing.toString()})(require, ${JSON.stringify(LAYOUT)}, ${fd}, ...require("node:worker_threads").workerData, ${this.#minReadBytes})`;
     this.#worker = new Worker(source, {
       eval: true,
       workerData: [ringMemory, stateMemory],
@@ -148,8 +145,8 @@ export class ReaderThread implements AsyncIterableIterator<Buffer> {
   /** Lets the thread read; nothing is read before. */
   start(): void {
     this.#started = true;
-    Atomics.store(this.#state, GO, 1);
-    Atomics.notify(this.#state, GO);
+    Atomics.store(this.#state, SLOT.go, 1);
+    Atomics.notify(this.#state, SLOT.go);
   }
 
   [Symbol.asyncIterator](): this {
@@ -161,8 +158,8 @@ export class ReaderThread implements AsyncIterableIterator<Buffer> {
     const state = this.#state;
     this.#giveBack();
     for (;;) {
-      const consumed = Atomics.load(state, CONSUMED);
-      const written = Atomics.load(state, WRITTEN);
+      const consumed = Atomics.load(state, SLOT.consumed);
+      const written = Atomics.load(state, SLOT.written);
       const available = (written - consumed) & COUNT_MASK;
       if (available > 0) {
         const at = consumed & (this.#ring.length - 1);
@@ -170,20 +167,20 @@ export class ReaderThread implements AsyncIterableIterator<Buffer> {
         this.#lent = length;
         return { value: this.#ring.subarray(at, at + length), done: false };
       }
-      const status = Atomics.load(state, STATUS);
-      if (status !== READING) {
+      const status = Atomics.load(state, SLOT.status);
+      if (status !== STATUS.reading) {
         // The last bytes are counted before the status is set: look once more.
-        if (Atomics.load(state, WRITTEN) !== written) continue;
-        if (status === ENDED) return { value: undefined, done: true };
+        if (Atomics.load(state, SLOT.written) !== written) continue;
+        if (status === STATUS.ended) return { value: undefined, done: true };
         throw await this.#stopped;
       }
       if (this.#gone) throw await this.#stopped;
-      Atomics.store(state, CONSUMER_WAITING, 1);
-      if (Atomics.load(state, WRITTEN) === written && Atomics.load(state, STATUS) === READING) {
-        const wait = Atomics.waitAsync(state, WRITTEN, written);
+      Atomics.store(state, SLOT.consumerWaiting, 1);
+      if (Atomics.load(state, SLOT.written) === written && Atomics.load(state, SLOT.status) === STATUS.reading) {
+        const wait = Atomics.waitAsync(state, SLOT.written, written);
         if (wait.async) await Promise.race([wait.value, this.#stopped]);
       }
-      Atomics.store(state, CONSUMER_WAITING, 0);
+      Atomics.store(state, SLOT.consumerWaiting, 0);
     }
   }
 
@@ -200,11 +197,11 @@ export class ReaderThread implements AsyncIterableIterator<Buffer> {
   #giveBack(): void {
     if (this.#lent === 0) return;
     const state = this.#state;
-    const consumed = (Atomics.load(state, CONSUMED) + this.#lent) & COUNT_MASK;
+    const consumed = (Atomics.load(state, SLOT.consumed) + this.#lent) & COUNT_MASK;
     this.#lent = 0;
-    Atomics.store(state, CONSUMED, consumed);
-    if (Atomics.load(state, READER_WAITING) !== 1) return;
-    const free = this.#ring.length - ((Atomics.load(state, WRITTEN) - consumed) & COUNT_MASK);
-    if (free >= this.#minReadBytes) Atomics.notify(state, CONSUMED);
+    Atomics.store(state, SLOT.consumed, consumed);
+    if (Atomics.load(state, SLOT.readerWaiting) !== 1) return;
+    const free = this.#ring.length - ((Atomics.load(state, SLOT.written) - consumed) & COUNT_MASK);
+    if (free >= this.#minReadBytes) Atomics.notify(state, SLOT.consumed);
   }
 }
