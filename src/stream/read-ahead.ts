@@ -87,7 +87,7 @@ export class ReadAhead implements AsyncIterableIterator<Buffer> {
   }
 
   #readMore(): void {
-    if (this.#reading || this.#ended || this.#error !== undefined || this.#stopped()) return;
+    if (this.#reading || this.#ended || this.#error !== undefined || this.#stopping) return;
     if (this.#filled === this.#bufferBytes) {
       // Full: once all of it is handed over, go on in another buffer.
       if (this.#taken < this.#filled) return;
