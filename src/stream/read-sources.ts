@@ -1,4 +1,4 @@
-import { close, open, fstatSync, type Stats } from "node:fs";
+import { close, open, fstatSync, readSync, type Stats } from "node:fs";
 import { promisify } from "node:util";
 import { ReadAhead } from "./read-ahead.js";
 import { ReaderThread } from "./reader-thread.js";
@@ -70,7 +70,11 @@ async function* readStdin(options: ReadSourcesOptions): AsyncGenerator<Buffer> {
  * leaves no gap. A regular file is read a whole buffer at a time: no thread pays there.
  */
 async function* readDescriptor(fd: number, options: ReadSourcesOptions): AsyncGenerator<Buffer> {
-  const threadAfterBytes = isRegularFile(fd) ? Infinity : (options.threadAfterBytes ?? DEFAULT_THREAD_AFTER_BYTES);
+  if (isRegularFile(fd)) {
+    yield* readRegularFile(fd, options.readAheadBytes);
+    return;
+  }
+  const threadAfterBytes = options.threadAfterBytes ?? DEFAULT_THREAD_AFTER_BYTES;
   const readAhead = new ReadAhead(fd, options.readAheadBytes);
   let thread: ReaderThread | undefined;
   let window = { startMs: performance.now(), startBytes: 0 };
@@ -92,6 +96,20 @@ async function* readDescriptor(fd: number, options: ReadSourcesOptions): AsyncGe
   } finally {
     // The input ended before the thread took over.
     if (thread !== undefined && !thread.started) await thread.return();
+  }
+}
+
+/**
+ * A regular file is read as cat reads it: one buffer at a time, synchronously.
+ * Its reads never wait for a writer, and a hop to the thread pool for each
+ * would cost more than the read (and a third busy thread on a small machine).
+ */
+function* readRegularFile(fd: number, bufferBytes: number): Generator<Buffer> {
+  const buffer = Buffer.allocUnsafeSlow(bufferBytes);
+  for (;;) {
+    const bytesRead = readSync(fd, buffer, 0, bufferBytes, null);
+    if (bytesRead === 0) return;
+    yield buffer.subarray(0, bytesRead);
   }
 }
 
