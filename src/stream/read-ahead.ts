@@ -60,8 +60,6 @@ export class ReadAhead implements AsyncIterableIterator<Buffer> {
   /** Reads nothing more after the read under way. */
   stop(): void {
     this.#stopping = true;
-    this.#wake?.();
-    this.#wake = undefined;
   }
 
   async next(): Promise<IteratorResult<Buffer>> {

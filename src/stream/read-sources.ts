@@ -65,27 +65,25 @@ async function* readStdin(options: ReadSourcesOptions): AsyncGenerator<Buffer> {
 }
 
 /**
- * Reads through the thread pool; a fast pipe (or any fast source that is not
- * a regular file: their reads are small) is read on by a thread of its own. The thread boots while the thread pool reads on, so the switch
- * leaves no gap. A regular file is read a whole buffer at a time: no thread pays there.
+ * A regular file is read inline, as cat reads it. Anything else (a pipe, a
+ * terminal) is read ahead through the thread pool, and a fast one goes on in a
+ * thread of its own; that thread boots while the thread pool reads on, so the
+ * switch leaves no gap.
  */
 async function* readDescriptor(fd: number, options: ReadSourcesOptions): AsyncGenerator<Buffer> {
   if (isRegularFile(fd)) {
     yield* readRegularFile(fd, options.readAheadBytes);
     return;
   }
-  const threadAfterBytes = options.threadAfterBytes ?? DEFAULT_THREAD_AFTER_BYTES;
   const readAhead = new ReadAhead(fd, options.readAheadBytes);
+  const isFast = fastSourceCheck(options.threadAfterBytes ?? DEFAULT_THREAD_AFTER_BYTES);
   let thread: ReaderThread | undefined;
-  let window = { startMs: performance.now(), startBytes: 0 };
   try {
     for (;;) {
       const { value, done } = await readAhead.next();
       if (done) break;
       yield value;
-      if (thread !== undefined || readAhead.bytesRead - window.startBytes < threadAfterBytes) continue;
-      if (performance.now() - window.startMs > THREAD_WINDOW_MS) window = { startMs: performance.now(), startBytes: readAhead.bytesRead };
-      else {
+      if (thread === undefined && isFast(readAhead.bytesRead)) {
         thread = new ReaderThread(fd, { maxChunkBytes: options.readAheadBytes });
         const stopReadAhead = () => readAhead.stop();
         thread.ready.then(stopReadAhead, stopReadAhead);
@@ -97,6 +95,17 @@ async function* readDescriptor(fd: number, options: ReadSourcesOptions): AsyncGe
     // The input ended before the thread took over.
     if (thread !== undefined && !thread.started) await thread.return();
   }
+}
+
+/** Tells, from the bytes read so far, whether a source gave `bytes` within THREAD_WINDOW_MS. */
+function fastSourceCheck(bytes: number): (bytesRead: number) => boolean {
+  let window = { startMs: performance.now(), startBytes: 0 };
+  return (bytesRead) => {
+    if (bytesRead - window.startBytes < bytes) return false;
+    if (performance.now() - window.startMs <= THREAD_WINDOW_MS) return true;
+    window = { startMs: performance.now(), startBytes: bytesRead };
+    return false;
+  };
 }
 
 /**

@@ -73,12 +73,12 @@ export async function runPipe(config: PipeConfig): Promise<number> {
   // shell reports 128 + its number (130, 143), and a read still waiting for input (on a
   // terminal, or a stalled pipe) cannot hold the exit, as it would hold process.exit.
   const onSignal = (signal: NodeJS.Signals) => {
-    finish(EXIT.interrupted);
+    const code = finish(signal === "SIGINT" ? EXIT.interrupted : 143);
     process.off("SIGINT", onSignal);
     process.off("SIGTERM", onSignal);
     process.kill(process.pid, signal);
     // Reached only if some other listener kept the signal from ending the process.
-    setImmediate(() => process.exit(signal === "SIGINT" ? EXIT.interrupted : 143));
+    setImmediate(() => process.exit(code));
   };
   process.once("SIGINT", onSignal);
   process.once("SIGTERM", onSignal);
