@@ -5,9 +5,15 @@ import { Throttle } from "../../src/stream/throttle.js";
 
 /**
  * Drives a fake clock whose sleepers only wake on a coarse tick, like real timers
- * under load: a wait of 0.1 ms may take up to `tickMs`.
+ * under load: a wait of 0.1 ms may take up to `tickMs`. `tickMs` may depend on
+ * the time, to hold the pacer up once (a busy core).
  */
-async function runCoarse(throttle: Throttle, clock: FakeClock, chunks: Array<{ atMs: number; data: Buffer }>, tickMs: number) {
+async function runCoarse(
+  throttle: Throttle,
+  clock: FakeClock,
+  chunks: Array<{ atMs: number; data: Buffer }>,
+  tickMs: number | ((nowMs: number) => number),
+) {
   const out: Array<{ atMs: number; bytes: number }> = [];
   let done = false;
   const emit = (segment: Buffer) => void out.push({ atMs: clock.now(), bytes: segment.length });
@@ -20,7 +26,7 @@ async function runCoarse(throttle: Throttle, clock: FakeClock, chunks: Array<{ a
   })();
   while (!done) {
     await new Promise<void>((resolve) => setImmediate(resolve));
-    await clock.tick(tickMs);
+    await clock.tick(typeof tickMs === "number" ? tickMs : tickMs(clock.now()));
   }
   await feeding;
   return out;
@@ -44,6 +50,67 @@ describe("Throttle pacing", () => {
       expect(total).toBeLessThanOrEqual(100 + (100_000 * atMs) / 1000 + 1e-6);
     }
     expect(Math.max(...out.map((o) => o.bytes))).toBeLessThanOrEqual(100);
+  });
+
+  /** 200,000 bytes at 100,000 B/s with a burst of 100 (1 ms), ticks of 1 ms but one of `holdUpMs` at 500 ms. */
+  async function runHeldUp(holdUpMs: number) {
+    const clock = new FakeClock();
+    const bucket = new TokenBucket({ rate: 100_000, burst: 100, clock });
+    const throttle = new Throttle({ limiter: bucket });
+    let heldUp = false;
+    const out = await runCoarse(throttle, clock, [{ atMs: 0, data: Buffer.alloc(200_000) }], (nowMs) => {
+      if (heldUp || nowMs < 500) return 1;
+      heldUp = true;
+      return holdUpMs;
+    });
+    const idealMs = ((200_000 - 100) / 100_000) * 1000;
+    return { out, lateMs: out.at(-1)!.atMs - idealMs };
+  }
+
+  /** The most written in any window of `windowMs` (ending at a write), beyond burst + rate × window. */
+  function worstWindowExcess(out: Array<{ atMs: number; bytes: number }>, windowMs: number, rate: number, burst: number) {
+    let worst = -Infinity;
+    for (const end of out) {
+      const inWindow = out.filter((o) => o.atMs > end.atMs - windowMs && o.atMs <= end.atMs).reduce((sum, o) => sum + o.bytes, 0);
+      worst = Math.max(worst, inWindow - burst - (rate * windowMs) / 1000);
+    }
+    return worst;
+  }
+
+  it("makes up for being held up 80 ms (a busy core) while its input was ready, staying within burst + rate × time", async () => {
+    const { out, lateMs } = await runHeldUp(80);
+    expect(lateMs).toBeLessThanOrEqual(3);
+    let total = 0;
+    for (const { atMs, bytes } of out) {
+      total += bytes;
+      expect(total).toBeLessThanOrEqual(100 + (100_000 * atMs) / 1000 + 1e-6);
+    }
+    expect(Math.max(...out.map((o) => o.bytes))).toBeLessThanOrEqual(100);
+  });
+
+  it("makes up for at most 100 ms of a longer hold-up, so no window holds more than 100 ms of the rate above the burst", async () => {
+    const { out, lateMs } = await runHeldUp(300);
+    // 300 ms held up, 100 ms made up: 200 ms lost.
+    expect(lateMs).toBeGreaterThanOrEqual(196);
+    expect(lateMs).toBeLessThanOrEqual(203);
+    for (const windowMs of [1, 10, 50, 200]) {
+      expect(worstWindowExcess(out, windowMs, 100_000, 100)).toBeLessThanOrEqual(100_000 * 0.1 + 1e-6);
+    }
+  });
+
+  it("makes up for input that came 15 ms late, but gives no credit for a pause of 50 ms", async () => {
+    // 1,000 bytes (10 ms of the rate) every 10 ms; the 51st comes late, and those due meanwhile come with it.
+    async function run(lateChunkMs: number) {
+      const clock = new FakeClock();
+      const bucket = new TokenBucket({ rate: 100_000, burst: 100, clock });
+      const throttle = new Throttle({ limiter: bucket });
+      const chunks = Array.from({ length: 100 }, (_, i) => ({ atMs: i * 10 + (i === 50 ? lateChunkMs : 0), data: Buffer.alloc(1000) }));
+      const out = await runCoarse(throttle, clock, chunks, 1);
+      return out.at(-1)!.atMs;
+    }
+    const onTimeMs = await run(0);
+    expect(await run(15)).toBeLessThanOrEqual(onTimeMs + 2);
+    expect(await run(50)).toBeGreaterThanOrEqual(onTimeMs + 48);
   });
 
   it("after an input stall releases no more than the burst at once (no credit for idle time)", async () => {
