@@ -4,7 +4,7 @@ import { chmodSync, createWriteStream, mkdtempSync, readFileSync, rmSync, writeF
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { runCli, TBUCKET } from "../helpers/cli.js";
+import { runCli, runShell, TBUCKET } from "../helpers/cli.js";
 
 let dir: string;
 
@@ -162,20 +162,12 @@ describe("tbucket pipe: timing from outside", () => {
 
 describe("tbucket pipe: endings", () => {
   it("a closed reader (| head -c 10) ends quietly with status 0", async () => {
-    const child = spawn("bash", ["-c", `set -o pipefail; yes | "${process.execPath}" "${TBUCKET}" --rate 1mb | head -c 10 > /dev/null; echo "status=$?"`]);
-    let out = "";
-    let err = "";
-    child.stdout.on("data", (chunk) => (out += chunk));
-    child.stderr.on("data", (chunk) => (err += chunk));
-    await new Promise((resolve) => child.on("close", resolve));
-    expect(err).toBe("");
-    expect(out.trim()).toMatch(/^status=(0|141)$/);
+    const piped = await runShell(`set -o pipefail; yes | "${process.execPath}" "${TBUCKET}" --rate 1mb | head -c 10 > /dev/null; echo "status=$?"`);
+    expect(piped.stderr).toBe("");
+    expect(piped.stdout.toString().trim()).toMatch(/^status=(0|141)$/);
     // yes itself dies of SIGPIPE (141) with pipefail; tbucket's own status is checked without it:
-    const alone = spawn("bash", ["-c", `"${process.execPath}" "${TBUCKET}" --rate 1mb < /dev/zero | head -c 10 > /dev/null; echo "\${PIPESTATUS[0]}"`]);
-    let status = "";
-    alone.stdout.on("data", (chunk) => (status += chunk));
-    await new Promise((resolve) => alone.on("close", resolve));
-    expect(status.trim()).toBe("0");
+    const alone = await runShell(`"${process.execPath}" "${TBUCKET}" --rate 1mb < /dev/zero | head -c 10 > /dev/null; echo "\${PIPESTATUS[0]}"`);
+    expect(alone.stdout.toString().trim()).toBe("0");
   });
 
   it("Ctrl-C (SIGINT) ends it by that signal, after printing --stats, so the shell reports 130", async () => {
@@ -194,11 +186,8 @@ describe("tbucket pipe: endings", () => {
     const stats = JSON.parse(stderr);
     expect(stats.bytes).toBeGreaterThan(0);
     expect(stats.bytes).toBeLessThan(1024 * 1024);
-    const shell = spawn("bash", ["-c", `"${process.execPath}" "${TBUCKET}" --rate 1k < /dev/zero > /dev/null & sleep 0.5; kill -INT $!; wait $!; echo $?`]);
-    let status = "";
-    shell.stdout.on("data", (chunk) => (status += chunk));
-    await new Promise((resolve) => shell.on("close", resolve));
-    expect(status.trim()).toBe("130");
+    const shell = await runShell(`"${process.execPath}" "${TBUCKET}" --rate 1k < /dev/zero > /dev/null & sleep 0.5; kill -INT $!; wait $!; echo $?`);
+    expect(shell.stdout.toString().trim()).toBe("130");
   });
 
   it("SIGTERM ends it at once with the stats while standard input has stalled", async () => {

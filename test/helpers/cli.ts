@@ -20,8 +20,17 @@ export interface RunCliOptions {
 
 /** Runs `tbucket args...` to completion with `input` on standard input. */
 export function runCli(args: readonly string[], options: RunCliOptions = {}): Promise<CliResult> {
+  return runToEnd(process.execPath, [TBUCKET, ...args], options);
+}
+
+/** Runs a bash script to completion, for pipelines and the shell's view of a status (`$?`). */
+export function runShell(script: string, options: RunCliOptions = {}): Promise<CliResult> {
+  return runToEnd("bash", ["-c", script], options);
+}
+
+function runToEnd(command: string, args: readonly string[], options: RunCliOptions): Promise<CliResult> {
   const spawnOptions: SpawnOptions = { env: { ...process.env, NO_COLOR: "1", ...options.env }, cwd: options.cwd };
-  const child = spawn(process.execPath, [TBUCKET, ...args], spawnOptions);
+  const child = spawn(command, args, spawnOptions);
   const stdout: Buffer[] = [];
   const stderr: Buffer[] = [];
   child.stdout!.on("data", (chunk: Buffer) => stdout.push(chunk));
