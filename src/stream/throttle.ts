@@ -39,7 +39,8 @@ const DEFAULT_SLICE_MS = 10;
  * busy core, Node.js warming up in its first half second. Never for more than
  * this, so a window can hold at most this much of the rate above the burst.
  * 10 ms was too little: on a busy 2-core machine the first half second of a
- * run at 100 MiB/s with `--burst 8k` fell 20 to 60 ms behind (-0.5 to -1.3 %).
+ * run at 100 MiB/s with `--burst 8k` fell behind by tens of milliseconds, at
+ * times more than 50 (-0.5 to -1.3 % over the run).
  */
 const MAX_CATCH_UP_MS = 100;
 /**
