@@ -1,4 +1,5 @@
 import { humanByteRate, humanBytes, humanDuration, type RateKind } from "../core/units.js";
+import type { StatsFormat } from "./report-options.js";
 
 /** What a pipe did, for --stats and the last progress line. */
 export interface PipeStats {
@@ -13,7 +14,7 @@ export interface PipeStats {
 }
 
 /** The --stats summary: one text line, or one JSON object, each ending in a newline. */
-export function formatPipeStats(stats: PipeStats, format: "text" | "json"): string {
+export function formatPipeStats(stats: PipeStats, format: StatsFormat): string {
   const seconds = stats.elapsedMs / 1000;
   const averageBytesPerSecond = seconds > 0 ? stats.bytes / seconds : 0;
   if (format === "json") {

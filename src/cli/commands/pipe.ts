@@ -2,10 +2,10 @@ import type { Command } from "commander";
 import { parseAnyRate, parseByteRate, parseByteSize, parseCount, type RateKind } from "../../core/units.js";
 import type { CostMode } from "../../stream/throttle-stream.js";
 import { parseOption, UsageError } from "../errors.js";
-import { parseReportOptions, type ReportFlags } from "../report-options.js";
+import { parseReportOptions, type ReportFlags, type ReportOptions } from "../report-options.js";
 import { addSharedBucketOptions, parseSharedBucketOptions, type SharedBucketFlags, type SharedBucketOptions } from "../shared-options.js";
 
-export interface PipeConfig {
+export interface PipeConfig extends ReportOptions {
   files: string[];
   /** Tokens per second (bytes, or lines with --lines and a count rate); undefined: from --key. */
   rate: number | undefined;
@@ -14,8 +14,6 @@ export interface PipeConfig {
   cost: CostMode;
   delimiter: number;
   sizeBytes: number | undefined;
-  progress: "auto" | "on" | "off";
-  stats: "text" | "json" | undefined;
   shared: SharedBucketOptions;
 }
 

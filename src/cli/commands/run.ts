@@ -3,10 +3,10 @@ import { parseCount, parseCountRate, parseDuration } from "../../core/units.js";
 import { takesItems } from "../../run/command-template.js";
 import type { OutputMode } from "../../run/job-output.js";
 import { parseOption, UsageError } from "../errors.js";
-import { parseReportOptions, type ReportFlags } from "../report-options.js";
+import { parseReportOptions, type ReportFlags, type ReportOptions } from "../report-options.js";
 import { addSharedBucketOptions, parseSharedBucketOptions, type SharedBucketFlags, type SharedBucketOptions } from "../shared-options.js";
 
-export interface RunConfig {
+export interface RunConfig extends ReportOptions {
   /** The command and its arguments, `{}` and `{#}` still in them. */
   command: string[];
   /** Launches per second; undefined: from --key. */
@@ -25,8 +25,6 @@ export interface RunConfig {
   tag: boolean;
   joblog: string | undefined;
   shell: boolean;
-  progress: "auto" | "on" | "off";
-  stats: "text" | "json" | undefined;
   shared: SharedBucketOptions;
 }
 
