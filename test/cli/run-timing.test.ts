@@ -43,8 +43,9 @@ describe("tbucket run: timing", () => {
     const startsMs = readJobLog(log).map((r) => r.start * 1000).sort((a, b) => a - b);
     startsMs.forEach((atMs, i) => expect(i + 1).toBeLessThanOrEqual(1 + (20 * (atMs - startsMs[0]! + 1)) / 1000 + 1e-9));
     // ...and in any window too, but a launch can be late (the event loop was busy starting the previous
-    // one) while the next stays on schedule: allow 20 ms of timer jitter.
-    expect(worstExcess(startsMs, 20, 1, 20)).toBeLessThanOrEqual(1e-9);
+    // one) while the next stays on schedule: allow 40 ms of lateness (21 ms was seen with the whole
+    // suite running on 2 cores). Two launches back to back (a window of 0 ms) still fail: 2 > 1 + 20 x 0.04.
+    expect(worstExcess(startsMs, 20, 1, 40)).toBeLessThanOrEqual(1e-9);
     // As the children saw it (their own clock reading once running): the same, but the time a process
     // takes to start varies with the machine's load (tens of ms on a busy 2-core box): allow 100 ms.
     const childStartsMs = result.stdout.toString().trim().split("\n").map((ns) => Number(BigInt(ns) / 1000n) / 1000);
