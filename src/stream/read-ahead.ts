@@ -3,27 +3,20 @@ import { read } from "node:fs";
 /**
  * Reads a file descriptor in the background, one read(2) at a time in the
  * thread pool, while the consumer is busy (sleeping for tokens, writing), and
- * hands over everything read so far in one buffer. A pipe gives at most
- * 64 KiB a read: gathered this way, a pacer at 100 MiB/s makes one write per
- * slice instead of one sleep and one write per read. Reading pauses while
- * a full buffer is waiting, so memory stays bounded and a slow consumer slows
- * the reading.
+ * hands over everything read so far in one buffer. This is for descriptors
+ * libuv cannot poll (a terminal, a character device), where a read may wait
+ * for input. Reading pauses while a full buffer is waiting, so memory stays
+ * bounded and a slow consumer slows the reading.
  *
  * Reads land one after another in a buffer of `bufferBytes`; a chunk handed over
  * is a view of it. The consumer must be done with a chunk when it asks for the
  * next (the CLI writes synchronously): a full buffer is then read into again,
  * so a long copy allocates nothing.
- *
- * `stop()` ends reading early: the iteration ends once what has been read is
- * handed over, and `reachedEnd` tells whether the input ended too, or another
- * reader should go on from there.
  */
 export class ReadAhead implements AsyncIterableIterator<Buffer> {
   readonly #fd: number;
   readonly #bufferBytes: number;
   #buffer: Buffer;
-  #bytesRead = 0;
-  #stopping = false;
   /** Handed over up to here. */
   #taken = 0;
   /** Read up to here. */
@@ -47,21 +40,6 @@ export class ReadAhead implements AsyncIterableIterator<Buffer> {
     return this;
   }
 
-  /** Whether the input ended (rather than reading being stopped). */
-  get reachedEnd(): boolean {
-    return this.#ended;
-  }
-
-  /** How much has been read so far. */
-  get bytesRead(): number {
-    return this.#bytesRead;
-  }
-
-  /** Reads nothing more after the read under way. */
-  stop(): void {
-    this.#stopping = true;
-  }
-
   async next(): Promise<IteratorResult<Buffer>> {
     this.#free.push(...this.#retired);
     this.#retired = [];
@@ -73,19 +51,14 @@ export class ReadAhead implements AsyncIterableIterator<Buffer> {
         return { value, done: false };
       }
       if (this.#error !== undefined) throw this.#error;
-      if (this.#ended || this.#stopped()) return { value: undefined, done: true };
+      if (this.#ended) return { value: undefined, done: true };
       this.#readMore();
       await new Promise<void>((resolve) => (this.#wake = resolve));
     }
   }
 
-  /** Reading was stopped and no read is under way. */
-  #stopped(): boolean {
-    return this.#stopping && !this.#reading;
-  }
-
   #readMore(): void {
-    if (this.#reading || this.#ended || this.#error !== undefined || this.#stopping) return;
+    if (this.#reading || this.#ended || this.#error !== undefined) return;
     if (this.#filled === this.#bufferBytes) {
       // Full: once all of it is handed over, go on in another buffer.
       if (this.#taken < this.#filled) return;
@@ -100,10 +73,7 @@ export class ReadAhead implements AsyncIterableIterator<Buffer> {
       this.#reading = false;
       if (error) this.#error = error;
       else if (bytesRead === 0) this.#ended = true;
-      else {
-        this.#filled += bytesRead;
-        this.#bytesRead += bytesRead;
-      }
+      else this.#filled += bytesRead;
       const wake = this.#wake;
       this.#wake = undefined;
       wake?.();

@@ -1,7 +1,7 @@
 import { close, open, fstatSync, readSync, type Stats } from "node:fs";
 import { promisify } from "node:util";
 import { ReadAhead } from "./read-ahead.js";
-import { ReaderThread } from "./reader-thread.js";
+import { PipeReadAhead } from "./pipe-read-ahead.js";
 
 const openAsync = promisify(open);
 const closeAsync = promisify(close);
@@ -13,18 +13,7 @@ export interface ReadSourcesOptions {
   onError(name: string, error: NodeJS.ErrnoException): void;
   /** Standard input as a Node stream, asked for only if read(2) cannot be used on it. */
   stdinStream?: () => AsyncIterable<Buffer>;
-  /** A pipe that gives this many bytes within a second goes on being read in a thread of its own (see ReaderThread). */
-  threadAfterBytes?: number;
 }
-
-/**
- * Where a thread of its own pays: reading a pipe through the thread pool costs
- * about 2.4 s of CPU a GiB, and starting the thread about 0.1 s, which also
- * takes a core from the pacer for a moment. A pipe that gives 32 MiB within a
- * second is worth it; a slower one keeps the thread pool.
- */
-export const DEFAULT_THREAD_AFTER_BYTES = 32 * 1024 * 1024;
-const THREAD_WINDOW_MS = 1000;
 
 /** `-` is standard input, as for cat. */
 export const STDIN_NAME = "-";
@@ -44,86 +33,66 @@ export async function* readSources(names: readonly string[], options: ReadSource
   }
 }
 
+/**
+ * How a descriptor is read:
+ * - `inline`: a regular file or a disk, as cat reads it. Its reads never wait
+ *   for a writer, and a hop to another thread for each would cost more than the read.
+ * - `event-loop`: a pipe or a socket, read ahead by libuv whenever it has data
+ *   (PipeReadAhead); reading stays a step ahead of the consumer at no more
+ *   cost than cat's blocking reads, and a stalled writer holds up nothing.
+ * - `thread-pool`: anything else (a terminal, a character device), read ahead
+ *   with read(2) in the thread pool, where a read that waits blocks no one.
+ */
+type Reading = "inline" | "event-loop" | "thread-pool";
+
+function readingFor(fd: number): Reading {
+  const stats = safeFstat(fd);
+  if (stats?.isFile() || stats?.isBlockDevice()) return "inline";
+  if (stats?.isFIFO() || stats?.isSocket()) return "event-loop";
+  return "thread-pool";
+}
+
+function chunksOf(fd: number, reading: Reading, readAheadBytes: number): Iterable<Buffer> | AsyncIterable<Buffer> {
+  switch (reading) {
+    case "inline":
+      return readInline(fd, readAheadBytes);
+    case "event-loop":
+      return new PipeReadAhead(fd, readAheadBytes);
+    case "thread-pool":
+      return new ReadAhead(fd, readAheadBytes);
+  }
+}
+
 async function* readPath(path: string, options: ReadSourcesOptions): AsyncGenerator<Buffer> {
   const fd = await openAsync(path, "r");
+  const reading = readingFor(fd);
   try {
-    yield* readDescriptor(fd, options);
+    yield* chunksOf(fd, reading, options.readAheadBytes);
   } finally {
-    await closeAsync(fd);
+    // A PipeReadAhead closes what it read.
+    if (reading !== "event-loop") await closeAsync(fd);
   }
 }
 
 async function* readStdin(options: ReadSourcesOptions): AsyncGenerator<Buffer> {
   try {
-    yield* readDescriptor(0, options);
+    yield* chunksOf(0, readingFor(0), options.readAheadBytes);
   } catch (error) {
-    // A non-blocking standard input (a terminal, or a pipe set so by another program)
-    // cannot be read with read(2) from the thread pool: let Node's stream poll it.
+    // A non-blocking terminal (set so by another program) cannot be read with
+    // read(2) from the thread pool: let Node's stream poll it.
     if ((error as NodeJS.ErrnoException).code !== "EAGAIN" || !options.stdinStream) throw error;
     yield* options.stdinStream();
   }
 }
 
-/**
- * A regular file is read inline, as cat reads it. Anything else (a pipe, a
- * terminal) is read ahead through the thread pool, and a fast one goes on in a
- * thread of its own; that thread boots while the thread pool reads on, so the
- * switch leaves no gap.
- */
-async function* readDescriptor(fd: number, options: ReadSourcesOptions): AsyncGenerator<Buffer> {
-  if (isRegularFile(fd)) {
-    yield* readRegularFile(fd, options.readAheadBytes);
-    return;
-  }
-  const readAhead = new ReadAhead(fd, options.readAheadBytes);
-  const isFast = fastSourceCheck(options.threadAfterBytes ?? DEFAULT_THREAD_AFTER_BYTES);
-  let thread: ReaderThread | undefined;
-  try {
-    for (;;) {
-      const { value, done } = await readAhead.next();
-      if (done) break;
-      yield value;
-      if (thread === undefined && isFast(readAhead.bytesRead)) {
-        thread = new ReaderThread(fd, { maxChunkBytes: options.readAheadBytes });
-        const stopReadAhead = () => readAhead.stop();
-        thread.ready.then(stopReadAhead, stopReadAhead);
-      }
-    }
-    if (readAhead.reachedEnd || thread === undefined) return;
-    yield* thread;
-  } finally {
-    // The input ended before the thread took over.
-    if (thread !== undefined && !thread.started) await thread.return();
-  }
-}
-
-/** Tells, from the bytes read so far, whether a source gave `bytes` within THREAD_WINDOW_MS. */
-function fastSourceCheck(bytes: number): (bytesRead: number) => boolean {
-  let window = { startMs: performance.now(), startBytes: 0 };
-  return (bytesRead) => {
-    if (bytesRead - window.startBytes < bytes) return false;
-    if (performance.now() - window.startMs <= THREAD_WINDOW_MS) return true;
-    window = { startMs: performance.now(), startBytes: bytesRead };
-    return false;
-  };
-}
-
-/**
- * A regular file is read as cat reads it: one buffer at a time, synchronously.
- * Its reads never wait for a writer, and a hop to the thread pool for each
- * would cost more than the read (and a third busy thread on a small machine).
- */
-function* readRegularFile(fd: number, bufferBytes: number): Generator<Buffer> {
+/** One buffer at a time, synchronously. */
+function* readInline(fd: number, bufferBytes: number): Generator<Buffer> {
   const buffer = Buffer.allocUnsafeSlow(bufferBytes);
   for (;;) {
     const bytesRead = readSync(fd, buffer, 0, bufferBytes, null);
     if (bytesRead === 0) return;
     yield buffer.subarray(0, bytesRead);
   }
-}
-
-function isRegularFile(fd: number): boolean {
-  return safeFstat(fd)?.isFile() ?? false;
 }
 
 /** The total size of the named sources when all are regular files; undefined otherwise. */
