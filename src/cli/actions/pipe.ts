@@ -13,6 +13,11 @@ import type { ProgressDisplay } from "../progress.js";
 
 const MAX_READ_AHEAD_BYTES = 1024 * 1024;
 const MIN_READ_AHEAD_BYTES = 64 * 1024;
+/**
+ * Unlimited, bytes go straight through: cat's 128 KiB stays in the processor's
+ * cache. 1 MiB copied a file to a pipe about 20 % slower here.
+ */
+const UNLIMITED_READ_BYTES = 128 * 1024;
 
 /**
  * About 10 ms of the rate (a slice), at least 64 KiB and at most 1 MiB: enough
@@ -20,7 +25,8 @@ const MIN_READ_AHEAD_BYTES = 64 * 1024;
  * than can be written soon.
  */
 function readAheadBytesFor(rate: number, kind: PipeConfig["kind"]): number {
-  if (kind === "count" || rate === Infinity) return MAX_READ_AHEAD_BYTES;
+  if (kind === "count") return MAX_READ_AHEAD_BYTES;
+  if (rate === Infinity) return UNLIMITED_READ_BYTES;
   return Math.min(MAX_READ_AHEAD_BYTES, Math.max(MIN_READ_AHEAD_BYTES, Math.ceil(rate / 100)));
 }
 
