@@ -1,7 +1,8 @@
 import { statSync } from "node:fs";
 import { isatty } from "node:tty";
 import type { Limiter } from "../../core/limiter.js";
-import { knownTotalBytes, readSources } from "../../stream/read-sources.js";
+import { knownTotalBytes, readSources, STDIN_NAME } from "../../stream/read-sources.js";
+import { DEFAULT_PIPE_BYTES, enlargePipes } from "../../stream/pipe-capacity.js";
 import { createFdWriter } from "../../stream/fd-writer.js";
 import { Throttle } from "../../stream/throttle.js";
 import { defaultPipeBurst, type PipeConfig } from "../commands/pipe.js";
@@ -30,6 +31,11 @@ function readAheadBytesFor(rate: number, kind: PipeConfig["kind"]): number {
   return Math.min(MAX_READ_AHEAD_BYTES, Math.max(MIN_READ_AHEAD_BYTES, Math.ceil(rate / 100)));
 }
 
+/** Unlimited, or more than a pipe's 64 KiB a slice (10 ms of the rate): from about 6.5 MB/s. */
+function outgrowsPipes(rate: number, kind: PipeConfig["kind"]): boolean {
+  return rate === Infinity || (kind === "bytes" && rate / 100 > DEFAULT_PIPE_BYTES);
+}
+
 /** Copies the sources to standard output through the bucket; resolves to the exit status. */
 export async function runPipe(config: PipeConfig): Promise<number> {
   const { limiter, close } = await openLimiter({
@@ -48,6 +54,9 @@ export async function runPipe(config: PipeConfig): Promise<number> {
     // Counting lines costs a scan of every byte: only when someone will see the count.
     countRecords: config.stats !== undefined || wantsProgress(config),
   });
+  if (outgrowsPipes(limiter.rate, config.kind)) {
+    enlargePipes({ input: config.files.length === 0 || config.files.includes(STDIN_NAME), output: true });
+  }
   const chunks = readSources(config.files, {
     readAheadBytes: readAheadBytesFor(limiter.rate, config.kind),
     onError: (name, error) => {
