@@ -3,9 +3,7 @@ import { spawn } from "node:child_process";
 /** Linux's fcntl(2) command that sets a pipe's capacity. */
 const F_SETPIPE_SZ = 1031;
 /** The most an unprivileged process may ask for by default (/proc/sys/fs/pipe-max-size). */
-export const LARGE_PIPE_BYTES = 1024 * 1024;
-/** What a Linux pipe holds unless asked otherwise. */
-export const DEFAULT_PIPE_BYTES = 64 * 1024;
+const LARGE_PIPE_BYTES = 1024 * 1024;
 
 /**
  * Asks Linux to let the pipes on standard input and output hold `bytes`

@@ -109,7 +109,7 @@ export class PipeReadAhead implements AsyncIterableIterator<Buffer> {
 
   #finish(error?: Error): void {
     this.#ended = true;
-    // Everything is read: close the descriptor now (libuv never closes standard input's).
+    // Reading is over: close the descriptor now (libuv never closes standard input's).
     this.#socket.destroy();
     this.#error ??= error;
     this.#wakeConsumer();

@@ -49,8 +49,8 @@ const MAX_CATCH_UP_MS = 100;
  * refilling on a busy machine) is made up for like any other hold-up.
  */
 const CONTINUITY_GAP_MS = 20;
-/** What one read from a pipe gives at most on Linux. */
-const PIPE_BUFFER_BYTES = 64 * 1024;
+/** What a Linux pipe holds unless asked otherwise, and so what one read from it gives at most. */
+export const PIPE_BUFFER_BYTES = 64 * 1024;
 
 /**
  * Throttle cuts chunks into slices and pays for each from a limiter before

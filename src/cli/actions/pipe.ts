@@ -2,9 +2,9 @@ import { statSync } from "node:fs";
 import { isatty } from "node:tty";
 import type { Limiter } from "../../core/limiter.js";
 import { knownTotalBytes, readSources, STDIN_NAME } from "../../stream/read-sources.js";
-import { DEFAULT_PIPE_BYTES, enlargePipes } from "../../stream/pipe-capacity.js";
+import { enlargePipes } from "../../stream/pipe-capacity.js";
 import { createFdWriter } from "../../stream/fd-writer.js";
-import { Throttle } from "../../stream/throttle.js";
+import { PIPE_BUFFER_BYTES, Throttle } from "../../stream/throttle.js";
 import { defaultPipeBurst, type PipeConfig } from "../commands/pipe.js";
 import { EXIT } from "../errors.js";
 import { openLimiter } from "../limiter-for.js";
@@ -33,7 +33,7 @@ function readAheadBytesFor(rate: number, kind: PipeConfig["kind"]): number {
 
 /** Unlimited, or more than a pipe's 64 KiB a slice (10 ms of the rate): from about 6.5 MB/s. */
 function outgrowsPipes(rate: number, kind: PipeConfig["kind"]): boolean {
-  return rate === Infinity || (kind === "bytes" && rate / 100 > DEFAULT_PIPE_BYTES);
+  return rate === Infinity || (kind === "bytes" && rate / 100 > PIPE_BUFFER_BYTES);
 }
 
 /** Copies the sources to standard output through the bucket; resolves to the exit status. */
