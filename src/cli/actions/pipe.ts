@@ -36,6 +36,12 @@ function outgrowsPipes(rate: number, kind: PipeConfig["kind"]): boolean {
   return rate === Infinity || (kind === "bytes" && rate / 100 > PIPE_BUFFER_BYTES);
 }
 
+/**
+ * Larger pipes are asked for once this much has gone through: starting perl
+ * for the call costs about 30 ms of CPU, more than a short copy.
+ */
+const LARGE_PIPES_AFTER_BYTES = 1024 * 1024;
+
 /** Copies the sources to standard output through the bucket; resolves to the exit status. */
 export async function runPipe(config: PipeConfig): Promise<number> {
   const { limiter, close } = await openLimiter({
@@ -54,9 +60,7 @@ export async function runPipe(config: PipeConfig): Promise<number> {
     // Counting lines costs a scan of every byte: only when someone will see the count.
     countRecords: config.stats !== undefined || wantsProgress(config),
   });
-  if (outgrowsPipes(limiter.rate, config.kind)) {
-    enlargePipes({ input: config.files.length === 0 || config.files.includes(STDIN_NAME), output: true });
-  }
+  let pipesToEnlarge = outgrowsPipes(limiter.rate, config.kind);
   const chunks = readSources(config.files, {
     readAheadBytes: readAheadBytesFor(limiter.rate, config.kind),
     onError: (name, error) => {
@@ -105,6 +109,10 @@ export async function runPipe(config: PipeConfig): Promise<number> {
       const { value: chunk, done } = await chunks.next();
       if (done) break;
       await throttle.pass(chunk, writeOut);
+      if (pipesToEnlarge && throttle.stats.bytes >= LARGE_PIPES_AFTER_BYTES) {
+        pipesToEnlarge = false;
+        enlargePipes({ input: config.files.length === 0 || config.files.includes(STDIN_NAME), output: true });
+      }
     }
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
