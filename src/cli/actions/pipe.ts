@@ -1,7 +1,7 @@
 import { statSync } from "node:fs";
 import { isatty } from "node:tty";
 import type { Limiter } from "../../core/limiter.js";
-import { knownTotalBytes, readSources, STDIN_NAME } from "../../stream/read-sources.js";
+import { knownTotalBytes, readSources, sourceNames, STDIN_NAME } from "../../stream/read-sources.js";
 import { enlargePipes } from "../../stream/pipe-capacity.js";
 import { createFdWriter } from "../../stream/fd-writer.js";
 import { PIPE_BUFFER_BYTES, Throttle } from "../../stream/throttle.js";
@@ -111,7 +111,7 @@ export async function runPipe(config: PipeConfig): Promise<number> {
       await throttle.pass(chunk, writeOut);
       if (pipesToEnlarge && throttle.stats.bytes >= LARGE_PIPES_AFTER_BYTES) {
         pipesToEnlarge = false;
-        enlargePipes({ input: config.files.length === 0 || config.files.includes(STDIN_NAME), output: true });
+        enlargePipes({ input: sourceNames(config.files).includes(STDIN_NAME), output: true });
       }
     }
   } catch (error) {
