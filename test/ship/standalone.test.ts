@@ -39,11 +39,14 @@ interface Result {
   elapsedMs: number;
 }
 
-/** Runs the copied executable in its empty folder with no environment (as `env -i` does), unless `env` adds some. */
+/**
+ * Runs the copied executable in its empty folder with no environment (as `env -i` does), unless `env`
+ * adds some. TMPDIR alone is set, to the test's folder: a shared key unpacks the SQLite addon there.
+ */
 function runExe(args: string[], options: { stdinFile?: string; input?: string; env?: Record<string, string>; cwd?: string } = {}): Promise<Result> {
   const stdinFd = options.stdinFile ? openSync(options.stdinFile, "r") : undefined;
   const startedMs = performance.now();
-  const child = spawn(exe, args, { cwd: options.cwd ?? join(dir, "bin"), env: { ...options.env }, stdio: [stdinFd ?? "pipe", "pipe", "pipe"] });
+  const child = spawn(exe, args, { cwd: options.cwd ?? join(dir, "bin"), env: { TMPDIR: dir, ...options.env }, stdio: [stdinFd ?? "pipe", "pipe", "pipe"] });
   if (stdinFd !== undefined) closeSync(stdinFd);
   else child.stdin!.end(options.input ?? "");
   const stdout: Buffer[] = [];

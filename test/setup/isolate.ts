@@ -1,0 +1,30 @@
+import { mkdirSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+/**
+ * Gives the whole run a folder of its own and points the temp, state, data,
+ * config and cache directories into it, so that no test leaves files in the
+ * machine's temp folder or touches the user's ~/.local/state (where the
+ * default SQLite store lives) or a shell's history. Workers start after this
+ * and inherit the environment. Whatever a test forgot to remove is named on
+ * standard error, then removed with the folder.
+ */
+export default function isolate(): () => void {
+  // Each project runs the global setup: the first one sets up for all.
+  if (process.env.TBUCKET_TEST_ROOT) return () => {};
+  const root = mkdtempSync(join(tmpdir(), "tbucket-test-"));
+  const folders = { TMPDIR: "tmp", XDG_STATE_HOME: "state", XDG_DATA_HOME: "data", XDG_CONFIG_HOME: "config", XDG_CACHE_HOME: "cache" };
+  for (const [variable, name] of Object.entries(folders)) {
+    const path = join(root, name);
+    mkdirSync(path);
+    process.env[variable] = path;
+  }
+  process.env.TBUCKET_TEST_ROOT = root;
+  return () => {
+    const left = Object.values(folders).flatMap((name) => readdirSync(join(root, name)).map((entry) => join(name, entry)));
+    if (left.length > 0) process.stderr.write(`tests left behind (now removed): ${left.join(", ")}\n`);
+    rmSync(root, { recursive: true, force: true });
+    delete process.env.TBUCKET_TEST_ROOT;
+  };
+}
