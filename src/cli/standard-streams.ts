@@ -1,4 +1,3 @@
-import { fstatSync, readFileSync, statSync } from "node:fs";
 import { writeAllSync } from "../stream/fd-writer.js";
 import { ReaderGone, RuntimeError } from "./errors.js";
 import { describeWriteError } from "./file-errors.js";
@@ -24,7 +23,6 @@ export function standardOutputFailure(error: unknown, writtenBytes?: number): un
  * events nobody can turn into an exit status.
  */
 export function writeStandardOutput(text: string | Buffer): void {
-  checkStandardOutputOpen();
   try {
     writeAllSync(1, typeof text === "string" ? Buffer.from(text) : text);
   } catch (error) {
@@ -43,30 +41,4 @@ export function writeStandardError(text: string): void {
   } catch {
     // Nowhere to say so.
   }
-}
-
-/** Linux's O_ACCMODE and O_RDWR, as /proc/self/fdinfo shows the flags (octal). */
-const O_ACCMODE = 0o3;
-const O_RDWR = 0o2;
-let checkedOpen = false;
-
-/**
- * Throws, as a write would have, when standard output was closed (`>&-`).
- * Node.js puts /dev/null, opened for reading and writing, in place of a closed
- * standard descriptor, so writes would vanish without an error; a shell's
- * `> /dev/null` opens it for writing only. Checked once; only where Linux's
- * /proc tells the open mode.
- */
-export function checkStandardOutputOpen(): void {
-  if (checkedOpen) return;
-  checkedOpen = true;
-  try {
-    const output = fstatSync(1);
-    if (!output.isCharacterDevice() || output.rdev !== statSync("/dev/null").rdev) return;
-    const flags = /^flags:\s*([0-7]+)/m.exec(readFileSync("/proc/self/fdinfo/1", "latin1"))?.[1];
-    if (flags === undefined || (Number.parseInt(flags, 8) & O_ACCMODE) !== O_RDWR) return;
-  } catch {
-    return;
-  }
-  throw standardOutputFailure(Object.assign(new Error("standard output is closed"), { code: "EBADF" }));
 }

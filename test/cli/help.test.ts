@@ -56,11 +56,8 @@ describe("standard output that goes away, fills up or is closed (issue 12)", () 
     expect(result.code).toBe(1);
   });
 
-  it.each([
-    ["read-only (1</dev/null)", "1</dev/null"],
-    ["closed (>&-)", ">&-"],
-  ])("tbucket --version with standard output %s: one line, status 1", async (_name, redirection) => {
-    const result = await runShell(`${tbucket(["--version"])} ${redirection}`, { env });
+  it("tbucket --version with a read-only standard output (1</dev/null): one line, status 1", async () => {
+    const result = await runShell(`${tbucket(["--version"])} 1</dev/null`, { env });
     expect(result.stderr).toBe("tbucket: standard output: not open for writing; redirect it to a file or a pipe (> file)\n");
     expect(result.code).toBe(1);
   });

@@ -11,7 +11,7 @@ import { EXIT, ReaderGone } from "../errors.js";
 import { openLimiter } from "../limiter-for.js";
 import { describeFileError } from "../file-errors.js";
 import { formatPipeStats, type PipeStats } from "../pipe-stats.js";
-import { checkStandardOutputOpen, standardOutputFailure, writeStandardError } from "../standard-streams.js";
+import { standardOutputFailure, writeStandardError } from "../standard-streams.js";
 import type { ProgressDisplay } from "../progress.js";
 
 const MAX_READ_AHEAD_BYTES = 1024 * 1024;
@@ -46,7 +46,6 @@ const LARGE_PIPES_AFTER_BYTES = 1024 * 1024;
 
 /** Copies the sources to standard output through the bucket; resolves to the exit status. */
 export async function runPipe(config: PipeConfig): Promise<number> {
-  checkStandardOutputOpen();
   const { limiter, close } = await openLimiter({
     kind: config.kind,
     rate: config.rate,
