@@ -1,7 +1,7 @@
 import { type Command, CommanderError } from "commander";
 import { CliError, EXIT, ReaderGone } from "./errors.js";
 import { createProgram } from "./program.js";
-import { writeStandardError, writeStandardOutput } from "./standard-streams.js";
+import { ignoreStandardErrorFailures, writeStandardError, writeStandardOutput } from "./standard-streams.js";
 
 /**
  * The one entry point: parses argv, runs the command, and turns every error
@@ -9,6 +9,7 @@ import { writeStandardError, writeStandardOutput } from "./standard-streams.js";
  * a user's mistake.
  */
 export async function main(argv: readonly string[]): Promise<number> {
+  ignoreStandardErrorFailures();
   let exitCode: number = EXIT.ok;
   const program = createProgram((code) => (exitCode = code));
   applyErrorHandling(program);

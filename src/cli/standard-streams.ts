@@ -42,3 +42,26 @@ export function writeStandardError(text: string): void {
     // Nowhere to say so.
   }
 }
+
+/**
+ * Makes a failed write to process.stderr (full, closed, read-only) be ignored,
+ * as writeStandardError ignores it, instead of an unhandled 'error' event that
+ * ends the process with a stack trace nobody can read. The stream is left
+ * unmade until someone asks for it: making it sets a pipe that standard error
+ * shares with standard output (`2>&1 |`) non-blocking for both.
+ */
+export function ignoreStandardErrorFailures(): void {
+  const descriptor = Object.getOwnPropertyDescriptor(process, "stderr");
+  const make = descriptor?.get;
+  if (!make || !descriptor.configurable) return;
+  Object.defineProperty(process, "stderr", {
+    configurable: true,
+    enumerable: descriptor.enumerable,
+    get() {
+      const stream = make.call(process) as NodeJS.WriteStream;
+      stream.on("error", () => {});
+      Object.defineProperty(process, "stderr", { configurable: true, enumerable: descriptor.enumerable, writable: true, value: stream });
+      return stream;
+    },
+  });
+}

@@ -62,6 +62,11 @@ describe("standard output that goes away, fills up or is closed (issue 12)", () 
     expect(result.code).toBe(1);
   });
 
+  it("a message on a full standard error (key list on an empty store, 2>/dev/full) changes nothing else: status 0", async () => {
+    const result = await runShell(`${tbucket(["key", "list", "--store", `sqlite:${join(dir, "empty.db")}`])} 2>/dev/full; echo "status=$?"`, { env });
+    expect(result.stdout.toString()).toBe("status=0\n");
+  });
+
   it("a failure to write a usage message on standard error changes nothing else: status 2, no crash", async () => {
     const result = await runShell(`${tbucket(["--rate", "fast"])} 2>/dev/full < /dev/null; echo "status=$?"`);
     expect(result.stdout.toString()).toBe("status=2\n");
