@@ -26,6 +26,7 @@ const WRITE_REASONS: Record<string, [why: string, fix: string]> = {
   EPERM: ["permission denied", "check the file's permissions"],
   EISDIR: ["is a directory", "name a file"],
   EINVAL: ["does not take writes like this", "write to a file or a pipe"],
+  ECONNRESET: ["the connection was reset by its peer", "check the other end"],
 };
 
 /** One line about a file that could not be read, as `cat` would say it, with what to do. */
