@@ -1,3 +1,5 @@
+import { INPUT_IS_OUTPUT } from "../stream/copy-onto-itself.js";
+
 /** Why a file could not be read, and what to do, by error code. */
 const READ_REASONS: Record<string, string> = {
   ENOENT: "no such file or directory; check the path",
@@ -7,7 +9,7 @@ const READ_REASONS: Record<string, string> = {
   ELOOP: "too many levels of symbolic links; check the link",
   ENAMETOOLONG: "the name is too long; check the path",
   EIO: "input/output error; check the device",
-  EINPUTISOUTPUT: "input file is output file; write the output to another file",
+  [INPUT_IS_OUTPUT]: "input file is output file; write the output to another file",
 };
 
 /**
