@@ -28,6 +28,17 @@ export class RuntimeError extends CliError {
   }
 }
 
+/**
+ * Standard output's reader went away (`| head -1`): a normal way for output to
+ * end, as for cat and pv users, so status 0 and nothing said.
+ */
+export class ReaderGone extends CliError {
+  constructor() {
+    super("standard output: its reader went away", 0);
+    this.name = "ReaderGone";
+  }
+}
+
 /** Exit statuses, as the README lists them. */
 export const EXIT = {
   ok: 0,

@@ -1,6 +1,7 @@
 import { type Command, CommanderError } from "commander";
-import { CliError, EXIT } from "./errors.js";
+import { CliError, EXIT, ReaderGone } from "./errors.js";
 import { createProgram } from "./program.js";
+import { ignoreStandardErrorFailures, writeStandardError, writeStandardOutput } from "./standard-streams.js";
 
 /**
  * The one entry point: parses argv, runs the command, and turns every error
@@ -8,6 +9,7 @@ import { createProgram } from "./program.js";
  * a user's mistake.
  */
 export async function main(argv: readonly string[]): Promise<number> {
+  ignoreStandardErrorFailures();
   let exitCode: number = EXIT.ok;
   const program = createProgram((code) => (exitCode = code));
   applyErrorHandling(program);
@@ -45,7 +47,8 @@ export function normalizeArgv(argv: readonly string[], program: Command): string
 
 function applyErrorHandling(command: ReturnType<typeof createProgram>): void {
   command.exitOverride();
-  command.configureOutput({ outputError: () => {} });
+  // Help and versions are written whole or fail here, at once, as a thrown error main() reports.
+  command.configureOutput({ writeOut: writeStandardOutput, writeErr: writeStandardError, outputError: () => {} });
   for (const sub of command.commands) applyErrorHandling(sub);
 }
 
@@ -54,15 +57,16 @@ export function reportError(error: unknown): number {
     // --help and --version end through here too, with their output already written.
     if (error.exitCode === 0) return EXIT.ok;
     const message = error.message.replace(/^error: /, "").replace(/\n\(Did you mean (.+)\?\)/, "; did you mean $1?");
-    process.stderr.write(`tbucket: ${message}${message.includes("did you mean") ? "" : "; see 'tbucket --help'"}\n`);
+    writeStandardError(`tbucket: ${message}${message.includes("did you mean") ? "" : "; see 'tbucket --help'"}\n`);
     return EXIT.usage;
   }
+  if (error instanceof ReaderGone) return error.exitCode;
   if (error instanceof CliError) {
-    process.stderr.write(`tbucket: ${error.message}\n`);
+    writeStandardError(`tbucket: ${error.message}\n`);
     return error.exitCode;
   }
   const text = error instanceof Error ? error.message : String(error);
-  process.stderr.write(`tbucket: ${text}\n`);
-  if (process.env.TBUCKET_DEBUG && error instanceof Error) process.stderr.write(`${error.stack}\n`);
+  writeStandardError(`tbucket: ${text}\n`);
+  if (process.env.TBUCKET_DEBUG && error instanceof Error) writeStandardError(`${error.stack}\n`);
   return EXIT.failure;
 }

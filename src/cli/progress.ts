@@ -25,6 +25,8 @@ const RATE_WINDOW_MS = 1000;
  * or one plain line a second elsewhere (when forced with --progress).
  */
 export function startProgressDisplay(options: ProgressOptions): ProgressDisplay {
+  // Progress that cannot be shown (standard error full or closed) is no reason to fail the copy.
+  options.stream.on("error", () => {});
   const samples: Array<{ atMs: number; bytes: number }> = [];
   const describe = (stats: PipeStats): string => {
     samples.push({ atMs: stats.elapsedMs, bytes: stats.bytes });

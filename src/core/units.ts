@@ -14,7 +14,8 @@ export class UnitError extends RangeError {
 }
 
 const NUMBER = String.raw`(\d+(?:\.\d+)?|\.\d+)(?:e([+-]?\d+))?`;
-const MAX_VALUE = 2 ** 53;
+/** Past this, whole numbers stop being exact in a double: 2^53 - 1. */
+const MAX_VALUE = Number.MAX_SAFE_INTEGER;
 
 /** Byte units are binary whatever their case, as in pv and curl. */
 const BYTE_UNITS: Record<string, number> = {
@@ -52,6 +53,8 @@ function isUnlimited(text: string): boolean {
 
 interface Split {
   value: number;
+  /** The number as written, without its exponent. */
+  digits: string;
   unit: string;
   period: string | undefined;
 }
@@ -62,15 +65,20 @@ function split(text: string): Split | undefined {
   if (!match) return undefined;
   const [, digits, exponent, unit, period] = match;
   const value = Number(exponent === undefined ? digits : `${digits}e${exponent}`);
-  return { value, unit: unit!.toLowerCase(), period: period?.trim() };
+  return { value, digits: digits!, unit: unit!.toLowerCase(), period: period?.trim() };
 }
 
-function checkMagnitude(value: number, text: string, what: string, example: string): number {
-  if (!Number.isFinite(value) || value <= 0) {
-    throw new UnitError(`"${text}" is not ${what}: it must be more than zero; ${example}`);
+/**
+ * Refuses a value that is zero or below, or past MAX_VALUE. `1e309` reads as Infinity and `1e-400` as 0: those are too
+ * large and too small, not zero. `largest` is the most accepted, as the user would write it.
+ */
+function checkMagnitude(value: number, parts: Split, text: string, what: string, example: string, largest: string): number {
+  if (value > MAX_VALUE || Number.isNaN(value)) {
+    throw new UnitError(`"${text}" is not ${what}: it is too large (at most ${largest}); ${example}`);
   }
-  if (value > MAX_VALUE) {
-    throw new UnitError(`"${text}" is not ${what}: it is too large (at most 2^53); ${example}`);
+  if (value <= 0) {
+    const why = parts.value === 0 && /[1-9]/.test(parts.digits) ? "it is too small" : "it must be more than zero";
+    throw new UnitError(`"${text}" is not ${what}: ${why}; ${example}`);
   }
   return value;
 }
@@ -82,8 +90,11 @@ function parsePeriodMs(period: string): number | undefined {
   const parts = split(period);
   if (!parts || parts.period !== undefined) return undefined;
   const factor = DURATION_UNITS_MS[parts.unit];
-  if (factor === undefined || parts.value <= 0) return undefined;
-  return parts.value * factor;
+  if (factor === undefined) return undefined;
+  const periodMs = parts.value * factor;
+  // A zero or endless period makes no rate.
+  if (!(periodMs > 0 && periodMs < Infinity)) return undefined;
+  return periodMs;
 }
 
 /**
@@ -107,7 +118,7 @@ export function parseByteRate(text: string): number {
     if (parsed === undefined) throw bad();
     periodMs = parsed;
   }
-  return checkMagnitude((parts.value * factor) / (periodMs / 1000), text, "a byte rate", BYTE_RATE_EXAMPLE);
+  return checkMagnitude((parts.value * factor) / (periodMs / 1000), parts, text, "a byte rate", BYTE_RATE_EXAMPLE, `${MAX_VALUE} bytes/s`);
 }
 
 /**
@@ -128,7 +139,7 @@ export function parseCountRate(text: string): number {
     if (parsed === undefined) throw new UnitError(`"${text}" is not a count rate; ${COUNT_RATE_EXAMPLE}`);
     periodMs = parsed;
   }
-  return checkMagnitude(parts.value / (periodMs / 1000), text, "a count rate", COUNT_RATE_EXAMPLE);
+  return checkMagnitude(parts.value / (periodMs / 1000), parts, text, "a count rate", COUNT_RATE_EXAMPLE, `${MAX_VALUE}/s`);
 }
 
 export type RateKind = "bytes" | "count";
@@ -144,15 +155,12 @@ export interface ParsedRate {
  * unit is bytes.
  */
 export function parseAnyRate(text: string): ParsedRate {
-  try {
-    return { kind: "count", perSecond: parseCountRate(text) };
-  } catch {
-    try {
-      return { kind: "bytes", perSecond: parseByteRate(text) };
-    } catch {
-      throw new UnitError(`"${text}" is not a rate; ${RATE_EXAMPLE}`);
-    }
-  }
+  if (isUnlimited(text)) return { kind: "count", perSecond: Infinity };
+  // The unit decides the kind, so that a count or byte rate's own message (too large, zero) is kept.
+  const unit = split(text)?.unit;
+  if (unit === "") return { kind: "count", perSecond: parseCountRate(text) };
+  if (unit !== undefined && (unit in BYTE_UNITS || unit in BIT_UNITS)) return { kind: "bytes", perSecond: parseByteRate(text) };
+  throw new UnitError(`"${text}" is not a rate; ${RATE_EXAMPLE}`);
 }
 
 /** A duration in milliseconds: `250ms`, `2s`, `1.5m`, `1h`, or a bare number of seconds. */
@@ -160,8 +168,8 @@ export function parseDuration(text: string): number {
   const parts = split(text);
   const factor = parts && parts.period === undefined ? DURATION_UNITS_MS[parts.unit] : undefined;
   if (!parts || factor === undefined) throw new UnitError(`"${text}" is not a duration; ${DURATION_EXAMPLE}`);
-  if (parts.value === 0) return 0;
-  return checkMagnitude(parts.value * factor, text, "a duration", DURATION_EXAMPLE);
+  if (parts.value === 0 && !/[1-9]/.test(parts.digits)) return 0;
+  return checkMagnitude(parts.value * factor, parts, text, "a duration", DURATION_EXAMPLE, formatDuration(MAX_VALUE));
 }
 
 /** A size in whole bytes: `8k`, `4mb`, `1000`; binary units, as for rates. */
@@ -169,20 +177,26 @@ export function parseByteSize(text: string): number {
   const parts = split(text);
   const factor = parts && parts.period === undefined ? BYTE_UNITS[parts.unit] : undefined;
   if (!parts || factor === undefined) throw new UnitError(`"${text}" is not a size; ${BYTE_SIZE_EXAMPLE}`);
-  const bytes = checkMagnitude(parts.value * factor, text, "a size", BYTE_SIZE_EXAMPLE);
+  const bytes = checkMagnitude(parts.value * factor, parts, text, "a size", BYTE_SIZE_EXAMPLE, `${MAX_VALUE} bytes`);
   if (!Number.isInteger(bytes)) {
     throw new UnitError(`"${text}" is not a whole number of bytes (${bytes}); ${BYTE_SIZE_EXAMPLE}`);
   }
   return bytes;
 }
 
-/** A whole count of at least `min`: bursts in count mode, `--count`, `--jobs`. */
+/**
+ * A whole count of at least `min`: bursts in count mode, `--count`, `--jobs`.
+ * Written in digits or with an exponent (`1e6`); at most MAX_VALUE.
+ */
 export function parseCount(text: string, min = 1): number {
-  const trimmed = text.trim();
-  const value = /^\d+$/.test(trimmed) ? Number(trimmed) : NaN;
-  if (!Number.isSafeInteger(value) || value < min) {
-    const floor = min === 0 ? "0 or more" : `${min} or more`;
-    throw new UnitError(`"${text}" is not a whole number ${floor}; ${min === 0 ? `try "0" or "8"` : COUNT_EXAMPLE}`);
+  const parts = split(text);
+  const value = parts && parts.unit === "" && parts.period === undefined ? parts.value : NaN;
+  const example = min === 0 ? `try "0" or "8"` : COUNT_EXAMPLE;
+  if (value > MAX_VALUE) {
+    throw new UnitError(`"${text}" is not a whole number: it is too large (at most ${MAX_VALUE}); ${example}`);
+  }
+  if (!Number.isInteger(value) || value < min) {
+    throw new UnitError(`"${text}" is not a whole number ${min} or more; ${example}`);
   }
   return value;
 }

@@ -2,6 +2,7 @@ import { close, open, fstatSync, readSync, type Stats } from "node:fs";
 import { promisify } from "node:util";
 import { ReadAhead } from "./read-ahead.js";
 import { PipeReadAhead } from "./pipe-read-ahead.js";
+import { copiesOntoItself, InputIsOutputError } from "./copy-onto-itself.js";
 
 const openAsync = promisify(open);
 const closeAsync = promisify(close);
@@ -13,6 +14,11 @@ export interface ReadSourcesOptions {
   onError(name: string, error: NodeJS.ErrnoException): void;
   /** Standard input as a Node stream, asked for only if read(2) cannot be used on it. */
   stdinStream?: () => AsyncIterable<Buffer>;
+  /**
+   * Where the bytes go: a source that is this descriptor's file, where the
+   * copy would never end, is refused with an InputIsOutputError, as cat does.
+   */
+  outputFd?: number;
 }
 
 /** `-` is standard input, as for cat. */
@@ -70,6 +76,10 @@ function chunksOf(fd: number, reading: Reading, readAheadBytes: number): Iterabl
 
 async function* readPath(path: string, options: ReadSourcesOptions): AsyncGenerator<Buffer> {
   const fd = await openAsync(path, "r");
+  if (options.outputFd !== undefined && copiesOntoItself(fd, options.outputFd)) {
+    await closeAsync(fd);
+    throw new InputIsOutputError(path);
+  }
   const reading = readingFor(fd);
   try {
     yield* chunksOf(fd, reading, options.readAheadBytes);
@@ -80,6 +90,7 @@ async function* readPath(path: string, options: ReadSourcesOptions): AsyncGenera
 }
 
 async function* readStdin(options: ReadSourcesOptions): AsyncGenerator<Buffer> {
+  if (options.outputFd !== undefined && copiesOntoItself(0, options.outputFd)) throw new InputIsOutputError(STDIN_NAME);
   try {
     yield* chunksOf(0, readingFor(0), options.readAheadBytes);
   } catch (error) {

@@ -39,8 +39,16 @@ describe("byte rates", () => {
     ["0", `"0" is not a byte rate: it must be more than zero; try "1mb", "512k/s" or "10mbit"`],
     ["-1mb", `"-1mb" is not a byte rate; try "1mb", "512k/s" or "10mbit"`],
     ["NaN", `"NaN" is not a byte rate; try "1mb", "512k/s" or "10mbit"`],
-    ["1e300", `"1e300" is not a byte rate: it is too large (at most 2^53); try "1mb", "512k/s" or "10mbit"`],
-    ["9007199254740994", `"9007199254740994" is not a byte rate: it is too large (at most 2^53); try "1mb", "512k/s" or "10mbit"`],
+    ["1e300", `"1e300" is not a byte rate: it is too large (at most 9007199254740991 bytes/s); try "1mb", "512k/s" or "10mbit"`],
+    ["9007199254740994", `"9007199254740994" is not a byte rate: it is too large (at most 9007199254740991 bytes/s); try "1mb", "512k/s" or "10mbit"`],
+    // Regression (issue 12): 1e309 reads as Infinity, which was "must be more than zero".
+    ["1e309", `"1e309" is not a byte rate: it is too large (at most 9007199254740991 bytes/s); try "1mb", "512k/s" or "10mbit"`],
+    ["1e-400", `"1e-400" is not a byte rate: it is too small; try "1mb", "512k/s" or "10mbit"`],
+    ["Infinity mb", `"Infinity mb" is not a byte rate; try "1mb", "512k/s" or "10mbit"`],
+    ["0x10", `"0x10" is not a byte rate; try "1mb", "512k/s" or "10mbit"`],
+    ["-0", `"-0" is not a byte rate; try "1mb", "512k/s" or "10mbit"`],
+    ["1mb junk", `"1mb junk" is not a byte rate; try "1mb", "512k/s" or "10mbit"`],
+    ["1mb/1e309s", `"1mb/1e309s" is not a byte rate; try "1mb", "512k/s" or "10mbit"`],
     ["5mbps/s", `"5mbps/s" is not a byte rate; try "1mb", "512k/s" or "10mbit"`],
     ["1mb/0s", `"1mb/0s" is not a byte rate; try "1mb", "512k/s" or "10mbit"`],
     ["", `"" is not a byte rate; try "1mb", "512k/s" or "10mbit"`],
@@ -115,8 +123,42 @@ describe("durations, sizes and counts", () => {
   });
 });
 
+describe("values too large, too small or malformed (issue 12)", () => {
+  const largest = Number.MAX_SAFE_INTEGER;
+
+  it.each([
+    ["parseCountRate", parseCountRate, "1e309", `"1e309" is not a count rate: it is too large (at most ${largest}/s); try "5", "300/m" or "1/10s"`],
+    ["parseDuration", parseDuration, "1e309", `"1e309" is not a duration: it is too large (at most ${largest}ms); try "250ms", "2s" or "1.5m"`],
+    ["parseDuration", parseDuration, "1e-400", `"1e-400" is not a duration: it is too small; try "250ms", "2s" or "1.5m"`],
+    ["parseDuration", parseDuration, "-0", `"-0" is not a duration; try "250ms", "2s" or "1.5m"`],
+    ["parseByteSize", parseByteSize, "1e309", `"1e309" is not a size: it is too large (at most ${largest} bytes); try "8k", "4mb" or "1000"`],
+    // 2^53 + 1 reads as 2^53: no longer exact, so refused rather than rounded.
+    ["parseByteSize", parseByteSize, "9007199254740993", `"9007199254740993" is not a size: it is too large (at most ${largest} bytes); try "8k", "4mb" or "1000"`],
+    ["parseByteSize", parseByteSize, "Infinity", `"Infinity" is not a size; try "8k", "4mb" or "1000"`],
+    ["parseCount", (text: string) => parseCount(text), "9007199254740993", `"9007199254740993" is not a whole number: it is too large (at most ${largest}); try "1" or "10"`],
+    ["parseCount", (text: string) => parseCount(text), "1e309", `"1e309" is not a whole number: it is too large (at most ${largest}); try "1" or "10"`],
+    ["parseCount", (text: string) => parseCount(text), "-0", `"-0" is not a whole number 1 or more; try "1" or "10"`],
+    ["parseCount", (text: string) => parseCount(text), "0x10", `"0x10" is not a whole number 1 or more; try "1" or "10"`],
+    ["parseCount", (text: string) => parseCount(text), "10 jobs", `"10 jobs" is not a whole number 1 or more; try "1" or "10"`],
+    ["parseCount min 0", (text: string) => parseCount(text, 0), "", `"" is not a whole number 0 or more; try "0" or "8"`],
+    ["parseCount min 0", (text: string) => parseCount(text, 0), "NaN", `"NaN" is not a whole number 0 or more; try "0" or "8"`],
+    ["parseAnyRate", parseAnyRate, "1e309", `"1e309" is not a count rate: it is too large (at most ${largest}/s); try "5", "300/m" or "1/10s"`],
+    ["parseAnyRate", parseAnyRate, "1e309mb", `"1e309mb" is not a byte rate: it is too large (at most ${largest} bytes/s); try "1mb", "512k/s" or "10mbit"`],
+  ])("%s refuses %j", (_name, parse, text, message) => {
+    expect(() => parse(text)).toThrow(new UnitError(message));
+  });
+
+  it("accepts the largest values, and counts written with an exponent", () => {
+    expect(parseByteSize(String(largest))).toBe(largest);
+    expect(parseCount(String(largest))).toBe(largest);
+    expect(parseCount("1e3")).toBe(1000);
+    expect(parseCount("0e0", 0)).toBe(0);
+    expect(parseByteRate(`${largest}`)).toBe(largest);
+  });
+});
+
 describe("round trips (property)", () => {
-  const wholeBytes = fc.integer({ min: 1, max: 2 ** 53 });
+  const wholeBytes = fc.integer({ min: 1, max: Number.MAX_SAFE_INTEGER });
 
   it("every formatted byte size parses back to itself", () => {
     fc.assert(fc.property(wholeBytes, (bytes) => parseByteSize(formatByteSize(bytes)) === bytes));

@@ -1,13 +1,14 @@
 import { Help, type Command, type Option } from "commander";
 import type { CompletionShell } from "../commands/completion.js";
 import { EXIT } from "../errors.js";
+import { writeStandardOutput } from "../standard-streams.js";
 import { version } from "../version.js";
 
 /** Writes the completion script for `shell` to standard output; resolves to the exit status. */
 export function printCompletion(program: Command, shell: CompletionShell): number {
   const tree = describeCommandTree(program);
   const script = shell === "bash" ? bashScript(tree) : shell === "zsh" ? zshScript(tree) : fishScript(tree);
-  process.stdout.write(script);
+  writeStandardOutput(script);
   return EXIT.ok;
 }
 

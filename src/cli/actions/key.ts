@@ -5,6 +5,7 @@ import { defaultPipeBurst } from "../commands/pipe.js";
 import { type KeyRequest, parseKeyBurst, parseKeyRate } from "../commands/key.js";
 import { EXIT, parseOption, RuntimeError, UsageError } from "../errors.js";
 import { describeConfig, storeLocation } from "../shared-limiter.js";
+import { writeStandardOutput } from "../standard-streams.js";
 
 /** Runs `tbucket key ...`; resolves to the exit status. */
 export async function runKey(request: KeyRequest): Promise<number> {
@@ -71,7 +72,7 @@ function notSet(key: string, store: BucketStore): RuntimeError {
 }
 
 function print(text: string): void {
-  process.stdout.write(`${text}\n`);
+  writeStandardOutput(`${text}\n`);
 }
 
 /** JSON for scripts: numbers in tokens and tokens per second; an unlimited rate is null. */

@@ -4,12 +4,13 @@ import type { Limiter } from "../../core/limiter.js";
 import { knownTotalBytes, readSources, sourceNames, STDIN_NAME } from "../../stream/read-sources.js";
 import { enlargePipes } from "../../stream/pipe-capacity.js";
 import { createFdWriter } from "../../stream/fd-writer.js";
-import { PIPE_BUFFER_BYTES, Throttle } from "../../stream/throttle.js";
+import { type Emit, PIPE_BUFFER_BYTES, Throttle } from "../../stream/throttle.js";
 import { defaultPipeBurst, type PipeConfig } from "../commands/pipe.js";
-import { EXIT } from "../errors.js";
+import { EXIT, ReaderGone } from "../errors.js";
 import { openLimiter } from "../limiter-for.js";
 import { describeFileError } from "../file-errors.js";
 import { formatPipeStats, type PipeStats } from "../pipe-stats.js";
+import { standardOutputFailure, writeStandardError } from "../standard-streams.js";
 import type { ProgressDisplay } from "../progress.js";
 
 const MAX_READ_AHEAD_BYTES = 1024 * 1024;
@@ -65,15 +66,21 @@ export async function runPipe(config: PipeConfig): Promise<number> {
     readAheadBytes: readAheadBytesFor(limiter.rate, config.kind),
     onError: (name, error) => {
       unreadable = true;
-      process.stderr.write(`tbucket: ${describeFileError(name, error)}\n`);
+      writeStandardError(`tbucket: ${describeFileError(name, error)}\n`);
     },
     stdinStream: () => process.stdin,
+    outputFd: 1,
   });
   // Writes go straight to descriptor 1: done when the call returns, blocking while the reader is slow.
-  const writeOut = createFdWriter(1);
+  let writtenBytes = 0;
+  const writeOut = failingAsStandardOutput(
+    createFdWriter(1, (bytes) => (writtenBytes += bytes)),
+    () => writtenBytes,
+  );
 
   const snapshot = (): PipeStats => ({
-    bytes: throttle.stats.bytes,
+    // What standard output took: a slice that failed to go out is not counted.
+    bytes: writtenBytes,
     records: throttle.stats.records,
     elapsedMs: performance.now() - startedMs,
     waitedMs: throttle.stats.waitedMs,
@@ -84,7 +91,7 @@ export async function runPipe(config: PipeConfig): Promise<number> {
   const progress = await startProgress(config, limiter, snapshot);
   const finish = (code: number): number => {
     progress?.stop(snapshot());
-    if (config.stats) process.stderr.write(formatPipeStats(snapshot(), config.stats));
+    if (config.stats) writeStandardError(formatPipeStats(snapshot(), config.stats));
     return code;
   };
 
@@ -115,12 +122,12 @@ export async function runPipe(config: PipeConfig): Promise<number> {
       }
     }
   } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    // A reader that went away (`| head -c 10`) is a normal way for a pipe to end.
-    if (code === "EPIPE") {
-      progress?.stop(snapshot());
+    // A reader that went away (`| head -c 10`) is a normal way for a pipe to end, stats and all;
+    // exit at once, as reading may still be waiting on a writer that never ends (`yes |`).
+    if (error instanceof ReaderGone) {
+      finish(EXIT.ok);
       await close();
-      process.exit(EXIT.ok);
+      process.exit(unreadable ? EXIT.failure : EXIT.ok);
     }
     finish(EXIT.failure);
     await close();
@@ -131,6 +138,20 @@ export async function runPipe(config: PipeConfig): Promise<number> {
   }
   await close();
   return finish(unreadable ? EXIT.failure : EXIT.ok);
+}
+
+/** `emit` with its failures told as standard output's (see standardOutputFailure). */
+function failingAsStandardOutput(emit: Emit, writtenBytes: () => number): Emit {
+  const fail = (error: unknown): never => {
+    throw standardOutputFailure(error, writtenBytes());
+  };
+  return (segment) => {
+    try {
+      return emit(segment)?.catch(fail);
+    } catch (error) {
+      return fail(error);
+    }
+  };
 }
 
 function wantsProgress(config: PipeConfig): boolean {
