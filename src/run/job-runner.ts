@@ -32,13 +32,13 @@ export interface RunCounts {
 }
 
 /** Why launching stopped before the jobs ran out. */
-export type StopReason = "signal" | "duration" | "spawn-error" | "limiter-error";
+export type StopReason = "signal" | "duration" | "spawn-error" | "limiter-error" | "output-error";
 
 export interface RunResult {
   readonly counts: Readonly<RunCounts>;
   readonly stoppedBy: StopReason | undefined;
   /** The first job that could not be started because its command is missing or not executable. */
-  readonly spawnFailure: { readonly job: JobSpec; readonly code: string } | undefined;
+  readonly spawnFailure: { readonly job: JobSpec; readonly error: NonNullable<JobExit["spawnError"]> } | undefined;
   readonly elapsedMs: number;
   readonly waitMs: number;
 }
@@ -55,6 +55,8 @@ export interface JobRunnerOptions {
   retries?: number;
   /** Stop launching after this long; Infinity: never. */
   durationMs?: number;
+  /** After a signal is passed on, kill the jobs still running this much later; Infinity: never. */
+  killAfterMs?: number;
   clock?: Clock;
   /** An attempt is about to start (attempt 1 is the job's start). */
   onLaunch?(job: JobSpec, attempt: number, atMs: number): void;
@@ -62,7 +64,7 @@ export interface JobRunnerOptions {
   onJobEnd?(record: JobRecord): void;
 }
 
-const FATAL_SPAWN_ERRORS = new Set(["ENOENT", "EACCES", "ENOTDIR"]);
+const FATAL_SPAWN_ERRORS = new Set(["ENOENT", "EACCES", "ENOTDIR", "EISDIR", "ENOINTERP"]);
 
 /** Spawn errors that will fail every job alike (command missing or not executable): launching more is pointless. */
 export function isFatalSpawnError(code: string): boolean {
@@ -77,8 +79,8 @@ export function isFatalSpawnError(code: string): boolean {
  * spent within a moment of being granted.
  *
  * `stop(signal)` ends launching and forwards the signal to running jobs;
- * `kill()` ends them for good. The run resolves once every started job has
- * ended.
+ * `kill()` ends them for good, as does `killAfterMs` after a signal they
+ * ignored. The run resolves once every started job has ended.
  */
 export class JobRunner {
   readonly #options: JobRunnerOptions;
@@ -97,6 +99,9 @@ export class JobRunner {
   #waitMs = 0;
   /** The limiter failed (a store that went away): launching stops and run() rejects with this, once jobs end. */
   #limiterError: { error: unknown } | undefined;
+  /** Aborted when the run is over: cancels a pending --kill-after. */
+  readonly #runOver = new AbortController();
+  #killScheduled = false;
 
   constructor(options: JobRunnerOptions) {
     if (!(options.concurrency >= 1)) {
@@ -113,11 +118,20 @@ export class JobRunner {
     return { ...this.#counts, running: this.#live.size };
   }
 
-  /** Stops launching; with a signal, forwards it to every running job. */
+  /** Stops launching; with a signal, forwards it to every running job, and kills them after `killAfterMs`. */
   stop(reason: StopReason, signal?: NodeJS.Signals): void {
     this.#stoppedBy ??= reason;
     this.#stopLaunching.abort();
-    if (signal) for (const job of this.#live) job.kill(signal);
+    if (!signal) return;
+    for (const job of this.#live) job.kill(signal);
+    const killAfterMs = this.#options.killAfterMs ?? Infinity;
+    if (signal !== "SIGKILL" && Number.isFinite(killAfterMs) && !this.#killScheduled && !this.#runOver.signal.aborted) {
+      this.#killScheduled = true;
+      this.#clock.sleep(killAfterMs, this.#runOver.signal).then(
+        () => this.kill(),
+        () => {},
+      );
+    }
   }
 
   /** Kills every running job (the second Ctrl-C). */
@@ -144,7 +158,8 @@ export class JobRunner {
         if (next === ABORTED || next.done) break;
         if (!(await this.#takeSlot(stopSignal))) break;
         const token = await this.#takeToken(stopSignal);
-        if (token === ABORTED || token === FAILED) {
+        // A token granted in the same moment as a stop must not start a job after the signal went out.
+        if (token === ABORTED || token === FAILED || stopSignal.aborted) {
           this.#releaseSlot();
           break;
         }
@@ -168,7 +183,11 @@ export class JobRunner {
     } finally {
       timerStop.abort();
       void Promise.resolve(iterator.return?.()).catch(() => {});
-      await Promise.all(running);
+      // Every job ends before the run does, even when one of them failed the run.
+      const ends = await Promise.allSettled(running);
+      this.#runOver.abort();
+      const failure = ends.find((end) => end.status === "rejected");
+      if (failure) throw failure.reason;
     }
     if (this.#limiterError) throw this.#limiterError.error;
     return {
@@ -201,7 +220,7 @@ export class JobRunner {
           this.#live.delete(launched);
         }
         if (exit.spawnError && isFatalSpawnError(exit.spawnError.code)) {
-          this.#spawnFailure ??= { job, code: exit.spawnError.code };
+          this.#spawnFailure ??= { job, error: exit.spawnError };
           this.stop("spawn-error");
           break;
         }

@@ -5,8 +5,12 @@ export interface JobExit {
   /** The exit code; null when ended by a signal or never started. */
   readonly code: number | null;
   readonly signal: NodeJS.Signals | null;
-  /** Why the command could not be started at all (ENOENT, EACCES, EMFILE...). */
-  readonly spawnError?: { readonly code: string; readonly message: string };
+  /**
+   * Why the command could not be started at all: an errno (ENOENT, EACCES, E2BIG, EMFILE...)
+   * or EISDIR (a directory), ENOINTERP (the script's #! interpreter is missing, named in
+   * `interpreter`), EEMPTY (an empty command name), ENUL (a NUL byte in the command line).
+   */
+  readonly spawnError?: { readonly code: string; readonly message: string; readonly interpreter?: string };
 }
 
 /** A running attempt: when it ends, and a way to signal it. */

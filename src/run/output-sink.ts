@@ -1,8 +1,22 @@
+import { OutputLock } from "./output-lock.js";
+
 /** The little of a writable stream that job output needs. */
 export interface WritableLike {
-  write(chunk: Buffer | string): boolean;
+  write(chunk: Buffer | string, callback?: (error?: Error | null) => void): boolean;
   once(event: "drain", listener: () => void): unknown;
+  on?(event: "error", listener: (error: Error) => void): unknown;
 }
+
+export interface OutputSinkOptions {
+  /** Lets a progress display clear itself before output and redraw after. */
+  aroundWrite?: (write: () => boolean) => boolean;
+  /** Shared with the other sink, so a job streaming a long line holds both. */
+  lock?: OutputLock;
+  /** The first write that failed (a full disk, a reader gone); later output is counted as lost. */
+  onFailure?: (error: NodeJS.ErrnoException) => void;
+}
+
+const NEWLINE = 0x0a;
 
 /**
  * Where the output of every job goes (standard output, or standard error).
@@ -10,32 +24,82 @@ export interface WritableLike {
  * together: that is how whole lines never mix. When the stream is full,
  * callers pause their source until `whenDrained` calls back; one drain
  * listener serves them all.
+ *
+ * Once a write fails, the sink takes everything without waiting and counts
+ * it as lost (`lostBytes`, `lostLines`), so jobs are never left blocked on
+ * output that can no longer go anywhere.
  */
 export class OutputSink {
+  readonly lock: OutputLock;
   readonly #stream: WritableLike;
-  readonly #aroundWrite: ((write: () => boolean) => boolean) | undefined;
+  readonly #options: OutputSinkOptions;
   #waiting: Array<() => void> = [];
+  #failure: NodeJS.ErrnoException | undefined;
+  #lostBytes = 0;
+  #lostLines = 0;
 
-  /** `aroundWrite` lets a progress display clear itself before output and redraw after. */
-  constructor(stream: WritableLike, aroundWrite?: (write: () => boolean) => boolean) {
+  constructor(stream: WritableLike, options: OutputSinkOptions = {}) {
     this.#stream = stream;
-    this.#aroundWrite = aroundWrite;
+    this.#options = options;
+    this.lock = options.lock ?? new OutputLock();
+    // A stream that failed also emits 'error'; the write's callback has the facts, this keeps it from being fatal.
+    stream.on?.("error", (error) => this.#fail(error as NodeJS.ErrnoException));
+  }
+
+  /** The first failed write's error, if any. */
+  get failure(): NodeJS.ErrnoException | undefined {
+    return this.#failure;
+  }
+
+  /** Bytes of job output that could not be written. */
+  get lostBytes(): number {
+    return this.#lostBytes;
+  }
+
+  /** Newlines among the lost bytes: lines, or the ends of lines, that were not written. */
+  get lostLines(): number {
+    return this.#lostLines;
   }
 
   /** Writes the chunk; false when the stream asks the writer to wait for `whenDrained`. */
   write(chunk: Buffer | string): boolean {
     if (chunk.length === 0) return true;
-    const write = () => this.#stream.write(chunk);
-    return this.#aroundWrite ? this.#aroundWrite(write) : write();
+    if (this.#failure) {
+      this.#lose(chunk);
+      return true;
+    }
+    const write = () => this.#stream.write(chunk, (error) => error && this.#fail(error as NodeJS.ErrnoException, chunk));
+    const ok = this.#options.aroundWrite ? this.#options.aroundWrite(write) : write();
+    return ok || this.#failure !== undefined;
   }
 
   whenDrained(callback: () => void): void {
+    if (this.#failure) {
+      callback();
+      return;
+    }
     this.#waiting.push(callback);
     if (this.#waiting.length > 1) return;
-    this.#stream.once("drain", () => {
-      const waiting = this.#waiting;
-      this.#waiting = [];
-      for (const resume of waiting) resume();
-    });
+    this.#stream.once("drain", () => this.#wakeWriters());
+  }
+
+  #fail(error: NodeJS.ErrnoException, chunk?: Buffer | string): void {
+    if (chunk !== undefined) this.#lose(chunk);
+    if (this.#failure) return;
+    this.#failure = error;
+    this.#options.onFailure?.(error);
+    this.#wakeWriters();
+  }
+
+  #lose(chunk: Buffer | string): void {
+    const bytes = typeof chunk === "string" ? Buffer.from(chunk) : chunk;
+    this.#lostBytes += bytes.length;
+    for (let at = bytes.indexOf(NEWLINE); at !== -1; at = bytes.indexOf(NEWLINE, at + 1)) this.#lostLines++;
+  }
+
+  #wakeWriters(): void {
+    const waiting = this.#waiting;
+    this.#waiting = [];
+    for (const resume of waiting) resume();
   }
 }

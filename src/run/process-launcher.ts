@@ -4,6 +4,8 @@ import { buildCommandLine } from "./command-template.js";
 import { createCollector, type OutputMode, type StreamCollector } from "./job-output.js";
 import type { JobExit, Launch, LaunchedJob } from "./launch.js";
 import type { OutputSink } from "./output-sink.js";
+import type { ProcessGroups } from "./process-groups.js";
+import { describeSpawnError } from "./spawn-error.js";
 
 export interface ProcessLauncherOptions {
   /** The command and its arguments, with `{}` and `{#}` still in them. */
@@ -17,9 +19,18 @@ export interface ProcessLauncherOptions {
   tag: boolean;
   stdout: OutputSink;
   stderr: OutputSink;
+  /** Keeps each job's group while anything of it lives, to end it on the way out. */
+  groups?: ProcessGroups;
 }
 
-/** Launches jobs as child processes, started directly (no shell) unless asked. */
+/**
+ * Launches jobs as child processes, started directly (no shell) unless asked.
+ *
+ * Each job leads a process group of its own (a new session, as `setsid`), so
+ * that a signal reaches everything the job started, its grandchildren
+ * included, and not just the process we spawned. The terminal's Ctrl-C then
+ * reaches tbucket alone, which passes it on to every group.
+ */
 export function createProcessLauncher(options: ProcessLauncherOptions): Launch {
   const out: StdioOptions = options.output === "raw" ? "inherit" : "pipe";
   const stdio: StdioOptions = [options.stdin, out, out];
@@ -28,31 +39,45 @@ export function createProcessLauncher(options: ProcessLauncherOptions): Launch {
     const tag = options.tag ? `${job.item ?? job.number}\t` : undefined;
     let child: ReturnType<typeof spawn>;
     try {
-      child = spawn(file, args, { stdio });
+      child = spawn(file, args, { stdio, detached: true });
     } catch (error) {
-      // Arguments spawn refuses outright, such as an item holding a NUL byte.
-      const spawnError = { code: (error as NodeJS.ErrnoException).code ?? "EINVAL", message: (error as Error).message };
+      // Arguments spawn refuses outright, such as an empty command name or an item holding a NUL byte.
+      const spawnError = describeSpawnError(error as NodeJS.ErrnoException, file, args);
       return { exited: Promise.resolve({ code: null, signal: null, spawnError }), kill: () => {} };
     }
+    const pid = child.pid;
+    if (pid !== undefined) options.groups?.add(pid);
+    // Both streams of one job write under one name: a job streaming a long line holds both sinks.
+    const owner = { job };
     const collectors = [
-      follow(child.stdout, createCollector(options.output, options.stdout, tag)),
-      follow(child.stderr, createCollector(options.output, options.stderr, tag)),
+      follow(child.stdout, createCollector(options.output, options.stdout, tag, owner)),
+      follow(child.stderr, createCollector(options.output, options.stderr, tag, owner)),
     ];
+    // The group lives as long as any process in it, after the job itself is reaped too;
+    // 'close' (all output read) is the last moment we know its number is still ours.
+    let closed = false;
     const exited = new Promise<JobExit>((resolve) => {
       let spawnError: JobExit["spawnError"];
       child.once("error", (error: NodeJS.ErrnoException) => {
-        spawnError = { code: error.code ?? "EUNKNOWN", message: error.message };
+        spawnError = describeSpawnError(error, file, args);
       });
       // 'close' comes after the process ended and its output streams closed: nothing is left to read.
       child.once("close", (code, signal) => {
-        for (const collector of collectors) collector?.end();
-        resolve(spawnError ? { code: null, signal: null, spawnError } : { code, signal });
+        closed = true;
+        if (pid !== undefined) options.groups?.jobEnded(pid);
+        const flushed = collectors.map((collector) => collector?.end());
+        void Promise.all(flushed).then(() => resolve(spawnError ? { code: null, signal: null, spawnError } : { code, signal }));
       });
     });
     const launched: LaunchedJob = {
       exited,
       kill: (signal) => {
-        if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+        if (closed || pid === undefined) return;
+        try {
+          process.kill(-pid, signal);
+        } catch {
+          // ESRCH: the whole group is gone already.
+        }
       },
     };
     return launched;

@@ -45,9 +45,18 @@ export interface RunStats {
   burst: number;
   /** Total time jobs spent waiting for tokens. */
   waitSeconds: number;
+  /** Job output that could not be written (a full disk, a reader gone): bytes, and newlines among them. */
+  lostBytes: number;
+  lostLines: number;
 }
 
-export function runStats(result: RunResult, rate: number, burst: number): RunStats {
+/** Job output that could not be written. */
+export interface LostOutput {
+  bytes: number;
+  lines: number;
+}
+
+export function runStats(result: RunResult, rate: number, burst: number, lost: LostOutput = { bytes: 0, lines: 0 }): RunStats {
   const { counts } = result;
   const launches = counts.started + counts.retried;
   const elapsedSeconds = result.elapsedMs / 1000;
@@ -63,6 +72,8 @@ export function runStats(result: RunResult, rate: number, burst: number): RunSta
     rate: rate === Infinity ? null : rate,
     burst,
     waitSeconds: round3(result.waitMs / 1000),
+    lostBytes: lost.bytes,
+    lostLines: lost.lines,
   };
 }
 
@@ -73,9 +84,14 @@ export function formatStatsText(stats: RunStats): string {
     `jobs:     ${stats.started} started, ${stats.succeeded} succeeded, ${stats.failed} failed, ${stats.skipped} skipped, ${stats.retried} retried`,
     `launches: ${stats.launches} in ${humanDuration(stats.elapsedSeconds * 1000)} (${stats.launchRate}/s; limit ${limit})`,
     `waited:   ${humanDuration(stats.waitSeconds * 1000)} for tokens in total`,
+    ...(stats.lostBytes > 0 ? [`lost:     ${plural(stats.lostLines, "line")} (${plural(stats.lostBytes, "byte")}) of job output not written`] : []),
   ].join("\n") + "\n";
 }
 
 function round3(x: number): number {
   return Math.round(x * 1000) / 1000;
+}
+
+function plural(n: number, word: string): string {
+  return `${n} ${word}${n === 1 ? "" : "s"}`;
 }

@@ -92,7 +92,8 @@ describe.concurrent("tbucket run: jobs and results", () => {
     // a few ms after its grant (seen: 3 ms), hence 10 ms of tolerance, and start times are in whole ms.
     expect(records[0].wait).toBeLessThan(0.5);
     expect(records[1].wait).toBeGreaterThanOrEqual(0);
-    expect(records[1].wait).toBeLessThanOrEqual(0.5);
+    // A timer fires late on a busy machine, never early: the wait may overrun 1/2 s by that lateness.
+    expect(records[1].wait).toBeLessThanOrEqual(0.5 + 0.1);
     expect(records[1].start - records[0].start).toBeGreaterThanOrEqual(0.49);
   });
 

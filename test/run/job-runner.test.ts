@@ -170,7 +170,7 @@ describe("JobRunner stopping", () => {
     const { clock, runner, fake } = setup({ rate: Infinity, count: 10, concurrency: 1, behaviour: () => ({ runMs: 0, spawnError: "ENOENT" }) });
     const result = await drive(clock, runner.run());
     expect(fake.startsMs).toHaveLength(1);
-    expect(result).toMatchObject({ stoppedBy: "spawn-error", spawnFailure: { code: "ENOENT", job: { number: 1 } } });
+    expect(result).toMatchObject({ stoppedBy: "spawn-error", spawnFailure: { error: { code: "ENOENT" }, job: { number: 1 } } });
   });
 
   it("keeps launching after a spawn error that may pass (EAGAIN)", async () => {

@@ -21,7 +21,7 @@ describe("run reports", () => {
     const stats = runStats({ counts, stoppedBy: undefined, spawnFailure: undefined, elapsedMs: 3000, waitMs: 1500 }, 5, 1);
     expect(stats).toEqual({
       started: 12, succeeded: 8, failed: 1, skipped: 1, retried: 3, launches: 15,
-      elapsedSeconds: 3, launchRate: 5, rate: 5, burst: 1, waitSeconds: 1.5,
+      elapsedSeconds: 3, launchRate: 5, rate: 5, burst: 1, waitSeconds: 1.5, lostBytes: 0, lostLines: 0,
     });
     expect(formatStatsText(stats)).toBe(
       "jobs:     12 started, 8 succeeded, 1 failed, 1 skipped, 3 retried\n" +

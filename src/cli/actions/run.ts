@@ -7,34 +7,55 @@ import { jobSource, readLines } from "../../run/job-source.js";
 import { formatJobLogLine } from "../../run/job-log.js";
 import { isFatalSpawnError, JobRunner, type RunCounts, type RunResult } from "../../run/job-runner.js";
 import { LaunchRateMeter } from "../../run/launch-rate-meter.js";
+import { OutputLock } from "../../run/output-lock.js";
 import { OutputSink } from "../../run/output-sink.js";
+import { ProcessGroups } from "../../run/process-groups.js";
 import { createProcessLauncher } from "../../run/process-launcher.js";
 import { formatProgress, formatStatsText, formatSummary, runStats } from "../../run/run-report.js";
 import type { RunConfig } from "../commands/run.js";
 import { EXIT, RuntimeError } from "../errors.js";
-import { describeFileError } from "../file-errors.js";
+import { describeFileError, describeWriteError } from "../file-errors.js";
 import { openLimiter } from "../limiter-for.js";
 
 /** 128 + the signal's number, as shells report it. */
-const SIGNAL_EXIT: Partial<Record<NodeJS.Signals, number>> = { SIGINT: EXIT.interrupted, SIGTERM: 143 };
+const SIGNAL_EXIT: Partial<Record<NodeJS.Signals, number>> = { SIGHUP: 129, SIGINT: EXIT.interrupted, SIGTERM: 143 };
+
+/** The signal jobs get when tbucket receives one: a hang-up ends them as SIGTERM would (some jobs take SIGHUP as "reload"). */
+const FORWARDED: Partial<Record<NodeJS.Signals, NodeJS.Signals>> = { SIGHUP: "SIGTERM" };
+
+/** A command found but not runnable, as shells report it. */
+const CANNOT_EXECUTE = 126;
+
+const HANDLED_SIGNALS: readonly NodeJS.Signals[] = ["SIGINT", "SIGTERM", "SIGHUP"];
 
 /** Launches the jobs, reports, and resolves to the exit status. */
 export async function runRun(config: RunConfig): Promise<number> {
   const items = await openItems(config.input);
-  const joblogFd = config.joblog === undefined ? undefined : openJobLog(config.joblog);
-  const { limiter, close } = await openLimiter({
-    kind: "count",
-    rate: config.rate,
-    burst: config.burst,
-    defaultBurst: () => 1,
-    shared: config.shared,
-  });
+  // A --joblog that cannot be written stops launching; the runner is not there yet when it opens.
+  let onJobLogFailure = () => {};
+  let jobLog: JobLog | undefined;
   try {
-    return await launchAll(config, limiter, items, joblogFd);
+    jobLog = config.joblog === undefined ? undefined : openJobLog(config.joblog, () => onJobLogFailure());
+  } catch (error) {
+    await items?.close();
+    throw error;
+  }
+  try {
+    const { limiter, close } = await openLimiter({
+      kind: "count",
+      rate: config.rate,
+      burst: config.burst,
+      defaultBurst: () => 1,
+      shared: config.shared,
+    });
+    try {
+      return await launchAll(config, limiter, items, jobLog, (stop) => (onJobLogFailure = stop));
+    } finally {
+      await close();
+    }
   } finally {
     await items?.close();
-    if (joblogFd !== undefined) closeSync(joblogFd);
-    await close();
+    jobLog?.close();
   }
 }
 
@@ -54,25 +75,82 @@ async function openItems(input: string | undefined): Promise<Items | undefined> 
   let handle: FileHandle;
   try {
     handle = await open(input, "r");
+    // open(2) takes a directory; reading it would fail with EISDIR only later, mid-run.
+    if ((await handle.stat()).isDirectory()) {
+      await handle.close();
+      throw Object.assign(new Error("is a directory"), { code: "EISDIR" });
+    }
   } catch (error) {
     throw new RuntimeError(`--input: ${describeFileError(input, error as NodeJS.ErrnoException)}`);
   }
-  return { lines: readLines(handle.createReadStream({ autoClose: false })), fromStdin: false, close: () => handle.close() };
+  return {
+    lines: failingAs(input, readLines(handle.createReadStream({ autoClose: false }))),
+    fromStdin: false,
+    close: () => handle.close(),
+  };
 }
 
-function openJobLog(path: string): number {
+/** The items, with a read error (EIO...) turned into one line that names the file. */
+async function* failingAs(input: string, lines: AsyncIterable<string>): AsyncGenerator<string> {
   try {
-    return openSync(path, "w");
+    yield* lines;
   } catch (error) {
-    throw new RuntimeError(`--joblog: ${describeFileError(path, error as NodeJS.ErrnoException)}`);
+    throw new RuntimeError(`--input: ${describeFileError(input, error as NodeJS.ErrnoException)}`);
   }
 }
 
-async function launchAll(config: RunConfig, limiter: Limiter, items: Items | undefined, joblogFd: number | undefined): Promise<number> {
+/** --joblog: written line by line as jobs end; the first failed write is kept and ends the run. */
+interface JobLog {
+  write(line: string): void;
+  readonly failure: string | undefined;
+  close(): void;
+}
+
+function openJobLog(path: string, onFailure: () => void): JobLog {
+  let fd: number;
+  try {
+    fd = openSync(path, "w");
+  } catch (error) {
+    throw new RuntimeError(`--joblog: ${describeFileError(path, error as NodeJS.ErrnoException)}`);
+  }
+  let failure: string | undefined;
+  return {
+    write(line) {
+      if (failure !== undefined) return;
+      try {
+        writeSync(fd, line);
+      } catch (error) {
+        failure = `--joblog: ${describeWriteError(path, error as NodeJS.ErrnoException)}`;
+        onFailure();
+      }
+    },
+    get failure() {
+      return failure;
+    },
+    close: () => closeSync(fd),
+  };
+}
+
+async function launchAll(
+  config: RunConfig,
+  limiter: Limiter,
+  items: Items | undefined,
+  jobLog: JobLog | undefined,
+  onJobLogFailure: (stop: () => void) => void,
+): Promise<number> {
   const progress = await startProgress(config, limiter);
-  const stdout = new OutputSink(process.stdout, process.stdout.isTTY ? progress?.aroundWrite : undefined);
-  const stderr = new OutputSink(process.stderr, progress?.aroundWrite);
+  // Set once the runner exists: a failed write of job output stops the run.
+  let onOutputFailure = (_error: NodeJS.ErrnoException) => {};
+  const lock = new OutputLock();
+  const stdout = new OutputSink(process.stdout, {
+    aroundWrite: process.stdout.isTTY ? progress?.aroundWrite : undefined,
+    lock,
+    onFailure: (error) => onOutputFailure(error),
+  });
+  const stderr = new OutputSink(process.stderr, { aroundWrite: progress?.aroundWrite, lock });
+  const groups = new ProcessGroups();
   const launch = createProcessLauncher({
+    groups,
     template: config.command,
     shell: config.shell,
     stdin: items?.fromStdin ? "ignore" : "inherit",
@@ -91,66 +169,92 @@ async function launchAll(config: RunConfig, limiter: Limiter, items: Items | und
     maxWaitMs: config.maxWaitMs,
     retries: config.retries,
     durationMs: config.durationMs,
+    killAfterMs: config.killAfterMs,
     onLaunch: (_job, _attempt, atMs) => progress?.meter.record(atMs),
     onJobEnd: (record) => {
-      if (joblogFd !== undefined) writeSync(joblogFd, formatJobLogLine(record, toEpochMs));
+      jobLog?.write(formatJobLogLine(record, toEpochMs));
       const spawnError = record.exit?.spawnError;
       if (spawnError && !isFatalSpawnError(spawnError.code) && !warned.has(spawnError.code)) {
         warned.add(spawnError.code);
-        stderr.write(`tbucket: run: job ${record.number} could not start: ${spawnError.message}\n`);
+        stderr.write(`tbucket: run: job ${record.number} could not start: ${spawnError.message}${JOB_SPAWN_ADVICE[spawnError.code] ?? ""}\n`);
       }
     },
   });
   progress?.attach(runner, config.count);
+  onJobLogFailure(() => runner.stop("output-error"));
 
   if (!items && config.count === Infinity && config.durationMs === Infinity && process.stderr.isTTY) {
     stderr.write(`tbucket: run: launching at ${formatCountRate(limiter.rate)} until Ctrl-C (--count or --duration stop it on their own)\n`);
   }
 
-  // First Ctrl-C (or SIGTERM): stop launching and pass the signal on; a second one kills the jobs.
+  // First signal: stop launching and pass it on to every job's process group (jobs have groups
+  // of their own, so the terminal's Ctrl-C reaches only us); a second one, or --kill-after, kills them.
   let interruptedBy: NodeJS.Signals | undefined;
   const onSignal = (signal: NodeJS.Signals) => {
     if (interruptedBy === undefined) {
       interruptedBy = signal;
-      runner.stop("signal", signal);
+      runner.stop("signal", FORWARDED[signal] ?? signal);
+      groups.signalLingering(FORWARDED[signal] ?? signal);
     } else {
       runner.kill();
+      groups.signalLingering("SIGKILL");
     }
   };
-  // A reader that went away (`| head`) ends the run quietly.
-  let readerGone = false;
-  const onStdoutError = (error: NodeJS.ErrnoException) => {
-    if (readerGone) return;
-    readerGone = true;
-    if (error.code !== "EPIPE") process.stderr.write(`tbucket: run: standard output: ${error.message}\n`);
-    runner.stop("signal", "SIGTERM");
+  // Job output that cannot be written ends the run as a signal would: the jobs' output has nowhere to go.
+  // A reader that went away (`| head`) is what pipelines do: that ends it quietly.
+  onOutputFailure = () => {
+    runner.stop("output-error", "SIGTERM");
+    groups.signalLingering("SIGTERM");
   };
-  process.on("SIGINT", onSignal);
-  process.on("SIGTERM", onSignal);
-  process.stdout.on("error", onStdoutError);
+  // On every way out, a crash included, no job is left running behind us.
+  const killLeftovers = () => groups.signalAll("SIGKILL");
+  for (const signal of HANDLED_SIGNALS) process.on(signal, onSignal);
+  process.on("exit", killLeftovers);
   let result: RunResult;
   try {
     result = await runner.run();
   } finally {
-    process.off("SIGINT", onSignal);
-    process.off("SIGTERM", onSignal);
+    for (const signal of HANDLED_SIGNALS) process.off(signal, onSignal);
     progress?.stop();
   }
-  if (readerGone) return EXIT.ok;
+  // Processes a job left behind when it ended (`cmd &`) end with the run.
+  if (groups.anyLingering) await groups.endLingering("SIGTERM", config.killAfterMs);
+  process.off("exit", killLeftovers);
 
-  if (config.stats === "json") process.stderr.write(`${JSON.stringify(runStats(result, limiter.rate, limiter.burst))}\n`);
-  else if (config.stats === "text") process.stderr.write(formatStatsText(runStats(result, limiter.rate, limiter.burst)));
+  if (config.stats !== undefined) {
+    const stats = runStats(result, limiter.rate, limiter.burst, { bytes: stdout.lostBytes + stderr.lostBytes, lines: stdout.lostLines + stderr.lostLines });
+    process.stderr.write(config.stats === "json" ? `${JSON.stringify(stats)}\n` : formatStatsText(stats));
+  }
 
+  const outputFailure = stdout.failure;
+  if (outputFailure?.code === "EPIPE") return EXIT.ok;
+  if (outputFailure) {
+    const lost = `${describeLost(stdout.lostLines, stdout.lostBytes)} of job output not written`;
+    process.stderr.write(`tbucket: run: ${describeWriteError("standard output", outputFailure).replace(/;/, `; ${lost};`)}\n`);
+    return EXIT.failure;
+  }
+  if (jobLog?.failure !== undefined) {
+    process.stderr.write(`tbucket: run: ${jobLog.failure}\n`);
+    return EXIT.failure;
+  }
   if (interruptedBy !== undefined) {
     process.stderr.write(`tbucket: run: interrupted: ${formatSummary(result.counts)}\n`);
     return SIGNAL_EXIT[interruptedBy] ?? EXIT.interrupted;
   }
   if (result.spawnFailure) {
     const name = config.shell ? "/bin/sh" : config.command[0]!;
-    const { code } = result.spawnFailure;
+    const { code, message } = result.spawnFailure.error;
     if (code === "EACCES") {
       process.stderr.write(`tbucket: run: "${name}": permission denied; make it executable (chmod +x) or name its interpreter first\n`);
-      return 126;
+      return CANNOT_EXECUTE;
+    }
+    if (code === "EISDIR") {
+      process.stderr.write(`tbucket: run: "${name}": ${message}; name the program to run\n`);
+      return CANNOT_EXECUTE;
+    }
+    if (code === "ENOINTERP") {
+      process.stderr.write(`tbucket: run: "${name}": ${message}; install it or correct the script's #! line\n`);
+      return CANNOT_EXECUTE;
     }
     process.stderr.write(`tbucket: run: "${name}": command not found; check the name and your PATH\n`);
     return EXIT.notFound;
@@ -160,6 +264,17 @@ async function launchAll(config: RunConfig, limiter: Limiter, items: Items | und
     return EXIT.failure;
   }
   return EXIT.ok;
+}
+
+/** What to do about a job that could not start, after the launcher's facts. */
+const JOB_SPAWN_ADVICE: Record<string, string> = {
+  E2BIG: "; put long data in files and pass their names as items, or give it to the command on its standard input",
+  EEMPTY: "; an empty item cannot be the command name",
+  ENUL: "; remove NUL bytes from the items",
+};
+
+function describeLost(lines: number, bytes: number): string {
+  return `${lines} ${lines === 1 ? "line" : "lines"} (${bytes} ${bytes === 1 ? "byte" : "bytes"})`;
 }
 
 interface RunProgress {

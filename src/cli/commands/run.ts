@@ -20,6 +20,8 @@ export interface RunConfig extends ReportOptions {
   count: number;
   durationMs: number;
   maxWaitMs: number;
+  /** After a signal is passed on to jobs, kill those still running this much later. */
+  killAfterMs: number;
   retries: number;
   output: OutputMode;
   tag: boolean;
@@ -36,6 +38,7 @@ interface RunFlags extends ReportFlags, SharedBucketFlags {
   count?: string;
   duration?: string;
   maxWait?: string;
+  killAfter: string;
   retries: string;
   output: string;
   tag?: boolean;
@@ -70,6 +73,7 @@ export function registerRun(program: Command, onExit: (code: number) => void): v
     .option("--count <n>", "run the command n times (or at most n items)")
     .option("--duration <d>", "stop launching after d (30s, 10m, 1h)")
     .option("--max-wait <d>", "skip a job that would wait longer than d for its token (default: wait forever)")
+    .option("--kill-after <d>", "after passing a signal on to jobs, kill those still running d later (0: at once)", "5s")
     .option("--retries <n>", "rerun a failed job up to n times; every attempt costs a token", "0")
     .option("--output <mode>", "line (whole lines, never mixed), group (each job's output at its end), or raw", "line")
     .option("--tag", "prefix each output line with the job's item (or number) and a tab")
@@ -97,6 +101,9 @@ export function parseRunOptions(words: string[], flags: RunFlags): RunConfig {
   if (words.length === 0) {
     throw new UsageError(`run: no command given; try "tbucket run --rate 5 -- curl -s https://example.com"`);
   }
+  if (words[0] === "") {
+    throw new UsageError(`run: the command name is empty; name the program to run, e.g. "tbucket run --rate 5 -- curl -s https://example.com"`);
+  }
   let rate: number | undefined;
   if (flags.rate !== undefined) {
     rate = parseOption("--rate", flags.rate, (text) => {
@@ -115,6 +122,7 @@ export function parseRunOptions(words: string[], flags: RunFlags): RunConfig {
   const count = flags.count === undefined ? Infinity : parseOption("--count", flags.count, (text) => parseCount(text));
   const durationMs = flags.duration === undefined ? Infinity : parseOption("--duration", flags.duration, positiveDuration);
   const maxWaitMs = flags.maxWait === undefined ? Infinity : parseOption("--max-wait", flags.maxWait, parseDuration);
+  const killAfterMs = parseOption("--kill-after", flags.killAfter, parseDuration);
   const retries = parseOption("--retries", flags.retries, (text) => parseCount(text, 0));
   const output = flags.output;
   if (output !== "line" && output !== "group" && output !== "raw") {
@@ -137,6 +145,7 @@ export function parseRunOptions(words: string[], flags: RunFlags): RunConfig {
     count,
     durationMs,
     maxWaitMs,
+    killAfterMs,
     retries,
     output,
     tag: Boolean(flags.tag),
