@@ -21,6 +21,8 @@ describe.concurrent("tbucket run: usage errors exit 2 with one line", () => {
       `tbucket: --input: no argument of the command holds {}; write {} where the item goes, e.g. "curl -s {}"\n`,
     ],
     [["run", "-r", "5", "--duration", "0", "true"], `tbucket: --duration: "0" is not a duration here: it must be more than zero; try "30s" or "10m"\n`],
+    [["run", "-r", "5", "--", ""], `tbucket: run: the command name is empty; name the program to run, e.g. "tbucket run --rate 5 -- curl -s https://example.com"\n`],
+    [["run", "-r", "5", "--kill-after", "soon", "--", "true"], `tbucket: --kill-after: "soon" is not a duration; try "250ms", "2s" or "1.5m"\n`],
     [["run", "-r", "5", "--stats=xml", "--", "true"], `tbucket: --stats: "xml" is not a format; try "--stats text" or "--stats json"\n`],
   ];
   it.for(cases)("%j", async ([args, stderr], { expect }) => {

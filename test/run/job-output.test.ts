@@ -88,3 +88,83 @@ describe("GroupCollector", () => {
     expect(writes).toEqual(["7\ta\n7\tb\n"]);
   });
 });
+
+describe("LineCollector: a line longer than MAX_HELD_LINE_BYTES", () => {
+  const long = (letter: string, bytes: number) => Buffer.alloc(bytes, letter);
+
+  it("is streamed through whole, tagged once at its start; another job's lines wait for its newline", () => {
+    const { writes, stream } = recordingStream();
+    const sink = new OutputSink(stream);
+    const a = new LineCollector(sink, "a\t", { job: "a" });
+    const b = new LineCollector(sink, "b\t", { job: "b" });
+    let resumedB = 0;
+    expect(a.push(long("a", MAX_HELD_LINE_BYTES), () => {})).toBe(true);
+    // b's chunk arrives mid-line: b is asked to pause, nothing of it is written.
+    expect(b.push(Buffer.from("b1\nb2\n"), () => resumedB++)).toBe(false);
+    expect(a.push(long("a", 10), () => {})).toBe(true);
+    expect(writes.join("")).toBe(`a\t${"a".repeat(MAX_HELD_LINE_BYTES + 10)}`);
+    // The newline ends a's hold: b's lines follow, then b may go on.
+    a.push(Buffer.from("a\nnext"), () => {});
+    expect(resumedB).toBe(1);
+    a.end();
+    expect(writes.join("")).toBe(`a\t${"a".repeat(MAX_HELD_LINE_BYTES + 11)}\nb\tb1\nb\tb2\na\tnext\n`);
+  });
+
+  it("a job that ends mid-line gets its newline and frees the others", async () => {
+    const { writes, stream } = recordingStream();
+    const sink = new OutputSink(stream);
+    const a = new LineCollector(sink, undefined, { job: "a" });
+    const b = new LineCollector(sink, undefined, { job: "b" });
+    a.push(long("a", MAX_HELD_LINE_BYTES), () => {});
+    expect(b.push(Buffer.from("tail"), () => {})).toBe(false);
+    let bDone = false;
+    const bEnded = b.end().then(() => (bDone = true));
+    await Promise.resolve();
+    expect(bDone).toBe(false);
+    await a.end();
+    await bEnded;
+    expect(writes.join("")).toBe(`${"a".repeat(MAX_HELD_LINE_BYTES)}\ntail\n`);
+  });
+
+  it("the same job's other stream is not held up", () => {
+    const { writes, stream } = recordingStream();
+    const out = new OutputSink(stream);
+    const err = new OutputSink(stream, { lock: out.lock });
+    const job = { job: 1 };
+    const stdout = new LineCollector(out, undefined, job);
+    const stderr = new LineCollector(err, undefined, job);
+    stdout.push(long("a", MAX_HELD_LINE_BYTES), () => {});
+    expect(stderr.push(Buffer.from("warning\n"), () => {})).toBe(true);
+    expect(writes.at(-1)).toBe("warning\n");
+  });
+});
+
+describe("OutputSink: a failed write", () => {
+  function failingStream() {
+    const stream: WritableLike = {
+      write: (_chunk, callback) => {
+        const error = Object.assign(new Error("ENOSPC: no space left on device, write"), { code: "ENOSPC" });
+        process.nextTick(() => callback?.(error));
+        return false;
+      },
+      once: () => {},
+    };
+    return stream;
+  }
+
+  it("is reported once; what follows is taken without waiting and counted as lost", async () => {
+    const failures: string[] = [];
+    const sink = new OutputSink(failingStream(), { onFailure: (error) => failures.push(error.code!) });
+    let resumed = 0;
+    const collector = new LineCollector(sink, undefined);
+    expect(collector.push(Buffer.from("one\ntwo\n"), () => resumed++)).toBe(false);
+    await new Promise((resolve) => process.nextTick(resolve));
+    // The writer waiting for a drain that will never come is woken.
+    expect(resumed).toBe(1);
+    expect(failures).toEqual(["ENOSPC"]);
+    expect(collector.push(Buffer.from("three\nfour"), () => resumed++)).toBe(true);
+    await collector.end();
+    expect([sink.lostBytes, sink.lostLines]).toEqual([19, 4]);
+    expect(sink.failure?.code).toBe("ENOSPC");
+  });
+});
