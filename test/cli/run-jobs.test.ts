@@ -1,11 +1,20 @@
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import { runCli } from "../helpers/cli.js";
 import { fixture } from "../run/start-cli.js";
 
-const tempDir = () => mkdtempSync(join(tmpdir(), "tbucket-run-"));
+const dirs: string[] = [];
+afterAll(() => {
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+});
+
+function tempDir(): string {
+  const dir = mkdtempSync(join(tmpdir(), "tbucket-run-"));
+  dirs.push(dir);
+  return dir;
+}
 const lines = (buffer: Buffer) => buffer.toString().split("\n").filter(Boolean);
 
 describe.concurrent("tbucket run: jobs and results", () => {

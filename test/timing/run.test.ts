@@ -1,17 +1,37 @@
-import { mkdtempSync, readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { describe, it } from "vitest";
+import { afterAll, describe, it } from "vitest";
 import { runCli } from "../helpers/cli.js";
 import { fixture } from "../run/start-cli.js";
 
-/** The most starts in any window, against the envelope burst + rate x (window + jitterMs). */
-function worstExcess(startsMs: number[], rate: number, burst: number, jitterMs: number): number {
+const dirs: string[] = [];
+afterAll(() => {
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+});
+
+function tempDir(): string {
+  const dir = mkdtempSync(join(tmpdir(), "tbucket-run-"));
+  dirs.push(dir);
+  return dir;
+}
+
+/**
+ * How late a launch may be recorded after its grant. The bucket schedules grants; the joblog's
+ * `start` is read just after each grant, and a grant comes late when the event loop was busy
+ * (starting the previous job, or another process had the CPU), never early. A late first launch
+ * makes the window from it to a later, on-time one look shorter by its lateness, so windows are
+ * checked against burst + rate x (window + LATE_MS). Seen: 21 ms with the whole suite on 2 cores.
+ */
+const LATE_MS = 100;
+
+/** The most starts in any window, against the envelope burst + rate x (window + lateMs). */
+function worstExcess(startsMs: number[], rate: number, burst: number, lateMs: number): number {
   const sorted = [...startsMs].sort((a, b) => a - b);
   let worst = -Infinity;
   for (let i = 0; i < sorted.length; i++) {
     for (let j = i; j < sorted.length; j++) {
-      const allowed = burst + (rate * (sorted[j]! - sorted[i]! + jitterMs)) / 1000;
+      const allowed = burst + (rate * (sorted[j]! - sorted[i]! + lateMs)) / 1000;
       worst = Math.max(worst, j - i + 1 - allowed);
     }
   }
@@ -27,6 +47,13 @@ function maxOverlap(intervals: Array<[number, number]>): number {
   return most;
 }
 
+/** The gap below which a quarter of the gaps between consecutive starts fall. */
+function lowerQuartileGapMs(startsMs: number[]): number {
+  const sorted = [...startsMs].sort((a, b) => a - b);
+  const gaps = sorted.slice(1).map((atMs, i) => atMs - sorted[i]!).sort((a, b) => a - b);
+  return gaps[Math.floor(gaps.length / 4)]!;
+}
+
 function readJobLog(path: string): Array<{ number: number; start: number; end: number; item: string | null }> {
   return readFileSync(path, "utf8").trimEnd().split("\n").map((line) => JSON.parse(line));
 }
@@ -34,38 +61,36 @@ function readJobLog(path: string): Array<{ number: number; start: number; end: n
 // One at a time: these measure time, and the machine is shared.
 describe("tbucket run: timing", () => {
   it("--rate 20: starts follow the schedule and never exceed burst + rate x elapsed", async ({ expect }) => {
-    const dir = mkdtempSync(join(tmpdir(), "tbucket-run-"));
-    const log = join(dir, "log");
+    const log = join(tempDir(), "log");
     const result = await runCli(["run", "--rate", "20", "--count", "40", "--joblog", log, "--", fixture("print-start-time.sh")]);
     expect(result.code).toBe(0);
-    // As tbucket launched them (joblog, whole milliseconds). At any moment, never more than
-    // burst + rate x elapsed have started (one rounding millisecond aside)...
-    const startsMs = readJobLog(log).map((r) => r.start * 1000).sort((a, b) => a - b);
-    startsMs.forEach((atMs, i) => expect(i + 1).toBeLessThanOrEqual(1 + (20 * (atMs - startsMs[0]! + 1)) / 1000 + 1e-9));
-    // ...and in any window too, but a launch can be late (the event loop was busy starting the previous
-    // one) while the next stays on schedule: allow 40 ms of lateness (21 ms was seen with the whole
-    // suite running on 2 cores). Two launches back to back (a window of 0 ms) still fail: 2 > 1 + 20 x 0.04.
-    expect(worstExcess(startsMs, 20, 1, 40)).toBeLessThanOrEqual(1e-9);
-    // As the children saw it (their own clock reading once running): the same, but the time a process
-    // takes to start varies with the machine's load (tens of ms on a busy 2-core box): allow 100 ms.
+    // As tbucket granted them (joblog, whole milliseconds): in any window, at most burst + rate x
+    // (window + LATE_MS). That alone lets three launches through back to back (3 <= 1 + 20 x 0.1).
+    const startsMs = readJobLog(log).map((r) => r.start * 1000);
+    expect(startsMs).toHaveLength(40);
+    expect(worstExcess(startsMs, 20, 1, LATE_MS)).toBeLessThanOrEqual(1e-9);
+    // Lateness moves one start, shortening one gap and lengthening the next; most gaps stay near 50 ms.
+    // Launches in pairs (a burst of 2) would make half the gaps 0.
+    expect(lowerQuartileGapMs(startsMs)).toBeGreaterThanOrEqual(25);
+    // As the children saw it (their own clock reading once running): the same, plus the time a
+    // process takes to start, which varies with the machine's load (tens of ms on a busy 2-core box).
     const childStartsMs = result.stdout.toString().trim().split("\n").map((ns) => Number(BigInt(ns) / 1000n) / 1000);
     expect(childStartsMs).toHaveLength(40);
-    expect(worstExcess(childStartsMs, 20, 1, 100)).toBeLessThanOrEqual(1e-9);
-    // 39 intervals of 50 ms at least. How late launches run is measured by bench/run.mjs and
-    // "not slower than the rate" by the fake-clock tests: a busy machine must not fail this one.
-    expect(startsMs.at(-1)! - startsMs[0]!).toBeGreaterThanOrEqual(1949);
+    expect(worstExcess(childStartsMs, 20, 1, LATE_MS + 100)).toBeLessThanOrEqual(1e-9);
+    // How late launches run is measured by bench/run.mjs and "not slower than the rate" by the
+    // fake-clock tests: a busy machine must not fail this one.
   });
 
   it("--burst 5 --rate 10: five back to back, then one every 100 ms", async ({ expect }) => {
-    const dir = mkdtempSync(join(tmpdir(), "tbucket-run-"));
-    const log = join(dir, "log");
+    const log = join(tempDir(), "log");
     const result = await runCli(["run", "--rate", "10", "--burst", "5", "--count", "10", "-j", "0", "--joblog", log, "--", "true"]);
     expect(result.code).toBe(0);
     const startsMs = readJobLog(log).map((r) => r.start * 1000).sort((a, b) => a - b);
-    expect(worstExcess(startsMs, 10, 5, 1)).toBeLessThanOrEqual(1e-9);
-    // The sixth waits for a token: 100 ms after the first.
-    expect(startsMs[5]! - startsMs[0]!).toBeGreaterThanOrEqual(99);
-    expect(startsMs[9]! - startsMs[0]!).toBeGreaterThanOrEqual(499);
+    // Seven back to back would exceed it (7 > 5 + 10 x 0.1)...
+    expect(worstExcess(startsMs, 10, 5, LATE_MS)).toBeLessThanOrEqual(1e-9);
+    // ...and the sixth waits for a token, 100 ms after the first was granted, less the first's lateness.
+    expect(startsMs[5]! - startsMs[0]!).toBeGreaterThanOrEqual(100 - LATE_MS / 2);
+    expect(startsMs[9]! - startsMs[0]!).toBeGreaterThanOrEqual(500 - LATE_MS);
   });
 
   it("-j 2: never more than two running at once, as the jobs themselves saw it", async ({ expect }) => {
@@ -77,7 +102,7 @@ describe("tbucket run: timing", () => {
   });
 
   it("-j 0: no limit on how many run at once", async ({ expect }) => {
-    const log = join(mkdtempSync(join(tmpdir(), "tbucket-run-")), "log");
+    const log = join(tempDir(), "log");
     const result = await runCli(["run", "-r", "inf", "-j", "0", "--joblog", log, "--", "sh", "-c", "sleep 2", "{}"], { input: "1\n2\n3\n4\n5\n" });
     expect(result.code).toBe(0);
     // As tbucket saw them (launched, then ended): all five at once.
