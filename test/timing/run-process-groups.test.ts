@@ -123,6 +123,24 @@ describe.concurrent("tbucket run: each job in a process group of its own", () =>
     expect(await allGone(pids)).toBe(true);
   });
 
+  it("a signal while tbucket ends what a job left behind still reaches it; a second one kills it", async ({ expect }) => {
+    const dir = tempDir();
+    // The job ends at once, leaving a sleep that ignores SIGTERM; tbucket then waits --kill-after for it.
+    const script = `trap '' TERM; sleep 30 >/dev/null 2>&1 & echo $! > ${dir}/1.pid; echo ready`;
+    const cli = startCli(["run", "-r", "inf", "--count", "1", "--kill-after", "1m", "--shell", "--", script]);
+    await cli.waitForOutput("ready");
+    await sleep(300);
+    cli.signal("SIGTERM");
+    await sleep(300);
+    expect(cli.done()).toBe(false);
+    const sentAt = performance.now();
+    cli.signal("SIGTERM");
+    const { code } = await cli.exited;
+    expect(performance.now() - sentAt).toBeLessThan(3000);
+    expect(code).toBe(143);
+    expect(await allGone(grandchildPids(dir))).toBe(true);
+  });
+
   it("a reader that goes away (| head -1): jobs end at once, exit 0 quietly", async ({ expect }) => {
     const dir = tempDir();
     // tbucket learns that the reader left when it next writes, as any program in a pipeline does: the jobs tick.

@@ -213,12 +213,13 @@ async function launchAll(
   let result: RunResult;
   try {
     result = await runner.run();
+    // Processes a job left behind when it ended (`cmd &`) end with the run. A signal meanwhile
+    // still reaches them (the handlers stay): dying of it here would leave them running.
+    if (groups.anyLingering) await groups.endLingering("SIGTERM", config.killAfterMs);
   } finally {
     for (const signal of HANDLED_SIGNALS) process.off(signal, onSignal);
     progress?.stop();
   }
-  // Processes a job left behind when it ended (`cmd &`) end with the run.
-  if (groups.anyLingering) await groups.endLingering("SIGTERM", config.killAfterMs);
   process.off("exit", killLeftovers);
 
   if (config.stats !== undefined) {
