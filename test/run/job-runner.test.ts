@@ -156,6 +156,32 @@ describe("JobRunner stopping", () => {
     expect(result).toMatchObject({ stoppedBy: "signal", counts: { started: 3, failed: 3, running: 0 } });
   });
 
+  it("killAfterMs: jobs that ignore the forwarded signal are killed that long after it, and only then", async () => {
+    const { clock, runner, fake } = setup({ rate: Infinity, count: 2, extra: { killAfterMs: 5000 }, behaviour: () => ({ runMs: 60_000 }) });
+    const done = runner.run();
+    await settle();
+    runner.stop("signal", "SIGTERM");
+    // The fake jobs ignore SIGTERM: nothing happens until the 5 s are up.
+    await clock.advance(4999);
+    await settle();
+    expect(fake.signals).toEqual(["SIGTERM", "SIGTERM"]);
+    const result = await drive(clock, done);
+    expect(clock.now() - 1000).toBe(5000);
+    expect(fake.signals).toEqual(["SIGTERM", "SIGTERM", "SIGKILL", "SIGKILL"]);
+    expect(result.counts).toMatchObject({ started: 2, failed: 2, running: 0 });
+  });
+
+  it("killAfterMs: no kill is left pending once the jobs have ended", async () => {
+    const { clock, runner, fake } = setup({ rate: Infinity, count: 1, extra: { killAfterMs: 5000 }, behaviour: () => ({ runMs: 60_000 }) });
+    const done = runner.run();
+    await settle();
+    runner.stop("signal", "SIGINT");
+    await drive(clock, done);
+    await clock.advance(10_000);
+    await settle();
+    expect(fake.signals).toEqual(["SIGINT"]);
+  });
+
   it("does not retry a job that ended because launching stopped", async () => {
     const { clock, runner, fake } = setup({ rate: 10, count: 1, extra: { retries: 5 }, behaviour: () => ({ runMs: 10_000 }) });
     const done = runner.run();
