@@ -31,11 +31,9 @@ const HANDLED_SIGNALS: readonly NodeJS.Signals[] = ["SIGINT", "SIGTERM", "SIGHUP
 /** Launches the jobs, reports, and resolves to the exit status. */
 export async function runRun(config: RunConfig): Promise<number> {
   const items = await openItems(config.input);
-  // A --joblog that cannot be written stops launching; the runner is not there yet when it opens.
-  let onJobLogFailure = () => {};
   let jobLog: JobLog | undefined;
   try {
-    jobLog = config.joblog === undefined ? undefined : openJobLog(config.joblog, () => onJobLogFailure());
+    jobLog = config.joblog === undefined ? undefined : openJobLog(config.joblog);
   } catch (error) {
     await items?.close();
     throw error;
@@ -49,7 +47,7 @@ export async function runRun(config: RunConfig): Promise<number> {
       shared: config.shared,
     });
     try {
-      return await launchAll(config, limiter, items, jobLog, (stop) => (onJobLogFailure = stop));
+      return await launchAll(config, limiter, items, jobLog);
     } finally {
       await close();
     }
@@ -99,14 +97,16 @@ async function* failingAs(input: string, lines: AsyncIterable<string>): AsyncGen
   }
 }
 
-/** --joblog: written line by line as jobs end; the first failed write is kept and ends the run. */
+/** --joblog: written line by line as jobs end; after a failed write, nothing more is written. */
 interface JobLog {
-  write(line: string): void;
+  /** False when this write failed (the first failure only). */
+  write(line: string): boolean;
+  /** What failed, as one line. */
   readonly failure: string | undefined;
   close(): void;
 }
 
-function openJobLog(path: string, onFailure: () => void): JobLog {
+function openJobLog(path: string): JobLog {
   let fd: number;
   try {
     fd = openSync(path, "w");
@@ -116,12 +116,13 @@ function openJobLog(path: string, onFailure: () => void): JobLog {
   let failure: string | undefined;
   return {
     write(line) {
-      if (failure !== undefined) return;
+      if (failure !== undefined) return true;
       try {
         writeSync(fd, line);
+        return true;
       } catch (error) {
         failure = `--joblog: ${describeWriteError(path, error as NodeJS.ErrnoException)}`;
-        onFailure();
+        return false;
       }
     },
     get failure() {
@@ -136,7 +137,6 @@ async function launchAll(
   limiter: Limiter,
   items: Items | undefined,
   jobLog: JobLog | undefined,
-  onJobLogFailure: (stop: () => void) => void,
 ): Promise<number> {
   const progress = await startProgress(config, limiter);
   // Set once the runner exists: a failed write of job output stops the run.
@@ -172,7 +172,8 @@ async function launchAll(
     killAfterMs: config.killAfterMs,
     onLaunch: (_job, _attempt, atMs) => progress?.meter.record(atMs),
     onJobEnd: (record) => {
-      jobLog?.write(formatJobLogLine(record, toEpochMs));
+      // A job log that cannot be written stops launching: jobs would run unrecorded.
+      if (jobLog && !jobLog.write(formatJobLogLine(record, toEpochMs))) runner.stop("output-error");
       const spawnError = record.exit?.spawnError;
       if (spawnError && !isFatalSpawnError(spawnError.code) && !warned.has(spawnError.code)) {
         warned.add(spawnError.code);
@@ -181,7 +182,6 @@ async function launchAll(
     },
   });
   progress?.attach(runner, config.count);
-  onJobLogFailure(() => runner.stop("output-error"));
 
   if (!items && config.count === Infinity && config.durationMs === Infinity && process.stderr.isTTY) {
     stderr.write(`tbucket: run: launching at ${formatCountRate(limiter.rate)} until Ctrl-C (--count or --duration stop it on their own)\n`);
@@ -231,7 +231,7 @@ async function launchAll(
   if (outputFailure?.code === "EPIPE") return EXIT.ok;
   if (outputFailure) {
     const lost = `${describeLost(stdout.lostLines, stdout.lostBytes)} of job output not written`;
-    process.stderr.write(`tbucket: run: ${describeWriteError("standard output", outputFailure).replace(/;/, `; ${lost};`)}\n`);
+    process.stderr.write(`tbucket: run: ${describeWriteError("standard output", outputFailure, lost)}\n`);
     return EXIT.failure;
   }
   if (jobLog?.failure !== undefined) {
