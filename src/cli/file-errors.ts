@@ -43,7 +43,12 @@ export function describeFileError(name: string, error: NodeJS.ErrnoException): s
  * written: what, why, after how many bytes when some went out, and what to do.
  */
 export function describeWriteError(name: string, error: NodeJS.ErrnoException, writtenBytes?: number): string {
-  const [why, fix] = (error.code && WRITE_REASONS[error.code]) || [`cannot write (${error.message})`, "check the device"];
+  const [why, fix] = writeErrorReason(error);
   const after = writtenBytes ? ` after ${writtenBytes.toLocaleString("en-US")} bytes` : "";
   return `${name}: ${why}${after}; ${fix}`;
+}
+
+/** Why a write failed and what to do, apart, for a caller that says more between the two. */
+export function writeErrorReason(error: NodeJS.ErrnoException): [why: string, fix: string] {
+  return (error.code && WRITE_REASONS[error.code]) || [`cannot write (${error.message})`, "check the device"];
 }

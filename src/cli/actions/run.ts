@@ -14,7 +14,7 @@ import { createProcessLauncher } from "../../run/process-launcher.js";
 import { formatProgress, formatStatsText, formatSummary, runStats } from "../../run/run-report.js";
 import type { RunConfig } from "../commands/run.js";
 import { EXIT, RuntimeError } from "../errors.js";
-import { describeFileError, describeWriteError } from "../file-errors.js";
+import { describeFileError, describeWriteError, writeErrorReason } from "../file-errors.js";
 import { openLimiter } from "../limiter-for.js";
 
 /** 128 + the signal's number, as shells report it. */
@@ -230,8 +230,9 @@ async function launchAll(
   const outputFailure = stdout.failure;
   if (outputFailure?.code === "EPIPE") return EXIT.ok;
   if (outputFailure) {
+    const [why, fix] = writeErrorReason(outputFailure);
     const lost = `${describeLost(stdout.lostLines, stdout.lostBytes)} of job output not written`;
-    process.stderr.write(`tbucket: run: ${describeWriteError("standard output", outputFailure, lost)}\n`);
+    process.stderr.write(`tbucket: run: standard output: ${why}; ${lost}; ${fix}\n`);
     return EXIT.failure;
   }
   if (jobLog?.failure !== undefined) {
