@@ -1,3 +1,4 @@
+import { readdirSync, readFileSync } from "node:fs";
 import { type Clock, systemClock } from "../core/clock.js";
 
 /** How often `endLingering` looks whether the groups are gone. */
@@ -9,6 +10,9 @@ const POLL_MS = 50;
  * background processes behind in its group ("lingering"). A group's number
  * stays reserved by the system while any member lives, so signalling it never
  * hits a stranger; once a check finds a group empty it is forgotten.
+ *
+ * A process killed after its parent is a zombie until PID 1 reaps it, which
+ * some inits do late (seconds): on Linux, a group of zombies counts as empty.
  */
 export class ProcessGroups {
   readonly #live = new Set<number>();
@@ -51,9 +55,10 @@ export class ProcessGroups {
   async endLingering(signal: NodeJS.Signals, killAfterMs: number): Promise<void> {
     this.signalLingering(signal);
     const deadlineMs = this.#clock.now() + killAfterMs;
-    while (this.anyLingering && this.#clock.now() < deadlineMs) {
+    for (;;) {
+      for (const group of this.#lingering) if (!hasLiveProcess(group)) this.#lingering.delete(group);
+      if (!this.anyLingering || this.#clock.now() >= deadlineMs) break;
       await this.#clock.sleep(Math.min(POLL_MS, deadlineMs - this.#clock.now()));
-      this.signalLingering(0);
     }
     this.signalLingering("SIGKILL");
   }
@@ -67,4 +72,28 @@ function signalGroup(pid: number, signal: NodeJS.Signals | 0): boolean {
   } catch (error) {
     return (error as NodeJS.ErrnoException).code !== "ESRCH";
   }
+}
+
+/** True when group `pid` has a process that is not a zombie; where /proc cannot tell, when it has any. */
+function hasLiveProcess(pid: number): boolean {
+  if (!signalGroup(pid, 0)) return false;
+  let entries: string[];
+  try {
+    entries = readdirSync("/proc");
+  } catch {
+    return true;
+  }
+  for (const entry of entries) {
+    if (!/^\d+$/.test(entry)) continue;
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${entry}/stat`, "latin1");
+    } catch {
+      continue;
+    }
+    // "pid (name) state ppid pgrp ...": the name may hold spaces and parentheses.
+    const [state, , pgrp] = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    if (Number(pgrp) === pid && state !== "Z" && state !== "X") return true;
+  }
+  return false;
 }

@@ -2,6 +2,9 @@ import { closeSync, openSync, readSync, statSync } from "node:fs";
 import { delimiter, join } from "node:path";
 import type { JobExit } from "./launch.js";
 
+/** Linux's MAX_ARG_STRLEN: the longest one argument may be, its final NUL included. */
+const MAX_ARGUMENT_BYTES = 128 * 1024;
+
 export type SpawnError = NonNullable<JobExit["spawnError"]>;
 
 /**
@@ -19,6 +22,11 @@ export function describeSpawnError(error: NodeJS.ErrnoException, file: string, a
   }
   if (code === "E2BIG") {
     const bytes = [file, ...args].reduce((sum, word) => sum + Buffer.byteLength(word) + 1, 0);
+    const longest = Math.max(...[file, ...args].map((word) => Buffer.byteLength(word)));
+    // Linux also limits each argument to 128 KiB (MAX_ARG_STRLEN), however short the whole line.
+    if (longest >= MAX_ARGUMENT_BYTES) {
+      return { code, message: `one of its arguments is ${longest} bytes long, more than the system allows for one (${MAX_ARGUMENT_BYTES})` };
+    }
     return { code, message: `the command line is ${bytes} bytes long, more than the system allows` };
   }
   if (code === "EACCES" && isDirectory(findCommand(file))) return { code: "EISDIR", message: "is a directory, not a command" };

@@ -29,9 +29,19 @@ describe.concurrent("tbucket run: what failed, on which file, and what to do", (
     const result = await runCli(["run", "-r", "inf", "-j", "1", "--", "echo", "{}"], { input: `short\n${huge}\nlast\n` });
     expect(result.stdout.toString()).toBe("short\nlast\n");
     expect(result.stderr).toBe(
-      "tbucket: run: job 2 could not start: the command line is 3000006 bytes long, more than the system allows; " +
+      "tbucket: run: job 2 could not start: one of its arguments is 3000000 bytes long, more than the system allows for one (131072); " +
         "put long data in files and pass their names as items, or give it to the command on its standard input\n" +
         "tbucket: run: 3 started, 2 succeeded, 1 failed, 0 skipped, 0 retried\n",
+    );
+    expect(result.code).toBe(1);
+  });
+
+  it("arguments each short enough but too long together: says how long the command line is", async ({ expect }) => {
+    const result = await runCli(["run", "-r", "inf", "--", "echo", ...Array(25).fill("{}")], { input: `${"y".repeat(100_000)}\n` });
+    expect(result.stderr).toBe(
+      "tbucket: run: job 1 could not start: the command line is 2500030 bytes long, more than the system allows; " +
+        "put long data in files and pass their names as items, or give it to the command on its standard input\n" +
+        "tbucket: run: 1 started, 0 succeeded, 1 failed, 0 skipped, 0 retried\n",
     );
     expect(result.code).toBe(1);
   });

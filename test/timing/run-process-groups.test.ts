@@ -26,16 +26,22 @@ function grandchildPids(dir: string): number[] {
     .map((name) => Number(readFileSync(join(dir, name), "utf8")));
 }
 
+/** No such process, or a zombie: dead, waiting for PID 1 to reap it (which some inits do seconds late). */
 function isGone(pid: number): boolean {
   try {
     process.kill(pid, 0);
-    return false;
   } catch (error) {
     return (error as NodeJS.ErrnoException).code === "ESRCH";
   }
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "latin1");
+    return stat.slice(stat.lastIndexOf(")") + 2).startsWith("Z");
+  } catch {
+    return true;
+  }
 }
 
-/** True once every pid is gone; a killed process lingers a moment until it is reaped. */
+/** True once every pid is gone; a killed process takes a moment to die. */
 async function allGone(pids: number[]): Promise<boolean> {
   for (let i = 0; i < 40; i++) {
     if (pids.every(isGone)) return true;
