@@ -54,8 +54,9 @@ async function allGone(pids: number[]): Promise<boolean> {
 describe.concurrent("tbucket run: each job in a process group of its own", () => {
   it.for([
     ["SIGTERM", 143, []],
-    // A shell's background job ignores SIGINT (POSIX): --kill-after ends it.
+    // A shell's background job ignores SIGINT and SIGQUIT (POSIX): --kill-after ends it.
     ["SIGINT", 130, ["--kill-after", "500ms"]],
+    ["SIGQUIT", 131, ["--kill-after", "500ms"]],
     ["SIGHUP", 129, []],
     ["SIGTERM", 143, ["--output", "raw"]],
   ] as const)("%s (%i, %j) ends the jobs and their grandchildren, promptly", async ([signal, status, extra], { expect }) => {

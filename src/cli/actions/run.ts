@@ -18,7 +18,7 @@ import { describeFileError, describeWriteError, writeErrorReason } from "../file
 import { openLimiter } from "../limiter-for.js";
 
 /** 128 + the signal's number, as shells report it. */
-const SIGNAL_EXIT: Partial<Record<NodeJS.Signals, number>> = { SIGHUP: 129, SIGINT: EXIT.interrupted, SIGTERM: 143 };
+const SIGNAL_EXIT: Partial<Record<NodeJS.Signals, number>> = { SIGHUP: 129, SIGINT: EXIT.interrupted, SIGQUIT: 131, SIGTERM: 143 };
 
 /** The signal jobs get when tbucket receives one: a hang-up ends them as SIGTERM would (some jobs take SIGHUP as "reload"). */
 const FORWARDED: Partial<Record<NodeJS.Signals, NodeJS.Signals>> = { SIGHUP: "SIGTERM" };
@@ -26,7 +26,8 @@ const FORWARDED: Partial<Record<NodeJS.Signals, NodeJS.Signals>> = { SIGHUP: "SI
 /** A command found but not runnable, as shells report it. */
 const CANNOT_EXECUTE = 126;
 
-const HANDLED_SIGNALS: readonly NodeJS.Signals[] = ["SIGINT", "SIGTERM", "SIGHUP"];
+/** The signals that end a run. Jobs are in sessions of their own: the terminal's Ctrl-C and Ctrl-\ reach only us. */
+const HANDLED_SIGNALS: readonly NodeJS.Signals[] = ["SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT"];
 
 /** Launches the jobs, reports, and resolves to the exit status. */
 export async function runRun(config: RunConfig): Promise<number> {
