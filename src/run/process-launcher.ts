@@ -47,14 +47,14 @@ export function createProcessLauncher(options: ProcessLauncherOptions): Launch {
     }
     const pid = child.pid;
     if (pid !== undefined) options.groups?.add(pid);
-    // Both streams of one job write under one name: a job streaming a long line holds both sinks.
+    // One owner for both streams of a job: while one streams a long line, the other may still write.
     const owner = { job };
     const collectors = [
       follow(child.stdout, createCollector(options.output, options.stdout, tag, owner)),
       follow(child.stderr, createCollector(options.output, options.stderr, tag, owner)),
     ];
-    // The group lives as long as any process in it, after the job itself is reaped too;
-    // 'close' (all output read) is the last moment we know its number is still ours.
+    // Until 'close', the job's process or one holding its output keeps the group's number
+    // reserved, so signalling the group is safe; after it, ProcessGroups looks before it signals.
     let closed = false;
     const exited = new Promise<JobExit>((resolve) => {
       let spawnError: JobExit["spawnError"];
