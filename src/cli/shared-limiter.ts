@@ -47,10 +47,8 @@ export async function openSharedLimiter(request: LimiterRequest): Promise<OpenLi
     limiter.startPolling();
     return {
       limiter: limiter as Limiter,
-      close: async () => {
-        limiter.close();
-        await closeQuietly(store);
-      },
+      // The limiter first gives back a lease still waiting, then the store closes.
+      close: () => closeQuietly(store, limiter),
     };
   } catch (error) {
     await closeQuietly(store);
@@ -106,6 +104,11 @@ function warn(message: string): void {
   process.stderr.write(`tbucket: warning: ${message}\n`);
 }
 
-async function closeQuietly(store: BucketStore): Promise<void> {
-  await Promise.race([store.close().catch(() => {}), new Promise((resolve) => setTimeout(resolve, 1000).unref())]);
+/** Closes the limiter, then the store, giving up after a second: a store that went away must not hold the exit. */
+async function closeQuietly(store: BucketStore, limiter?: SharedLimiter): Promise<void> {
+  const closing = (async () => {
+    await limiter?.close().catch(() => {});
+    await store.close().catch(() => {});
+  })();
+  await Promise.race([closing, new Promise((resolve) => setTimeout(resolve, 1000).unref())]);
 }

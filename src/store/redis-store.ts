@@ -6,9 +6,11 @@ import {
   type BucketConfig,
   type BucketState,
   type BucketStore,
+  checkCancel,
   checkConfig,
   checkTake,
   StoreError,
+  type StoreReservation,
   type TakeOptions,
   type TakeResult,
 } from "./bucket-store.js";
@@ -83,8 +85,22 @@ export class RedisStore implements BucketStore {
     checkTake(n, options);
     const reply = await this.#run(key, ["take", String(n), numberText(options?.maxWaitMs ?? Infinity), options?.overBurst ? "1" : "0"]);
     if (reply === null) return undefined;
-    const [ok, waitMs, tokens, rate, burst, kind] = reply as string[];
-    return { ok: ok === "1", waitMs: numberOf(waitMs!), tokens: numberOf(tokens!), rate: numberOf(rate!), burst: numberOf(burst!), kind: kind as RateKind };
+    const [ok, waitMs, tokens, rate, burst, kind, timeToActMs] = reply as string[];
+    return {
+      ok: ok === "1",
+      waitMs: numberOf(waitMs!),
+      timeToActMs: numberOf(timeToActMs!),
+      tokens: numberOf(tokens!),
+      rate: numberOf(rate!),
+      burst: numberOf(burst!),
+      kind: kind as RateKind,
+    };
+  }
+
+  async cancel(key: string, reservation: StoreReservation): Promise<number | undefined> {
+    checkCancel(reservation);
+    const reply = await this.#run(key, ["cancel", String(reservation.n), numberText(reservation.timeToActMs)]);
+    return reply === null ? undefined : numberOf((reply as string[])[0]!);
   }
 
   async read(key: string): Promise<BucketState | undefined> {

@@ -7,13 +7,15 @@ import {
   type BucketConfig,
   type BucketState,
   type BucketStore,
+  checkCancel,
   checkConfig,
   checkTake,
   StoreError,
+  type StoreReservation,
   type TakeOptions,
   type TakeResult,
 } from "./bucket-store.js";
-import { configureAt, type StoredBucket, takeAt } from "./bucket-math.js";
+import { cancelAt, configureAt, type StoredBucket, takeAt } from "./bucket-math.js";
 import { stateOf, wallClock } from "./memory-store.js";
 
 /** The schema this release writes; a file with a higher version came from a newer tbucket. */
@@ -53,6 +55,7 @@ export class SqliteStore implements BucketStore {
   readonly #upsert: BetterSqlite3.Statement<[Row]>;
   readonly #take: (key: string, n: number, options: TakeOptions | undefined) => TakeResult | undefined;
   readonly #configure: (key: string, config: BucketConfig) => BucketState;
+  readonly #cancel: (key: string, reservation: StoreReservation) => number | undefined;
 
   private constructor(db: BetterSqlite3.Database, url: string, clock: Clock, busyTimeoutMs: number) {
     this.#db = db;
@@ -73,6 +76,14 @@ export class SqliteStore implements BucketStore {
       return result;
     });
     this.#take = (key, n, options) => take.immediate(key, n, options);
+    const cancel = db.transaction((key: string, reservation: StoreReservation) => {
+      const row = this.#select.get(key);
+      if (!row) return undefined;
+      const { restored, next } = cancelAt(storedOf(row), this.#clock.now(), reservation);
+      if (next) this.#upsert.run(rowOf(key, next));
+      return restored;
+    });
+    this.#cancel = (key, reservation) => cancel.immediate(key, reservation);
     const configure = db.transaction((key: string, config: BucketConfig) => {
       const row = this.#select.get(key);
       const nowMs = this.#clock.now();
@@ -107,6 +118,11 @@ export class SqliteStore implements BucketStore {
   async take(key: string, n: number, options?: TakeOptions): Promise<TakeResult | undefined> {
     checkTake(n, options);
     return this.#guard(() => this.#take(key, n, options));
+  }
+
+  async cancel(key: string, reservation: StoreReservation): Promise<number | undefined> {
+    checkCancel(reservation);
+    return this.#guard(() => this.#cancel(key, reservation));
   }
 
   async read(key: string): Promise<BucketState | undefined> {
