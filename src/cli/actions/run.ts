@@ -16,7 +16,7 @@ import { describeFileError } from "../file-errors.js";
 import { openLimiter } from "../limiter-for.js";
 
 /** 128 + the signal's number, as shells report it. */
-const SIGNAL_EXIT: Partial<Record<NodeJS.Signals, number>> = { SIGINT: EXIT.interrupted, SIGTERM: 143 };
+const SIGNAL_EXIT: Partial<Record<NodeJS.Signals, number>> = { SIGINT: EXIT.interrupted, SIGTERM: 143, SIGHUP: 129 };
 
 /** Launches the jobs, reports, and resolves to the exit status. */
 export async function runRun(config: RunConfig): Promise<number> {
@@ -127,6 +127,7 @@ async function launchAll(config: RunConfig, limiter: Limiter, items: Items | und
   };
   process.on("SIGINT", onSignal);
   process.on("SIGTERM", onSignal);
+  process.on("SIGHUP", onSignal);
   process.stdout.on("error", onStdoutError);
   let result: RunResult;
   try {
@@ -134,6 +135,7 @@ async function launchAll(config: RunConfig, limiter: Limiter, items: Items | und
   } finally {
     process.off("SIGINT", onSignal);
     process.off("SIGTERM", onSignal);
+    process.off("SIGHUP", onSignal);
     progress?.stop();
   }
   if (readerGone) return EXIT.ok;
