@@ -1,5 +1,5 @@
-import { existsSync, mkdirSync } from "node:fs";
-import { dirname } from "node:path";
+import { existsSync, mkdirSync, statSync } from "node:fs";
+import { dirname, join } from "node:path";
 import type BetterSqlite3 from "better-sqlite3";
 import type { Clock } from "../core/clock.js";
 import type { RateKind } from "../core/units.js";
@@ -101,6 +101,9 @@ export class SqliteStore implements BucketStore {
     const { default: Database } = await import("better-sqlite3");
     let db: BetterSqlite3.Database | undefined;
     try {
+      if (path !== ":memory:" && statSync(path, { throwIfNoEntry: false })?.isDirectory()) {
+        throw new StoreError(`store ${url}: is a directory; name a file in it, as in sqlite:${join(path, "buckets.db")}`);
+      }
       if (path !== ":memory:") makeDirectory(dirname(path));
       // The standalone executable ships the native addon beside itself and says where.
       const nativeBinding = (globalThis as { TBUCKET_SQLITE_NATIVE_BINDING?: unknown }).TBUCKET_SQLITE_NATIVE_BINDING;
