@@ -41,6 +41,8 @@ export interface RunResult {
   readonly spawnFailure: { readonly job: JobSpec; readonly code: string } | undefined;
   readonly elapsedMs: number;
   readonly waitMs: number;
+  /** What the limiter threw when it failed (a store gone): launching stopped there. */
+  readonly limiterError?: { readonly error: unknown };
 }
 
 export interface JobRunnerOptions {
@@ -95,7 +97,7 @@ export class JobRunner {
   /** Slots held by jobs, from before their token until after their last attempt. */
   #slotsTaken = 0;
   #waitMs = 0;
-  /** The limiter failed (a store that went away): launching stops and run() rejects with this, once jobs end. */
+  /** The limiter failed (a store that went away): launching stops, and run() reports it once jobs end. */
   #limiterError: { error: unknown } | undefined;
 
   constructor(options: JobRunnerOptions) {
@@ -170,13 +172,13 @@ export class JobRunner {
       void Promise.resolve(iterator.return?.()).catch(() => {});
       await Promise.all(running);
     }
-    if (this.#limiterError) throw this.#limiterError.error;
     return {
       counts: this.counts,
       stoppedBy: this.#stoppedBy,
       spawnFailure: this.#spawnFailure,
       elapsedMs: this.#clock.now() - startMs,
       waitMs: this.#waitMs,
+      limiterError: this.#limiterError,
     };
   }
 

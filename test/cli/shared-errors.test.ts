@@ -203,6 +203,33 @@ describe("when the store fails", () => {
     }
   });
 
+  // A lost store during `run` used the pipe's wording ("what was written so far") and skipped --stats.
+  it("Redis lost mid-run: run stops launching, prints its --stats, then one line about launches, exit 1", async () => {
+    const server = await startRedisServer();
+    try {
+      const run = startCli(["run", "--key", "lost-run", "--store", server.url, "--rate", "20/s", "--count", "1000", "--stats", "json", "--", "echo", "hi"], Buffer.alloc(0));
+      await run.flowing();
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      await server.stop();
+      const result = await run.done;
+      const [statsLine, message, ...rest] = result.stderr.split("\n");
+      expect(message).toMatch(
+        new RegExp(
+          `^tbucket: store ${server.url.replace(/\./g, "\\.")}: lost Redis \\(.*\\); stopped launching, and the jobs already started ran to their end; rerun, or add --on-store-error local to go on with a private bucket$`,
+        ),
+      );
+      expect(rest).toEqual([""]);
+      const stats = JSON.parse(statsLine!) as { started: number; succeeded: number; launches: number; rate: number };
+      const launched = result.stdout.toString().split("\n").filter(Boolean).length;
+      expect(stats).toMatchObject({ started: launched, succeeded: launched, launches: launched, rate: 20 });
+      expect(launched).toBeGreaterThan(0);
+      expect(launched).toBeLessThan(1000);
+      expect(result.code).toBe(1);
+    } finally {
+      await server.stop();
+    }
+  });
+
   it("Redis lost mid-run with --on-store-error local: warns once and finishes on a private bucket", async () => {
     const server = await startRedisServer();
     try {

@@ -50,6 +50,7 @@ export async function runPipe(config: PipeConfig): Promise<number> {
     burst: config.burst,
     defaultBurst: (rate) => defaultPipeBurst(config.kind, rate),
     shared: config.shared,
+    command: "pipe",
   });
   const startedMs = performance.now();
   let unreadable = false;

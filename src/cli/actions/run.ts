@@ -28,6 +28,7 @@ export async function runRun(config: RunConfig): Promise<number> {
     burst: config.burst,
     defaultBurst: () => 1,
     shared: config.shared,
+    command: "run",
   });
   try {
     return await launchAll(config, limiter, items, joblogFd);
@@ -142,6 +143,8 @@ async function launchAll(config: RunConfig, limiter: Limiter, items: Items | und
 
   if (config.stats === "json") process.stderr.write(`${JSON.stringify(runStats(result, limiter.rate, limiter.burst))}\n`);
   else if (config.stats === "text") process.stderr.write(formatStatsText(runStats(result, limiter.rate, limiter.burst)));
+  // A store lost mid-run: after the stats, the one line that says so.
+  if (result.limiterError) throw result.limiterError.error;
 
   if (interruptedBy !== undefined) {
     process.stderr.write(`tbucket: run: interrupted: ${formatSummary(result.counts)}\n`);
