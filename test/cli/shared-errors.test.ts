@@ -10,6 +10,9 @@ let dir: string;
 let store: string;
 beforeAll(() => {
   dir = mkdtempSync(join(tmpdir(), "tbucket-shared-errors-"));
+  // Whatever a command falls back to, it is never the user's own store.
+  process.env.XDG_STATE_HOME = join(dir, "state");
+  process.env.TBUCKET_STORE = "";
   store = `sqlite:${join(dir, "buckets.db")}`;
 });
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
