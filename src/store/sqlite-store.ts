@@ -101,8 +101,12 @@ export class SqliteStore implements BucketStore {
     const { default: Database } = await import("better-sqlite3");
     let db: BetterSqlite3.Database | undefined;
     try {
-      if (path !== ":memory:" && statSync(path, { throwIfNoEntry: false })?.isDirectory()) {
+      const existing = path === ":memory:" ? undefined : statSync(path, { throwIfNoEntry: false });
+      if (existing?.isDirectory()) {
         throw new StoreError(`store ${url}: is a directory; name a file in it, as in sqlite:${join(path, "buckets.db")}`);
+      }
+      if (existing && !existing.isFile()) {
+        throw new StoreError(`store ${url}: not a regular file (a device, a pipe or a socket); name a file, as in sqlite:/path/buckets.db`);
       }
       if (path !== ":memory:") makeDirectory(dirname(path));
       // The standalone executable ships the native addon beside itself and says where.
@@ -231,7 +235,7 @@ export function sqliteStoreError(error: unknown, url: string, busyTimeoutMs: num
   } else if (code.startsWith("SQLITE_CANTOPEN") || code === "ENOTDIR" || code === "ENOENT" || code === "EEXIST") {
     why = `cannot open the file (${detail}); check the path and its directory's permissions, ${other}`;
   } else {
-    why = `${detail}${code ? ` (${code})` : ""}; ${other}`;
+    why = `${detail}${code ? ` (${code})` : ""}; use another --store sqlite:<file>`;
   }
   return new StoreError(`store ${url}: ${why}`, { cause: error });
 }
