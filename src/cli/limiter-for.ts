@@ -13,6 +13,8 @@ export interface LimiterRequest {
   /** The default burst for a rate, when none is given. */
   defaultBurst(rate: number): number;
   shared: SharedBucketOptions;
+  /** Who asks: what stops when a shared store is lost, for the message (a stream, or launches). */
+  command: "pipe" | "run";
 }
 
 export interface OpenLimiter {

@@ -36,9 +36,7 @@ export async function openSharedLimiter(request: LimiterRequest): Promise<OpenLi
       key,
       config,
       onStoreError: (error, settings) => {
-        if (!local) {
-          throw new RuntimeError(`${error.message}; stopped, and what was written so far is intact; rerun, or add --on-store-error local to go on with a private bucket`);
-        }
+        if (!local) throw new RuntimeError(`${error.message}; ${STOPPED[request.command]}; rerun, or add --on-store-error local to go on with a private bucket`);
         warn(`${error.message}; going on with a private bucket at ${describeConfig(settings)}`);
         // Empty at first: the shared bucket may just have been drained, so no fresh burst.
         return new TokenBucket({ rate: settings.rate, burst: settings.burst, tokens: 0 });
@@ -47,10 +45,8 @@ export async function openSharedLimiter(request: LimiterRequest): Promise<OpenLi
     limiter.startPolling();
     return {
       limiter: limiter as Limiter,
-      close: async () => {
-        limiter.close();
-        await closeQuietly(store);
-      },
+      // The limiter first gives back a lease still waiting, then the store closes.
+      close: () => closeQuietly(store, limiter),
     };
   } catch (error) {
     await closeQuietly(store);
@@ -58,6 +54,12 @@ export async function openSharedLimiter(request: LimiterRequest): Promise<OpenLi
     throw error;
   }
 }
+
+/** What a command did when its store was lost mid-way. */
+const STOPPED: Record<LimiterRequest["command"], string> = {
+  pipe: "stopped, and what was written so far is intact",
+  run: "stopped launching, and the jobs already started ran to their end",
+};
 
 /** `--store`, else TBUCKET_STORE, else the default SQLite file; a bad value is a usage error naming where it came from. */
 export function storeLocation(flag: string | undefined, env: NodeJS.ProcessEnv = process.env): StoreLocation {
@@ -106,6 +108,11 @@ function warn(message: string): void {
   process.stderr.write(`tbucket: warning: ${message}\n`);
 }
 
-async function closeQuietly(store: BucketStore): Promise<void> {
-  await Promise.race([store.close().catch(() => {}), new Promise((resolve) => setTimeout(resolve, 1000).unref())]);
+/** Closes the limiter, then the store, giving up after a second: a store that went away must not hold the exit. */
+async function closeQuietly(store: BucketStore, limiter?: SharedLimiter): Promise<void> {
+  const closing = (async () => {
+    await limiter?.close().catch(() => {});
+    await store.close().catch(() => {});
+  })();
+  await Promise.race([closing, new Promise((resolve) => setTimeout(resolve, 1000).unref())]);
 }

@@ -8,7 +8,10 @@ export interface TokenBucketOptions {
   rate: number;
   /** Capacity: the most tokens the bucket holds, and the largest single request. */
   burst: number;
-  /** Tokens at the start; the bucket starts full by default. */
+  /**
+   * Tokens at the start; the bucket starts full by default. A negative level
+   * is a debt owed to reservations due when it is repaid (a stored bucket).
+   */
   tokens?: number;
   /** The clock used by the methods without an explicit time. */
   clock?: Clock;
@@ -80,7 +83,8 @@ export class TokenBucket {
     }
     this.#tokens = start;
     this.#lastMs = this.clock.now();
-    this.#lastEventMs = this.#lastMs;
+    // A bucket that starts in debt owes it to reservations due when the debt is repaid.
+    this.#lastEventMs = this.#lastMs + (start < 0 ? durationMsFromTokens(-start, this.#rate) : 0);
   }
 
   get rate(): number {

@@ -41,6 +41,8 @@ export interface RunResult {
   readonly spawnFailure: { readonly job: JobSpec; readonly error: NonNullable<JobExit["spawnError"]> } | undefined;
   readonly elapsedMs: number;
   readonly waitMs: number;
+  /** What the limiter threw when it failed (a store gone): launching stopped there. */
+  readonly limiterError?: { readonly error: unknown };
 }
 
 export interface JobRunnerOptions {
@@ -97,7 +99,7 @@ export class JobRunner {
   /** Slots held by jobs, from before their token until after their last attempt. */
   #slotsTaken = 0;
   #waitMs = 0;
-  /** The limiter failed (a store that went away): launching stops and run() rejects with this, once jobs end. */
+  /** The limiter failed (a store that went away): launching stops, and run() reports it once jobs end. */
   #limiterError: { error: unknown } | undefined;
   /** Aborted when the run is over: cancels a pending --kill-after. */
   readonly #runOver = new AbortController();
@@ -189,13 +191,13 @@ export class JobRunner {
       const failure = ends.find((end) => end.status === "rejected");
       if (failure) throw failure.reason;
     }
-    if (this.#limiterError) throw this.#limiterError.error;
     return {
       counts: this.counts,
       stoppedBy: this.#stoppedBy,
       spawnFailure: this.#spawnFailure,
       elapsedMs: this.#clock.now() - startMs,
       waitMs: this.#waitMs,
+      limiterError: this.#limiterError,
     };
   }
 

@@ -1,6 +1,6 @@
 import type { Clock } from "../core/clock.js";
 import { TokenBucket } from "../core/token-bucket.js";
-import type { BucketConfig, TakeOptions, TakeResult } from "./bucket-store.js";
+import type { BucketConfig, StoreReservation, TakeOptions, TakeResult } from "./bucket-store.js";
 
 /**
  * A bucket as a store keeps it: the settings, the level and when the level
@@ -44,14 +44,30 @@ export function takeAt(
     let waitMs = 0;
     for (let left = n; left > 0; left -= stored.burst) waitMs = bucket.reserveAt(nowMs, Math.min(left, stored.burst)).waitMs;
     const next = recordOf(stored, bucket, nowMs);
-    return { result: { ok: true, waitMs, tokens: next.tokens, ...settings }, next };
+    return { result: { ok: true, waitMs, timeToActMs: next.lastMs + waitMs, tokens: next.tokens, ...settings }, next };
   }
   const reservation = bucket.reserveAt(nowMs, n, options.maxWaitMs ?? Infinity);
   if (!reservation.ok) {
-    return { result: { ok: false, waitMs: Infinity, tokens: bucket.tokensAt(nowMs), ...settings }, next: undefined };
+    return { result: { ok: false, waitMs: Infinity, timeToActMs: Infinity, tokens: bucket.tokensAt(nowMs), ...settings }, next: undefined };
   }
   const next = recordOf(stored, bucket, nowMs);
-  return { result: { ok: true, waitMs: reservation.waitMs, tokens: next.tokens, ...settings }, next };
+  return { result: { ok: true, waitMs: reservation.waitMs, timeToActMs: next.lastMs + reservation.waitMs, tokens: next.tokens, ...settings }, next };
+}
+
+/**
+ * Cancels a reservation at `nowMs`, as TokenBucket's cancelAt does: the
+ * stored debt stands for the reservations due until it is repaid, so those
+ * made after this one keep their tokens. The tokens given back, and the
+ * record to store (undefined: unchanged).
+ */
+export function cancelAt(stored: StoredBucket, nowMs: number, reservation: StoreReservation): { restored: number; next: StoredBucket | undefined } {
+  const bucket = bucketOf(stored);
+  const before = bucket.tokensAt(nowMs);
+  // Reservations are given back at the rate the debt is repaid at now.
+  bucket.cancelAt(nowMs, { ok: true, tokens: reservation.n, timeToActMs: reservation.timeToActMs, waitMs: 0, rate: stored.rate });
+  const next = recordOf(stored, bucket, nowMs);
+  const restored = next.tokens - before;
+  return restored > 0 ? { restored, next } : { restored: 0, next: undefined };
 }
 
 /**

@@ -11,6 +11,9 @@ import type { RateKind } from "../core/units.js";
  * `take` is Reserve: it takes `n` tokens, letting the level go negative, and
  * says how long the caller must wait before using them. Reservations are
  * served first come, first served, so processes sharing a key take turns.
+ * `cancel` is x/time/rate's Cancel: a reservation given up before its time
+ * to act (an interrupted wait) gives its tokens back, less those that
+ * reservations made after it already count on.
  * A bucket must be configured (rate, burst, kind) before it can be taken from.
  */
 export interface BucketStore {
@@ -21,6 +24,13 @@ export interface BucketStore {
    * not configured.
    */
   take(key: string, n: number, options?: TakeOptions): Promise<TakeResult | undefined>;
+  /**
+   * Gives back a reservation `take` made and that will not be used. Nothing
+   * comes back once its time to act has passed; otherwise its tokens less
+   * those reserved after it (they stay taken, so no later reservation moves).
+   * Resolves to the tokens given back; `undefined` when the key is not configured.
+   */
+  cancel(key: string, reservation: StoreReservation): Promise<number | undefined>;
   /** The bucket's settings and level now, without changing it; `undefined` when unknown. */
   read(key: string): Promise<BucketState | undefined>;
   /**
@@ -70,12 +80,20 @@ export interface TakeResult {
   ok: boolean;
   /** How long to wait before using the tokens; Infinity when not ok. */
   waitMs: number;
+  /** When the tokens may be used, in ms on the store's clock (for `cancel`); Infinity when not ok. */
+  timeToActMs: number;
   /** The level after the take. */
   tokens: number;
   /** The bucket's settings at the time of the take, so callers follow live changes. */
   rate: number;
   burst: number;
   kind: RateKind;
+}
+
+/** What `cancel` needs of a take: the `n` tokens it took and its time to act on the store's clock. */
+export interface StoreReservation {
+  n: number;
+  timeToActMs: number;
 }
 
 /** A store failure (unreachable, locked, corrupt): the message is one line, ready for the user. */
@@ -94,6 +112,17 @@ export function checkTake(n: number, options: TakeOptions | undefined): void {
   }
   if (options?.overBurst && options.maxWaitMs !== undefined && options.maxWaitMs !== Infinity) {
     throw new RangeError("Expected `overBurst` without `maxWaitMs`");
+  }
+}
+
+/** Checks a cancel's arguments the same way in every store. */
+export function checkCancel(reservation: StoreReservation): void {
+  const { n, timeToActMs } = reservation ?? {};
+  if (typeof n !== "number" || !Number.isFinite(n) || n < 0) {
+    throw new RangeError(`Expected \`n\` to be a non-negative finite number, got \`${n}\` (${typeof n})`);
+  }
+  if (typeof timeToActMs !== "number" || Number.isNaN(timeToActMs)) {
+    throw new RangeError(`Expected \`timeToActMs\` to be a number, got \`${timeToActMs}\` (${typeof timeToActMs})`);
   }
 }
 

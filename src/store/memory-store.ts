@@ -1,6 +1,16 @@
 import { type Clock } from "../core/clock.js";
-import { type BucketConfig, type BucketState, type BucketStore, checkConfig, checkTake, type TakeOptions, type TakeResult } from "./bucket-store.js";
-import { configureAt, levelAt, type StoredBucket, takeAt } from "./bucket-math.js";
+import {
+  type BucketConfig,
+  type BucketState,
+  type BucketStore,
+  checkCancel,
+  checkConfig,
+  checkTake,
+  type StoreReservation,
+  type TakeOptions,
+  type TakeResult,
+} from "./bucket-store.js";
+import { cancelAt, configureAt, levelAt, type StoredBucket, takeAt } from "./bucket-math.js";
 
 /** Wall-clock milliseconds: stores shared between processes need a clock they all read alike. */
 export const wallClock: Clock = {
@@ -29,6 +39,15 @@ export class MemoryStore implements BucketStore {
     const { result, next } = takeAt(stored, this.#clock.now(), n, options);
     if (next) this.#buckets.set(key, next);
     return result;
+  }
+
+  async cancel(key: string, reservation: StoreReservation): Promise<number | undefined> {
+    checkCancel(reservation);
+    const stored = this.#buckets.get(key);
+    if (!stored) return undefined;
+    const { restored, next } = cancelAt(stored, this.#clock.now(), reservation);
+    if (next) this.#buckets.set(key, next);
+    return restored;
   }
 
   async read(key: string): Promise<BucketState | undefined> {

@@ -2,6 +2,8 @@ import { homedir } from "node:os";
 import { isAbsolute, join, resolve } from "node:path";
 import type { Clock } from "../core/clock.js";
 import type { BucketStore } from "./bucket-store.js";
+import { parseRedisUrl } from "./redis-url.js";
+import { StoreUrlError } from "./store-url-error.js";
 
 /** Where a store lives, from the text of `--store` or `TBUCKET_STORE`. */
 export type StoreLocation =
@@ -9,14 +11,7 @@ export type StoreLocation =
   | { type: "redis"; url: string }
   | { type: "memory"; url: string };
 
-/** Thrown for store text that names no store; the message quotes it and shows valid forms. */
-export class StoreUrlError extends RangeError {
-  readonly code = "ESTOREURL";
-  constructor(text: string) {
-    super(`"${text}" is not a store; try "sqlite:", "sqlite:/path/buckets.db" or "redis://host:6379"`);
-    this.name = "StoreUrlError";
-  }
-}
+export { StoreUrlError };
 
 /** The default SQLite file: `$XDG_STATE_HOME/tbucket/buckets.db`, else `~/.local/state/tbucket/buckets.db`. */
 export function defaultSqlitePath(env: Record<string, string | undefined>, home = homedir()): string {
@@ -32,15 +27,16 @@ export function parseStoreLocation(text: string, env: Record<string, string | un
   if (/^sqlite:/i.test(trimmed)) {
     let rest = trimmed.slice("sqlite:".length);
     if (rest.startsWith("//")) rest = rest.slice(2);
+    const query = rest.search(/[?#]/);
+    if (query !== -1) {
+      // SQLite's own URI options (?mode=ro) are not read: the text would become part of the file's name.
+      throw new StoreUrlError(text, `options after "${rest[query]}" are not read`, `name the file alone, as in sqlite:${rest.slice(0, query) || "/path/buckets.db"}`);
+    }
     const path = rest === "" ? defaultSqlitePath(env) : rest === ":memory:" ? rest : resolve(rest.replace(/^~(?=\/|$)/, env.HOME || homedir()));
     return { type: "sqlite", path, url: `sqlite:${path}` };
   }
   if (/^rediss?:\/\/[^\s]+$/i.test(trimmed)) {
-    try {
-      new URL(trimmed);
-    } catch {
-      throw new StoreUrlError(text);
-    }
+    parseRedisUrl(trimmed);
     return { type: "redis", url: trimmed };
   }
   if (trimmed === "memory:") return { type: "memory", url: "memory:" };

@@ -8,13 +8,18 @@
  * Numbers travel as "%.17g" strings both ways: Redis would truncate a Lua
  * number in a reply, and print only 14 digits of one in HSET.
  *
- * ARGV[1] operation: "take" | "read" | "configure"
+ * ARGV[1] operation: "take" | "cancel" | "read" | "configure"
  * ARGV[2] now in ms, or "" for the server's clock (tests pass a fake time)
  * ARGV[3] idle expiry in ms: the key is forgotten this long after it is full
  * take:      ARGV[4] n, ARGV[5] max wait ms ("inf"), ARGV[6] "1" to allow n above the burst
+ * cancel:    ARGV[4] n, ARGV[5] the reservation's time to act in ms
  * configure: ARGV[4] rate ("inf"), ARGV[5] burst, ARGV[6] kind
- * Replies: take {ok, waitMs, tokens, rate, burst, kind}; read/configure
- * {rate, burst, kind, tokens, lastMs}; nil when the key is unknown.
+ * Replies: take {ok, waitMs, tokens, rate, burst, kind, timeToActMs};
+ * cancel {restored}; read/configure {rate, burst, kind, tokens, lastMs};
+ * nil when the key is unknown.
+ * cancel repeats TokenBucket.cancelAt on a bucket rebuilt from the hash: a
+ * negative level is owed to reservations due until last + wait(debt), so
+ *   restore = n - ((that time - time to act) / 1000) * rate
  */
 export const BUCKET_SCRIPT = `
 if redis.replicate_commands then pcall(redis.replicate_commands) end
@@ -65,16 +70,32 @@ if op == "take" then
   local t, level = advance(now)
   if rate == INF then
     save(t, burst)
-    return {"1", "0", str(burst), str(rate), str(burst), kind}
+    return {"1", "0", str(burst), str(rate), str(burst), kind, str(t)}
   end
   local after = level - n
   local wait = 0
   if after < 0 then wait = math.floor((-after / rate) * 1e9) / 1e6 end
   if (n > burst and not overBurst) or wait > maxWait then
-    return {"0", "inf", str(level), str(rate), str(burst), kind}
+    return {"0", "inf", str(level), str(rate), str(burst), kind, "inf"}
   end
   save(t, after)
-  return {"1", str(wait), str(after), str(rate), str(burst), kind}
+  return {"1", str(wait), str(after), str(rate), str(burst), kind, str(t + wait)}
+elseif op == "cancel" then
+  if not exists then return nil end
+  local n = tonumber(ARGV[4])
+  local due = num(ARGV[5])
+  if n == 0 or rate == INF or due < now then return {"0"} end
+  local lastEvent = last
+  if tokens < 0 then lastEvent = last + math.floor((-tokens / rate) * 1e9) / 1e6 end
+  local later = 0
+  if lastEvent - due > 0 then later = ((lastEvent - due) / 1000) * rate end
+  local restore = n - later
+  if restore <= 0 then return {"0"} end
+  local t, level = advance(now)
+  local after = level + restore
+  if after > burst then after = burst end
+  save(t, after)
+  return {str(after - level)}
 elseif op == "read" then
   if not exists then return nil end
   local t, level = advance(now)

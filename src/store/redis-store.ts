@@ -6,13 +6,18 @@ import {
   type BucketConfig,
   type BucketState,
   type BucketStore,
+  checkCancel,
   checkConfig,
   checkTake,
   StoreError,
+  type StoreReservation,
   type TakeOptions,
   type TakeResult,
 } from "./bucket-store.js";
 import { BUCKET_SCRIPT } from "./redis-script.js";
+import { parseRedisUrl, redactUrl } from "./redis-url.js";
+
+export { redactUrl };
 
 /** Every key tbucket writes starts with this, so a shared Redis stays tidy. */
 export const REDIS_KEY_PREFIX = "tbucket:";
@@ -49,13 +54,18 @@ export class RedisStore implements BucketStore {
     this.#idleExpiryMs = options.idleExpiryMs ?? DEFAULT_IDLE_EXPIRY_MS;
   }
 
-  /** Connects to `redis://` or `rediss://` and loads the script; failures are one-line StoreErrors. */
+  /**
+   * Connects to `redis://` or `rediss://`, selects the database the path
+   * names and loads the script; a malformed URL is a StoreUrlError, every
+   * other failure a one-line StoreError.
+   */
   static async open(url: string, options: RedisStoreOptions = {}): Promise<RedisStore> {
     const shown = redactUrl(url);
+    const address = parseRedisUrl(url);
     const { Redis } = await import("ioredis");
     const connectTimeoutMs = options.connectTimeoutMs ?? 3000;
     let connected = false;
-    const client = new Redis(url, {
+    const client = new Redis(address.serverUrl, {
       lazyConnect: true,
       connectTimeout: connectTimeoutMs,
       commandTimeout: options.commandTimeoutMs ?? 3000,
@@ -71,10 +81,18 @@ export class RedisStore implements BucketStore {
     try {
       await client.connect();
       connected = true;
+    } catch (error) {
+      client.disconnect();
+      throw new StoreError(`store ${shown}: ${refusal(lastError ?? error) ?? `cannot reach Redis (${reason(lastError ?? error)}); check the address and that Redis runs there, or use --on-store-error local`}`, { cause: error });
+    }
+    try {
+      // Asked here, not left to the client's handshake: that one ignores a refused SELECT and stays on database 0.
+      if (address.database !== 0) await client.select(address.database);
       await client.script("LOAD", BUCKET_SCRIPT);
     } catch (error) {
       client.disconnect();
-      throw new StoreError(`store ${shown}: cannot reach Redis (${reason(lastError ?? error)}); check the address and that Redis runs there, or use --on-store-error local`, { cause: error });
+      const why = refusal(error) ?? `${reason(error)}; check the address and that Redis runs there, or use --on-store-error local`;
+      throw new StoreError(`store ${shown}: ${databaseRefusal(error, address.database) ?? why}`, { cause: error });
     }
     return new RedisStore(client, shown, options);
   }
@@ -83,8 +101,22 @@ export class RedisStore implements BucketStore {
     checkTake(n, options);
     const reply = await this.#run(key, ["take", String(n), numberText(options?.maxWaitMs ?? Infinity), options?.overBurst ? "1" : "0"]);
     if (reply === null) return undefined;
-    const [ok, waitMs, tokens, rate, burst, kind] = reply as string[];
-    return { ok: ok === "1", waitMs: numberOf(waitMs!), tokens: numberOf(tokens!), rate: numberOf(rate!), burst: numberOf(burst!), kind: kind as RateKind };
+    const [ok, waitMs, tokens, rate, burst, kind, timeToActMs] = reply as string[];
+    return {
+      ok: ok === "1",
+      waitMs: numberOf(waitMs!),
+      timeToActMs: numberOf(timeToActMs!),
+      tokens: numberOf(tokens!),
+      rate: numberOf(rate!),
+      burst: numberOf(burst!),
+      kind: kind as RateKind,
+    };
+  }
+
+  async cancel(key: string, reservation: StoreReservation): Promise<number | undefined> {
+    checkCancel(reservation);
+    const reply = await this.#run(key, ["cancel", String(reservation.n), numberText(reservation.timeToActMs)]);
+    return reply === null ? undefined : numberOf((reply as string[])[0]!);
   }
 
   async read(key: string): Promise<BucketState | undefined> {
@@ -174,7 +206,26 @@ function reason(error: unknown): string {
   return message.replace(/\.$/, "");
 }
 
-/** The URL without its password, for messages. */
-export function redactUrl(url: string): string {
-  return url.replace(/^(rediss?:\/\/)([^@/]*:)[^@/]*@/i, "$1$2***@");
+const PASSWORD_FORMS = "redis://:PASSWORD@host:port, or redis://USER:PASSWORD@host:port for an ACL user";
+
+/** What to say when Redis refused us rather than could not be reached: a password, a permission. */
+function refusal(error: unknown): string | undefined {
+  const message = reason(error);
+  if (/^NOAUTH\b/.test(message)) return `Redis asks for a password; give it in the address: ${PASSWORD_FORMS}`;
+  if (/^WRONGPASS\b|^ERR invalid (password|username-password)/i.test(message)) {
+    return `Redis refused the password (${message}); check the password in the address: ${PASSWORD_FORMS}`;
+  }
+  if (/^NOPERM\b/.test(message)) {
+    return `the Redis user may not run what tbucket needs (${message}); allow it EVALSHA, SCRIPT, SCAN and DEL on keys tbucket:*, or use another user`;
+  }
+  return undefined;
 }
+
+/** What to say when SELECT was refused: the database is not on that server. */
+function databaseRefusal(error: unknown, database: number): string | undefined {
+  const message = reason(error);
+  if (!/DB index is out of range|invalid DB index|value is not an integer or out of range|SELECT is not allowed/i.test(message)) return undefined;
+  return `Redis has no database ${database} (${message}); use one the server has: 0 to its "databases" setting less 1 (0 to 15 by default)`;
+}
+
+

@@ -37,6 +37,10 @@ export interface SharedLimiterOptions {
  * and a timer reads them while none is made, so `rate` and `burst` follow a
  * `tbucket key set` within `pollMs`; a wait already under way is rescaled to
  * the new rate.
+ *
+ * A lease not yet due when its wait is aborted, or when the limiter closes,
+ * is cancelled in the store (x/time/rate's Cancel), so an interrupted process
+ * leaves no debt behind for the others, nor for its own next run.
  */
 export class SharedLimiter implements Limiter {
   readonly key: string;
@@ -54,6 +58,11 @@ export class SharedLimiter implements Limiter {
   #heldTokens = 0;
   /** When the held tokens may be used, on the local clock. */
   #readyAtMs: number;
+  /** The last lease while it is not yet due: what to give back if it goes unused. */
+  #pending: { n: number; timeToActMs: number; readyAtBeforeMs: number } | undefined;
+  /** The round trip under way, which close() lets finish before giving back its lease. */
+  #taking: Promise<unknown> | undefined;
+  #closed = false;
   #lastContactMs: number;
   #fallback: Limiter | undefined;
   #failure: unknown;
@@ -107,7 +116,18 @@ export class SharedLimiter implements Limiter {
     this.#timer.unref?.();
   }
 
-  close(): void {
+  /**
+   * Stops polling and gives back a lease not yet due (a wait still sleeping
+   * then rejects within `pollMs`). Await it before closing the store.
+   */
+  async close(): Promise<void> {
+    this.#closed = true;
+    this.#stopPolling();
+    await this.#taking?.catch(() => {});
+    await this.#cancelPending();
+  }
+
+  #stopPolling(): void {
     if (this.#timer) clearInterval(this.#timer);
     this.#timer = undefined;
   }
@@ -142,8 +162,35 @@ export class SharedLimiter implements Limiter {
       if (this.#rate === Infinity) return;
       this.#heldTokens += lease;
     }
-    await this.#sleepUntilReady(signal);
+    await this.#sleepOrCancel(signal);
     this.#heldTokens -= n;
+  }
+
+  /** Sleeps until the held tokens are due; a wait that ends early gives its lease back. */
+  async #sleepOrCancel(signal: AbortSignal | undefined): Promise<void> {
+    try {
+      await this.#sleepUntilReady(signal);
+    } catch (error) {
+      await this.#cancelPending();
+      throw error;
+    }
+    this.#pending = undefined;
+  }
+
+  /** Gives the lease not yet due back to the store; a store that fails has nothing left to give back to. */
+  async #cancelPending(): Promise<void> {
+    const pending = this.#pending;
+    if (!pending) return;
+    this.#pending = undefined;
+    this.#heldTokens = Math.max(0, this.#heldTokens - pending.n);
+    this.#readyAtMs = pending.readyAtBeforeMs;
+    if (this.#fallback || this.#failure) return;
+    try {
+      this.roundTrips++;
+      await this.#store.cancel(this.key, { n: pending.n, timeToActMs: pending.timeToActMs });
+    } catch {
+      // The store is gone: its debt goes with it, or expires.
+    }
   }
 
   async #tryWaitOne(n: number, maxWaitMs: number, signal: AbortSignal | undefined): Promise<boolean> {
@@ -163,7 +210,7 @@ export class SharedLimiter implements Limiter {
       if (this.#rate === Infinity) return true;
       this.#heldTokens += missing;
     }
-    await this.#sleepUntilReady(signal);
+    await this.#sleepOrCancel(signal);
     this.#heldTokens -= n;
     return true;
   }
@@ -177,19 +224,25 @@ export class SharedLimiter implements Limiter {
 
   /** One round trip: takes `n` and moves the ready time; "fallback" when the store failed and a private bucket took over. */
   async #take(n: number, options: { overBurst?: boolean; maxWaitMs?: number }): Promise<"taken" | "refused" | "fallback"> {
+    this.#throwIfClosed();
     const sentMs = this.#clock.now();
     let result;
     try {
       this.roundTrips++;
-      result = await this.#store.take(this.key, n, options);
+      const taking = this.#store.take(this.key, n, options);
+      this.#taking = taking;
+      result = await taking;
       if (!result) throw this.#deletedError();
     } catch (error) {
       return this.#fail(error);
+    } finally {
+      this.#taking = undefined;
     }
     this.#lastContactMs = this.#clock.now();
     this.#apply(result);
     this.#storeTokens = result.tokens;
     if (!result.ok) return "refused";
+    if (result.waitMs > 0) this.#pending = { n, timeToActMs: result.timeToActMs, readyAtBeforeMs: this.#readyAtMs };
     this.#readyAtMs = Math.max(this.#readyAtMs, sentMs + result.waitMs);
     return "taken";
   }
@@ -200,6 +253,7 @@ export class SharedLimiter implements Limiter {
       const leftMs = this.#readyAtMs - this.#clock.now();
       if (leftMs <= 0) return;
       await this.#clock.sleep(Math.min(leftMs, this.#pollMs), signal);
+      this.#throwIfClosed();
       if (leftMs > this.#pollMs) await this.#pollIfDue();
       this.#throwIfFailed();
       if (this.#fallback) return;
@@ -248,7 +302,7 @@ export class SharedLimiter implements Limiter {
     if (this.#fallback) return "fallback";
     if (this.#failure) throw this.#failure;
     const storeError = error instanceof StoreError ? error : new StoreError(`store ${this.#store.url}: ${(error as Error)?.message ?? String(error)}`, { cause: error });
-    this.close();
+    this.#stopPolling();
     if (!this.#onStoreError) {
       this.#failure = storeError;
       throw storeError;
@@ -264,6 +318,10 @@ export class SharedLimiter implements Limiter {
 
   #throwIfFailed(): void {
     if (this.#failure) throw this.#failure;
+  }
+
+  #throwIfClosed(): void {
+    if (this.#closed) throw new StoreError(`key "${this.key}": the limiter was closed while waiting`);
   }
 
   #deletedError(): StoreError {

@@ -1,5 +1,5 @@
-import { existsSync, mkdirSync } from "node:fs";
-import { dirname } from "node:path";
+import { existsSync, mkdirSync, statSync } from "node:fs";
+import { dirname, join } from "node:path";
 import type BetterSqlite3 from "better-sqlite3";
 import type { Clock } from "../core/clock.js";
 import type { RateKind } from "../core/units.js";
@@ -7,13 +7,15 @@ import {
   type BucketConfig,
   type BucketState,
   type BucketStore,
+  checkCancel,
   checkConfig,
   checkTake,
   StoreError,
+  type StoreReservation,
   type TakeOptions,
   type TakeResult,
 } from "./bucket-store.js";
-import { configureAt, type StoredBucket, takeAt } from "./bucket-math.js";
+import { cancelAt, configureAt, type StoredBucket, takeAt } from "./bucket-math.js";
 import { stateOf, wallClock } from "./memory-store.js";
 
 /** The schema this release writes; a file with a higher version came from a newer tbucket. */
@@ -53,6 +55,7 @@ export class SqliteStore implements BucketStore {
   readonly #upsert: BetterSqlite3.Statement<[Row]>;
   readonly #take: (key: string, n: number, options: TakeOptions | undefined) => TakeResult | undefined;
   readonly #configure: (key: string, config: BucketConfig) => BucketState;
+  readonly #cancel: (key: string, reservation: StoreReservation) => number | undefined;
 
   private constructor(db: BetterSqlite3.Database, url: string, clock: Clock, busyTimeoutMs: number) {
     this.#db = db;
@@ -73,6 +76,14 @@ export class SqliteStore implements BucketStore {
       return result;
     });
     this.#take = (key, n, options) => take.immediate(key, n, options);
+    const cancel = db.transaction((key: string, reservation: StoreReservation) => {
+      const row = this.#select.get(key);
+      if (!row) return undefined;
+      const { restored, next } = cancelAt(storedOf(row), this.#clock.now(), reservation);
+      if (next) this.#upsert.run(rowOf(key, next));
+      return restored;
+    });
+    this.#cancel = (key, reservation) => cancel.immediate(key, reservation);
     const configure = db.transaction((key: string, config: BucketConfig) => {
       const row = this.#select.get(key);
       const nowMs = this.#clock.now();
@@ -90,6 +101,13 @@ export class SqliteStore implements BucketStore {
     const { default: Database } = await import("better-sqlite3");
     let db: BetterSqlite3.Database | undefined;
     try {
+      const existing = path === ":memory:" ? undefined : statSync(path, { throwIfNoEntry: false });
+      if (existing?.isDirectory()) {
+        throw new StoreError(`store ${url}: is a directory; name a file in it, as in sqlite:${join(path, "buckets.db")}`);
+      }
+      if (existing && !existing.isFile()) {
+        throw new StoreError(`store ${url}: not a regular file (a device, a pipe or a socket); name a file, as in sqlite:/path/buckets.db`);
+      }
       if (path !== ":memory:") makeDirectory(dirname(path));
       // The standalone executable ships the native addon beside itself and says where.
       const nativeBinding = (globalThis as { TBUCKET_SQLITE_NATIVE_BINDING?: unknown }).TBUCKET_SQLITE_NATIVE_BINDING;
@@ -107,6 +125,11 @@ export class SqliteStore implements BucketStore {
   async take(key: string, n: number, options?: TakeOptions): Promise<TakeResult | undefined> {
     checkTake(n, options);
     return this.#guard(() => this.#take(key, n, options));
+  }
+
+  async cancel(key: string, reservation: StoreReservation): Promise<number | undefined> {
+    checkCancel(reservation);
+    return this.#guard(() => this.#cancel(key, reservation));
   }
 
   async read(key: string): Promise<BucketState | undefined> {
@@ -212,7 +235,7 @@ export function sqliteStoreError(error: unknown, url: string, busyTimeoutMs: num
   } else if (code.startsWith("SQLITE_CANTOPEN") || code === "ENOTDIR" || code === "ENOENT" || code === "EEXIST") {
     why = `cannot open the file (${detail}); check the path and its directory's permissions, ${other}`;
   } else {
-    why = `${detail}${code ? ` (${code})` : ""}; ${other}`;
+    why = `${detail}${code ? ` (${code})` : ""}; use another --store sqlite:<file>`;
   }
   return new StoreError(`store ${url}: ${why}`, { cause: error });
 }

@@ -10,6 +10,9 @@ let dir: string;
 let store: string;
 beforeAll(() => {
   dir = mkdtempSync(join(tmpdir(), "tbucket-shared-errors-"));
+  // Whatever a command falls back to, it is never the user's own store.
+  process.env.XDG_STATE_HOME = join(dir, "state");
+  process.env.TBUCKET_STORE = "";
   store = `sqlite:${join(dir, "buckets.db")}`;
 });
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -86,6 +89,73 @@ describe("--key settings", () => {
   });
 });
 
+describe("Redis addresses", () => {
+  // `--store redis://HOST:PORT/16` exited 0 writing to database 0; `/x` crashed with ioredis's ReplyError stack trace.
+  it("a database the server does not have: one line, exit 1, nothing written", async () => {
+    const server = await startRedisServer();
+    try {
+      const [pipe, set] = await Promise.all([
+        runCli(["--key", "k", "--store", `${server.url}/16`, "--rate", "1mb"], { input: "x" }),
+        runCli(["key", "set", "k", "--store", `${server.url}/16`, "--rate", "1mb"]),
+      ]);
+      const message = `tbucket: store ${server.url}/16: Redis has no database 16 (ERR DB index is out of range); use one the server has: 0 to its "databases" setting less 1 (0 to 15 by default)\n`;
+      expect([pipe.code, pipe.stdout.toString(), pipe.stderr]).toEqual([1, "", message]);
+      expect([set.code, set.stderr]).toEqual([1, message]);
+      const list = await runCli(["key", "list", "--store", server.url, "--json"]);
+      expect(JSON.parse(list.stdout.toString())).toEqual([]);
+    } finally {
+      await server.stop();
+    }
+  });
+
+  it.each([
+    ["/x", `"x" is not a database number; write a whole number from 0 after the host, as in redis://127.0.0.1:6379/0`],
+    ["/-1", `"-1" is not a database number; write a whole number from 0 after the host, as in redis://127.0.0.1:6379/0`],
+    ["/1.5", `"1.5" is not a database number; write a whole number from 0 after the host, as in redis://127.0.0.1:6379/0`],
+    ["/99999999999", `database 99999999999 is out of range; Redis numbers its databases from 0 (16 of them by default: 0 to 15), as in redis://127.0.0.1:6379/0`],
+    ["/2?db=3", `options after "?" are not read; write the address alone, as in redis://:PASSWORD@host:6379/0`],
+  ])("a database path %s: a usage error naming it, exit 2", async (path, why) => {
+    const store = `redis://127.0.0.1:6379${path}`;
+    const result = await runCli(["--key", "k", "--store", store, "--rate", "1mb"], { input: "x" });
+    expect([result.code, result.stdout.toString(), result.stderr]).toEqual([2, "", `tbucket: --store: "${store}": ${why}\n`]);
+  });
+
+  it("a port out of range, and a SQLite path with options: usage errors, exit 2", async () => {
+    const port = await runCli(["key", "list", "--store", "redis://127.0.0.1:99999"]);
+    expect([port.code, port.stderr]).toEqual([2, `tbucket: --store: "redis://127.0.0.1:99999": the port "99999" is not a number from 1 to 65535; write one, as in redis://127.0.0.1:6379\n`]);
+    const options = await runCli(["key", "list", "--store", `sqlite:${dir}/x.db?mode=ro`]);
+    expect([options.code, options.stderr]).toEqual([2, `tbucket: --store: "sqlite:${dir}/x.db?mode=ro": options after "?" are not read; name the file alone, as in sqlite:${dir}/x.db\n`]);
+  });
+
+  it("a directory as the SQLite store: one line naming a file in it, exit 1", async () => {
+    const result = await runCli(["key", "list", "--store", `sqlite:${dir}`]);
+    expect([result.code, result.stderr]).toEqual([1, `tbucket: store sqlite:${dir}: is a directory; name a file in it, as in sqlite:${join(dir, "buckets.db")}\n`]);
+  });
+
+  // These said "cannot reach Redis ... check the address".
+  it("a password refused or missing: says so, and how to give it, exit 1", async () => {
+    const server = await startRedisServer(["--requirepass", "s3cret"]);
+    try {
+      const host = `127.0.0.1:${server.port}`;
+      const forms = "redis://:PASSWORD@host:port, or redis://USER:PASSWORD@host:port for an ACL user";
+      const [wrong, missing, right] = await Promise.all([
+        runCli(["--key", "k", "--store", `redis://:wrong@${host}`, "--rate", "1mb"], { input: "x" }),
+        runCli(["key", "list", "--store", `redis://${host}`]),
+        runCli(["--key", "k", "--store", `redis://:s3cret@${host}`, "--rate", "1mb"], { input: "x" }),
+      ]);
+      expect([wrong.code, wrong.stdout.toString(), wrong.stderr]).toEqual([
+        1,
+        "",
+        `tbucket: store redis://:***@${host}: Redis refused the password (WRONGPASS invalid username-password pair or user is disabled); check the password in the address: ${forms}\n`,
+      ]);
+      expect([missing.code, missing.stderr]).toEqual([1, `tbucket: store redis://${host}: Redis asks for a password; give it in the address: ${forms}\n`]);
+      expect([right.code, right.stdout.toString(), right.stderr]).toEqual([0, "x", ""]);
+    } finally {
+      await server.stop();
+    }
+  });
+});
+
 describe("when the store fails", () => {
   it("a corrupted SQLite file: one line, exit 1", async () => {
     const path = join(dir, "corrupt.db");
@@ -131,6 +201,33 @@ describe("when the store fails", () => {
       expect(result.stdout.length).toBeGreaterThan(0);
       expect(result.stdout.length).toBeLessThan(input.length);
       expect(result.stdout.equals(input.subarray(0, result.stdout.length))).toBe(true);
+    } finally {
+      await server.stop();
+    }
+  });
+
+  // A lost store during `run` used the pipe's wording ("what was written so far") and skipped --stats.
+  it("Redis lost mid-run: run stops launching, prints its --stats, then one line about launches, exit 1", async () => {
+    const server = await startRedisServer();
+    try {
+      const run = startCli(["run", "--key", "lost-run", "--store", server.url, "--rate", "20/s", "--count", "1000", "--stats", "json", "--", "echo", "hi"], Buffer.alloc(0));
+      await run.flowing();
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      await server.stop();
+      const result = await run.done;
+      const [statsLine, message, ...rest] = result.stderr.split("\n");
+      expect(message).toMatch(
+        new RegExp(
+          `^tbucket: store ${server.url.replace(/\./g, "\\.")}: lost Redis \\(.*\\); stopped launching, and the jobs already started ran to their end; rerun, or add --on-store-error local to go on with a private bucket$`,
+        ),
+      );
+      expect(rest).toEqual([""]);
+      const stats = JSON.parse(statsLine!) as { started: number; succeeded: number; launches: number; rate: number };
+      const launched = result.stdout.toString().split("\n").filter(Boolean).length;
+      expect(stats).toMatchObject({ started: launched, succeeded: launched, launches: launched, rate: 20 });
+      expect(launched).toBeGreaterThan(0);
+      expect(launched).toBeLessThan(1000);
+      expect(result.code).toBe(1);
     } finally {
       await server.stop();
     }

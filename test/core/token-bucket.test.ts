@@ -130,6 +130,19 @@ describe("TokenBucket reserve", () => {
     expect(third.waitMs).toBeCloseTo(900, 6);
   });
 
+  it("a bucket that starts in debt knows the debt is spoken for: cancel restores only what was reserved after it", () => {
+    // A stored bucket at -4 (rate 10): reservations are due up to 400 ms from now.
+    const bucket = new TokenBucket({ rate: 10, burst: 10, tokens: -4, clock: new FakeClock() });
+    const last = { ok: true, tokens: 4, timeToActMs: 400, waitMs: 400, rate: 10 };
+    const earlier = { ok: true, tokens: 4, timeToActMs: 200, waitMs: 200, rate: 10 };
+    // Due at 200, with 2 tokens reserved after it: 2 come back.
+    bucket.cancelAt(0, earlier);
+    expect(bucket.tokensAt(0)).toBeCloseTo(-2, 9);
+    const fresh = new TokenBucket({ rate: 10, burst: 10, tokens: -4, clock: new FakeClock() });
+    fresh.cancelAt(0, last);
+    expect(fresh.tokensAt(0)).toBe(0);
+  });
+
   it("does not restore tokens for a reservation whose time has passed", () => {
     const bucket = new TokenBucket({ rate: 10, burst: 10, clock: new FakeClock() });
     const reservation = bucket.reserveAt(0, 10);

@@ -16,14 +16,14 @@ export interface RedisServer {
 export const REDIS_MISSING =
   "redis-server is not installed: install the Debian package redis-server (sudo apt-get install redis-server), or run: bash scripts/ensure-system-packages.sh";
 
-/** Starts redis-server; throws REDIS_MISSING when the binary is absent. */
-export async function startRedisServer(): Promise<RedisServer> {
+/** Starts redis-server, with `extraArgs` (`--requirepass x`); throws REDIS_MISSING when the binary is absent. */
+export async function startRedisServer(extraArgs: readonly string[] = []): Promise<RedisServer> {
   const probe = spawnSync("redis-server", ["--version"], { encoding: "utf8" });
   if (probe.error || probe.status !== 0) throw new Error(REDIS_MISSING);
   for (let attempt = 0; ; attempt++) {
     const port = await freePort();
     try {
-      return await launch(port);
+      return await launch(port, extraArgs);
     } catch (error) {
       // Another process may have taken the port between probing and binding.
       if (attempt >= 3) throw error;
@@ -31,11 +31,11 @@ export async function startRedisServer(): Promise<RedisServer> {
   }
 }
 
-async function launch(port: number): Promise<RedisServer> {
+async function launch(port: number, extraArgs: readonly string[]): Promise<RedisServer> {
   const dir = mkdtempSync(join(tmpdir(), "tbucket-redis-"));
   const child = spawn(
     "redis-server",
-    ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir, "--loglevel", "warning"],
+    ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir, "--loglevel", "warning", ...extraArgs],
     { stdio: ["ignore", "pipe", "pipe"] },
   );
   let output = "";

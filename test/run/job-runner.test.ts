@@ -210,7 +210,7 @@ describe("JobRunner stopping", () => {
     expect(result.spawnFailure).toBeUndefined();
   });
 
-  it("when the limiter fails (a store gone), stops launching, lets running jobs end, then rejects with its error", async () => {
+  it("when the limiter fails (a store gone), stops launching, lets running jobs end, then reports its error with the counts", async () => {
     let calls = 0;
     const failing = (clock: FakeClock): Limiter => {
       const bucket = new TokenBucket({ rate: Infinity, burst: 1, clock });
@@ -230,7 +230,10 @@ describe("JobRunner stopping", () => {
       limiter: failing,
       behaviour: (job) => ({ runMs: 100, code: job.number === 1 ? 1 : 0 }),
     });
-    await expect(drive(clock, runner.run())).rejects.toThrow("store unreachable");
+    const result = await drive(clock, runner.run());
+    expect(result.stoppedBy).toBe("limiter-error");
+    expect((result.limiterError?.error as Error).message).toBe("store unreachable");
+    expect(result.counts).toMatchObject({ started: 2, succeeded: 1, failed: 1 });
     expect(fake.startsMs).toHaveLength(2);
     expect(records.map((r) => [r.number, r.exit?.code])).toEqual([[1, 1], [2, 0]]);
   });

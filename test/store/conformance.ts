@@ -132,7 +132,7 @@ export function describeStoreConformance(name: string, setup: () => Promise<Stor
     it("admits everything at an unlimited rate", async () => {
       await store.configure("free", { rate: Infinity, burst: 10, kind: "count" });
       const result = await store.take("free", 1000);
-      expect(result).toEqual({ ok: true, waitMs: 0, tokens: 10, rate: Infinity, burst: 10, kind: "count" });
+      expect(result).toEqual({ ok: true, waitMs: 0, timeToActMs: T0, tokens: 10, rate: Infinity, burst: 10, kind: "count" });
       expect((await store.read("free"))?.rate).toBe(Infinity);
     });
 
@@ -172,6 +172,63 @@ export function describeStoreConformance(name: string, setup: () => Promise<Stor
       const waits = results.map((r) => r!.waitMs).sort((a, b) => a - b);
       expect(waits).toEqual([0, 0, 0, 0, 0, ...Array.from({ length: 15 }, (_, i) => (i + 1) * 100)]);
       expect((await store.read("k"))?.tokens).toBe(-15);
+    });
+
+    it("gives back a reservation cancelled before its time to act (an interrupted wait)", async () => {
+      // Ctrl-C while waiting for a launch at 1/100s must not leave the next run 100 s of debt.
+      await store.configure("k", { rate: 0.01, burst: 1, kind: "count" });
+      expect((await store.take("k", 1))?.waitMs).toBe(0);
+      const waiting = (await store.take("k", 1))!;
+      expect(waiting).toMatchObject({ ok: true, waitMs: 100_000, timeToActMs: T0 + 100_000, tokens: -1 });
+      clock.set(T0 + 2000);
+      expect(await store.cancel("k", { n: 1, timeToActMs: waiting.timeToActMs })).toBeCloseTo(1, 9);
+      expect((await store.read("k"))?.tokens).toBeCloseTo(0.02, 9);
+    });
+
+    it("cancels as TokenBucket.cancelAt: later reservations keep their tokens, a due one gives nothing back", async () => {
+      const bucket = new TokenBucket({ rate: 10, burst: 10, clock });
+      await store.configure("k", { rate: 10, burst: 10, kind: "count" });
+      const steps: Array<{ atMs: number; n: number } | { atMs: number; cancel: number }> = [
+        { atMs: 0, n: 10 },
+        { atMs: 0, n: 5 },
+        { atMs: 100, cancel: 1 }, // the last one: all 5 back
+        { atMs: 100, n: 5 },
+        { atMs: 100, n: 3 },
+        { atMs: 150, cancel: 2 }, // 3 reserved after it stay taken: 2 back
+        { atMs: 200, cancel: 3 }, // the last one again: all 3 back
+        { atMs: 300, n: 3 },
+        { atMs: 5000, cancel: 0 }, // due long ago: nothing back
+        { atMs: 5000, cancel: 4 },
+      ];
+      const mine: Array<{ n: number; timeToActMs: number }> = [];
+      const theirs: ReturnType<TokenBucket["reserveAt"]>[] = [];
+      for (const [index, step] of steps.entries()) {
+        clock.set(T0 + step.atMs);
+        const context = `step ${index}: ${JSON.stringify(step)}`;
+        if ("n" in step) {
+          const got = (await store.take("k", step.n))!;
+          const want = bucket.reserveAt(T0 + step.atMs, step.n);
+          expect(got.timeToActMs, context).toBe(want.timeToActMs);
+          mine.push({ n: step.n, timeToActMs: got.timeToActMs });
+          theirs.push(want);
+        } else {
+          const before = bucket.tokensAt(T0 + step.atMs);
+          bucket.cancelAt(T0 + step.atMs, theirs[step.cancel]!);
+          const restored = await store.cancel("k", mine[step.cancel]!);
+          expect(restored, context).toBeCloseTo(bucket.tokensAt(T0 + step.atMs) - before, 9);
+        }
+        expect((await store.read("k"))?.tokens, context).toBeCloseTo(bucket.tokensAt(T0 + step.atMs), 9);
+      }
+    });
+
+    it("gives back a whole lease above the burst, and nothing for a key it does not know", async () => {
+      await store.configure("k", { rate: 10, burst: 10, kind: "bytes" });
+      const lease = (await store.take("k", 25, { overBurst: true }))!;
+      expect(lease.timeToActMs).toBe(T0 + 1500);
+      expect(await store.cancel("k", { n: 25, timeToActMs: lease.timeToActMs })).toBe(25);
+      expect((await store.read("k"))?.tokens).toBe(10);
+      expect(await store.cancel("nope", { n: 25, timeToActMs: lease.timeToActMs })).toBeUndefined();
+      await expect(store.cancel("k", { n: -1, timeToActMs: T0 })).rejects.toThrow("Expected `n` to be a non-negative finite number, got `-1`");
     });
 
     it("lists buckets sorted by key and deletes them", async () => {

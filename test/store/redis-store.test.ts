@@ -80,6 +80,28 @@ describe("RedisStore: the server", () => {
     );
   });
 
+  // `--store redis://HOST:PORT/16` on a 16-database server ran on database 0: ioredis ignores a refused SELECT.
+  it("refuses a database the server does not have, in one line, instead of using database 0", async () => {
+    await admin.flushall();
+    const error = await RedisStore.open(`${server.url}/16`).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(StoreError);
+    expect((error as Error).message).toBe(
+      `store ${server.url}/16: Redis has no database 16 (ERR DB index is out of range); use one the server has: 0 to its "databases" setting less 1 (0 to 15 by default)`,
+    );
+    expect(await admin.keys("*")).toEqual([]);
+  });
+
+  it("keeps its buckets in the database the path names", async () => {
+    await admin.flushall();
+    const store = await RedisStore.open(`${server.url}/3`);
+    await store.configure("in-three", { rate: 10, burst: 10, kind: "count" });
+    await store.close();
+    expect(await admin.keys("*")).toEqual([]);
+    const three = new Redis(server.url, { db: 3 });
+    expect(await three.keys("*")).toEqual(["tbucket:in-three"]);
+    await three.quit();
+  });
+
   it("hides the password in messages", () => {
     expect(redactUrl("redis://app:s3cret@db:6379/2")).toBe("redis://app:***@db:6379/2");
     expect(redactUrl("rediss://:s3cret@db:6379")).toBe("rediss://:***@db:6379");
@@ -96,6 +118,42 @@ describe("RedisStore: losing the server mid-run", () => {
     const error = await store.take("k", 1).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(StoreError);
     expect((error as Error).message).toMatch(/^store redis:\/\/127\.0\.0\.1:\d+: lost Redis \(/);
+    await store.close();
+  });
+});
+
+describe("RedisStore: a server that asks for a password", () => {
+  let locked: RedisServer;
+  beforeAll(async () => {
+    locked = await startRedisServer(["--requirepass", "s3cret"]);
+  });
+  afterAll(async () => {
+    await locked?.stop();
+  });
+  const host = () => `127.0.0.1:${locked.port}`;
+  const forms = "redis://:PASSWORD@host:port, or redis://USER:PASSWORD@host:port for an ACL user";
+
+  // These said "cannot reach Redis ... check the address".
+  it("says a password is needed when none is given (NOAUTH)", async () => {
+    await expect(RedisStore.open(`redis://${host()}`)).rejects.toThrow(
+      new StoreError(`store redis://${host()}: Redis asks for a password; give it in the address: ${forms}`),
+    );
+  });
+
+  it("says the password was refused (WRONGPASS), hiding it", async () => {
+    for (const auth of [":wrong", "default:wrong", "bob:wrong"]) {
+      const shown = auth.replace(/:.*/, ":***");
+      await expect(RedisStore.open(`redis://${auth}@${host()}`)).rejects.toThrow(
+        new StoreError(
+          `store redis://${shown}@${host()}: Redis refused the password (WRONGPASS invalid username-password pair or user is disabled); check the password in the address: ${forms}`,
+        ),
+      );
+    }
+  });
+
+  it("works with the right password", async () => {
+    const store = await RedisStore.open(`redis://:s3cret@${host()}/1`);
+    expect((await store.configure("k", { rate: 1, burst: 1, kind: "count" })).tokens).toBe(1);
     await store.close();
   });
 });

@@ -200,6 +200,74 @@ describe("SharedLimiter", () => {
     expect(calls).toBe(1);
   });
 
+  describe("gives back a lease that was never used (x/time/rate's Cancel)", () => {
+    // Ctrl-C during `tbucket run --key k --rate 1/100s` left the key at -0.98: the next run waited for a launch nobody made.
+    it("when the wait is aborted: the store's level is as if it had never been asked", async () => {
+      const config: BucketConfig = { rate: 0.01, burst: 1, kind: "count" };
+      const { clock, store } = await setup(config);
+      const limiter = new SharedLimiter({ store, key: "k", config, clock });
+      await limiter.wait(1);
+      const abort = new AbortController();
+      const waiting = limiter.wait(1, abort.signal);
+      await settle();
+      expect((await store.read("k"))?.tokens).toBe(-1);
+      await runFor(clock, 2000);
+      abort.abort();
+      await expect(waiting).rejects.toThrow();
+      expect((await store.read("k"))?.tokens).toBeCloseTo(0.02, 9);
+      // The limiter goes on as before: the next wait reserves afresh.
+      const again = limiter.wait(1);
+      await settle();
+      expect((await store.read("k"))?.tokens).toBeCloseTo(-0.98, 9);
+      await limiter.close();
+      expect((await store.read("k"))?.tokens).toBeCloseTo(0.02, 9);
+      await runFor(clock, 600);
+      await expect(again).rejects.toThrow('key "k": the limiter was closed while waiting');
+    });
+
+    it("when tryWait is aborted", async () => {
+      const config: BucketConfig = { rate: 10, burst: 1, kind: "count" };
+      const { store } = await setup(config);
+      const limiter = new SharedLimiter({ store, key: "k", config, clock: new FakeClock(T0) });
+      await limiter.wait(1);
+      const abort = new AbortController();
+      const waiting = limiter.tryWait(1, 5000, abort.signal);
+      await settle();
+      expect((await store.read("k"))?.tokens).toBe(-1);
+      abort.abort();
+      await expect(waiting).rejects.toThrow();
+      expect((await store.read("k"))?.tokens).toBe(0);
+    });
+
+    it("when the limiter closes while a wait sleeps; later reservations by others keep theirs", async () => {
+      const config: BucketConfig = { rate: 100, burst: 10, kind: "bytes" };
+      const { clock, store } = await setup(config);
+      const mine = new SharedLimiter({ store, key: "k", config, clock, leaseMs: 20 });
+      await store.take("k", 10);
+      const waiting = mine.wait(5);
+      await settle();
+      // Another process reserves after my lease of 5: its 3 stay taken.
+      expect((await store.take("k", 3))?.waitMs).toBe(80);
+      await mine.close();
+      // -8 before: mine is due at 50 ms, theirs at 80 ms, so 5 - 3 come back.
+      expect((await store.read("k"))?.tokens).toBeCloseTo(-6, 9);
+      await runFor(clock, 600);
+      await expect(waiting).rejects.toThrow("the limiter was closed while waiting");
+    });
+
+    it("not once the lease is due: tokens waited for count as used", async () => {
+      const config: BucketConfig = { rate: 100, burst: 10, kind: "bytes" };
+      const { clock, store } = await setup(config);
+      const limiter = new SharedLimiter({ store, key: "k", config, clock, leaseMs: 20 });
+      await store.take("k", 10);
+      const waiting = limiter.wait(2);
+      await runFor(clock, 25);
+      await waiting;
+      await limiter.close();
+      expect((await store.read("k"))?.tokens).toBeCloseTo(0.5, 9);
+    });
+  });
+
   it("says when the key was deleted while in use", async () => {
     const config: BucketConfig = { rate: 1000, burst: 100, kind: "bytes" };
     const { clock, store } = await setup(config);
@@ -216,6 +284,7 @@ function failingAfter(store: BucketStore, goodTakes: number): BucketStore {
     url: "memory:",
     take: (key, n, options) => (takes++ < goodTakes ? store.take(key, n, options) : Promise.reject(new StoreError("store memory: lost"))),
     read: () => Promise.reject(new StoreError("store memory: lost")),
+    cancel: () => Promise.reject(new StoreError("store memory: lost")),
     configure: (key, config) => store.configure(key, config),
     list: () => store.list(),
     delete: (key) => store.delete(key),

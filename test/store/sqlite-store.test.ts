@@ -78,6 +78,16 @@ describe("SqliteStore: the file", () => {
     expect((error as Error).message).toMatch(/^store sqlite:.*file\/buckets\.db: cannot (open|write) the file/);
   });
 
+  it("says a directory given as the store is a directory, naming a file to use", async () => {
+    await expect(SqliteStore.open(dir)).rejects.toThrow(new StoreError(`store sqlite:${dir}: is a directory; name a file in it, as in sqlite:${join(dir, "buckets.db")}`));
+  });
+
+  it("says a device given as the store is not a regular file (it said only: disk I/O error)", async () => {
+    await expect(SqliteStore.open("/dev/null")).rejects.toThrow(
+      new StoreError("store sqlite:/dev/null: not a regular file (a device, a pipe or a socket); name a file, as in sqlite:/path/buckets.db"),
+    );
+  });
+
   it("fails, not spins, on a directory it cannot create (Node 20's recursive mkdirSync loops under /proc)", async () => {
     await expect(SqliteStore.open("/proc/tbucket-nope/buckets.db")).rejects.toThrow(
       /^store sqlite:\/proc\/tbucket-nope\/buckets\.db: cannot open the file \(ENOENT/,

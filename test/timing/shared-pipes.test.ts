@@ -111,6 +111,9 @@ describe("pipes sharing a key on SQLite", () => {
   let dir: string;
   beforeAll(() => {
     dir = mkdtempSync(join(tmpdir(), "tbucket-shared-"));
+    // Whatever a command falls back to, it is never the user's own store.
+    process.env.XDG_STATE_HOME = join(dir, "state");
+    process.env.TBUCKET_STORE = "";
   });
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 

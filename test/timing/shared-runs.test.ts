@@ -66,6 +66,9 @@ describe("runs sharing a key", () => {
   let server: RedisServer;
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), "tbucket-shared-runs-"));
+    // Whatever a command falls back to, it is never the user's own store.
+    process.env.XDG_STATE_HOME = join(dir, "state");
+    process.env.TBUCKET_STORE = "";
     server = await startRedisServer();
   });
   afterAll(async () => {

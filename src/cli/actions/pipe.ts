@@ -51,6 +51,7 @@ export async function runPipe(config: PipeConfig): Promise<number> {
     burst: config.burst,
     defaultBurst: (rate) => defaultPipeBurst(config.kind, rate),
     shared: config.shared,
+    command: "pipe",
   });
   const startedMs = performance.now();
   let unreadable = false;
@@ -98,16 +99,21 @@ export async function runPipe(config: PipeConfig): Promise<number> {
   // Ctrl-C (and SIGTERM) end at once, after the stats, by the same signal, as cat does: the
   // shell reports 128 + its number (130, 143), and a read still waiting for input (on a
   // terminal, or a stalled pipe) cannot hold the exit, as it would hold process.exit.
+  // A shared key first gets back the tokens of a wait cut short (close gives back a lease not yet due).
   const onSignal = (signal: NodeJS.Signals) => {
-    const code = finish(signal === "SIGINT" ? EXIT.interrupted : 143);
+    const code = finish(signal === "SIGINT" ? EXIT.interrupted : signal === "SIGHUP" ? 129 : 143);
     process.off("SIGINT", onSignal);
     process.off("SIGTERM", onSignal);
-    process.kill(process.pid, signal);
-    // Reached only if some other listener kept the signal from ending the process.
-    setImmediate(() => process.exit(code));
+    process.off("SIGHUP", onSignal);
+    void close().finally(() => {
+      process.kill(process.pid, signal);
+      // Reached only if some other listener kept the signal from ending the process.
+      setImmediate(() => process.exit(code));
+    });
   };
   process.once("SIGINT", onSignal);
   process.once("SIGTERM", onSignal);
+  process.once("SIGHUP", onSignal);
 
   try {
     for (;;) {
@@ -135,6 +141,7 @@ export async function runPipe(config: PipeConfig): Promise<number> {
   } finally {
     process.off("SIGINT", onSignal);
     process.off("SIGTERM", onSignal);
+    process.off("SIGHUP", onSignal);
   }
   await close();
   return finish(unreadable ? EXIT.failure : EXIT.ok);

@@ -46,6 +46,7 @@ export async function runRun(config: RunConfig): Promise<number> {
       burst: config.burst,
       defaultBurst: () => 1,
       shared: config.shared,
+      command: "run",
     });
     try {
       return await launchAll(config, limiter, items, jobLog);
@@ -227,6 +228,8 @@ async function launchAll(
     const stats = runStats(result, limiter.rate, limiter.burst, { bytes: stdout.lostBytes + stderr.lostBytes, lines: stdout.lostLines + stderr.lostLines });
     process.stderr.write(config.stats === "json" ? `${JSON.stringify(stats)}\n` : formatStatsText(stats));
   }
+  // A store lost mid-run: after the stats, the one line that says so.
+  if (result.limiterError) throw result.limiterError.error;
 
   const outputFailure = stdout.failure;
   if (outputFailure?.code === "EPIPE") return EXIT.ok;

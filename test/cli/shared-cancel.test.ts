@@ -1,0 +1,101 @@
+import { spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runCli, TBUCKET } from "../helpers/cli.js";
+import { type RedisServer, startRedisServer } from "../helpers/redis-server.js";
+
+// Ctrl-C on `tbucket run --key k --store sqlite:db --rate 1/100s --count 5 -- true` while it
+// waited left the key at -0.98: the next run waited 100 s for a launch nobody made.
+
+let dir: string;
+let server: RedisServer;
+let env: NodeJS.ProcessEnv;
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), "tbucket-shared-cancel-"));
+  // Nothing here may touch the user's own default store.
+  env = { XDG_STATE_HOME: join(dir, "state"), TBUCKET_STORE: "" };
+  server = await startRedisServer();
+});
+afterAll(async () => {
+  await server?.stop();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+/** The key's level as `tbucket key show --json` reports it; undefined while the key is not set. */
+async function level(store: string, key: string): Promise<number | undefined> {
+  const show = await runCli(["key", "show", key, "--store", store, "--json"], { env });
+  if (show.code === 1 && show.stderr.includes("not set in")) return undefined;
+  expect([show.code, show.stderr]).toEqual([0, ""]);
+  return (JSON.parse(show.stdout.toString()) as { tokens: number }).tokens;
+}
+
+/** Starts tbucket, feeding `input` and leaving standard input open. */
+function start(args: string[], input: string) {
+  const child = spawn(process.execPath, [TBUCKET, ...args], { env: { ...process.env, NO_COLOR: "1", ...env } });
+  let stdout = "";
+  let stderr = "";
+  child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+  child.stdin.on("error", () => {});
+  child.stdin.write(input);
+  const done = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.on("close", (code, signal) => resolve({ code, signal })),
+  );
+  return { child, done, output: () => ({ stdout, stderr }) };
+}
+
+/** Polls the key until a reservation is waiting in it (the level went below `below`). */
+async function untilWaiting(store: string, key: string, below: number, ended: () => boolean): Promise<void> {
+  const deadline = Date.now() + 15_000;
+  while (((await level(store, key)) ?? Infinity) > below) {
+    if (ended() || Date.now() > deadline) throw new Error(`tbucket never waited on "${key}"`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+const STORES: Array<[string, () => string]> = [
+  ["SQLite", () => `sqlite:${join(dir, "buckets.db")}`],
+  ["Redis", () => server.url],
+];
+
+describe.each(STORES)("an interrupted wait gives its tokens back to the key (%s)", (_name, storeOf) => {
+  const signals: NodeJS.Signals[] = ["SIGINT", "SIGTERM", "SIGHUP"];
+  const exits: Record<string, number> = { SIGINT: 130, SIGTERM: 143, SIGHUP: 129 };
+
+  it.each(signals)("run, %s while waiting for the second launch: the key is left near 0, not at -0.98", async (signal) => {
+    const store = storeOf();
+    const key = `run-${signal}`;
+    const run = start(["run", "--key", key, "--store", store, "--rate", "1/100s", "--count", "5", "--", "true"], "");
+    let ended = false;
+    void run.done.then(() => (ended = true));
+    await untilWaiting(store, key, -0.5, () => ended);
+    run.child.kill(signal);
+    const result = await run.done;
+    expect([result.code, run.output().stderr]).toEqual([
+      exits[signal],
+      "tbucket: run: interrupted: 1 started, 1 succeeded, 0 failed, 0 skipped, 0 retried\n",
+    ]);
+    const after = await level(store, key);
+    expect(after).toBeGreaterThan(-0.01);
+    expect(after).toBeLessThan(0.2);
+  });
+
+  it.each(signals)("pipe, %s while waiting for bytes: the key is left near 0", async (signal) => {
+    const store = storeOf();
+    const key = `pipe-${signal}`;
+    // 10 bytes of burst go at once; the next byte waits 10 s.
+    const pipe = start(["--key", key, "--store", store, "--rate", "10/100s", "--burst", "10"], "x".repeat(100));
+    let ended = false;
+    void pipe.done.then(() => (ended = true));
+    await untilWaiting(store, key, -0.5, () => ended);
+    pipe.child.kill(signal);
+    const result = await pipe.done;
+    // The pipe ends by the signal itself, as cat does.
+    expect([result.code, result.signal, pipe.output().stdout, pipe.output().stderr]).toEqual([null, signal, "x".repeat(10), ""]);
+    const after = await level(store, key);
+    expect(after).toBeGreaterThan(-0.01);
+    expect(after).toBeLessThan(0.5);
+  });
+});
