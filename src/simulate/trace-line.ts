@@ -14,6 +14,8 @@
  * their fraction exactly; the reader rebases them to the first event.
  */
 
+import { type CalendarTime, calendarProblem, epochSecondsOf } from "./calendar.js";
+
 export type TraceShape = "fields" | "access-log";
 export type TimeKind = "seconds" | "epoch" | "iso";
 
@@ -51,7 +53,7 @@ const ACCESS_LOG =
 const MONTHS: Record<string, number> = {
   jan: 0, feb: 1, mar: 2, apr: 3, may: 4, jun: 5, jul: 6, aug: 7, sep: 8, oct: 9, nov: 10, dec: 11,
 };
-const ISO_TIME = /^(\d{4}-\d{2}-\d{2})[T ](\d{2}:\d{2}:\d{2})(?:[.,](\d+))?(Z|[+-]\d{2}(?::?\d{2})?)?$/i;
+const ISO_TIME = /^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2}):(\d{2})(?:[.,](\d+))?(?:(Z)|([+-])(\d{2})(?::?(\d{2}))?)?$/i;
 const PLAIN_SECONDS = /^(\d+)(?:\.(\d*))?$/;
 
 const TIME_EXPECTED = `expected seconds from the start (12.5), epoch seconds (1760104536.25) or an ISO-8601 time (2026-10-10T13:55:36.25Z)`;
@@ -72,9 +74,23 @@ export function parseAccessLogLine(line: string, options: LineOptions, out: Pars
   if (!match) throw new BadLine(ACCESS_LOG_EXPECTED);
   const month = MONTHS[match[3]!.toLowerCase()];
   if (month === undefined) throw new BadLine(`"${match[3]}" is not a month; ${ACCESS_LOG_EXPECTED}`);
-  const offsetSeconds = (match[8] === "-" ? -1 : 1) * (Number(match[9]) * 3600 + Number(match[10]) * 60);
-  const utcMs = Date.UTC(Number(match[4]), month, Number(match[2]), Number(match[5]), Number(match[6]), Number(match[7]));
-  out.wholeSeconds = utcMs / 1000 - offsetSeconds;
+  const time: CalendarTime = {
+    year: Number(match[4]),
+    month: month + 1,
+    day: Number(match[2]),
+    hour: Number(match[5]),
+    minute: Number(match[6]),
+    second: Number(match[7]),
+    offsetSign: match[8] === "-" ? -1 : 1,
+    offsetHours: Number(match[9]),
+    offsetMinutes: Number(match[10]),
+  };
+  const problem = calendarProblem(time);
+  if (problem !== undefined) {
+    const written = line.slice(line.indexOf("[") + 1, line.indexOf("]"));
+    throw new BadLine(`"${written}" is not a valid time: ${problem}; ${ACCESS_LOG_EXPECTED}`);
+  }
+  out.wholeSeconds = epochSecondsOf(time);
   out.fractionNs = 0;
   out.timeKind = "epoch";
   if (options.costBytes) {
@@ -149,11 +165,22 @@ function parseTime(text: string, out: ParsedLine): void {
   }
   const iso = ISO_TIME.exec(text);
   if (iso) {
-    const zone = iso[4] === undefined || iso[4].toUpperCase() === "Z" ? "Z" : normaliseZone(iso[4]);
-    const ms = Date.parse(`${iso[1]}T${iso[2]}${zone}`);
-    if (Number.isNaN(ms)) throw new BadLine(`"${text}" is not a valid date; ${TIME_EXPECTED}`);
-    out.wholeSeconds = ms / 1000;
-    out.fractionNs = fractionToNs(iso[3]);
+    // Without a zone the time is UTC, so that output does not depend on the machine.
+    const time: CalendarTime = {
+      year: Number(iso[1]),
+      month: Number(iso[2]),
+      day: Number(iso[3]),
+      hour: Number(iso[4]),
+      minute: Number(iso[5]),
+      second: Number(iso[6]),
+      offsetSign: iso[9] === "-" ? -1 : 1,
+      offsetHours: iso[10] === undefined ? 0 : Number(iso[10]),
+      offsetMinutes: iso[11] === undefined ? 0 : Number(iso[11]),
+    };
+    const problem = calendarProblem(time);
+    if (problem !== undefined) throw new BadLine(`"${text}" is not a valid date: ${problem}; ${TIME_EXPECTED}`);
+    out.wholeSeconds = epochSecondsOf(time);
+    out.fractionNs = fractionToNs(iso[7]);
     out.timeKind = "iso";
     return;
   }
@@ -166,11 +193,6 @@ function parseTime(text: string, out: ParsedLine): void {
     return;
   }
   throw new BadLine(`"${text}" is not a time; ${TIME_EXPECTED}`);
-}
-
-function normaliseZone(zone: string): string {
-  const digits = zone.slice(1).replace(":", "");
-  return `${zone[0]}${digits.slice(0, 2)}:${(digits.slice(2) || "00").padEnd(2, "0")}`;
 }
 
 /** ".25" → 250,000,000 ns; digits past the ninth are truncated, as Go's time parsing does. */

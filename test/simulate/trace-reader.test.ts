@@ -65,6 +65,8 @@ describe("trace files", () => {
     const iso = await read("2026-10-10T13:55:36.250Z\n2026-10-10T15:55:37+02:00\n2026-10-10T13:55:38.5\n");
     expect(iso.events.map((e) => e.timeMs)).toEqual([0, 750, 2250]);
     expect(iso.report.timeKind).toBe("iso");
+    const leap = await read("2024-02-28T23:59:59Z\n2024-02-29T00:00:00Z\n2024-03-01T00:00:00.5+00:00\n");
+    expect(leap.events.map((e) => e.timeMs)).toEqual([0, 1000, 86_401_500]);
   });
 
   it("recognises Common and Combined Log Format without options: time, client, response size", async () => {
@@ -94,7 +96,23 @@ describe("trace files", () => {
     ["0 1\n1 -2\n", { costField: 2 }, `line 2: field 2 "-2" is not a cost; expected a number of 0 or more (--cost-field 2); or pass --skip-bad to skip such lines`],
     ["0 a\n1\n", { keyField: 2, withKeys: true }, `line 2: has 1 field, expected at least 2 (--key-field 2); or pass --skip-bad to skip such lines`],
     ["1\n1760104536\n", {}, `line 2: the time is epoch seconds but line 1 had seconds from the start; use one kind of time in a trace`],
-    ["2026-13-45T00:00:00Z\n", {}, `line 1: "2026-13-45T00:00:00Z" is not a valid date; ${TIME}; or pass --skip-bad to skip such lines`],
+    ["2026-13-45T00:00:00Z\n", {}, `line 1: "2026-13-45T00:00:00Z" is not a valid date: there is no month 13; ${TIME}; or pass --skip-bad to skip such lines`],
+    // Date.parse would take these as 2 March, 1 March and the next day: the trace would move without a word.
+    ["2026-02-30T00:00:00Z\n", {}, `line 1: "2026-02-30T00:00:00Z" is not a valid date: February 2026 has 28 days; ${TIME}; or pass --skip-bad to skip such lines`],
+    ["2026-02-28T00:00:00Z\n2026-02-29T00:00:00Z\n", {}, `line 2: "2026-02-29T00:00:00Z" is not a valid date: February 2026 has 28 days; ${TIME}; or pass --skip-bad to skip such lines`],
+    ["2026-10-10T24:00:00Z\n", {}, `line 1: "2026-10-10T24:00:00Z" is not a valid date: the hour is 24, past 23; ${TIME}; or pass --skip-bad to skip such lines`],
+    ["2026-10-10T23:60:00\n", {}, `line 1: "2026-10-10T23:60:00" is not a valid date: the minute is 60, past 59; ${TIME}; or pass --skip-bad to skip such lines`],
+    ["2026-10-10T10:00:00+24:00\n", {}, `line 1: "2026-10-10T10:00:00+24:00" is not a valid date: the zone offset is not between -23:59 and +23:59; ${TIME}; or pass --skip-bad to skip such lines`],
+    [
+      `127.0.0.1 - - [30/Feb/2026:13:55:36 -0700] "GET / HTTP/1.0" 200 1\n`,
+      {},
+      `line 1: "30/Feb/2026:13:55:36 -0700" is not a valid time: February 2026 has 28 days; expected an access log line like 127.0.0.1 - - [10/Oct/2026:13:55:36 +0000] "GET / HTTP/1.1" 200 2326; or pass --skip-bad to skip such lines`,
+    ],
+    [
+      `127.0.0.1 - - [10/Oct/2026:13:55:36 +2400] "GET / HTTP/1.0" 200 1\n`,
+      {},
+      `line 1: "10/Oct/2026:13:55:36 +2400" is not a valid time: the zone offset is not between -23:59 and +23:59; expected an access log line like 127.0.0.1 - - [10/Oct/2026:13:55:36 +0000] "GET / HTTP/1.1" 200 2326; or pass --skip-bad to skip such lines`,
+    ],
     [`${CLF}\nnot a log line\n`, {}, `line 4: expected an access log line like 127.0.0.1 - - [10/Oct/2026:13:55:36 +0000] "GET / HTTP/1.1" 200 2326; or pass --skip-bad to skip such lines`],
   ])("stops at a bad line with its number and what was expected: %j", async (text, options, message) => {
     await expect(read(text, options)).rejects.toThrow(message);
