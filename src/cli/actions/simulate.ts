@@ -112,7 +112,13 @@ async function runSuggest(config: SimulateConfig, source: ArrivalSource, output:
   else output.write(suggest.renderSuggestionText(suggestion, context));
   if (!suggestion.answer) {
     await output.flush();
-    throw new RuntimeError(`--suggest: no ${suggestion.kind} meets ${target.text}; loosen the target${suggestion.kind === "rate" ? " or raise the burst" : ""}`);
+    if (suggestion.kind === "burst" && store.maxCost > suggest.MAX_BURST) {
+      throw new RuntimeError(
+        `--suggest: no burst meets ${target.text}: an arrival costs ${store.maxCost}, more than the largest burst searched (${suggest.MAX_BURST}); scale the costs down (kilobytes instead of bytes)`,
+      );
+    }
+    const upTo = suggestion.kind === "burst" && store.totalCost > suggest.MAX_BURST ? ` up to ${suggest.MAX_BURST}` : "";
+    throw new RuntimeError(`--suggest: no ${suggestion.kind}${upTo} meets ${target.text}; loosen the target${suggestion.kind === "rate" ? " or raise the burst" : ""}`);
   }
   return 0;
 }
