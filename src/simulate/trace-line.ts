@@ -48,6 +48,8 @@ export class BadLine extends Error {
 }
 
 const EPOCH_THRESHOLD_SECONDS = 1e8;
+/** How much of a line's text a message quotes. */
+export const QUOTED_CHARS = 200;
 const ACCESS_LOG =
   /^(\S+) \S+ (?:\S+|"[^"]*") \[(\d{2})\/([A-Za-z]{3})\/(\d{4}):(\d{2}):(\d{2}):(\d{2}) ([+-])(\d{2})(\d{2})\] "(?:[^"\\]|\\.)*" (\d{3}|-) (\d+|-)/;
 const MONTHS: Record<string, number> = {
@@ -58,6 +60,15 @@ const PLAIN_SECONDS = /^(\d+)(?:\.(\d*))?$/;
 
 const TIME_EXPECTED = `expected seconds from the start (12.5), epoch seconds (1760104536.25) or an ISO-8601 time (2026-10-10T13:55:36.25Z)`;
 const ACCESS_LOG_EXPECTED = `expected an access log line like 127.0.0.1 - - [10/Oct/2026:13:55:36 +0000] "GET / HTTP/1.1" 200 2326`;
+
+/** `"text"`, cut to QUOTED_CHARS characters: a message never repeats a whole line. */
+export function quote(text: string): string {
+  if (text.length <= QUOTED_CHARS) return `"${text}"`;
+  let cut = text.slice(0, QUOTED_CHARS);
+  // Do not leave half of a surrogate pair.
+  if (/[\uD800-\uDBFF]$/.test(cut)) cut = cut.slice(0, -1);
+  return `"${cut}…"`;
+}
 
 /** Which shape a file has, judged from its first event line. */
 export function detectShape(line: string): TraceShape {
@@ -73,7 +84,7 @@ export function parseAccessLogLine(line: string, options: LineOptions, out: Pars
   const match = ACCESS_LOG.exec(line);
   if (!match) throw new BadLine(ACCESS_LOG_EXPECTED);
   const month = MONTHS[match[3]!.toLowerCase()];
-  if (month === undefined) throw new BadLine(`"${match[3]}" is not a month; ${ACCESS_LOG_EXPECTED}`);
+  if (month === undefined) throw new BadLine(`${quote(match[3]!)} is not a month; ${ACCESS_LOG_EXPECTED}`);
   const time: CalendarTime = {
     year: Number(match[4]),
     month: month + 1,
@@ -88,7 +99,7 @@ export function parseAccessLogLine(line: string, options: LineOptions, out: Pars
   const problem = calendarProblem(time);
   if (problem !== undefined) {
     const written = line.slice(line.indexOf("[") + 1, line.indexOf("]"));
-    throw new BadLine(`"${written}" is not a valid time: ${problem}; ${ACCESS_LOG_EXPECTED}`);
+    throw new BadLine(`${quote(written)} is not a valid time: ${problem}; ${ACCESS_LOG_EXPECTED}`);
   }
   out.wholeSeconds = epochSecondsOf(time);
   out.fractionNs = 0;
@@ -121,9 +132,15 @@ function isSeparator(code: number): boolean {
   return code === 32 || code === 9 || code === 44;
 }
 
+/** In one pass: asking field() for each index in turn would be quadratic on a line of many fields. */
 function countFields(line: string): number {
   let count = 0;
-  while (field(line, count + 1) !== undefined) count++;
+  let inField = false;
+  for (let position = 0; position < line.length; position++) {
+    const separator = isSeparator(line.charCodeAt(position));
+    if (!separator && !inField) count++;
+    inField = !separator;
+  }
   return count;
 }
 
@@ -137,7 +154,7 @@ export function parseFieldsLine(line: string, options: LineOptions, out: ParsedL
     if (text === undefined) throw missingField(line, options.costField, "--cost-field");
     const cost = Number(text);
     if (text === "" || !Number.isFinite(cost) || cost < 0) {
-      throw new BadLine(`field ${options.costField} "${text}" is not a cost; expected a number of 0 or more (--cost-field ${options.costField})`);
+      throw new BadLine(`field ${options.costField} ${quote(text)} is not a cost; expected a number of 0 or more (--cost-field ${options.costField})`);
     }
     out.cost = cost;
   }
@@ -178,7 +195,7 @@ function parseTime(text: string, out: ParsedLine): void {
       offsetMinutes: iso[11] === undefined ? 0 : Number(iso[11]),
     };
     const problem = calendarProblem(time);
-    if (problem !== undefined) throw new BadLine(`"${text}" is not a valid date: ${problem}; ${TIME_EXPECTED}`);
+    if (problem !== undefined) throw new BadLine(`${quote(text)} is not a valid date: ${problem}; ${TIME_EXPECTED}`);
     out.wholeSeconds = epochSecondsOf(time);
     out.fractionNs = fractionToNs(iso[7]);
     out.timeKind = "iso";
@@ -192,7 +209,7 @@ function parseTime(text: string, out: ParsedLine): void {
     out.timeKind = out.wholeSeconds >= EPOCH_THRESHOLD_SECONDS ? "epoch" : "seconds";
     return;
   }
-  throw new BadLine(`"${text}" is not a time; ${TIME_EXPECTED}`);
+  throw new BadLine(`${quote(text)} is not a time; ${TIME_EXPECTED}`);
 }
 
 /** ".25" → 250,000,000 ns; digits past the ninth are truncated, as Go's time parsing does. */
@@ -282,6 +299,7 @@ function latin1OrUtf8(bytes: Uint8Array, start: number, end: number): string {
       break;
     }
   }
-  if (!ascii) return decoder.decode(bytes.subarray(start, end));
+  // fromCharCode.apply passes each byte as an argument: long keys would overflow the stack.
+  if (!ascii || end - start > 256) return decoder.decode(bytes.subarray(start, end));
   return String.fromCharCode.apply(null, bytes.subarray(start, end) as unknown as number[]);
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { createTraceReport, traceArrivals, type TraceOptions, type TraceReport } from "../../src/simulate/trace-reader.js";
+import { createTraceReport, MAX_LINE_BYTES, traceArrivals, type TraceOptions, type TraceReport } from "../../src/simulate/trace-reader.js";
 
 interface Event {
   timeMs: number;
@@ -14,6 +14,10 @@ async function read(text: string, options: Partial<TraceOptions> = {}, chunkSize
   const bytes = Buffer.from(text);
   const chunks: Buffer[] = [];
   for (let i = 0; i < bytes.length; i += chunkSize) chunks.push(bytes.subarray(i, i + chunkSize));
+  return readChunks(chunks, options);
+}
+
+async function readChunks(chunks: Iterable<Buffer>, options: Partial<TraceOptions> = {}): Promise<{ events: Event[]; report: TraceReport }> {
   const report = createTraceReport();
   const events: Event[] = [];
   for await (const batch of traceArrivals(chunks, { ...defaults, ...options, batchSize: 3 }, report)) {
@@ -136,5 +140,60 @@ describe("trace files", () => {
     [CLF, { keyField: 1 }, `--key-field: not with an access log, whose fields are known; --per-key keys on the client address`],
   ])("refuses options that do not suit the trace: %j", async (text, options, message) => {
     await expect(read(text, options)).rejects.toThrow(message);
+  });
+
+  describe("long lines (regression: a file without newlines was scanned again at every chunk, and held whole)", () => {
+    const LONG = `line 2: the line is longer than ${MAX_LINE_BYTES} bytes, more than any trace line needs; it starts "${"9".repeat(200)}…"`;
+
+    it("makes a line past 1 MiB a bad line quoting its first 200 characters, whether it ends or not", async () => {
+      const long = "9".repeat(MAX_LINE_BYTES + 1);
+      for (const text of [`0\n${long}\n1\n`, `0\n${long}`]) {
+        for (const chunkSize of [1 << 20, 4096, 3]) {
+          if (chunkSize === 3 && text.endsWith("\n1\n")) continue; // a million one-byte chunks say nothing more
+          await expect(read(text, {}, chunkSize)).rejects.toThrow(`${LONG}; or pass --skip-bad to skip such lines`);
+        }
+      }
+    });
+
+    it("with --skip-bad skips it like any bad line and reads on", async () => {
+      const { events, report } = await read(`0\n${"9".repeat(MAX_LINE_BYTES + 10)}\n1\n`, { skipBad: true }, 65_536);
+      expect(events.map((e) => e.timeMs)).toEqual([0, 1000]);
+      expect(report).toMatchObject({ skipped: 1, skippedExamples: [LONG], lines: 3 });
+    });
+
+    it("keeps a line of exactly the limit, spread over many chunks", async () => {
+      const line = `5 ${"x".repeat(MAX_LINE_BYTES - 2)}`;
+      const { events } = await read(`0 a\n${line}\n`, { keyField: 2, withKeys: true }, 1000);
+      expect(events.map((e) => [e.timeMs, e.key?.length])).toEqual([
+        [0, 1],
+        [5000, MAX_LINE_BYTES - 2],
+      ]);
+    });
+
+    it("reads a 64 MiB line without newline in time linear in its length, holding only its start", async () => {
+      // Quadratic copying of 64 MiB in 64 KiB chunks is 1024 copies of up to 64 MiB: tens of seconds.
+      const chunk = Buffer.alloc(65_536, 57);
+      const started = performance.now();
+      const chunks = (function* () {
+        for (let i = 0; i < 1024; i++) yield chunk;
+      })();
+      const { events, report } = await readChunks(chunks, { skipBad: true });
+      expect(events).toEqual([]);
+      expect(report.skipped).toBe(1);
+      expect(performance.now() - started).toBeLessThan(5000);
+    });
+
+    it("quotes at most 200 characters of a bad field", async () => {
+      await expect(read(`${"1".repeat(300)}x\n`)).rejects.toThrow(`line 1: "${"1".repeat(200)}…" is not a time`);
+      await expect(read(`0 ${"1".repeat(300)}x\n`, { costField: 2 })).rejects.toThrow(`line 1: field 2 "${"1".repeat(200)}…" is not a cost`);
+    });
+
+    it("counts the fields of a line with many of them in one pass", async () => {
+      const started = performance.now();
+      await expect(read(`0${" 1".repeat(400_000)}\n`, { costField: 500_000 })).rejects.toThrow(
+        `line 1: has 400001 fields, expected at least 500000 (--cost-field 500000)`,
+      );
+      expect(performance.now() - started).toBeLessThan(5000);
+    });
   });
 });
