@@ -8,6 +8,27 @@
  */
 const FINE_SLOTS = 4000;
 
+/**
+ * The most rows a timeline is cut into: more than anyone reads, and each row
+ * costs memory and output. A fixed step that would need more is refused
+ * before the rows are made (see rowCount and smallestStepMs).
+ */
+export const MAX_ROWS = 100_000;
+
+/** How many rows of `stepMs` cover [0, endMs]. */
+export function rowCount(endMs: number, stepMs: number): number {
+  return Math.max(1, Math.ceil(endMs / stepMs - 1e-9));
+}
+
+/** The smallest step of one significant digit (4 s, 20 ms, 0.5 ms) that covers [0, endMs] in at most `maxRows` rows. */
+export function smallestStepMs(endMs: number, maxRows = MAX_ROWS): number {
+  const power = 10 ** Math.floor(Math.log10(Math.max(endMs, 1e-9) / maxRows));
+  for (let digit = 1; ; digit++) {
+    const step = Number((digit * power).toPrecision(1));
+    if (rowCount(endMs, step) <= maxRows) return step;
+  }
+}
+
 /** One row of the table, chart and plot. */
 export interface Step {
   startMs: number;
@@ -48,6 +69,8 @@ export class Timeline {
       this.#widen();
       slot = Math.floor(timeMs / this.#widthMs);
     }
+    // A fixed step this fine is refused before the rows are made: memory stays bounded until then.
+    if (slot >= MAX_ROWS) return;
     while (this.#arrived.length <= slot) this.#pushEmpty();
     this.#arrived[slot]!++;
     if (admitted) {
@@ -70,7 +93,8 @@ export class Timeline {
   /** Rows of `stepMs` (default: chosen for 20–60 rows) covering [0, endMs]. */
   steps(endMs: number, stepMs = this.#fixed ? this.#widthMs : chooseStepMs(endMs, this.#widthMs)): Step[] {
     const perStep = Math.max(1, Math.round(stepMs / this.#widthMs));
-    const rows = Math.max(1, Math.ceil(endMs / stepMs - 1e-9), Math.ceil(this.#arrived.length / perStep));
+    const rows = Math.max(rowCount(endMs, stepMs), Math.ceil(this.#arrived.length / perStep));
+    if (rows > MAX_ROWS) throw new RangeError(`Expected at most ${MAX_ROWS} rows, got ${rows} (step ${stepMs} ms over ${endMs} ms)`);
     const steps: Step[] = [];
     for (let row = 0; row < rows; row++) {
       const step: Step = {

@@ -4,13 +4,13 @@ import { writeFile } from "node:fs/promises";
 import { patternArrivals } from "../../simulate/arrival-pattern.js";
 import type { ArrivalSource } from "../../simulate/event-batch.js";
 import { msToSeconds } from "../../simulate/event-batch.js";
-import { round9 } from "../../simulate/format-numbers.js";
+import { humanWait, round9 } from "../../simulate/format-numbers.js";
 import { OutputBuffer } from "../../simulate/output-buffer.js";
 import { runSimulation } from "../../simulate/run-simulation.js";
 import type { SimulatorOptions } from "../../simulate/simulator.js";
 import { renderStepCsv, renderStepTable, stepToJson } from "../../simulate/step-table.js";
 import { buildSummary, renderSummaryText } from "../../simulate/summary.js";
-import { chooseStepMs } from "../../simulate/timeline.js";
+import { chooseStepMs, MAX_ROWS, rowCount, smallestStepMs } from "../../simulate/timeline.js";
 import { createTraceReport, TraceError, TraceOptionError, type TraceReport, traceArrivals } from "../../simulate/trace-reader.js";
 import type { SimulateConfig } from "../commands/simulate.js";
 import { RuntimeError, UsageError } from "../errors.js";
@@ -30,6 +30,8 @@ export async function runSimulate(config: SimulateConfig): Promise<number> {
     }
     const format = config.format ?? (onTerminal ? "summary" : "table");
     const chart = config.chart || (config.format === undefined && onTerminal);
+    // A pattern's length is known: a step too fine for it is refused before simulating.
+    if (config.source.kind === "pattern" && config.stepMs !== undefined) refuseTooManyRows(config.source.durationMs, config.stepMs);
     const simulator = simulatorOptions(config, config.ratePerSecond as number, config.burst!);
     const jsonl = format === "jsonl";
     // Per-event output waits for a slow reader between batches: small batches keep that wait frequent.
@@ -49,7 +51,9 @@ export async function runSimulate(config: SimulateConfig): Promise<number> {
     const endMs = Math.max(config.source.kind === "pattern" ? config.source.durationMs : 0, recorder.lastMs);
     const summary = buildSummary(recorder, { costUnit: config.costUnit, endMs, seed, trace });
     const stepMs = config.stepMs ?? chooseStepMs(endMs, recorder.timeline.slotMs);
-    const steps = recorder.levelSteps(endMs, stepMs);
+    const wantsSteps = chart || config.svgPath !== undefined || format === "table" || format === "csv" || format === "json";
+    if (wantsSteps) refuseTooManyRows(endMs, stepMs);
+    const steps = wantsSteps ? recorder.levelSteps(endMs, stepMs) : [];
     switch (format) {
       case "summary":
         output.write(renderSummaryText(summary));
@@ -84,6 +88,20 @@ export async function runSimulate(config: SimulateConfig): Promise<number> {
     if ((error as NodeJS.ErrnoException).code === "EPIPE") return 0;
     throw translateError(error, config);
   }
+}
+
+/** The table, chart and plot have at most MAX_ROWS rows: a finer --step is a usage mistake. */
+function refuseTooManyRows(endMs: number, stepMs: number): void {
+  const rows = rowCount(endMs, stepMs);
+  if (rows <= MAX_ROWS) return;
+  throw new UsageError(
+    `--step ${formatStep(stepMs)}: ${rows} rows over ${humanWait(endMs)} is more than the ${MAX_ROWS} allowed; use --step ${formatStep(smallestStepMs(endMs))} or more`,
+  );
+}
+
+/** A step as --step takes it: 4s, 20ms, 0.5ms. */
+function formatStep(stepMs: number): string {
+  return stepMs >= 1000 && Number.isInteger(stepMs / 1000) ? `${stepMs / 1000}s` : `${stepMs}ms`;
 }
 
 /** --suggest: hold the arrivals, search, print the answer and its trade-off table. */
