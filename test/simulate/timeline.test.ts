@@ -58,13 +58,13 @@ describe("per-step totals", () => {
       expect(rowCount(2500, 1000)).toBe(3);
       expect(rowCount(0, 1000)).toBe(1);
       expect(smallestStepMs(3_600_000_000)).toBe(40_000); // 36 s would do; 40 s is the next single digit
-      expect(smallestStepMs(100_000)).toBe(1);
-      expect(smallestStepMs(100_001)).toBe(2);
-      expect(smallestStepMs(10_000)).toBe(0.1);
+      expect(smallestStepMs(99_999)).toBe(1);
+      expect(smallestStepMs(100_000)).toBe(2); // an event at 100000 ms opens row 100001
+      expect(smallestStepMs(9_999)).toBe(0.1);
       expect(smallestStepMs(0)).toBeGreaterThan(0);
       for (const endMs of [1, 999, 123_456_789, 3_600_000_000, 1e15]) {
         const step = smallestStepMs(endMs);
-        expect(rowCount(endMs, step)).toBeLessThanOrEqual(MAX_ROWS);
+        expect(Math.floor(endMs / step) + 1).toBeLessThanOrEqual(MAX_ROWS);
         expect(Number(step.toPrecision(1))).toBe(step);
       }
     });
@@ -73,8 +73,16 @@ describe("per-step totals", () => {
       const timeline = new Timeline(1);
       timeline.record(0, 1, true, 0, 1);
       timeline.record(3_600_000_000, 1, true, 0, 1);
+      expect(timeline.rows(3_599_999_999, 1)).toBe(3_600_000_001);
       expect(() => timeline.steps(3_600_000_000)).toThrow(RangeError);
-      expect(timeline.steps(100_000)).toHaveLength(100_000);
+      // The event at the end opens a row of its own: counted even though it was not kept.
+      expect(timeline.rows(3_600_000_000, 1)).toBe(3_600_000_001);
+      const exact = new Timeline(1000);
+      exact.record(100_000_000, 1, true, 0, 1);
+      expect(exact.rows(100_000_000, 1000)).toBe(100_001);
+      const fits = new Timeline(1);
+      fits.record(99_999, 1, true, 0, 1);
+      expect(fits.steps(99_999)).toHaveLength(100_000);
     });
 
     it("renders MAX_ROWS rows as a table and CSV without passing every row as an argument", () => {
