@@ -67,6 +67,22 @@ describe("tbucket simulate: input that once lost data or hung", () => {
   });
 });
 
+describe("tbucket simulate --per-key --max-keys over many distinct keys", () => {
+  it("counts the keys seen past 100000 as an estimate, said to be one", async () => {
+    const lines: string[] = [];
+    for (let i = 0; i < 120_000; i++) lines.push(`${i / 1000} 10.${i >> 16}.${(i >> 8) & 255}.${i & 255}`);
+    const path = traceFile("keys.txt", `${lines.join("\n")}\n`);
+    const args = [...RUN, "--trace", path, "--key-field", "2", "--per-key", "--max-keys", "10"];
+    const json = await runCli([...args, "--format", "json"]);
+    expect(json.code).toBe(0);
+    const summary = JSON.parse(json.stdout.toString());
+    expect(summary.keys).toMatchObject({ seenExact: false, evicted: 119_990, mostRefused: [] });
+    expect(Math.abs(summary.keys.seen - 120_000)).toBeLessThanOrEqual(3600);
+    const text = await runCli([...args, "--format", "summary"]);
+    expect(text.stdout.toString()).toMatch(/^keys +about 1[12]\d000 seen, 119990 evictions$/m);
+  });
+});
+
 describe("tbucket simulate: files and streams that fail", () => {
   it.each([
     ["/proc/self/mem", `--trace /proc/self/mem: input/output error; check the device`],

@@ -1,6 +1,7 @@
 import { randomInt } from "node:crypto";
 import { createReadStream, fstatSync } from "node:fs";
 import { writeFile } from "node:fs/promises";
+import { setFlagsFromString } from "node:v8";
 import { patternArrivals } from "../../simulate/arrival-pattern.js";
 import type { ArrivalSource } from "../../simulate/event-batch.js";
 import { msToSeconds } from "../../simulate/event-batch.js";
@@ -23,6 +24,10 @@ export async function runSimulate(config: SimulateConfig): Promise<number> {
   const output = new OutputBuffer(stdout);
   const seed = config.source.kind === "pattern" && config.source.random ? (config.seed ?? randomInt(2 ** 31)) : config.seed;
   const trace = config.source.kind === "trace" ? createTraceReport() : undefined;
+  // One bucket per key makes short-lived objects at a high rate, and V8's incremental marking keeps
+  // those made during a marking cycle until it ends: the heap then swells to several times what is
+  // live. A batch computation does not mind whole pauses instead; --max-keys then bounds the memory.
+  if (config.perKey) setFlagsFromString("--no-incremental-marking");
   try {
     if (config.suggest) {
       const code = await runSuggest(config, openArrivals(config, seed ?? 0, trace), output);
@@ -36,7 +41,8 @@ export async function runSimulate(config: SimulateConfig): Promise<number> {
     const simulator = simulatorOptions(config, config.ratePerSecond as number, config.burst!);
     const jsonl = format === "jsonl";
     // Per-event output waits for a slow reader between batches: small batches keep that wait frequent.
-    const recorder = await runSimulation(openArrivals(config, seed ?? 0, trace, jsonl ? 4096 : undefined), {
+    // A batch's keys live until it is consumed: small batches let them die young.
+    const recorder = await runSimulation(openArrivals(config, seed ?? 0, trace, jsonl || config.perKey ? 4096 : undefined), {
       simulator,
       stepMs: config.stepMs,
       onDecision: jsonl
