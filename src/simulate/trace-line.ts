@@ -61,13 +61,17 @@ const PLAIN_SECONDS = /^(\d+)(?:\.(\d*))?$/;
 const TIME_EXPECTED = `expected seconds from the start (12.5), epoch seconds (1760104536.25) or an ISO-8601 time (2026-10-10T13:55:36.25Z)`;
 const ACCESS_LOG_EXPECTED = `expected an access log line like 127.0.0.1 - - [10/Oct/2026:13:55:36 +0000] "GET / HTTP/1.1" 200 2326`;
 
-/** `"text"`, cut to QUOTED_CHARS characters: a message never repeats a whole line. */
+/**
+ * `"text"`, cut to QUOTED_CHARS characters, control characters escaped: a
+ * message never repeats a whole line, nor sends a trace's escape sequences
+ * to the terminal.
+ */
 export function quote(text: string): string {
-  if (text.length <= QUOTED_CHARS) return `"${text}"`;
-  let cut = text.slice(0, QUOTED_CHARS);
+  let cut = text.length <= QUOTED_CHARS ? text : text.slice(0, QUOTED_CHARS);
   // Do not leave half of a surrogate pair.
-  if (/[\uD800-\uDBFF]$/.test(cut)) cut = cut.slice(0, -1);
-  return `"${cut}…"`;
+  if (cut.length < text.length && /[\uD800-\uDBFF]$/.test(cut)) cut = cut.slice(0, -1);
+  const shown = cut.replace(/[\u0000-\u001f\u007f-\u009f]/g, (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, "0")}`);
+  return `"${shown}${cut.length < text.length ? "…" : ""}"`;
 }
 
 /** Which shape a file has, judged from its first event line. */
@@ -98,7 +102,7 @@ export function parseAccessLogLine(line: string, options: LineOptions, out: Pars
   };
   const problem = calendarProblem(time);
   if (problem !== undefined) {
-    const written = line.slice(line.indexOf("[") + 1, line.indexOf("]"));
+    const written = `${match[2]}/${match[3]}/${match[4]}:${match[5]}:${match[6]}:${match[7]} ${match[8]}${match[9]}${match[10]}`;
     throw new BadLine(`${quote(written)} is not a valid time: ${problem}; ${ACCESS_LOG_EXPECTED}`);
   }
   out.wholeSeconds = epochSecondsOf(time);

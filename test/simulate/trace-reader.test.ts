@@ -183,6 +183,12 @@ describe("trace files", () => {
       expect(performance.now() - started).toBeLessThan(5000);
     });
 
+    it("escapes control characters of a bad line, so that a trace cannot drive the terminal", async () => {
+      await expect(read("\u001b[2Jx\n")).rejects.toThrow(`line 1: "\\u001b[2Jx" is not a time`);
+      const log = `127.0.0.1 - [x] [31/Apr/2026:13:55:36 +0000] "GET / HTTP/1.0" 200 1\n`;
+      await expect(read(log)).rejects.toThrow(`line 1: "31/Apr/2026:13:55:36 +0000" is not a valid time: April 2026 has 30 days`);
+    });
+
     it("quotes at most 200 characters of a bad field", async () => {
       await expect(read(`${"1".repeat(300)}x\n`)).rejects.toThrow(`line 1: "${"1".repeat(200)}…" is not a time`);
       await expect(read(`0 ${"1".repeat(300)}x\n`, { costField: 2 })).rejects.toThrow(`line 1: field 2 "${"1".repeat(200)}…" is not a cost`);
