@@ -26,6 +26,7 @@ export class KeyTallies {
   #retired: Entry[] = [];
   readonly #distinct = new DistinctCounter();
   #arrivals = 0;
+  #retirements = 0;
 
   constructor(readonly keep = 10) {}
 
@@ -46,6 +47,7 @@ export class KeyTallies {
     const entry = this.#live.get(key);
     if (!entry) return;
     this.#live.delete(key);
+    this.#retirements++;
     const retired = this.#retired;
     if (retired.length >= this.keep) {
       const last = retired[retired.length - 1]!;
@@ -60,8 +62,9 @@ export class KeyTallies {
     return this.#live.size;
   }
 
-  /** Distinct keys seen, and whether that is exact (an estimate within about 1 % past 100,000 keys). */
+  /** Distinct keys seen, and whether that is exact (once keys were evicted, an estimate within about 1 % past 100,000 keys). */
   get seen(): { count: number; exact: boolean } {
+    if (this.#retirements === 0) return { count: this.#live.size, exact: true };
     return { count: this.#distinct.count, exact: this.#distinct.exact };
   }
 

@@ -36,7 +36,7 @@ export interface Summary {
   wait: { p50: number; p90: number; p99: number; max: number; mean: number; exact: boolean } | null;
   longestQueue: number | null;
   emptyShare: number | null;
-  /** `seen` is an estimate within about 1 % when `seenExact` is false (past 100,000 keys with evictions). */
+  /** `seen` is an estimate within about 1 % when `seenExact` is false (past 100,000 keys, once buckets were evicted). */
   keys: { seen: number; seenExact: boolean; evicted: number; mostRefused: KeyTally[] } | null;
   trace: { lines: number; skipped: number; skippedExamples: string[]; outOfOrder: number } | null;
 }

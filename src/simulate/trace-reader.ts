@@ -28,7 +28,6 @@ export interface TraceOptions extends LineOptions {
 /** No trace line needs more; a file without newlines would otherwise be held whole. */
 export const MAX_LINE_BYTES = 1 << 20;
 
-
 /** What reading the trace found, filled in as it goes. */
 export interface TraceReport {
   lines: number;

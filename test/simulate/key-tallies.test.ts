@@ -49,6 +49,12 @@ describe("per-key tallies (regression: --max-keys 1000 over 3 M distinct keys pe
     expect(tallies.liveCount).toBe(1);
     expect(tallies.seen).toEqual({ count: 3, exact: true });
   });
+
+  it("count the keys seen exactly however many, while no bucket was evicted", () => {
+    const tallies = new KeyTallies();
+    for (let i = 0; i < 150_000; i++) tallies.add(`k${i}`, true);
+    expect(tallies.seen).toEqual({ count: 150_000, exact: true });
+  });
 });
 
 describe("distinct keys", () => {

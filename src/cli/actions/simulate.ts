@@ -37,7 +37,9 @@ export async function runSimulate(config: SimulateConfig): Promise<number> {
     const format = config.format ?? (onTerminal ? "summary" : "table");
     const chart = config.chart || (config.format === undefined && onTerminal);
     // A pattern's length is known: a step too fine for it is refused before simulating.
-    if (config.source.kind === "pattern" && config.stepMs !== undefined) refuseTooManyRows(config.source.durationMs, config.stepMs, rowCount(config.source.durationMs, config.stepMs));
+    if (config.source.kind === "pattern" && config.stepMs !== undefined) {
+      refuseTooManyRows(config.source.durationMs, config.stepMs, rowCount(config.source.durationMs, config.stepMs));
+    }
     const simulator = simulatorOptions(config, config.ratePerSecond as number, config.burst!);
     const jsonl = format === "jsonl";
     // Per-event output waits for a slow reader between batches: small batches keep that wait frequent.
