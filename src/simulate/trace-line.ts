@@ -55,7 +55,7 @@ const ACCESS_LOG =
 const MONTHS: Record<string, number> = {
   jan: 0, feb: 1, mar: 2, apr: 3, may: 4, jun: 5, jul: 6, aug: 7, sep: 8, oct: 9, nov: 10, dec: 11,
 };
-const ISO_TIME = /^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2}):(\d{2})(?:[.,](\d+))?(?:(Z)|([+-])(\d{2})(?::?(\d{2}))?)?$/i;
+const ISO_TIME = /^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2}):(\d{2})(?:[.,](\d+))?(?:Z|([+-])(\d{2})(?::?(\d{2}))?)?$/i;
 const PLAIN_SECONDS = /^(\d+)(?:\.(\d*))?$/;
 
 const TIME_EXPECTED = `expected seconds from the start (12.5), epoch seconds (1760104536.25) or an ISO-8601 time (2026-10-10T13:55:36.25Z)`;
@@ -194,9 +194,9 @@ function parseTime(text: string, out: ParsedLine): void {
       hour: Number(iso[4]),
       minute: Number(iso[5]),
       second: Number(iso[6]),
-      offsetSign: iso[9] === "-" ? -1 : 1,
-      offsetHours: iso[10] === undefined ? 0 : Number(iso[10]),
-      offsetMinutes: iso[11] === undefined ? 0 : Number(iso[11]),
+      offsetSign: iso[8] === "-" ? -1 : 1,
+      offsetHours: iso[9] === undefined ? 0 : Number(iso[9]),
+      offsetMinutes: iso[10] === undefined ? 0 : Number(iso[10]),
     };
     const problem = calendarProblem(time);
     if (problem !== undefined) throw new BadLine(`${quote(text)} is not a valid date: ${problem}; ${TIME_EXPECTED}`);

@@ -69,6 +69,8 @@ describe("trace files", () => {
     const iso = await read("2026-10-10T13:55:36.250Z\n2026-10-10T15:55:37+02:00\n2026-10-10T13:55:38.5\n");
     expect(iso.events.map((e) => e.timeMs)).toEqual([0, 750, 2250]);
     expect(iso.report.timeKind).toBe("iso");
+    const zones = await read("2026-10-10T13:55:36Z\n2026-10-10T19:25:37+0530\n2026-10-10T15:55:38+02\n2026-10-10T03:55:39-10:00\n");
+    expect(zones.events.map((e) => e.timeMs)).toEqual([0, 1000, 2000, 3000]);
     const leap = await read("2024-02-28T23:59:59Z\n2024-02-29T00:00:00Z\n2024-03-01T00:00:00.5+00:00\n");
     expect(leap.events.map((e) => e.timeMs)).toEqual([0, 1000, 86_401_500]);
   });
