@@ -24,12 +24,12 @@ export function renderAsciiChart(steps: readonly LevelStep[], options: AsciiChar
   const panels: string[] = [];
   if (!options.perKey) {
     const levels = steps.flatMap((step) => Array<number>(repeat).fill(step.level ?? 0));
-    const low = Math.min(0, ...levels);
-    const high = Math.max(options.burst, ...levels);
+    const low = levels.reduce((low, level) => Math.min(low, level), 0);
+    const high = levels.reduce((high, level) => Math.max(high, level), options.burst);
     const title = `bucket level at the end of each step (${options.unit === "bytes" ? "bytes" : "tokens"}; burst ${options.burst})`;
     panels.push(title, ...withAxis(lineRows(levels, low, high, height), low, high, options.stepMs, steps.length, columns));
   }
-  const most = Math.max(1, ...steps.map((step) => step.arrived));
+  const most = steps.reduce((most, step) => Math.max(most, step.arrived), 1);
   panels.push("arrivals per step: admitted █, refused ░", ...withAxis(barRows(steps, repeat, most, height), 0, most, options.stepMs, steps.length, columns));
   return panels.join("\n") + "\n";
 }

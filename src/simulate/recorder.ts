@@ -1,15 +1,9 @@
 import { FakeClock } from "../core/clock.js";
 import { durationMsFromTokens, TokenBucket } from "../core/token-bucket.js";
+import { KeyTallies } from "./key-tallies.js";
 import type { Simulator } from "./simulator.js";
 import { type Step, Timeline } from "./timeline.js";
 import { WaitStats } from "./wait-stats.js";
-
-/** How one key fared, for the "most refused" list. */
-export interface KeyTally {
-  key: string;
-  arrived: number;
-  refused: number;
-}
 
 /** A step with the bucket's level at its end (absent with --per-key, where there are many buckets). */
 export interface LevelStep extends Step {
@@ -19,7 +13,8 @@ export interface LevelStep extends Step {
 /**
  * Gathers what the summary, table, chart and plot show, one decision at a
  * time, in memory that does not grow with the number of events (except the
- * per-key tallies, one small entry per distinct key, and the waiting queue).
+ * waiting queue): the per-key tallies hold one small entry per bucket the
+ * simulator keeps, so --max-keys bounds them too.
  */
 export class Recorder {
   events = 0;
@@ -36,7 +31,7 @@ export class Recorder {
   /** Time during which the bucket held less than the next arrival's cost (single bucket). */
   emptyMs = 0;
   readonly timeline: Timeline;
-  readonly keyTallies = new Map<string, KeyTally>();
+  readonly keys = new KeyTallies();
 
   /** When admitted, still-waiting arrivals may act: a FIFO with one bucket, a binary min-heap per key. */
   #queue = new Float64Array(1024);
@@ -85,13 +80,8 @@ export class Recorder {
     this.lastMs = timeMs;
     this.timeline.record(timeMs, cost, admitted, simulator.waitMs, simulator.tokens);
     if (key !== undefined) {
-      let tally = this.keyTallies.get(key);
-      if (!tally) {
-        tally = { key, arrived: 0, refused: 0 };
-        this.keyTallies.set(key, tally);
-      }
-      tally.arrived++;
-      if (!admitted) tally.refused++;
+      if (simulator.evictedKey !== undefined) this.keys.retire(simulator.evictedKey);
+      this.keys.add(key, admitted);
     }
   }
 
@@ -120,14 +110,6 @@ export class Recorder {
       const bucket = new TokenBucket({ rate: ratePerSecond, burst, tokens: lastTokens, clock: new FakeClock(lastMs) });
       return { ...step, level: bucket.tokensAt(step.endMs) };
     });
-  }
-
-  /** The keys with the most refusals, most first; ties in order of first arrival. */
-  mostRefused(limit = 10): KeyTally[] {
-    return [...this.keyTallies.values()]
-      .filter((tally) => tally.refused > 0)
-      .sort((a, b) => b.refused - a.refused)
-      .slice(0, limit);
   }
 
   #trackQueue(nowMs: number, actMs: number): void {

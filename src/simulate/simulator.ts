@@ -40,6 +40,8 @@ export class Simulator {
   tokens = 0;
   /** Buckets evicted from the key table. */
   evictions = 0;
+  /** The key whose bucket the last arrival evicted, if any. */
+  evictedKey: string | undefined = undefined;
 
   /** Buckets are created at the arrival that first needs them: this clock says when. */
   readonly #clock = new FakeClock(0);
@@ -55,6 +57,7 @@ export class Simulator {
 
   /** Decides one arrival of `cost` tokens at `timeMs`; arrivals must come in time order. */
   offer(timeMs: number, cost: number, key: string | undefined): boolean {
+    this.evictedKey = undefined;
     const bucket = this.#single ?? this.#bucketFor(key ?? "", timeMs);
     if (this.options.policy === "drop") {
       this.admitted = bucket.allowAt(timeMs, cost);
@@ -85,6 +88,7 @@ export class Simulator {
         const oldest = this.#buckets.keys().next().value as string;
         this.#buckets.delete(oldest);
         this.evictions++;
+        this.evictedKey = oldest;
       }
     }
     this.#buckets.set(key, bucket);

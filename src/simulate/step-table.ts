@@ -32,7 +32,7 @@ export function renderStepTable(steps: readonly LevelStep[], unit: CostUnit, ste
     row.push(levelText(step, unit), String(msToSeconds(step.maxWaitMs)));
     return row;
   });
-  const widths = header.map((title, column) => Math.max(title.length, ...rows.map((row) => row[column]!.length)));
+  const widths = header.map((title, column) => rows.reduce((width, row) => Math.max(width, row[column]!.length), title.length));
   const line = (cells: string[]) => cells.map((cell, column) => cell.padStart(widths[column]!)).join("  ");
   return [line(header), ...rows.map(line)].join("\n") + "\n";
 }

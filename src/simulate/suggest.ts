@@ -10,7 +10,8 @@ import { WaitStats } from "./wait-stats.js";
  * run of the same simulator over the arrivals held in memory. The search
  * doubles until the target is met, then bisects, so that the answer meets
  * the target and the next smaller candidate does not. Bursts are whole
- * tokens (bytes with --cost bytes); rates are searched on a grid of three
+ * tokens (bytes with --cost bytes) up to MAX_BURST, past which whole
+ * numbers are no longer exact; rates are searched on a grid of three
  * significant digits (4.99/s, 5.00/s, 5.01/s).
  */
 export type SearchKind = "burst" | "rate";
@@ -42,6 +43,10 @@ export interface Suggestion {
 }
 
 const MAX_RATE = 2 ** 53;
+/** The largest burst searched: the largest whole number a double holds exactly. */
+export const MAX_BURST = Number.MAX_SAFE_INTEGER;
+/** More halvings than any interval of whole numbers up to MAX_BURST needs: a guard, never the answer. */
+const MAX_BISECTIONS = 64;
 const MIN_RATE_EXPONENT = -6;
 
 /** Runs the arrivals once through a simulator with these options and measures the target. */
@@ -71,8 +76,9 @@ export function suggestBurst(store: EventStore, options: Omit<SimulatorOptions, 
     }
     return evaluation;
   };
-  // A burst of everything there is admits everything at once: the search always ends.
-  const ceiling = Math.max(1, Math.ceil(store.maxCost), Math.ceil(store.totalCost));
+  // A burst of everything there is admits everything at once, so the search ends there, or at
+  // MAX_BURST when the arrivals cost more: the doubling takes at most 53 steps, the halving as many.
+  const ceiling = Math.min(MAX_BURST, Math.max(1, Math.ceil(store.maxCost), Math.ceil(store.totalCost)));
   let failing = 0;
   let meeting = 1;
   while (!run(meeting).meets) {
@@ -80,15 +86,17 @@ export function suggestBurst(store: EventStore, options: Omit<SimulatorOptions, 
     if (meeting >= ceiling) return { kind: "burst", target, answer: undefined, below: run(meeting), table: [run(meeting)], runs: cache.size };
     meeting = Math.min(meeting * 2, ceiling);
   }
-  while (meeting - failing > 1) {
-    const middle = Math.floor((failing + meeting) / 2);
+  for (let step = 0; meeting - failing > 1 && step < MAX_BISECTIONS; step++) {
+    // failing + half the gap: the sum of two bursts near MAX_BURST would not be exact.
+    const middle = failing + Math.floor((meeting - failing) / 2);
+    if (middle <= failing || middle >= meeting) break;
     if (run(middle).meets) meeting = middle;
     else failing = middle;
   }
   const answer = meeting;
   const candidates = [answer / 4, answer / 2, (answer * 3) / 4, answer - 1, answer, answer * 1.5, answer * 2, answer * 4]
     .map((value) => Math.round(value))
-    .filter((value) => value >= 1);
+    .filter((value) => value >= 1 && value <= MAX_BURST);
   const table = [...new Set(candidates)].sort((a, b) => a - b).map(run);
   return { kind: "burst", target, answer: run(answer), below: failing >= 1 ? run(failing) : undefined, table, runs: cache.size };
 }
@@ -150,8 +158,8 @@ export function suggestRate(store: EventStore, options: Omit<SimulatorOptions, "
       failing = higher;
     }
   }
-  while (meeting - failing > 1) {
-    const middle = Math.floor((failing + meeting) / 2);
+  for (let step = 0; meeting - failing > 1 && step < MAX_BISECTIONS; step++) {
+    const middle = failing + Math.floor((meeting - failing) / 2);
     if (run(middle).meets) meeting = middle;
     else failing = middle;
   }

@@ -1,6 +1,7 @@
 import { msToSeconds } from "./event-batch.js";
 import { type CostUnit, describeRate, describeSize, describeThroughput, exactSeconds, humanWait, percent, round9 } from "./format-numbers.js";
-import type { KeyTally, Recorder } from "./recorder.js";
+import type { KeyTally } from "./key-tallies.js";
+import type { Recorder } from "./recorder.js";
 import type { TraceReport } from "./trace-reader.js";
 
 export interface SummaryContext {
@@ -35,7 +36,8 @@ export interface Summary {
   wait: { p50: number; p90: number; p99: number; max: number; mean: number; exact: boolean } | null;
   longestQueue: number | null;
   emptyShare: number | null;
-  keys: { seen: number; evicted: number; mostRefused: KeyTally[] } | null;
+  /** `seen` is an estimate within about 1 % when `seenExact` is false (past 100,000 keys, once buckets were evicted). */
+  keys: { seen: number; seenExact: boolean; evicted: number; mostRefused: KeyTally[] } | null;
   trace: { lines: number; skipped: number; skippedExamples: string[]; outOfOrder: number } | null;
 }
 
@@ -76,9 +78,7 @@ export function buildSummary(recorder: Recorder, context: SummaryContext): Summa
       : null,
     longestQueue: queue ? recorder.longestQueue : null,
     emptyShare: emptyShare === undefined ? null : round9(emptyShare),
-    keys: options.perKey
-      ? { seen: recorder.keyTallies.size, evicted: recorder.simulator.evictions, mostRefused: recorder.mostRefused(10) }
-      : null,
+    keys: options.perKey ? keysSummary(recorder) : null,
     trace: context.trace
       ? {
           lines: context.trace.lines,
@@ -87,6 +87,17 @@ export function buildSummary(recorder: Recorder, context: SummaryContext): Summa
           outOfOrder: context.trace.outOfOrder,
         }
       : null,
+  };
+}
+
+function keysSummary(recorder: Recorder): NonNullable<Summary["keys"]> {
+  const seen = recorder.keys.seen;
+  return {
+    // An estimate is given to two significant digits, the precision it has.
+    seen: seen.exact ? seen.count : Number(seen.count.toPrecision(2)),
+    seenExact: seen.exact,
+    evicted: recorder.simulator.evictions,
+    mostRefused: recorder.keys.mostRefused(10),
   };
 }
 
@@ -123,7 +134,7 @@ export function renderSummaryText(summary: Summary): string {
   if (summary.emptyShare !== null) lines.push(["bucket empty", `${percent(summary.emptyShare)} of the time`]);
   if (summary.keys) {
     const k = summary.keys;
-    lines.push(["keys", `${k.seen} seen${summary.maxKeys === null ? "" : `, ${k.evicted} evictions`}`]);
+    lines.push(["keys", `${k.seenExact ? "" : "about "}${k.seen} seen${summary.maxKeys === null ? "" : `, ${k.evicted} evictions`}`]);
     k.mostRefused.forEach((tally, index) => {
       lines.push([index === 0 ? "most refused" : "", `${tally.key}: ${tally.refused} of ${tally.arrived} refused`]);
     });

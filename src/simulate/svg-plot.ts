@@ -59,8 +59,8 @@ export function renderSvgPlot(steps: readonly LevelStep[], options: SvgPlotOptio
 
   // Panel 1: level.
   const levels = steps.map((step) => step.level ?? 0);
-  const levelLow = Math.min(0, ...levels);
-  const levelHigh = Math.max(summary.burst, ...levels);
+  const levelLow = levels.reduce((low, level) => Math.min(low, level), 0);
+  const levelHigh = levels.reduce((high, level) => Math.max(high, level), summary.burst);
   const yLevel = panel(0, levelLow, levelHigh, `level (${unitName})`, false);
   if (summary.perKey) {
     parts.push(`<text x="${f(LEFT + plotWidth / 2)}" y="${f(TOP + panelHeight / 2)}" text-anchor="middle" fill="#5f6368">one bucket per key: no single level to plot</text>`);
@@ -73,7 +73,7 @@ export function renderSvgPlot(steps: readonly LevelStep[], options: SvgPlotOptio
   }
 
   // Panel 2: admitted and refused, stacked.
-  const most = Math.max(1, ...steps.map((step) => step.arrived));
+  const most = steps.reduce((most, step) => Math.max(most, step.arrived), 1);
   const yCount = panel(1, 0, most, "arrivals per step");
   const barWidth = Math.max(0.5, (plotWidth / Math.max(1, steps.length)) * 0.8);
   const admittedBars: string[] = [];
@@ -91,7 +91,7 @@ export function renderSvgPlot(steps: readonly LevelStep[], options: SvgPlotOptio
   parts.push(`<g data-series="refused" fill="${COLORS.refused}">${refusedBars.join("")}</g>`);
 
   // Panel 3: the longest wait in each step, as steps.
-  const longestSeconds = Math.max(0, ...steps.map((step) => step.maxWaitMs / 1000));
+  const longestSeconds = steps.reduce((longest, step) => Math.max(longest, step.maxWaitMs / 1000), 0);
   const yWait = panel(2, 0, longestSeconds > 0 ? longestSeconds : 1, "max wait (s)");
   const waitPath = steps
     .map((step, index) => `${index === 0 ? "M" : "L"}${f(x(step.startMs))},${f(yWait(step.maxWaitMs / 1000))} L${f(x(step.endMs))},${f(yWait(step.maxWaitMs / 1000))}`)

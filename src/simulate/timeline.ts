@@ -8,6 +8,31 @@
  */
 const FINE_SLOTS = 4000;
 
+/**
+ * The most rows a timeline is cut into: more than anyone reads, and each row
+ * costs memory and output. A fixed step that would need more is refused
+ * before the rows are made (see rowCount and smallestStepMs).
+ */
+export const MAX_ROWS = 100_000;
+
+/** How many rows of `stepMs` cover [0, endMs]. */
+export function rowCount(endMs: number, stepMs: number): number {
+  return Math.max(1, Math.ceil(endMs / stepMs - 1e-9));
+}
+
+/**
+ * The smallest step of one significant digit (4 s, 20 ms, 0.5 ms) that
+ * covers [0, endMs] in at most `maxRows` rows, counting the row that an
+ * event at endMs itself opens.
+ */
+export function smallestStepMs(endMs: number, maxRows = MAX_ROWS): number {
+  const power = 10 ** Math.floor(Math.log10(Math.max(endMs, 1e-9) / maxRows));
+  for (let digit = 1; ; digit++) {
+    const step = Number((digit * power).toPrecision(1));
+    if (Math.floor(endMs / step) + 1 <= maxRows) return step;
+  }
+}
+
 /** One row of the table, chart and plot. */
 export interface Step {
   startMs: number;
@@ -27,6 +52,8 @@ export interface Step {
 export class Timeline {
   #widthMs: number;
   readonly #fixed: boolean;
+  /** One more than the highest slot an event fell in, even past MAX_ROWS where nothing is kept. */
+  #slotsNeeded = 0;
   #arrived: number[] = [];
   #admitted: number[] = [];
   #refused: number[] = [];
@@ -48,6 +75,9 @@ export class Timeline {
       this.#widen();
       slot = Math.floor(timeMs / this.#widthMs);
     }
+    if (slot >= this.#slotsNeeded) this.#slotsNeeded = slot + 1;
+    // A fixed step this fine is refused before the rows are made: memory stays bounded until then.
+    if (slot >= MAX_ROWS) return;
     while (this.#arrived.length <= slot) this.#pushEmpty();
     this.#arrived[slot]!++;
     if (admitted) {
@@ -67,10 +97,17 @@ export class Timeline {
     return this.#widthMs;
   }
 
-  /** Rows of `stepMs` (default: chosen for 20–60 rows) covering [0, endMs]. */
+  /** How many rows `steps` makes: [0, endMs], and the row of an event at endMs itself. */
+  rows(endMs: number, stepMs: number): number {
+    const perStep = Math.max(1, Math.round(stepMs / this.#widthMs));
+    return Math.max(rowCount(endMs, stepMs), Math.ceil(this.#slotsNeeded / perStep));
+  }
+
+  /** Rows of `stepMs` (default: chosen for 20–60 rows) covering [0, endMs]; at most MAX_ROWS of them. */
   steps(endMs: number, stepMs = this.#fixed ? this.#widthMs : chooseStepMs(endMs, this.#widthMs)): Step[] {
     const perStep = Math.max(1, Math.round(stepMs / this.#widthMs));
-    const rows = Math.max(1, Math.ceil(endMs / stepMs - 1e-9), Math.ceil(this.#arrived.length / perStep));
+    const rows = this.rows(endMs, stepMs);
+    if (rows > MAX_ROWS) throw new RangeError(`Expected at most ${MAX_ROWS} rows, got ${rows} (step ${stepMs} ms over ${endMs} ms)`);
     const steps: Step[] = [];
     for (let row = 0; row < rows; row++) {
       const step: Step = {
@@ -133,6 +170,7 @@ export class Timeline {
     this.#lastDecisionMs = merge(this.#lastDecisionMs, last);
     this.#lastTokens = merge(this.#lastTokens, last);
     this.#widthMs *= 10;
+    this.#slotsNeeded = Math.ceil(this.#slotsNeeded / 10);
   }
 }
 

@@ -14,6 +14,8 @@
  * their fraction exactly; the reader rebases them to the first event.
  */
 
+import { type CalendarTime, calendarProblem, epochSecondsOf } from "./calendar.js";
+
 export type TraceShape = "fields" | "access-log";
 export type TimeKind = "seconds" | "epoch" | "iso";
 
@@ -46,16 +48,31 @@ export class BadLine extends Error {
 }
 
 const EPOCH_THRESHOLD_SECONDS = 1e8;
+/** How much of a line's text a message quotes. */
+export const QUOTED_CHARS = 200;
 const ACCESS_LOG =
   /^(\S+) \S+ (?:\S+|"[^"]*") \[(\d{2})\/([A-Za-z]{3})\/(\d{4}):(\d{2}):(\d{2}):(\d{2}) ([+-])(\d{2})(\d{2})\] "(?:[^"\\]|\\.)*" (\d{3}|-) (\d+|-)/;
 const MONTHS: Record<string, number> = {
   jan: 0, feb: 1, mar: 2, apr: 3, may: 4, jun: 5, jul: 6, aug: 7, sep: 8, oct: 9, nov: 10, dec: 11,
 };
-const ISO_TIME = /^(\d{4}-\d{2}-\d{2})[T ](\d{2}:\d{2}:\d{2})(?:[.,](\d+))?(Z|[+-]\d{2}(?::?\d{2})?)?$/i;
+const ISO_TIME = /^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2}):(\d{2})(?:[.,](\d+))?(?:Z|([+-])(\d{2})(?::?(\d{2}))?)?$/i;
 const PLAIN_SECONDS = /^(\d+)(?:\.(\d*))?$/;
 
 const TIME_EXPECTED = `expected seconds from the start (12.5), epoch seconds (1760104536.25) or an ISO-8601 time (2026-10-10T13:55:36.25Z)`;
 const ACCESS_LOG_EXPECTED = `expected an access log line like 127.0.0.1 - - [10/Oct/2026:13:55:36 +0000] "GET / HTTP/1.1" 200 2326`;
+
+/**
+ * `"text"`, cut to QUOTED_CHARS characters, control characters escaped: a
+ * message never repeats a whole line, nor sends a trace's escape sequences
+ * to the terminal.
+ */
+export function quote(text: string): string {
+  let cut = text.length <= QUOTED_CHARS ? text : text.slice(0, QUOTED_CHARS);
+  // Do not leave half of a surrogate pair.
+  if (cut.length < text.length && /[\uD800-\uDBFF]$/.test(cut)) cut = cut.slice(0, -1);
+  const shown = cut.replace(/[\u0000-\u001f\u007f-\u009f]/g, (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, "0")}`);
+  return `"${shown}${cut.length < text.length ? "…" : ""}"`;
+}
 
 /** Which shape a file has, judged from its first event line. */
 export function detectShape(line: string): TraceShape {
@@ -71,10 +88,24 @@ export function parseAccessLogLine(line: string, options: LineOptions, out: Pars
   const match = ACCESS_LOG.exec(line);
   if (!match) throw new BadLine(ACCESS_LOG_EXPECTED);
   const month = MONTHS[match[3]!.toLowerCase()];
-  if (month === undefined) throw new BadLine(`"${match[3]}" is not a month; ${ACCESS_LOG_EXPECTED}`);
-  const offsetSeconds = (match[8] === "-" ? -1 : 1) * (Number(match[9]) * 3600 + Number(match[10]) * 60);
-  const utcMs = Date.UTC(Number(match[4]), month, Number(match[2]), Number(match[5]), Number(match[6]), Number(match[7]));
-  out.wholeSeconds = utcMs / 1000 - offsetSeconds;
+  if (month === undefined) throw new BadLine(`${quote(match[3]!)} is not a month; ${ACCESS_LOG_EXPECTED}`);
+  const time: CalendarTime = {
+    year: Number(match[4]),
+    month: month + 1,
+    day: Number(match[2]),
+    hour: Number(match[5]),
+    minute: Number(match[6]),
+    second: Number(match[7]),
+    offsetSign: match[8] === "-" ? -1 : 1,
+    offsetHours: Number(match[9]),
+    offsetMinutes: Number(match[10]),
+  };
+  const problem = calendarProblem(time);
+  if (problem !== undefined) {
+    const written = `${match[2]}/${match[3]}/${match[4]}:${match[5]}:${match[6]}:${match[7]} ${match[8]}${match[9]}${match[10]}`;
+    throw new BadLine(`${quote(written)} is not a valid time: ${problem}; ${ACCESS_LOG_EXPECTED}`);
+  }
+  out.wholeSeconds = epochSecondsOf(time);
   out.fractionNs = 0;
   out.timeKind = "epoch";
   if (options.costBytes) {
@@ -105,9 +136,15 @@ function isSeparator(code: number): boolean {
   return code === 32 || code === 9 || code === 44;
 }
 
+/** In one pass: asking field() for each index in turn would be quadratic on a line of many fields. */
 function countFields(line: string): number {
   let count = 0;
-  while (field(line, count + 1) !== undefined) count++;
+  let inField = false;
+  for (let position = 0; position < line.length; position++) {
+    const separator = isSeparator(line.charCodeAt(position));
+    if (!separator && !inField) count++;
+    inField = !separator;
+  }
   return count;
 }
 
@@ -121,7 +158,7 @@ export function parseFieldsLine(line: string, options: LineOptions, out: ParsedL
     if (text === undefined) throw missingField(line, options.costField, "--cost-field");
     const cost = Number(text);
     if (text === "" || !Number.isFinite(cost) || cost < 0) {
-      throw new BadLine(`field ${options.costField} "${text}" is not a cost; expected a number of 0 or more (--cost-field ${options.costField})`);
+      throw new BadLine(`field ${options.costField} ${quote(text)} is not a cost; expected a number of 0 or more (--cost-field ${options.costField})`);
     }
     out.cost = cost;
   }
@@ -149,11 +186,22 @@ function parseTime(text: string, out: ParsedLine): void {
   }
   const iso = ISO_TIME.exec(text);
   if (iso) {
-    const zone = iso[4] === undefined || iso[4].toUpperCase() === "Z" ? "Z" : normaliseZone(iso[4]);
-    const ms = Date.parse(`${iso[1]}T${iso[2]}${zone}`);
-    if (Number.isNaN(ms)) throw new BadLine(`"${text}" is not a valid date; ${TIME_EXPECTED}`);
-    out.wholeSeconds = ms / 1000;
-    out.fractionNs = fractionToNs(iso[3]);
+    // Without a zone the time is UTC, so that output does not depend on the machine.
+    const time: CalendarTime = {
+      year: Number(iso[1]),
+      month: Number(iso[2]),
+      day: Number(iso[3]),
+      hour: Number(iso[4]),
+      minute: Number(iso[5]),
+      second: Number(iso[6]),
+      offsetSign: iso[8] === "-" ? -1 : 1,
+      offsetHours: iso[9] === undefined ? 0 : Number(iso[9]),
+      offsetMinutes: iso[10] === undefined ? 0 : Number(iso[10]),
+    };
+    const problem = calendarProblem(time);
+    if (problem !== undefined) throw new BadLine(`${quote(text)} is not a valid date: ${problem}; ${TIME_EXPECTED}`);
+    out.wholeSeconds = epochSecondsOf(time);
+    out.fractionNs = fractionToNs(iso[7]);
     out.timeKind = "iso";
     return;
   }
@@ -165,12 +213,7 @@ function parseTime(text: string, out: ParsedLine): void {
     out.timeKind = out.wholeSeconds >= EPOCH_THRESHOLD_SECONDS ? "epoch" : "seconds";
     return;
   }
-  throw new BadLine(`"${text}" is not a time; ${TIME_EXPECTED}`);
-}
-
-function normaliseZone(zone: string): string {
-  const digits = zone.slice(1).replace(":", "");
-  return `${zone[0]}${digits.slice(0, 2)}:${(digits.slice(2) || "00").padEnd(2, "0")}`;
+  throw new BadLine(`${quote(text)} is not a time; ${TIME_EXPECTED}`);
 }
 
 /** ".25" → 250,000,000 ns; digits past the ninth are truncated, as Go's time parsing does. */
@@ -260,6 +303,7 @@ function latin1OrUtf8(bytes: Uint8Array, start: number, end: number): string {
       break;
     }
   }
-  if (!ascii) return decoder.decode(bytes.subarray(start, end));
+  // fromCharCode.apply passes each byte as an argument: long keys would overflow the stack.
+  if (!ascii || end - start > 256) return decoder.decode(bytes.subarray(start, end));
   return String.fromCharCode.apply(null, bytes.subarray(start, end) as unknown as number[]);
 }

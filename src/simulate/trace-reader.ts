@@ -9,6 +9,8 @@ import {
   parseFieldsFast,
   parseFieldsLine,
   type ParsedLine,
+  QUOTED_CHARS,
+  quote,
   type TimeKind,
   type TraceShape,
 } from "./trace-line.js";
@@ -19,7 +21,12 @@ export interface TraceOptions extends LineOptions {
   /** Keep each event's key (per-key simulation). */
   withKeys: boolean;
   batchSize?: number;
+  /** Longer lines are bad lines (default MAX_LINE_BYTES). */
+  maxLineBytes?: number;
 }
+
+/** No trace line needs more; a file without newlines would otherwise be held whole. */
+export const MAX_LINE_BYTES = 1 << 20;
 
 /** What reading the trace found, filled in as it goes. */
 export interface TraceReport {
@@ -99,6 +106,21 @@ export async function* traceArrivals(input: AsyncIterable<Buffer | string> | Ite
   let lineNumber = 0;
   let timeKind: TimeKind | undefined;
 
+  /** A bad line stops the reading, or with --skip-bad is counted and skipped. */
+  const reject = (error: BadLine): void => {
+    if (!options.skipBad) throw new TraceError(lineNumber, `${error.message}; or pass --skip-bad to skip such lines`);
+    report.skipped++;
+    if (report.skippedExamples.length < MAX_EXAMPLES) report.skippedExamples.push(`line ${lineNumber}: ${error.message}`);
+  };
+
+  const maxLineBytes = options.maxLineBytes ?? MAX_LINE_BYTES;
+  /** A line past the limit: only its start is kept, for the message. */
+  const rejectLong = (head: Buffer): void => {
+    lineNumber++;
+    const text = head.toString("utf8", 0, Math.min(head.length, QUOTED_CHARS * 4));
+    reject(new BadLine(`the line is longer than ${maxLineBytes} bytes, more than any trace line needs; it starts ${quote(text)}`));
+  };
+
   /** Parses one line (bytes start..end, no newline) into the builder, if it holds an event. */
   const handle = (bytes: Buffer, start: number, end: number): void => {
     lineNumber++;
@@ -137,9 +159,7 @@ export async function* traceArrivals(input: AsyncIterable<Buffer | string> | Ite
       }
     } catch (error) {
       if (!(error instanceof BadLine)) throw error;
-      if (!options.skipBad) throw new TraceError(lineNumber, `${error.message}; or pass --skip-bad to skip such lines`);
-      report.skipped++;
-      if (report.skippedExamples.length < MAX_EXAMPLES) report.skippedExamples.push(`line ${lineNumber}: ${error.message}`);
+      reject(error);
       return;
     }
     const ns = (parsed.wholeSeconds - originWholeSeconds) * 1e9 + (parsed.fractionNs - originFractionNs);
@@ -153,33 +173,59 @@ export async function* traceArrivals(input: AsyncIterable<Buffer | string> | Ite
     builder.push(timeMs, parsed.cost, parsed.key);
   };
 
-  // The part of a line cut by the end of a chunk; only that line is copied, never the chunk.
-  let carry: Buffer = Buffer.alloc(0);
+  // The part of a line cut by the end of a chunk, in pieces joined once when the line ends: each
+  // byte is copied once, however many chunks a line spans. Past the limit only its start is kept.
+  let carry: Buffer[] = [];
+  let carryLength = 0;
+  let longHead: Buffer | undefined;
+  const keep = (bytes: Buffer, start: number, end: number): void => {
+    if (longHead !== undefined || end === start) return;
+    if (carryLength + (end - start) > maxLineBytes) {
+      longHead = Buffer.concat([...carry, bytes.subarray(start, Math.min(end, start + QUOTED_CHARS * 4))]).subarray(0, QUOTED_CHARS * 4);
+      carry = [];
+      carryLength = 0;
+      return;
+    }
+    carry.push(Buffer.from(bytes.subarray(start, end)));
+    carryLength += end - start;
+  };
+  const endCarried = (): void => {
+    if (longHead !== undefined) {
+      rejectLong(longHead);
+      longHead = undefined;
+      return;
+    }
+    const line = carry.length === 1 ? carry[0]! : Buffer.concat(carry, carryLength);
+    carry = [];
+    carryLength = 0;
+    handle(line, 0, line.length);
+  };
+
   for await (const chunk of input) {
     const bytes = typeof chunk === "string" ? Buffer.from(chunk) : chunk;
     let start = 0;
-    if (carry.length > 0) {
+    if (carryLength > 0 || longHead !== undefined) {
       const newline = bytes.indexOf(10);
       if (newline < 0) {
-        carry = Buffer.concat([carry, bytes]);
+        keep(bytes, 0, bytes.length);
         continue;
       }
-      const line = Buffer.concat([carry, bytes.subarray(0, newline)]);
-      carry = Buffer.alloc(0);
-      handle(line, 0, line.length);
+      keep(bytes, 0, newline);
+      endCarried();
       start = newline + 1;
       if (builder.full) yield builder.take();
     }
     for (;;) {
       const newline = bytes.indexOf(10, start);
       if (newline < 0) break;
-      handle(bytes, start, newline);
+      if (newline - start > maxLineBytes) rejectLong(bytes.subarray(start, start + QUOTED_CHARS * 4));
+      else handle(bytes, start, newline);
       start = newline + 1;
       if (builder.full) yield builder.take();
     }
-    if (start < bytes.length) carry = Buffer.from(bytes.subarray(start));
+    keep(bytes, start, bytes.length);
   }
-  if (carry.length > 0) handle(carry, 0, carry.length);
+  if (carryLength > 0 || longHead !== undefined) endCarried();
   report.lines = lineNumber;
   if (builder.count > 0) yield builder.take();
 }

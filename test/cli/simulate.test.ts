@@ -1,11 +1,12 @@
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import { runCli } from "../helpers/cli.js";
 
 const HAND = ["simulate", "--rate", "5", "--burst", "10", "--arrivals", "steady 8/s for 7.5s"];
 const dir = mkdtempSync(join(tmpdir(), "tbucket-simulate-"));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 async function ok(args: string[], input?: string) {
   const result = await runCli(args, { input });
@@ -185,6 +186,6 @@ describe("tbucket simulate: errors", () => {
   });
 
   it("a trace that cannot be read: exit 1", async () => {
-    await usage(["simulate", "-r", "5", "-b", "1", "--trace", join(dir, "missing.log")], `--trace ${join(dir, "missing.log")}: no such file; check the path, or use - for standard input`, 1);
+    await usage(["simulate", "-r", "5", "-b", "1", "--trace", join(dir, "missing.log")], `--trace ${join(dir, "missing.log")}: no such file or directory; check the path`, 1);
   });
 });

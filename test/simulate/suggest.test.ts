@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { parsePattern, patternArrivals, patternDurationMs } from "../../src/simulate/arrival-pattern.js";
 import { EventStore } from "../../src/simulate/event-store.js";
-import { evaluate, rateAt, rateIndexAtOrAbove, suggestBurst, suggestRate } from "../../src/simulate/suggest.js";
+import { evaluate, MAX_BURST, rateAt, rateIndexAtOrAbove, suggestBurst, suggestRate } from "../../src/simulate/suggest.js";
 import { parseTarget } from "../../src/simulate/target.js";
 
 const store = (pattern: string) => EventStore.collect(patternArrivals(parsePattern(pattern), 1));
@@ -77,5 +77,29 @@ describe("--suggest", () => {
     expect(rateAt(rateIndexAtOrAbove(6.7797))).toBe(6.78);
     expect(rateAt(rateIndexAtOrAbove(6.78) - 1)).toBe(6.77);
     expect(rateAt(rateIndexAtOrAbove(1) - 1)).toBe(0.999);
+  });
+});
+
+describe("--suggest with costs past 2^53 (regression: the bisection on doubles never ended)", () => {
+  const costly = (costs: number[]) => {
+    const events = new EventStore();
+    events.append({ timesMs: Float64Array.from(costs.map((_, i) => i * 1000)), costs: Float64Array.from(costs), keys: undefined, count: costs.length });
+    return events;
+  };
+
+  it("answers none, in a bounded number of runs, when an arrival costs more than the largest whole burst", () => {
+    const suggestion = suggestBurst(costly([1e16, 1e16, 3e16]), { ...base, ratePerSecond: 1 }, parseTarget("reject<=1%"));
+    expect(suggestion.answer).toBeUndefined();
+    expect(suggestion.runs).toBeLessThanOrEqual(60);
+    expect(MAX_BURST).toBe(2 ** 53 - 1);
+  });
+
+  it("finds an exact answer just under 2^53, and the table holds only bursts that can be given", () => {
+    const cost = 2 ** 53 - 3;
+    const suggestion = suggestBurst(costly([cost, cost]), { ...base, ratePerSecond: 1 }, parseTarget("reject<=50%"));
+    expect(suggestion.answer).toMatchObject({ value: cost, meets: true });
+    expect(suggestion.below).toMatchObject({ value: cost - 1, meets: false });
+    expect(suggestion.runs).toBeLessThanOrEqual(120);
+    expect(Math.max(...suggestion.table.map((e) => e.value))).toBeLessThanOrEqual(MAX_BURST);
   });
 });

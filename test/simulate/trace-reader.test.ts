@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { createTraceReport, traceArrivals, type TraceOptions, type TraceReport } from "../../src/simulate/trace-reader.js";
+import { createTraceReport, MAX_LINE_BYTES, traceArrivals, type TraceOptions, type TraceReport } from "../../src/simulate/trace-reader.js";
 
 interface Event {
   timeMs: number;
@@ -14,6 +14,10 @@ async function read(text: string, options: Partial<TraceOptions> = {}, chunkSize
   const bytes = Buffer.from(text);
   const chunks: Buffer[] = [];
   for (let i = 0; i < bytes.length; i += chunkSize) chunks.push(bytes.subarray(i, i + chunkSize));
+  return readChunks(chunks, options);
+}
+
+async function readChunks(chunks: Iterable<Buffer>, options: Partial<TraceOptions> = {}): Promise<{ events: Event[]; report: TraceReport }> {
   const report = createTraceReport();
   const events: Event[] = [];
   for await (const batch of traceArrivals(chunks, { ...defaults, ...options, batchSize: 3 }, report)) {
@@ -65,6 +69,10 @@ describe("trace files", () => {
     const iso = await read("2026-10-10T13:55:36.250Z\n2026-10-10T15:55:37+02:00\n2026-10-10T13:55:38.5\n");
     expect(iso.events.map((e) => e.timeMs)).toEqual([0, 750, 2250]);
     expect(iso.report.timeKind).toBe("iso");
+    const zones = await read("2026-10-10T13:55:36Z\n2026-10-10T19:25:37+0530\n2026-10-10T15:55:38+02\n2026-10-10T03:55:39-10:00\n");
+    expect(zones.events.map((e) => e.timeMs)).toEqual([0, 1000, 2000, 3000]);
+    const leap = await read("2024-02-28T23:59:59Z\n2024-02-29T00:00:00Z\n2024-03-01T00:00:00.5+00:00\n");
+    expect(leap.events.map((e) => e.timeMs)).toEqual([0, 1000, 86_401_500]);
   });
 
   it("recognises Common and Combined Log Format without options: time, client, response size", async () => {
@@ -94,7 +102,23 @@ describe("trace files", () => {
     ["0 1\n1 -2\n", { costField: 2 }, `line 2: field 2 "-2" is not a cost; expected a number of 0 or more (--cost-field 2); or pass --skip-bad to skip such lines`],
     ["0 a\n1\n", { keyField: 2, withKeys: true }, `line 2: has 1 field, expected at least 2 (--key-field 2); or pass --skip-bad to skip such lines`],
     ["1\n1760104536\n", {}, `line 2: the time is epoch seconds but line 1 had seconds from the start; use one kind of time in a trace`],
-    ["2026-13-45T00:00:00Z\n", {}, `line 1: "2026-13-45T00:00:00Z" is not a valid date; ${TIME}; or pass --skip-bad to skip such lines`],
+    ["2026-13-45T00:00:00Z\n", {}, `line 1: "2026-13-45T00:00:00Z" is not a valid date: there is no month 13; ${TIME}; or pass --skip-bad to skip such lines`],
+    // Date.parse would take these as 2 March, 1 March and the next day: the trace would move without a word.
+    ["2026-02-30T00:00:00Z\n", {}, `line 1: "2026-02-30T00:00:00Z" is not a valid date: February 2026 has 28 days; ${TIME}; or pass --skip-bad to skip such lines`],
+    ["2026-02-28T00:00:00Z\n2026-02-29T00:00:00Z\n", {}, `line 2: "2026-02-29T00:00:00Z" is not a valid date: February 2026 has 28 days; ${TIME}; or pass --skip-bad to skip such lines`],
+    ["2026-10-10T24:00:00Z\n", {}, `line 1: "2026-10-10T24:00:00Z" is not a valid date: the hour is 24, past 23; ${TIME}; or pass --skip-bad to skip such lines`],
+    ["2026-10-10T23:60:00\n", {}, `line 1: "2026-10-10T23:60:00" is not a valid date: the minute is 60, past 59; ${TIME}; or pass --skip-bad to skip such lines`],
+    ["2026-10-10T10:00:00+24:00\n", {}, `line 1: "2026-10-10T10:00:00+24:00" is not a valid date: the zone offset is not between -23:59 and +23:59; ${TIME}; or pass --skip-bad to skip such lines`],
+    [
+      `127.0.0.1 - - [30/Feb/2026:13:55:36 -0700] "GET / HTTP/1.0" 200 1\n`,
+      {},
+      `line 1: "30/Feb/2026:13:55:36 -0700" is not a valid time: February 2026 has 28 days; expected an access log line like 127.0.0.1 - - [10/Oct/2026:13:55:36 +0000] "GET / HTTP/1.1" 200 2326; or pass --skip-bad to skip such lines`,
+    ],
+    [
+      `127.0.0.1 - - [10/Oct/2026:13:55:36 +2400] "GET / HTTP/1.0" 200 1\n`,
+      {},
+      `line 1: "10/Oct/2026:13:55:36 +2400" is not a valid time: the zone offset is not between -23:59 and +23:59; expected an access log line like 127.0.0.1 - - [10/Oct/2026:13:55:36 +0000] "GET / HTTP/1.1" 200 2326; or pass --skip-bad to skip such lines`,
+    ],
     [`${CLF}\nnot a log line\n`, {}, `line 4: expected an access log line like 127.0.0.1 - - [10/Oct/2026:13:55:36 +0000] "GET / HTTP/1.1" 200 2326; or pass --skip-bad to skip such lines`],
   ])("stops at a bad line with its number and what was expected: %j", async (text, options, message) => {
     await expect(read(text, options)).rejects.toThrow(message);
@@ -118,5 +142,66 @@ describe("trace files", () => {
     [CLF, { keyField: 1 }, `--key-field: not with an access log, whose fields are known; --per-key keys on the client address`],
   ])("refuses options that do not suit the trace: %j", async (text, options, message) => {
     await expect(read(text, options)).rejects.toThrow(message);
+  });
+
+  describe("long lines (regression: a file without newlines was scanned again at every chunk, and held whole)", () => {
+    const LONG = `line 2: the line is longer than ${MAX_LINE_BYTES} bytes, more than any trace line needs; it starts "${"9".repeat(200)}…"`;
+
+    it("makes a line past 1 MiB a bad line quoting its first 200 characters, whether it ends or not", async () => {
+      const long = "9".repeat(MAX_LINE_BYTES + 1);
+      for (const text of [`0\n${long}\n1\n`, `0\n${long}`]) {
+        for (const chunkSize of [1 << 20, 4096, 3]) {
+          if (chunkSize === 3 && text.endsWith("\n1\n")) continue; // a million one-byte chunks say nothing more
+          await expect(read(text, {}, chunkSize)).rejects.toThrow(`${LONG}; or pass --skip-bad to skip such lines`);
+        }
+      }
+    });
+
+    it("with --skip-bad skips it like any bad line and reads on", async () => {
+      const { events, report } = await read(`0\n${"9".repeat(MAX_LINE_BYTES + 10)}\n1\n`, { skipBad: true }, 65_536);
+      expect(events.map((e) => e.timeMs)).toEqual([0, 1000]);
+      expect(report).toMatchObject({ skipped: 1, skippedExamples: [LONG], lines: 3 });
+    });
+
+    it("keeps a line of exactly the limit, spread over many chunks", async () => {
+      const line = `5 ${"x".repeat(MAX_LINE_BYTES - 2)}`;
+      const { events } = await read(`0 a\n${line}\n`, { keyField: 2, withKeys: true }, 1000);
+      expect(events.map((e) => [e.timeMs, e.key?.length])).toEqual([
+        [0, 1],
+        [5000, MAX_LINE_BYTES - 2],
+      ]);
+    });
+
+    it("reads a 64 MiB line without newline in time linear in its length, holding only its start", async () => {
+      // Quadratic copying of 64 MiB in 64 KiB chunks is 1024 copies of up to 64 MiB: tens of seconds.
+      const chunk = Buffer.alloc(65_536, 57);
+      const started = performance.now();
+      const chunks = (function* () {
+        for (let i = 0; i < 1024; i++) yield chunk;
+      })();
+      const { events, report } = await readChunks(chunks, { skipBad: true });
+      expect(events).toEqual([]);
+      expect(report.skipped).toBe(1);
+      expect(performance.now() - started).toBeLessThan(5000);
+    });
+
+    it("escapes control characters of a bad line, so that a trace cannot drive the terminal", async () => {
+      await expect(read("\u001b[2Jx\n")).rejects.toThrow(`line 1: "\\u001b[2Jx" is not a time`);
+      const log = `127.0.0.1 - [x] [31/Apr/2026:13:55:36 +0000] "GET / HTTP/1.0" 200 1\n`;
+      await expect(read(log)).rejects.toThrow(`line 1: "31/Apr/2026:13:55:36 +0000" is not a valid time: April 2026 has 30 days`);
+    });
+
+    it("quotes at most 200 characters of a bad field", async () => {
+      await expect(read(`${"1".repeat(300)}x\n`)).rejects.toThrow(`line 1: "${"1".repeat(200)}…" is not a time`);
+      await expect(read(`0 ${"1".repeat(300)}x\n`, { costField: 2 })).rejects.toThrow(`line 1: field 2 "${"1".repeat(200)}…" is not a cost`);
+    });
+
+    it("counts the fields of a line with many of them in one pass", async () => {
+      const started = performance.now();
+      await expect(read(`0${" 1".repeat(400_000)}\n`, { costField: 500_000 })).rejects.toThrow(
+        `line 1: has 400001 fields, expected at least 500000 (--cost-field 500000)`,
+      );
+      expect(performance.now() - started).toBeLessThan(5000);
+    });
   });
 });

@@ -1,19 +1,21 @@
 import { randomInt } from "node:crypto";
-import { createReadStream } from "node:fs";
+import { createReadStream, fstatSync } from "node:fs";
 import { writeFile } from "node:fs/promises";
+import { setFlagsFromString } from "node:v8";
 import { patternArrivals } from "../../simulate/arrival-pattern.js";
 import type { ArrivalSource } from "../../simulate/event-batch.js";
 import { msToSeconds } from "../../simulate/event-batch.js";
-import { round9 } from "../../simulate/format-numbers.js";
-import { OutputBuffer } from "../../simulate/output-buffer.js";
+import { humanWait, round9 } from "../../simulate/format-numbers.js";
+import { OutputBuffer, OutputStreamError } from "../../simulate/output-buffer.js";
 import { runSimulation } from "../../simulate/run-simulation.js";
 import type { SimulatorOptions } from "../../simulate/simulator.js";
 import { renderStepCsv, renderStepTable, stepToJson } from "../../simulate/step-table.js";
 import { buildSummary, renderSummaryText } from "../../simulate/summary.js";
-import { chooseStepMs } from "../../simulate/timeline.js";
+import { chooseStepMs, MAX_ROWS, rowCount, smallestStepMs } from "../../simulate/timeline.js";
 import { createTraceReport, TraceError, TraceOptionError, type TraceReport, traceArrivals } from "../../simulate/trace-reader.js";
 import type { SimulateConfig } from "../commands/simulate.js";
 import { RuntimeError, UsageError } from "../errors.js";
+import { describeFileError } from "../file-errors.js";
 
 /** Runs `tbucket simulate`: arrivals in, decisions of the core bucket out, in the chosen format. */
 export async function runSimulate(config: SimulateConfig): Promise<number> {
@@ -22,6 +24,10 @@ export async function runSimulate(config: SimulateConfig): Promise<number> {
   const output = new OutputBuffer(stdout);
   const seed = config.source.kind === "pattern" && config.source.random ? (config.seed ?? randomInt(2 ** 31)) : config.seed;
   const trace = config.source.kind === "trace" ? createTraceReport() : undefined;
+  // One bucket per key makes short-lived objects at a high rate, and V8's incremental marking keeps
+  // those made during a marking cycle until it ends: the heap then swells to several times what is
+  // live. A batch computation does not mind whole pauses instead; --max-keys then bounds the memory.
+  if (config.perKey) setFlagsFromString("--no-incremental-marking");
   try {
     if (config.suggest) {
       const code = await runSuggest(config, openArrivals(config, seed ?? 0, trace), output);
@@ -30,10 +36,15 @@ export async function runSimulate(config: SimulateConfig): Promise<number> {
     }
     const format = config.format ?? (onTerminal ? "summary" : "table");
     const chart = config.chart || (config.format === undefined && onTerminal);
+    // A pattern's length is known: a step too fine for it is refused before simulating.
+    if (config.source.kind === "pattern" && config.stepMs !== undefined) {
+      refuseTooManyRows(config.source.durationMs, config.stepMs, rowCount(config.source.durationMs, config.stepMs));
+    }
     const simulator = simulatorOptions(config, config.ratePerSecond as number, config.burst!);
     const jsonl = format === "jsonl";
     // Per-event output waits for a slow reader between batches: small batches keep that wait frequent.
-    const recorder = await runSimulation(openArrivals(config, seed ?? 0, trace, jsonl ? 4096 : undefined), {
+    // A batch's keys live until it is consumed: small batches let them die young.
+    const recorder = await runSimulation(openArrivals(config, seed ?? 0, trace, jsonl || config.perKey ? 4096 : undefined), {
       simulator,
       stepMs: config.stepMs,
       onDecision: jsonl
@@ -49,7 +60,9 @@ export async function runSimulate(config: SimulateConfig): Promise<number> {
     const endMs = Math.max(config.source.kind === "pattern" ? config.source.durationMs : 0, recorder.lastMs);
     const summary = buildSummary(recorder, { costUnit: config.costUnit, endMs, seed, trace });
     const stepMs = config.stepMs ?? chooseStepMs(endMs, recorder.timeline.slotMs);
-    const steps = recorder.levelSteps(endMs, stepMs);
+    const wantsSteps = chart || config.svgPath !== undefined || format === "table" || format === "csv" || format === "json";
+    if (wantsSteps) refuseTooManyRows(endMs, stepMs, recorder.timeline.rows(endMs, stepMs));
+    const steps = wantsSteps ? recorder.levelSteps(endMs, stepMs) : [];
     switch (format) {
       case "summary":
         output.write(renderSummaryText(summary));
@@ -74,16 +87,30 @@ export async function runSimulate(config: SimulateConfig): Promise<number> {
       const { renderSvgPlot } = await import("../../simulate/svg-plot.js");
       const svg = renderSvgPlot(steps, { summary, stepMs });
       await writeFile(config.svgPath, svg).catch((error: NodeJS.ErrnoException) => {
-        throw new RuntimeError(`--svg ${config.svgPath}: cannot write it (${error.code ?? error.message}); check the directory exists and is writable`);
+        throw new RuntimeError(`--svg ${config.svgPath}: cannot write it: ${describeWriteError(error)}`);
       });
     }
     if (format === "jsonl" && trace) reportTraceNotes(trace);
     await output.flush();
     return 0;
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "EPIPE") return 0;
+    // The reader of standard output left (`| head -1`): it has what it wanted.
+    if (error instanceof OutputStreamError && error.failure.code === "EPIPE") return 0;
     throw translateError(error, config);
   }
+}
+
+/** The table, chart and plot have at most MAX_ROWS rows: a finer --step is a usage mistake. */
+function refuseTooManyRows(endMs: number, stepMs: number, rows: number): void {
+  if (rows <= MAX_ROWS) return;
+  throw new UsageError(
+    `--step ${formatStep(stepMs)}: ${rows} rows over ${humanWait(endMs)} is more than the ${MAX_ROWS} allowed; use --step ${formatStep(smallestStepMs(endMs))} or more`,
+  );
+}
+
+/** A step as --step takes it: 4s, 20ms, 0.5ms. */
+function formatStep(stepMs: number): string {
+  return stepMs >= 1000 && Number.isInteger(stepMs / 1000) ? `${stepMs / 1000}s` : `${stepMs}ms`;
 }
 
 /** --suggest: hold the arrivals, search, print the answer and its trade-off table. */
@@ -112,7 +139,13 @@ async function runSuggest(config: SimulateConfig, source: ArrivalSource, output:
   else output.write(suggest.renderSuggestionText(suggestion, context));
   if (!suggestion.answer) {
     await output.flush();
-    throw new RuntimeError(`--suggest: no ${suggestion.kind} meets ${target.text}; loosen the target${suggestion.kind === "rate" ? " or raise the burst" : ""}`);
+    if (suggestion.kind === "burst" && store.maxCost > suggest.MAX_BURST) {
+      throw new RuntimeError(
+        `--suggest: no burst meets ${target.text}: an arrival costs ${store.maxCost}, more than the largest burst searched (${suggest.MAX_BURST}); scale the costs down (kilobytes instead of bytes)`,
+      );
+    }
+    const upTo = suggestion.kind === "burst" && store.totalCost > suggest.MAX_BURST ? ` up to ${suggest.MAX_BURST}` : "";
+    throw new RuntimeError(`--suggest: no ${suggestion.kind}${upTo} meets ${target.text}; loosen the target${suggestion.kind === "rate" ? " or raise the burst" : ""}`);
   }
   return 0;
 }
@@ -125,9 +158,10 @@ export function simulatorOptions(config: SimulateConfig, ratePerSecond: number, 
 export function openArrivals(config: SimulateConfig, seed: number, trace: TraceReport | undefined, batchSize?: number): ArrivalSource {
   if (config.source.kind === "pattern") return patternArrivals(config.source.segments, seed, batchSize);
   const path = config.source.path;
+  if (path === "-") refuseDirectoryOnStandardInput();
   const input = path === "-" ? process.stdin : createReadStream(path, { highWaterMark: 1 << 20 });
   return traceArrivals(
-    input,
+    readingTrace(input, path),
     {
       costField: config.costField,
       keyField: config.keyField,
@@ -141,6 +175,69 @@ export function openArrivals(config: SimulateConfig, seed: number, trace: TraceR
   );
 }
 
+const WRITE_REASONS: Record<string, string> = {
+  ENOSPC: "no space left on the device; free some space or write elsewhere",
+  EDQUOT: "the disk quota is used up; free some space or write elsewhere",
+  EFBIG: "the file is too large for the device; write elsewhere",
+  EROFS: "the file system is read-only; write elsewhere",
+  EACCES: "permission denied; check the permissions, or write elsewhere",
+  EPERM: "permission denied; check the permissions, or write elsewhere",
+  EISDIR: "it is a directory; name a file",
+  ENOENT: "no such directory; check the path",
+  ENOTDIR: "a part of the path is not a directory; check the path",
+  EBADF: "it is not open for writing; redirect it to a file or a pipe",
+  EIO: "input/output error; check the device",
+};
+
+/** Why a write failed and what to do, for standard output and --svg alike. */
+function describeWriteError(error: NodeJS.ErrnoException): string {
+  return (error.code && WRITE_REASONS[error.code]) ?? `${error.message}; check where the output goes`;
+}
+
+/** A trace that could not be opened or read, whatever the reason (EIO, EISDIR, EACCES...). */
+class TraceReadError extends Error {
+  constructor(
+    readonly path: string,
+    readonly failure: NodeJS.ErrnoException,
+  ) {
+    super(failure.message);
+    this.name = "TraceReadError";
+  }
+}
+
+/** The trace's chunks, with a failure to read told apart from every other error. */
+async function* readingTrace(input: AsyncIterable<Buffer | string>, path: string): AsyncGenerator<Buffer | string> {
+  try {
+    for await (const chunk of input) yield chunk;
+  } catch (error) {
+    throw new TraceReadError(path, error as NodeJS.ErrnoException);
+  }
+}
+
+/** Node reads a directory on standard input as an empty stream: say so rather than simulate nothing. */
+function refuseDirectoryOnStandardInput(): void {
+  let isDirectory = false;
+  try {
+    isDirectory = fstatSync(0).isDirectory();
+  } catch {
+    // A standard input that cannot be examined is read as it is.
+  }
+  if (isDirectory) {
+    const error: NodeJS.ErrnoException = new Error("EISDIR: illegal operation on a directory, read");
+    error.code = "EISDIR";
+    throw new TraceReadError("-", error);
+  }
+}
+
+/** One line naming the file, what failed and what to do. */
+function describeTraceReadError(error: TraceReadError): string {
+  const described = describeFileError(error.path, error.failure);
+  // Codes the shared table does not know come back in Node's words: say what failed and what to do.
+  if (described.includes("; ")) return `--trace ${described}`;
+  const name = error.path === "-" ? "standard input" : error.path;
+  return `--trace ${name}: cannot read it (${error.failure.message}); check that it is a readable file of events`;
+}
+
 /** With --format jsonl the summary is not printed: skipped lines are still worth a word on standard error. */
 function reportTraceNotes(trace: TraceReport): void {
   if (trace.skipped > 0) process.stderr.write(`tbucket: --skip-bad: skipped ${trace.skipped} bad line${trace.skipped === 1 ? "" : "s"} (${trace.skippedExamples[0]})\n`);
@@ -151,9 +248,7 @@ function translateError(error: unknown, config: SimulateConfig): unknown {
   const name = config.source.kind === "trace" ? (config.source.path === "-" ? "standard input" : config.source.path) : "";
   if (error instanceof TraceError) return new UsageError(`--trace ${name}: ${error.message}`);
   if (error instanceof TraceOptionError) return new UsageError(error.message);
-  const code = (error as NodeJS.ErrnoException).code;
-  if (code === "ENOENT") return new RuntimeError(`--trace ${name}: no such file; check the path, or use - for standard input`);
-  if (code === "EACCES") return new RuntimeError(`--trace ${name}: permission denied; check the file can be read`);
-  if (code === "EISDIR") return new RuntimeError(`--trace ${name}: is a directory; name a file of events`);
+  if (error instanceof TraceReadError) return new RuntimeError(describeTraceReadError(error));
+  if (error instanceof OutputStreamError) return new RuntimeError(`standard output: cannot write: ${describeWriteError(error.failure)}`);
   return error;
 }
