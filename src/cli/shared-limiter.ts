@@ -75,11 +75,13 @@ export function storeLocation(flag: string | undefined, env: NodeJS.ProcessEnv =
 
 /** Sets the key from --rate/--burst, or reads its stored settings; checks the kind of token. */
 async function configureKey(store: BucketStore, key: string, request: LimiterRequest): Promise<BucketConfig> {
+  const stored = await store.read(key);
   if (request.rate !== undefined) {
-    const burst = request.burst ?? request.defaultBurst(request.rate);
+    // Pausing (rate 0) keeps the key's burst for when it resumes.
+    const keepBurst = request.rate === 0 && stored?.kind === request.kind ? stored.burst : undefined;
+    const burst = request.burst ?? keepBurst ?? request.defaultBurst(request.rate);
     return store.configure(key, { rate: request.rate, burst, kind: request.kind });
   }
-  const stored = await store.read(key);
   if (!stored) {
     const example = request.kind === "bytes" ? "1mb" : "5/s";
     throw new UsageError(

@@ -48,7 +48,7 @@ export interface BucketStore {
 }
 
 export interface BucketConfig {
-  /** Tokens per second; Infinity for no limit. */
+  /** Tokens per second; Infinity for no limit, 0 to pause (the level is kept, nothing is added). */
   rate: number;
   /** Capacity in tokens. */
   burst: number;
@@ -78,9 +78,12 @@ export interface TakeOptions {
 export interface TakeResult {
   /** False when `n` exceeds the burst or the wait would exceed `maxWaitMs`: nothing was taken. */
   ok: boolean;
-  /** How long to wait before using the tokens; Infinity when not ok. */
+  /**
+   * How long to wait before using the tokens; Infinity when not ok, and when
+   * the rate is 0 and the level did not cover them (owed until the rate is raised).
+   */
   waitMs: number;
-  /** When the tokens may be used, in ms on the store's clock (for `cancel`); Infinity when not ok. */
+  /** When the tokens may be used, in ms on the store's clock (for `cancel`); Infinity when `waitMs` is. */
   timeToActMs: number;
   /** The level after the take. */
   tokens: number;
@@ -128,8 +131,8 @@ export function checkCancel(reservation: StoreReservation): void {
 
 /** Checks a configuration the same way in every store. */
 export function checkConfig(config: BucketConfig): void {
-  if (typeof config.rate !== "number" || Number.isNaN(config.rate) || config.rate <= 0) {
-    throw new RangeError(`Expected \`rate\` to be a positive number or Infinity, got \`${config.rate}\``);
+  if (typeof config.rate !== "number" || Number.isNaN(config.rate) || config.rate < 0) {
+    throw new RangeError(`Expected \`rate\` to be a non-negative number or Infinity, got \`${config.rate}\``);
   }
   if (typeof config.burst !== "number" || !Number.isFinite(config.burst) || config.burst <= 0) {
     throw new RangeError(`Expected \`burst\` to be a positive finite number, got \`${config.burst}\``);

@@ -42,6 +42,22 @@ describe("RedisStore: the server", () => {
     await store.close();
   });
 
+  it("never forgets a paused bucket below full: at rate 0 it would never fill", async () => {
+    await admin.flushdb();
+    const store = await RedisStore.open(server.url);
+    await store.configure("paused", { rate: 1000, burst: 500, kind: "bytes" });
+    await store.take("paused", 100);
+    await store.configure("paused", { rate: 0, burst: 500, kind: "bytes" });
+    expect(await admin.pttl("tbucket:paused")).toBe(-1);
+    await store.take("paused", 1000, { overBurst: true });
+    expect(await admin.pttl("tbucket:paused")).toBe(-1);
+    const stored = Number(await admin.hget("tbucket:paused", "tokens"));
+    expect(Number.isFinite(stored) && stored < -500).toBe(true);
+    await store.configure("paused", { rate: 1000, burst: 500, kind: "bytes" });
+    expect(await admin.pttl("tbucket:paused")).toBeGreaterThan(DEFAULT_IDLE_EXPIRY_MS);
+    await store.close();
+  });
+
   it("forgets a bucket left full and idle past its expiry", async () => {
     const store = await RedisStore.open(server.url, { idleExpiryMs: 50 });
     await store.configure("short", { rate: 1000, burst: 10, kind: "count" });

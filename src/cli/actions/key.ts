@@ -51,7 +51,7 @@ async function act(store: BucketStore, request: KeyRequest): Promise<number> {
     }
     case "set": {
       const existing = await store.read(request.key);
-      const kind: RateKind = request.kind ?? existing?.kind ?? (request.rate !== undefined ? parseOption("--rate", request.rate, parseAnyRate).kind : "count");
+      const kind: RateKind = request.kind ?? existing?.kind ?? (request.rate !== undefined ? parseOption("--rate", request.rate, (text) => parseAnyRate(text, { allowZero: true })).kind : "count");
       if (request.rate === undefined && !existing) {
         throw new UsageError(`--rate: a new key needs a rate; try "tbucket key set ${request.key} --rate ${kind === "bytes" ? "20mb" : "5/s"}"`);
       }
@@ -90,6 +90,7 @@ function toJson(state: BucketState, store: BucketStore) {
 
 function formatRate(state: BucketState): string {
   if (state.rate === Infinity) return "unlimited";
+  if (state.rate === 0) return "0 (paused)";
   if (state.kind === "count") return `${state.rate}/s`;
   return `${describeConfig(state).split(",")[0]} (${Math.round(state.rate).toLocaleString("en-US")} B/s)`;
 }

@@ -73,9 +73,9 @@ export function parsePipeOptions(files: string[], flags: PipeFlags): PipeConfig 
   let rate: number | undefined;
   if (flags.rate !== undefined) {
     if (lines) {
-      ({ kind, perSecond: rate } = parseOption("--rate", flags.rate, parseAnyRate));
+      ({ kind, perSecond: rate } = parseOption("--rate", flags.rate, (text) => parseAnyRate(text, { allowZero: shared.key !== undefined })));
     } else {
-      rate = parseOption("--rate", flags.rate, parseByteRate);
+      rate = parseOption("--rate", flags.rate, (text) => parseByteRate(text, { allowZero: shared.key !== undefined }));
     }
   } else if (shared.key === undefined) {
     throw new UsageError(`--rate: missing; try "tbucket --rate 1mb" (or --lines --rate 100/s), or --key to use a shared bucket`);

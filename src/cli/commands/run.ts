@@ -108,7 +108,8 @@ export function parseRunOptions(words: string[], flags: RunFlags): RunConfig {
   if (flags.rate !== undefined) {
     rate = parseOption("--rate", flags.rate, (text) => {
       try {
-        return parseCountRate(text);
+        // 0 pauses a shared key; a private bucket at 0 would never launch.
+        return parseCountRate(text, { allowZero: shared.key !== undefined });
       } catch (error) {
         if (/byte rate/.test((error as Error).message)) throw new Error(`"${text}" is a byte rate; ${BYTE_RATE_HINT}`);
         throw error;
