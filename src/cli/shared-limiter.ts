@@ -5,6 +5,7 @@ import { type BucketConfig, type BucketStore, StoreError } from "../store/bucket
 import { openStore, parseStoreLocation, type StoreLocation, StoreUrlError } from "../store/open-store.js";
 import { SharedLimiter } from "../store/shared-limiter.js";
 import { RuntimeError, UsageError } from "./errors.js";
+import { describeStoreFailure } from "./store-failure.js";
 import type { LimiterRequest, OpenLimiter } from "./limiter-for.js";
 
 /**
@@ -21,12 +22,11 @@ export async function openSharedLimiter(request: LimiterRequest): Promise<OpenLi
     store = await openStore(location);
   } catch (error) {
     if (!(error instanceof StoreError)) throw error;
-    if (!local) throw new RuntimeError(error.message);
-    if (request.rate === undefined) {
-      throw new RuntimeError(`${error.message.replace(/, or use --on-store-error local$/, "")}; --on-store-error local needs --rate to go on with a private bucket`);
-    }
+    const line = describeStoreFailure(error, { offerLocal: !local });
+    if (!local) throw new RuntimeError(line);
+    if (request.rate === undefined) throw new RuntimeError(`${line}; --on-store-error local needs --rate to go on with a private bucket`);
     const config: BucketConfig = { rate: request.rate, burst: request.burst ?? request.defaultBurst(request.rate), kind: request.kind };
-    warn(`${error.message.replace(/, or use --on-store-error local$/, "")}; going on with a private bucket at ${describeConfig(config)}`);
+    warn(`${line}; going on with a private bucket at ${describeConfig(config)}`);
     return { limiter: new TokenBucket(config), close: async () => {} };
   }
   try {
@@ -36,8 +36,10 @@ export async function openSharedLimiter(request: LimiterRequest): Promise<OpenLi
       key,
       config,
       onStoreError: (error, settings) => {
-        if (!local) throw new RuntimeError(`${error.message}; ${STOPPED[request.command]}; rerun, or add --on-store-error local to go on with a private bucket`);
-        warn(`${error.message}; going on with a private bucket at ${describeConfig(settings)}`);
+        // Mid-run the offer of a private bucket comes after what stopped.
+        const line = describeStoreFailure(error, { offerLocal: false });
+        if (!local) throw new RuntimeError(`${line}; ${STOPPED[request.command]}; rerun, or add --on-store-error local to go on with a private bucket`);
+        warn(`${line}; going on with a private bucket at ${describeConfig(settings)}`);
         // Empty at first: the shared bucket may just have been drained, so no fresh burst.
         return new TokenBucket({ rate: settings.rate, burst: settings.burst, tokens: 0 });
       },
@@ -50,7 +52,7 @@ export async function openSharedLimiter(request: LimiterRequest): Promise<OpenLi
     };
   } catch (error) {
     await closeQuietly(store);
-    if (error instanceof StoreError) throw new RuntimeError(error.message);
+    if (error instanceof StoreError) throw new RuntimeError(describeStoreFailure(error, { offerLocal: !local }));
     throw error;
   }
 }

@@ -99,12 +99,56 @@ export interface StoreReservation {
   timeToActMs: number;
 }
 
-/** A store failure (unreachable, locked, corrupt): the message is one line, ready for the user. */
+/**
+ * What kind of store failure: callers choose what to offer by it (another
+ * store, a private bucket, setting the key again) without reading the message.
+ * - `unreachable`: the server could not be reached or answered wrongly at the start.
+ * - `refused`: the server refused us (a password, a permission, a database it lacks).
+ * - `lost`: the server went away while in use.
+ * - `busy`, `corrupt`, `read-only`, `cannot-open`, `newer-schema`, `sqlite`: the SQLite file
+ *   is locked, not a database, not writable, cannot be opened, from a newer release, or failed otherwise.
+ * - `not-a-file`: the SQLite path names a directory, a device, a pipe or a socket.
+ * - `deleted`: the key was deleted while in use; `closed`: the limiter was closed while waiting.
+ */
+export type StoreFailure =
+  | "unreachable"
+  | "refused"
+  | "lost"
+  | "busy"
+  | "corrupt"
+  | "read-only"
+  | "cannot-open"
+  | "newer-schema"
+  | "sqlite"
+  | "not-a-file"
+  | "deleted"
+  | "closed";
+
+export interface StoreErrorDetails {
+  /** The store's address as shown to users (password hidden). */
+  storeUrl: string;
+  /** The key concerned, when there is one. */
+  key?: string;
+  cause?: unknown;
+}
+
+/**
+ * A store failure. The message is one line, `store <url>: <why>[; <what to
+ * do>]`, and names no command-line flag: a program that offers other ways
+ * out (another store, a private bucket) adds them, by `failure`.
+ */
 export class StoreError extends Error {
   readonly code = "ESTORE";
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options);
+  readonly failure: StoreFailure;
+  readonly storeUrl: string;
+  readonly key: string | undefined;
+
+  constructor(failure: StoreFailure, message: string, details: StoreErrorDetails) {
+    super(message, details.cause === undefined ? undefined : { cause: details.cause });
     this.name = "StoreError";
+    this.failure = failure;
+    this.storeUrl = details.storeUrl;
+    this.key = details.key;
   }
 }
 

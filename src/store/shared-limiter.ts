@@ -310,7 +310,10 @@ export class SharedLimiter implements Limiter {
     // A poll and a take can fail together: decide once.
     if (this.#fallback) return "fallback";
     if (this.#failure) throw this.#failure;
-    const storeError = error instanceof StoreError ? error : new StoreError(`store ${this.#store.url}: ${(error as Error)?.message ?? String(error)}`, { cause: error });
+    const storeError =
+      error instanceof StoreError
+        ? error
+        : new StoreError("lost", `store ${this.#store.url}: ${(error as Error)?.message ?? String(error)}`, { storeUrl: this.#store.url, key: this.key, cause: error });
     this.#stopPolling();
     if (!this.#onStoreError) {
       this.#failure = storeError;
@@ -330,10 +333,10 @@ export class SharedLimiter implements Limiter {
   }
 
   #throwIfClosed(): void {
-    if (this.#closed) throw new StoreError(`key "${this.key}": the limiter was closed while waiting`);
+    if (this.#closed) throw new StoreError("closed", `key "${this.key}": the limiter was closed while waiting`, { storeUrl: this.#store.url, key: this.key });
   }
 
   #deletedError(): StoreError {
-    return new StoreError(`key "${this.key}": deleted from ${this.#store.url} while in use; set it again with "tbucket key set ${this.key} --rate <rate>"`);
+    return new StoreError("deleted", `key "${this.key}": deleted from ${this.#store.url} while in use`, { storeUrl: this.#store.url, key: this.key });
   }
 }

@@ -6,6 +6,7 @@ import { type KeyRequest, parseKeyBurst, parseKeyRate } from "../commands/key.js
 import { EXIT, parseOption, RuntimeError, UsageError } from "../errors.js";
 import { describeConfig, storeLocation } from "../shared-limiter.js";
 import { writeStandardOutput } from "../standard-streams.js";
+import { describeStoreFailure } from "../store-failure.js";
 
 /** Runs `tbucket key ...`; resolves to the exit status. */
 export async function runKey(request: KeyRequest): Promise<number> {
@@ -14,12 +15,12 @@ export async function runKey(request: KeyRequest): Promise<number> {
   try {
     store = await openStore(location);
   } catch (error) {
-    throw error instanceof StoreError ? new RuntimeError(error.message.replace(/, or use --on-store-error local$/, "")) : error;
+    throw error instanceof StoreError ? new RuntimeError(describeStoreFailure(error, { offerLocal: false })) : error;
   }
   try {
     return await act(store, request);
   } catch (error) {
-    throw error instanceof StoreError ? new RuntimeError(error.message) : error;
+    throw error instanceof StoreError ? new RuntimeError(describeStoreFailure(error, { offerLocal: false })) : error;
   } finally {
     await store.close();
   }
