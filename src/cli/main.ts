@@ -1,15 +1,23 @@
 import { type Command, CommanderError } from "commander";
 import { CliError, EXIT, ReaderGone } from "./errors.js";
 import { createProgram } from "./program.js";
+import { setStoreOpenOptions } from "./store-opener.js";
 import { ignoreStandardErrorFailures, writeStandardError, writeStandardOutput } from "./standard-streams.js";
+
+/** What an entry point knows of its build. */
+export interface MainOptions {
+  /** Where SQLite's compiled addon is, asked only when a SQLite store opens (the standalone executable carries its own). */
+  sqliteNativeBinding?: () => string;
+}
 
 /**
  * The one entry point: parses argv, runs the command, and turns every error
  * into one line on standard error and an exit status. Never a stack trace for
  * a user's mistake.
  */
-export async function main(argv: readonly string[]): Promise<number> {
+export async function main(argv: readonly string[], options: MainOptions = {}): Promise<number> {
   ignoreStandardErrorFailures();
+  if (options.sqliteNativeBinding) setStoreOpenOptions({ sqliteNativeBinding: options.sqliteNativeBinding });
   let exitCode: number = EXIT.ok;
   const program = createProgram((code) => (exitCode = code));
   applyErrorHandling(program);

@@ -2,10 +2,11 @@ import type { Limiter } from "../core/limiter.js";
 import { TokenBucket } from "../core/token-bucket.js";
 import { formatByteRate, formatByteSize, formatCountRate, type RateKind } from "../core/units.js";
 import { type BucketConfig, type BucketStore, StoreError } from "../store/bucket-store.js";
-import { openStore, parseStoreLocation, type StoreLocation, StoreUrlError } from "../store/open-store.js";
+import { parseStoreLocation, type StoreLocation, StoreUrlError } from "../store/open-store.js";
 import { SharedLimiter } from "../store/shared-limiter.js";
 import { RuntimeError, UsageError } from "./errors.js";
 import { describeStoreFailure } from "./store-failure.js";
+import { openCommandStore } from "./store-opener.js";
 import type { LimiterRequest, OpenLimiter } from "./limiter-for.js";
 
 /**
@@ -19,7 +20,7 @@ export async function openSharedLimiter(request: LimiterRequest): Promise<OpenLi
   const location = storeLocation(request.shared.store);
   let store: BucketStore;
   try {
-    store = await openStore(location);
+    store = await openCommandStore(location);
   } catch (error) {
     if (!(error instanceof StoreError)) throw error;
     const line = describeStoreFailure(error, { offerLocal: !local });

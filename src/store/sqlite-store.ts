@@ -29,6 +29,12 @@ export interface SqliteStoreOptions {
   busyTimeoutMs?: number;
   /** The store's clock: wall-clock ms, shared by every process on the machine. */
   clock?: Clock;
+  /**
+   * Where better-sqlite3's compiled addon is, when it is not beside the
+   * package (the standalone executable carries its own). A function is asked
+   * only when a file is opened, so that it may write the addon out then.
+   */
+  nativeBinding?: string | (() => string);
 }
 
 interface Row {
@@ -112,9 +118,8 @@ export class SqliteStore implements BucketStore {
         });
       }
       if (path !== ":memory:") makeDirectory(dirname(path));
-      // The standalone executable ships the native addon beside itself and says where.
-      const nativeBinding = (globalThis as { TBUCKET_SQLITE_NATIVE_BINDING?: unknown }).TBUCKET_SQLITE_NATIVE_BINDING;
-      db = new Database(path, { timeout: busyTimeoutMs, ...(typeof nativeBinding === "string" ? { nativeBinding } : {}) });
+      const nativeBinding = typeof options.nativeBinding === "function" ? options.nativeBinding() : options.nativeBinding;
+      db = new Database(path, { timeout: busyTimeoutMs, ...(nativeBinding === undefined ? {} : { nativeBinding }) });
       db.pragma("journal_mode = WAL");
       db.pragma("synchronous = NORMAL");
       migrate(db, url);
@@ -226,7 +231,8 @@ export function sqliteStoreError(error: unknown, url: string, busyTimeoutMs: num
   if (error instanceof StoreError) return error;
   if (error instanceof RangeError || error instanceof TypeError) return error;
   const code = String((error as { code?: unknown }).code ?? "");
-  const detail = (error as Error).message ?? String(error);
+  // One line: a failed require of the addon appends its require stack.
+  const detail = ((error as Error).message ?? String(error)).split("\n")[0]!;
   let failure: StoreFailure;
   let why: string;
   if (code === "SQLITE_BUSY" || code.startsWith("SQLITE_BUSY_") || code.startsWith("SQLITE_LOCKED")) {

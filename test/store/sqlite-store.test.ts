@@ -1,4 +1,5 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
@@ -25,6 +26,20 @@ describe("SqliteStore: the file", () => {
     dir = tempDir();
   });
   afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  it("loads SQLite's addon from the nativeBinding option, asking a function only when a file opens (no global)", async () => {
+    const addon = createRequire(import.meta.url).resolve("better-sqlite3/build/Release/better_sqlite3.node");
+    let asked = 0;
+    const store = await SqliteStore.open(join(dir, "b.db"), { nativeBinding: () => (asked++, addon) });
+    expect(asked).toBe(1);
+    await store.configure("k", { rate: 1, burst: 1, kind: "count" });
+    await store.close();
+    expect("TBUCKET_SQLITE_NATIVE_BINDING" in globalThis).toBe(false);
+    // A wrong path fails to open, in one line: the option is what is used.
+    const error = await SqliteStore.open(join(dir, "c.db"), { nativeBinding: join(dir, "missing.node") }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(StoreError);
+    expect((error as Error).message).not.toContain("\n");
+  });
 
   it("creates its directory, uses WAL and records the schema version", async () => {
     const path = join(dir, "state", "tbucket", "buckets.db");

@@ -1,19 +1,19 @@
 import { humanBytes, parseAnyRate, type RateKind } from "../../core/units.js";
 import { type BucketState, type BucketStore, StoreError } from "../../store/bucket-store.js";
-import { openStore } from "../../store/open-store.js";
 import { defaultPipeBurst } from "../commands/pipe.js";
 import { type KeyRequest, parseKeyBurst, parseKeyRate } from "../commands/key.js";
 import { EXIT, parseOption, RuntimeError, UsageError } from "../errors.js";
 import { describeConfig, storeLocation } from "../shared-limiter.js";
 import { writeStandardOutput } from "../standard-streams.js";
 import { describeStoreFailure } from "../store-failure.js";
+import { openCommandStore } from "../store-opener.js";
 
 /** Runs `tbucket key ...`; resolves to the exit status. */
 export async function runKey(request: KeyRequest): Promise<number> {
   const location = storeLocation(request.store);
   let store: BucketStore;
   try {
-    store = await openStore(location);
+    store = await openCommandStore(location);
   } catch (error) {
     throw error instanceof StoreError ? new RuntimeError(describeStoreFailure(error, { offerLocal: false })) : error;
   }
