@@ -82,6 +82,7 @@ async function configureKey(store: BucketStore, key: string, request: LimiterReq
   if (request.rate !== undefined) {
     // Pausing (rate 0) keeps the key's burst for when it resumes.
     const keepBurst = request.rate === 0 && stored?.kind === request.kind ? stored.burst : undefined;
+    if (request.rate === 0 && request.kind === "bytes" && request.burst === undefined && keepBurst === undefined) throw pausedWithoutBurst();
     const burst = request.burst ?? keepBurst ?? request.defaultBurst(request.rate);
     return store.configure(key, { rate: request.rate, burst, kind: request.kind });
   }
@@ -101,6 +102,11 @@ async function configureKey(store: BucketStore, key: string, request: LimiterReq
     return store.configure(key, { rate: stored.rate, burst: request.burst, kind: stored.kind });
   }
   return stored;
+}
+
+/** A new byte-rate key at rate 0 has no rate to size its default burst from (100 ms of it). */
+export function pausedWithoutBurst(): UsageError {
+  return new UsageError(`--rate: a new key paused at 0 needs --burst, since there is no rate to size it from; try "--rate 0 --burst 1mb", or give it a rate first`);
 }
 
 /** `1mib/s, burst 100kib` or `5/s, burst 1`: the exact resolved values. */

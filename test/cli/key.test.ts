@@ -126,6 +126,19 @@ describe("tbucket key", () => {
     expect(results.map((r) => [r.code, r.stderr])).toEqual(cases.map(([, stderr]) => [2, stderr]));
   });
 
+  it("refuses a new byte-rate key at rate 0 without --burst: at 0 there is no rate to size it from", async () => {
+    const store = `sqlite:${join(dir, "paused-new.db")}`;
+    const message = `tbucket: --rate: a new key paused at 0 needs --burst, since there is no rate to size it from; try "--rate 0 --burst 1mb", or give it a rate first\n`;
+    const [set, pipe] = await Promise.all([
+      key(["set", "fresh", "--rate", "0mb", "--store", store]),
+      runCli(["--key", "fresh2", "--rate", "0", "--store", store], { input: "x" }),
+    ]);
+    expect([set.code, set.stderr]).toEqual([2, message]);
+    expect([pipe.code, pipe.stderr]).toEqual([2, message]);
+    const given = await key(["set", "fresh", "--rate", "0mb", "--burst", "1mb", "--store", store, "--json"]);
+    expect(JSON.parse(given.stdout.toString())).toMatchObject({ kind: "bytes", rate: 0, burst: 1024 * 1024 });
+  });
+
   it("says when the store cannot be reached: one line, exit 1", async () => {
     const result = await key(["list", "--store", "redis://127.0.0.1:1"]);
     expect(result.stderr).toBe("tbucket: store redis://127.0.0.1:1: cannot reach Redis (connect ECONNREFUSED 127.0.0.1:1); check the address and that Redis runs there\n");

@@ -3,7 +3,7 @@ import { type BucketState, type BucketStore, StoreError } from "../../store/buck
 import { defaultPipeBurst } from "../commands/pipe.js";
 import { type KeyRequest, parseKeyBurst, parseKeyRate } from "../commands/key.js";
 import { EXIT, parseOption, RuntimeError, UsageError } from "../errors.js";
-import { describeConfig, storeLocation } from "../shared-limiter.js";
+import { describeConfig, pausedWithoutBurst, storeLocation } from "../shared-limiter.js";
 import { writeStandardOutput } from "../standard-streams.js";
 import { describeStoreFailure } from "../store-failure.js";
 import { openCommandStore } from "../store-opener.js";
@@ -58,6 +58,7 @@ async function act(store: BucketStore, request: KeyRequest): Promise<number> {
       }
       const keepRate = existing && existing.kind === kind ? existing.rate : undefined;
       const rate = request.rate !== undefined ? parseKeyRate(request.rate, kind) : keepRate!;
+      if (rate === 0 && kind === "bytes" && request.burst === undefined && keepRate === undefined) throw pausedWithoutBurst();
       // A rate change keeps the stored burst, as pv -R changes only the rate.
       const burst =
         request.burst !== undefined ? parseKeyBurst(request.burst, kind) : keepRate !== undefined ? existing!.burst : defaultPipeBurst(kind, rate);
