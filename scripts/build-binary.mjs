@@ -46,7 +46,7 @@ const ADDON_ASSET = "better_sqlite3.node";
 const STUBS = {
   bindings:
     "module.exports = () => { throw new Error(" +
-    JSON.stringify("better-sqlite3 has no addon on disk in the standalone executable; pass nativeBinding: globalThis.TBUCKET_SQLITE_NATIVE_BINDING") +
+    JSON.stringify("better-sqlite3 has no addon on disk in the standalone executable; main() is given sqliteNativeBinding by sea-entry") +
     "); };",
   "supports-color": "module.exports = {};",
 };

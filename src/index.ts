@@ -4,7 +4,15 @@
  */
 export { type Clock, FakeClock, systemClock, MAX_TIMER_MS } from "./core/clock.js";
 export type { Limiter } from "./core/limiter.js";
-export { ExceedsBurstError, type Reservation, TokenBucket, type TokenBucketOptions } from "./core/token-bucket.js";
+export {
+  every,
+  ExceedsBurstError,
+  ExceedsDeadlineError,
+  Reservation,
+  type ReservationRecord,
+  TokenBucket,
+  type TokenBucketOptions,
+} from "./core/token-bucket.js";
 export {
   formatByteRate,
   formatByteSize,

@@ -1,48 +1,32 @@
-import { type Command, CommanderError } from "commander";
+import { CommanderError } from "commander";
 import { CliError, EXIT, ReaderGone } from "./errors.js";
 import { createProgram } from "./program.js";
+import { setStoreOpenOptions } from "./store-opener.js";
 import { ignoreStandardErrorFailures, writeStandardError, writeStandardOutput } from "./standard-streams.js";
+
+/** What an entry point knows of its build. */
+export interface MainOptions {
+  /** Where SQLite's compiled addon is, asked only when a SQLite store opens (the standalone executable carries its own). */
+  sqliteNativeBinding?: () => string;
+}
 
 /**
  * The one entry point: parses argv, runs the command, and turns every error
  * into one line on standard error and an exit status. Never a stack trace for
  * a user's mistake.
  */
-export async function main(argv: readonly string[]): Promise<number> {
+export async function main(argv: readonly string[], options: MainOptions = {}): Promise<number> {
   ignoreStandardErrorFailures();
+  if (options.sqliteNativeBinding) setStoreOpenOptions({ sqliteNativeBinding: options.sqliteNativeBinding });
   let exitCode: number = EXIT.ok;
   const program = createProgram((code) => (exitCode = code));
   applyErrorHandling(program);
   try {
-    await program.parseAsync(normalizeArgv(argv, program), { from: "user" });
+    await program.parseAsync([...argv], { from: "user" });
     return exitCode;
   } catch (error) {
     return reportError(error);
   }
-}
-
-const STATS_FORMATS = new Set(["text", "json"]);
-
-/**
- * `--stats` takes an optional format; without this, `tbucket --stats big.iso`
- * would read the file name as the format. A bare `--stats` means text. After
- * `run`'s command word, everything belongs to the command and is left alone.
- */
-export function normalizeArgv(argv: readonly string[], program: Command): string[] {
-  const run = argv[0] === "run" ? program.commands.find((command) => command.name() === "run") : undefined;
-  const takesValue = new Set(run?.options.filter((option) => option.required).flatMap((option) => [option.short, option.long]));
-  const out: string[] = [];
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i]!;
-    const commandStarts = run !== undefined && i > 0 && !arg.startsWith("-") && !takesValue.has(argv[i - 1] ?? "");
-    if (arg === "--" || commandStarts) {
-      out.push(...argv.slice(i));
-      break;
-    }
-    if (arg === "--stats" && !STATS_FORMATS.has(argv[i + 1] ?? "")) out.push("--stats=text");
-    else out.push(arg);
-  }
-  return out;
 }
 
 function applyErrorHandling(command: ReturnType<typeof createProgram>): void {

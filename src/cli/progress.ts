@@ -64,7 +64,7 @@ export function describeProgress(stats: PipeStats, currentRate: number, level: n
   const average = seconds > 0 ? stats.bytes / seconds : 0;
   const parts = [
     humanBytes(stats.bytes),
-    `${humanByteRate(currentRate)} (avg ${humanByteRate(average)}, limit ${stats.kind === "bytes" ? humanByteRate(stats.rate) : `${stats.rate}/s`})`,
+    `${humanByteRate(currentRate)} (avg ${humanByteRate(average)}, ${stats.rate === 0 ? "paused" : `limit ${stats.kind === "bytes" ? humanByteRate(stats.rate) : `${stats.rate}/s`}`})`,
   ];
   if (stats.kind === "count") parts.push(`${stats.records} lines`);
   if (level !== undefined && Number.isFinite(stats.rate)) {

@@ -1,3 +1,4 @@
+import { Option } from "commander";
 import { UsageError } from "./errors.js";
 
 /** Whether to show progress: asked for, refused, or decided by whether standard error is a terminal. */
@@ -9,23 +10,36 @@ export interface ReportOptions {
   stats: StatsFormat | undefined;
 }
 
-/** -p/--progress, -q/--quiet and --stats as commander hands them over. */
+/** -p/--progress, -q/--quiet, --stats and --stats-format as commander hands them over. */
 export interface ReportFlags {
   progress?: boolean;
   quiet?: boolean;
-  stats?: string | boolean;
+  stats?: boolean;
+  statsFormat?: string;
 }
 
-/** Checks -p/--progress, -q/--quiet and --stats [text|json], the same on every command that has them. */
+/**
+ * `--stats` takes no value, so the word after it is always a file or a
+ * command (`tbucket --stats json` reads the file json); the format has a flag
+ * of its own, which implies --stats.
+ */
+export function statsOption(): Option {
+  return new Option("--stats", "print a summary on standard error at the end (text; --stats-format json for JSON)");
+}
+
+export function statsFormatOption(): Option {
+  return new Option("--stats-format <text|json>", "the summary's format, text or json (implies --stats)");
+}
+
+/** Checks -p/--progress, -q/--quiet, --stats and --stats-format, the same on every command that has them. */
 export function parseReportOptions(flags: ReportFlags): ReportOptions {
   if (flags.progress && flags.quiet) throw new UsageError(`--progress and --quiet: choose one`);
-  let stats: StatsFormat | undefined;
-  if (flags.stats === true) stats = "text";
-  else if (typeof flags.stats === "string") {
-    if (flags.stats !== "text" && flags.stats !== "json") {
-      throw new UsageError(`--stats: "${flags.stats}" is not a format; try "--stats text" or "--stats json"`);
+  let stats: StatsFormat | undefined = flags.stats ? "text" : undefined;
+  if (flags.statsFormat !== undefined) {
+    if (flags.statsFormat !== "text" && flags.statsFormat !== "json") {
+      throw new UsageError(`--stats-format: "${flags.statsFormat}" is not a format; try "--stats-format text" or "--stats-format json"`);
     }
-    stats = flags.stats;
+    stats = flags.statsFormat;
   }
   return { progress: flags.progress ? "on" : flags.quiet ? "off" : "auto", stats };
 }

@@ -1,8 +1,8 @@
 /**
  * The entry point of the standalone executable (scripts/build-binary.mjs bundles
  * it into one CommonJS file for Node's Single Executable Applications). It does
- * what bin/tbucket does, without top-level await, after making the SQLite addon
- * it carries reachable through globalThis.TBUCKET_SQLITE_NATIVE_BINDING.
+ * what bin/tbucket does, without top-level await, and tells main where the
+ * SQLite addon it carries is.
  */
 import { getAsset, isSea } from "node:sea";
 import { main } from "./main.js";
@@ -12,21 +12,15 @@ import { version } from "./version.js";
 /** Set by the build: the addon's asset key, size and hash; undefined when none is embedded. */
 declare const TBUCKET_SEA_ADDON: { assetKey: string; sizeBytes: number; sha256: string } | undefined;
 
-function exposeSqliteAddon(): void {
-  if (typeof TBUCKET_SEA_ADDON === "undefined" || !isSea()) return;
+/** Where the embedded SQLite addon is, written out the first time a SQLite store opens: a pipe or --version never touches the disk. */
+function embeddedSqliteAddon(): (() => string) | undefined {
+  if (typeof TBUCKET_SEA_ADDON === "undefined" || !isSea()) return undefined;
   const embedded = TBUCKET_SEA_ADDON;
   let path: string | undefined;
-  // A getter: the addon is written out the first time the SQLite store asks, so
-  // commands that never touch SQLite (a pipe, --version) never touch the disk.
-  Object.defineProperty(globalThis, "TBUCKET_SQLITE_NATIVE_BINDING", {
-    configurable: true,
-    enumerable: false,
-    get: () => (path ??= materializeAddon({ ...embedded, version: version(), readAsset: () => getAsset(embedded.assetKey) })),
-  });
+  return () => (path ??= materializeAddon({ ...embedded, version: version(), readAsset: () => getAsset(embedded.assetKey) }));
 }
 
-exposeSqliteAddon();
-main(process.argv.slice(2)).then(
+main(process.argv.slice(2), { sqliteNativeBinding: embeddedSqliteAddon() }).then(
   (code) => {
     process.exitCode = code;
   },

@@ -2,9 +2,11 @@ import type { Limiter } from "../core/limiter.js";
 import { TokenBucket } from "../core/token-bucket.js";
 import { formatByteRate, formatByteSize, formatCountRate, type RateKind } from "../core/units.js";
 import { type BucketConfig, type BucketStore, StoreError } from "../store/bucket-store.js";
-import { openStore, parseStoreLocation, type StoreLocation, StoreUrlError } from "../store/open-store.js";
+import { parseStoreLocation, type StoreLocation, StoreUrlError } from "../store/open-store.js";
 import { SharedLimiter } from "../store/shared-limiter.js";
 import { RuntimeError, UsageError } from "./errors.js";
+import { describeStoreFailure } from "./store-failure.js";
+import { openCommandStore } from "./store-opener.js";
 import type { LimiterRequest, OpenLimiter } from "./limiter-for.js";
 
 /**
@@ -18,15 +20,14 @@ export async function openSharedLimiter(request: LimiterRequest): Promise<OpenLi
   const location = storeLocation(request.shared.store);
   let store: BucketStore;
   try {
-    store = await openStore(location);
+    store = await openCommandStore(location);
   } catch (error) {
     if (!(error instanceof StoreError)) throw error;
-    if (!local) throw new RuntimeError(error.message);
-    if (request.rate === undefined) {
-      throw new RuntimeError(`${error.message.replace(/, or use --on-store-error local$/, "")}; --on-store-error local needs --rate to go on with a private bucket`);
-    }
+    const line = describeStoreFailure(error, { offerLocal: !local });
+    if (!local) throw new RuntimeError(line);
+    if (request.rate === undefined) throw new RuntimeError(`${line}; --on-store-error local needs --rate to go on with a private bucket`);
     const config: BucketConfig = { rate: request.rate, burst: request.burst ?? request.defaultBurst(request.rate), kind: request.kind };
-    warn(`${error.message.replace(/, or use --on-store-error local$/, "")}; going on with a private bucket at ${describeConfig(config)}`);
+    warn(`${line}; going on with a private bucket at ${describeConfig(config)}`);
     return { limiter: new TokenBucket(config), close: async () => {} };
   }
   try {
@@ -36,8 +37,10 @@ export async function openSharedLimiter(request: LimiterRequest): Promise<OpenLi
       key,
       config,
       onStoreError: (error, settings) => {
-        if (!local) throw new RuntimeError(`${error.message}; ${STOPPED[request.command]}; rerun, or add --on-store-error local to go on with a private bucket`);
-        warn(`${error.message}; going on with a private bucket at ${describeConfig(settings)}`);
+        // Mid-run the offer of a private bucket comes after what stopped.
+        const line = describeStoreFailure(error, { offerLocal: false });
+        if (!local) throw new RuntimeError(`${line}; ${STOPPED[request.command]}; rerun, or add --on-store-error local to go on with a private bucket`);
+        warn(`${line}; going on with a private bucket at ${describeConfig(settings)}`);
         // Empty at first: the shared bucket may just have been drained, so no fresh burst.
         return new TokenBucket({ rate: settings.rate, burst: settings.burst, tokens: 0 });
       },
@@ -50,7 +53,7 @@ export async function openSharedLimiter(request: LimiterRequest): Promise<OpenLi
     };
   } catch (error) {
     await closeQuietly(store);
-    if (error instanceof StoreError) throw new RuntimeError(error.message);
+    if (error instanceof StoreError) throw new RuntimeError(describeStoreFailure(error, { offerLocal: !local }));
     throw error;
   }
 }
@@ -75,11 +78,14 @@ export function storeLocation(flag: string | undefined, env: NodeJS.ProcessEnv =
 
 /** Sets the key from --rate/--burst, or reads its stored settings; checks the kind of token. */
 async function configureKey(store: BucketStore, key: string, request: LimiterRequest): Promise<BucketConfig> {
+  const stored = await store.read(key);
   if (request.rate !== undefined) {
-    const burst = request.burst ?? request.defaultBurst(request.rate);
+    // Pausing (rate 0) keeps the key's burst for when it resumes.
+    const keepBurst = request.rate === 0 && stored?.kind === request.kind ? stored.burst : undefined;
+    if (request.rate === 0 && request.kind === "bytes" && request.burst === undefined && keepBurst === undefined) throw pausedWithoutBurst();
+    const burst = request.burst ?? keepBurst ?? request.defaultBurst(request.rate);
     return store.configure(key, { rate: request.rate, burst, kind: request.kind });
   }
-  const stored = await store.read(key);
   if (!stored) {
     const example = request.kind === "bytes" ? "1mb" : "5/s";
     throw new UsageError(
@@ -96,6 +102,11 @@ async function configureKey(store: BucketStore, key: string, request: LimiterReq
     return store.configure(key, { rate: stored.rate, burst: request.burst, kind: stored.kind });
   }
   return stored;
+}
+
+/** A new byte-rate key at rate 0 has no rate to size its default burst from (100 ms of it). */
+export function pausedWithoutBurst(): UsageError {
+  return new UsageError(`--rate: a new key paused at 0 needs --burst, since there is no rate to size it from; try "--rate 0 --burst 1mb", or give it a rate first`);
 }
 
 /** `1mib/s, burst 100kib` or `5/s, burst 1`: the exact resolved values. */

@@ -4,9 +4,9 @@ import { type Clock, systemClock } from "./clock.js";
 const NS_PER_MS = 1e6;
 
 export interface TokenBucketOptions {
-  /** Tokens added per second; `Infinity` admits everything. */
+  /** Tokens added per second; `Infinity` admits everything, 0 adds nothing (the burst, then nothing). */
   rate: number;
-  /** Capacity: the most tokens the bucket holds, and the largest single request. */
+  /** Capacity: the most tokens the bucket holds, and the largest single request; ignored at an infinite rate. */
   burst: number;
   /**
    * Tokens at the start; the bucket starts full by default. A negative level
@@ -20,19 +20,32 @@ export interface TokenBucketOptions {
 /**
  * The answer to a reservation. When `ok` is false nothing was taken and
  * `waitMs` is Infinity: the request can never be met (more than the burst)
- * or would wait longer than the caller's limit.
+ * or would wait longer than the caller's limit. At a rate of 0 a reservation
+ * beyond the level is granted with an infinite wait, as in x/time/rate: its
+ * tokens are owed, and are repaid once the rate is raised.
  */
-export interface Reservation {
-  readonly ok: boolean;
-  /** Tokens taken. */
-  readonly tokens: number;
-  /** When the caller may act, on the bucket's clock. */
-  readonly timeToActMs: number;
-  /** How long after the reservation the caller may act. */
-  readonly waitMs: number;
-  /** The rate when the reservation was made: cancelling gives back tokens at this rate. */
-  readonly rate: number;
+export class Reservation {
+  constructor(
+    readonly ok: boolean,
+    /** Tokens taken. */
+    readonly tokens: number,
+    /** When the caller may act, on the bucket's clock. */
+    readonly timeToActMs: number,
+    /** How long after the reservation the caller may act. */
+    readonly waitMs: number,
+    /** The rate when the reservation was made: cancelling gives back tokens at this rate. */
+    readonly rate: number,
+  ) {}
+
+  /** How long after `nowMs` the caller may act: 0 to act at once, Infinity when not ok. */
+  delayFrom(nowMs: number): number {
+    if (!this.ok) return Infinity;
+    return Math.max(0, this.timeToActMs - nowMs);
+  }
 }
+
+/** What `cancelAt` needs of a reservation, so a stored one can be given back too. */
+export type ReservationRecord = Pick<Reservation, "ok" | "tokens" | "timeToActMs" | "rate">;
 
 /** Thrown (or rejected) by `wait` when a request can never be granted. */
 export class ExceedsBurstError extends RangeError {
@@ -41,6 +54,23 @@ export class ExceedsBurstError extends RangeError {
     super(`Requested ${n} tokens, more than the burst of ${burst}: this can never be granted`);
     this.name = "ExceedsBurstError";
   }
+}
+
+/** Rejected by `waitWithDeadline` when the tokens would not be due by the deadline: nothing was taken. */
+export class ExceedsDeadlineError extends RangeError {
+  readonly code = "EXCEEDS_DEADLINE";
+  constructor(n: number, deadlineMs: number) {
+    super(`Waiting for ${n} tokens would pass the deadline (${deadlineMs} ms on the bucket's clock)`);
+    this.name = "ExceedsDeadlineError";
+  }
+}
+
+/** The rate of one token every `intervalMs`; an interval of 0 or less is no limit (x/time/rate's Every). */
+export function every(intervalMs: number): number {
+  if (typeof intervalMs !== "number" || Number.isNaN(intervalMs)) {
+    throw new RangeError(`Expected \`intervalMs\` to be a number, got \`${intervalMs}\` (${typeof intervalMs})`);
+  }
+  return intervalMs <= 0 ? Infinity : 1000 / intervalMs;
 }
 
 /**
@@ -59,6 +89,12 @@ export class ExceedsBurstError extends RangeError {
  *   first come, first served; `cancel` gives a reservation's tokens back. With
  *   a wait limit it refuses, changing nothing, when the wait would be longer.
  * - `wait(n, signal)` reserves and sleeps; aborting the signal cancels.
+ *   `waitWithDeadline` refuses at once when the tokens would come too late.
+ *
+ * A rate of 0 adds nothing: what the bucket holds can be taken, then every
+ * wait lasts until it is aborted (`setRate(0)` pauses new reservations; one
+ * made before keeps its time to act). A burst of 0 admits nothing unless the
+ * rate is infinite.
  *
  * Every method has an `...At(nowMs)` twin that takes the time explicitly; the
  * short forms read the injected clock.
@@ -121,18 +157,18 @@ export class TokenBucket {
   reserveAt(nowMs: number, n = 1, maxWaitMs = Infinity): Reservation {
     checkCount(n);
     if (this.#rate === Infinity) {
-      return { ok: true, tokens: n, timeToActMs: nowMs, waitMs: 0, rate: Infinity };
+      return new Reservation(true, n, nowMs, 0, Infinity);
     }
     const { nowMs: t, tokens: level } = this.#advance(nowMs);
     const tokens = level - n;
     const waitMs = tokens < 0 ? durationMsFromTokens(-tokens, this.#rate) : 0;
     if (n > this.#burst || waitMs > maxWaitMs) {
-      return { ok: false, tokens: 0, timeToActMs: Infinity, waitMs: Infinity, rate: this.#rate };
+      return new Reservation(false, 0, Infinity, Infinity, this.#rate);
     }
     this.#lastMs = t;
     this.#tokens = tokens;
     this.#lastEventMs = t + waitMs;
-    return { ok: true, tokens: n, timeToActMs: t + waitMs, waitMs, rate: this.#rate };
+    return new Reservation(true, n, t + waitMs, waitMs, this.#rate);
   }
 
   reserve(n = 1, maxWaitMs = Infinity): Reservation {
@@ -144,7 +180,7 @@ export class TokenBucket {
    * tokens already spoken for by reservations made after it stay taken.
    * Cancelling after the time to act does nothing.
    */
-  cancelAt(nowMs: number, reservation: Reservation): void {
+  cancelAt(nowMs: number, reservation: ReservationRecord): void {
     if (!reservation.ok || reservation.tokens === 0 || this.#rate === Infinity) return;
     if (reservation.timeToActMs < nowMs) return;
     const laterTokens = tokensFromDurationMs(this.#lastEventMs - reservation.timeToActMs, reservation.rate);
@@ -159,7 +195,7 @@ export class TokenBucket {
     }
   }
 
-  cancel(reservation: Reservation): void {
+  cancel(reservation: ReservationRecord): void {
     this.cancelAt(this.clock.now(), reservation);
   }
 
@@ -201,6 +237,25 @@ export class TokenBucket {
     }
     await this.#sleepUntilDue(reservation, nowMs, signal);
     return true;
+  }
+
+  /**
+   * Waits for `n` tokens if they are due by `deadlineMs` on the bucket's
+   * clock; otherwise rejects at once with ExceedsDeadlineError, having taken
+   * nothing (x/time/rate's "would exceed context deadline"). Rejects with
+   * ExceedsBurstError when n exceeds the burst; aborting cancels the reservation.
+   */
+  async waitWithDeadline(n: number, deadlineMs: number, signal?: AbortSignal): Promise<void> {
+    if (typeof deadlineMs !== "number" || Number.isNaN(deadlineMs)) {
+      throw new RangeError(`Expected \`deadlineMs\` to be a number, got \`${deadlineMs}\` (${typeof deadlineMs})`);
+    }
+    checkCount(n);
+    if (n > this.#burst && this.#rate !== Infinity) throw new ExceedsBurstError(n, this.#burst);
+    signal?.throwIfAborted();
+    const nowMs = this.clock.now();
+    const reservation = this.reserveAt(nowMs, n, deadlineMs - nowMs);
+    if (!reservation.ok) throw new ExceedsDeadlineError(n, deadlineMs);
+    await this.#sleepUntilDue(reservation, nowMs, signal);
   }
 
   async #sleepUntilDue(reservation: Reservation, nowMs: number, signal: AbortSignal | undefined): Promise<void> {
@@ -254,28 +309,29 @@ export class TokenBucket {
   }
 }
 
-/** Whole nanoseconds, truncated, as x/time/rate's durationFromTokens: under 1 ns is no wait. */
+/** Whole nanoseconds, truncated, as x/time/rate's durationFromTokens: under 1 ns is no wait; at rate 0, never. */
 export function durationMsFromTokens(tokens: number, rate: number): number {
   if (rate <= 0) return Infinity;
   const ns = Math.trunc((tokens / rate) * 1e9);
   return ns / NS_PER_MS;
 }
 
+/** Tokens gained in `ms` at `rate`: none at rate 0, nor over no time (NaN, from infinite times, counts as none). */
 export function tokensFromDurationMs(ms: number, rate: number): number {
-  if (ms <= 0) return 0;
+  if (!(ms > 0) || rate <= 0) return 0;
   return (ms / 1000) * rate;
 }
 
 function checkRate(rate: number): number {
-  if (typeof rate !== "number" || Number.isNaN(rate) || rate <= 0) {
-    throw new RangeError(`Expected \`rate\` to be a positive number or Infinity, got \`${rate}\` (${typeof rate})`);
+  if (typeof rate !== "number" || Number.isNaN(rate) || rate < 0) {
+    throw new RangeError(`Expected \`rate\` to be a non-negative number or Infinity, got \`${rate}\` (${typeof rate})`);
   }
   return rate;
 }
 
 function checkBurst(burst: number): number {
-  if (typeof burst !== "number" || !Number.isFinite(burst) || burst <= 0) {
-    throw new RangeError(`Expected \`burst\` to be a positive finite number, got \`${burst}\` (${typeof burst})`);
+  if (typeof burst !== "number" || !Number.isFinite(burst) || burst < 0) {
+    throw new RangeError(`Expected \`burst\` to be a non-negative finite number, got \`${burst}\` (${typeof burst})`);
   }
   return burst;
 }

@@ -72,10 +72,11 @@ function split(text: string): Split | undefined {
  * Refuses a value that is zero or below, or past MAX_VALUE. `1e309` reads as Infinity and `1e-400` as 0: those are too
  * large and too small, not zero. `largest` is the most accepted, as the user would write it.
  */
-function checkMagnitude(value: number, parts: Split, text: string, what: string, example: string, largest: string): number {
+function checkMagnitude(value: number, parts: Split, text: string, what: string, example: string, largest: string, allowZero = false): number {
   if (value > MAX_VALUE || Number.isNaN(value)) {
     throw new UnitError(`"${text}" is not ${what}: it is too large (at most ${largest}); ${example}`);
   }
+  if (allowZero && value === 0 && !/[1-9]/.test(parts.digits)) return 0;
   if (value <= 0) {
     const why = parts.value === 0 && /[1-9]/.test(parts.digits) ? "it is too small" : "it must be more than zero";
     throw new UnitError(`"${text}" is not ${what}: ${why}; ${example}`);
@@ -97,11 +98,16 @@ function parsePeriodMs(period: string): number | undefined {
   return periodMs;
 }
 
+/** For rates where 0 means something (a shared key paused): `allowZero` accepts a written zero. */
+export interface RateParseOptions {
+  allowZero?: boolean;
+}
+
 /**
  * A byte rate in bytes per second: `1mb`, `512k`, `1.5MiB/s`, `10mbit`,
  * `250kbps`, `100`, `6gb/h`; `inf` for no limit.
  */
-export function parseByteRate(text: string): number {
+export function parseByteRate(text: string, options: RateParseOptions = {}): number {
   if (isUnlimited(text)) return Infinity;
   const parts = split(text);
   const bad = () => new UnitError(`"${text}" is not a byte rate; ${BYTE_RATE_EXAMPLE}`);
@@ -118,14 +124,14 @@ export function parseByteRate(text: string): number {
     if (parsed === undefined) throw bad();
     periodMs = parsed;
   }
-  return checkMagnitude((parts.value * factor) / (periodMs / 1000), parts, text, "a byte rate", BYTE_RATE_EXAMPLE, `${MAX_VALUE} bytes/s`);
+  return checkMagnitude((parts.value * factor) / (periodMs / 1000), parts, text, "a byte rate", BYTE_RATE_EXAMPLE, `${MAX_VALUE} bytes/s`, options.allowZero);
 }
 
 /**
  * A count rate in events per second: `5`, `5/s`, `300/m`, `1000/h`,
  * `20000/d`, `1/10s`, `100/15m`; `inf` for no limit.
  */
-export function parseCountRate(text: string): number {
+export function parseCountRate(text: string, options: RateParseOptions = {}): number {
   if (isUnlimited(text)) return Infinity;
   const parts = split(text);
   if (!parts || parts.unit !== "") {
@@ -139,7 +145,7 @@ export function parseCountRate(text: string): number {
     if (parsed === undefined) throw new UnitError(`"${text}" is not a count rate; ${COUNT_RATE_EXAMPLE}`);
     periodMs = parsed;
   }
-  return checkMagnitude(parts.value / (periodMs / 1000), parts, text, "a count rate", COUNT_RATE_EXAMPLE, `${MAX_VALUE}/s`);
+  return checkMagnitude(parts.value / (periodMs / 1000), parts, text, "a count rate", COUNT_RATE_EXAMPLE, `${MAX_VALUE}/s`, options.allowZero);
 }
 
 export type RateKind = "bytes" | "count";
@@ -154,12 +160,12 @@ export interface ParsedRate {
  * a plain count rate ("5/s", "100") is a count; anything with a byte or bit
  * unit is bytes.
  */
-export function parseAnyRate(text: string): ParsedRate {
+export function parseAnyRate(text: string, options: RateParseOptions = {}): ParsedRate {
   if (isUnlimited(text)) return { kind: "count", perSecond: Infinity };
   // The unit decides the kind, so that a count or byte rate's own message (too large, zero) is kept.
   const unit = split(text)?.unit;
-  if (unit === "") return { kind: "count", perSecond: parseCountRate(text) };
-  if (unit !== undefined && (unit in BYTE_UNITS || unit in BIT_UNITS)) return { kind: "bytes", perSecond: parseByteRate(text) };
+  if (unit === "") return { kind: "count", perSecond: parseCountRate(text, options) };
+  if (unit !== undefined && (unit in BYTE_UNITS || unit in BIT_UNITS)) return { kind: "bytes", perSecond: parseByteRate(text, options) };
   throw new UnitError(`"${text}" is not a rate; ${RATE_EXAMPLE}`);
 }
 

@@ -10,7 +10,7 @@ export function formatSummary(counts: Readonly<RunCounts>): string {
 export function formatProgress(counts: Readonly<RunCounts>, launchesPerSecond: number, limitPerSecond: number, total?: number): string {
   const done = counts.succeeded + counts.failed;
   const of = total === undefined || !Number.isFinite(total) ? "" : `/${total}`;
-  const limit = limitPerSecond === Infinity ? "no limit" : `limit ${formatRate(limitPerSecond)}`;
+  const limit = limitPerSecond === Infinity ? "no limit" : limitPerSecond === 0 ? "paused" : `limit ${formatRate(limitPerSecond)}`;
   const parts = [
     `${counts.started}${of} started`,
     `${counts.running} running`,

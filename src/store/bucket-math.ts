@@ -64,7 +64,7 @@ export function cancelAt(stored: StoredBucket, nowMs: number, reservation: Store
   const bucket = bucketOf(stored);
   const before = bucket.tokensAt(nowMs);
   // Reservations are given back at the rate the debt is repaid at now.
-  bucket.cancelAt(nowMs, { ok: true, tokens: reservation.n, timeToActMs: reservation.timeToActMs, waitMs: 0, rate: stored.rate });
+  bucket.cancelAt(nowMs, { ok: true, tokens: reservation.n, timeToActMs: reservation.timeToActMs, rate: stored.rate });
   const next = recordOf(stored, bucket, nowMs);
   const restored = next.tokens - before;
   return restored > 0 ? { restored, next } : { restored: 0, next: undefined };

@@ -48,7 +48,7 @@ export interface BucketStore {
 }
 
 export interface BucketConfig {
-  /** Tokens per second; Infinity for no limit. */
+  /** Tokens per second; Infinity for no limit, 0 to pause (the level is kept, nothing is added). */
   rate: number;
   /** Capacity in tokens. */
   burst: number;
@@ -78,9 +78,12 @@ export interface TakeOptions {
 export interface TakeResult {
   /** False when `n` exceeds the burst or the wait would exceed `maxWaitMs`: nothing was taken. */
   ok: boolean;
-  /** How long to wait before using the tokens; Infinity when not ok. */
+  /**
+   * How long to wait before using the tokens; Infinity when not ok, and when
+   * the rate is 0 and the level did not cover them (owed until the rate is raised).
+   */
   waitMs: number;
-  /** When the tokens may be used, in ms on the store's clock (for `cancel`); Infinity when not ok. */
+  /** When the tokens may be used, in ms on the store's clock (for `cancel`); Infinity when `waitMs` is. */
   timeToActMs: number;
   /** The level after the take. */
   tokens: number;
@@ -96,12 +99,56 @@ export interface StoreReservation {
   timeToActMs: number;
 }
 
-/** A store failure (unreachable, locked, corrupt): the message is one line, ready for the user. */
+/**
+ * What kind of store failure: callers choose what to offer by it (another
+ * store, a private bucket, setting the key again) without reading the message.
+ * - `unreachable`: the server could not be reached or answered wrongly at the start.
+ * - `refused`: the server refused us (a password, a permission, a database it lacks).
+ * - `lost`: the server went away while in use.
+ * - `busy`, `corrupt`, `read-only`, `cannot-open`, `newer-schema`, `sqlite`: the SQLite file
+ *   is locked, not a database, not writable, cannot be opened, from a newer release, or failed otherwise.
+ * - `not-a-file`: the SQLite path names a directory, a device, a pipe or a socket.
+ * - `deleted`: the key was deleted while in use; `closed`: the limiter was closed while waiting.
+ */
+export type StoreFailure =
+  | "unreachable"
+  | "refused"
+  | "lost"
+  | "busy"
+  | "corrupt"
+  | "read-only"
+  | "cannot-open"
+  | "newer-schema"
+  | "sqlite"
+  | "not-a-file"
+  | "deleted"
+  | "closed";
+
+export interface StoreErrorDetails {
+  /** The store's address as shown to users (password hidden). */
+  storeUrl: string;
+  /** The key concerned, when there is one. */
+  key?: string;
+  cause?: unknown;
+}
+
+/**
+ * A store failure. The message is one line, `store <url>: <why>[; <what to
+ * do>]`, and names no command-line flag: a program that offers other ways
+ * out (another store, a private bucket) adds them, by `failure`.
+ */
 export class StoreError extends Error {
   readonly code = "ESTORE";
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options);
+  readonly failure: StoreFailure;
+  readonly storeUrl: string;
+  readonly key: string | undefined;
+
+  constructor(failure: StoreFailure, message: string, details: StoreErrorDetails) {
+    super(message, details.cause === undefined ? undefined : { cause: details.cause });
     this.name = "StoreError";
+    this.failure = failure;
+    this.storeUrl = details.storeUrl;
+    this.key = details.key;
   }
 }
 
@@ -128,8 +175,8 @@ export function checkCancel(reservation: StoreReservation): void {
 
 /** Checks a configuration the same way in every store. */
 export function checkConfig(config: BucketConfig): void {
-  if (typeof config.rate !== "number" || Number.isNaN(config.rate) || config.rate <= 0) {
-    throw new RangeError(`Expected \`rate\` to be a positive number or Infinity, got \`${config.rate}\``);
+  if (typeof config.rate !== "number" || Number.isNaN(config.rate) || config.rate < 0) {
+    throw new RangeError(`Expected \`rate\` to be a non-negative number or Infinity, got \`${config.rate}\``);
   }
   if (typeof config.burst !== "number" || !Number.isFinite(config.burst) || config.burst <= 0) {
     throw new RangeError(`Expected \`burst\` to be a positive finite number, got \`${config.burst}\``);

@@ -49,6 +49,8 @@ export interface OpenStoreOptions {
   busyTimeoutMs?: number;
   /** Redis: how long to try to connect. */
   connectTimeoutMs?: number;
+  /** SQLite: where better-sqlite3's compiled addon is, when not beside the package (SqliteStoreOptions.nativeBinding). */
+  sqliteNativeBinding?: string | (() => string);
 }
 
 /** Opens a store, loading its driver (better-sqlite3, ioredis) only now. */
@@ -56,7 +58,12 @@ export async function openStore(location: StoreLocation, options: OpenStoreOptio
   switch (location.type) {
     case "sqlite": {
       const { SqliteStore } = await import("./sqlite-store.js");
-      return SqliteStore.open(location.path, { url: location.url, clock: options.clock, busyTimeoutMs: options.busyTimeoutMs });
+      return SqliteStore.open(location.path, {
+        url: location.url,
+        clock: options.clock,
+        busyTimeoutMs: options.busyTimeoutMs,
+        nativeBinding: options.sqliteNativeBinding,
+      });
     }
     case "redis": {
       const { RedisStore } = await import("./redis-store.js");

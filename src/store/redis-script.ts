@@ -4,7 +4,7 @@
  * the server's clock with TIME (so clients with skewed clocks agree), and
  * repeats TokenBucket's formulas (src/core/token-bucket.ts) exactly:
  *   level(t) = min(tokens + ((t - last) / 1000) * rate, burst), t clamped to >= last
- *   wait     = trunc((debt / rate) * 1e9) / 1e6   (whole nanoseconds, in ms)
+ *   wait     = trunc((debt / rate) * 1e9) / 1e6   (whole nanoseconds, in ms; "inf" at rate 0)
  * Numbers travel as "%.17g" strings both ways: Redis would truncate a Lua
  * number in a reply, and print only 14 digits of one in HSET.
  *
@@ -57,6 +57,11 @@ end
 
 local function save(t, level)
   redis.call("HSET", key, "rate", str(rate), "burst", str(burst), "kind", kind, "tokens", str(level), "last", str(t))
+  if rate == 0 and level < burst then
+    -- Paused below full: it never fills, and must not be forgotten.
+    redis.call("PERSIST", key)
+    return
+  end
   local fullInMs = 0
   if rate ~= INF and level < burst then fullInMs = ((burst - level) / rate) * 1000 end
   redis.call("PEXPIRE", key, string.format("%d", math.max(1, math.ceil(fullInMs + idleMs))))
@@ -88,7 +93,7 @@ elseif op == "cancel" then
   local lastEvent = last
   if tokens < 0 then lastEvent = last + math.floor((-tokens / rate) * 1e9) / 1e6 end
   local later = 0
-  if lastEvent - due > 0 then later = ((lastEvent - due) / 1000) * rate end
+  if rate > 0 and lastEvent - due > 0 then later = ((lastEvent - due) / 1000) * rate end
   local restore = n - later
   if restore <= 0 then return {"0"} end
   local t, level = advance(now)

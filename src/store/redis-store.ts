@@ -83,7 +83,9 @@ export class RedisStore implements BucketStore {
       connected = true;
     } catch (error) {
       client.disconnect();
-      throw new StoreError(`store ${shown}: ${refusal(lastError ?? error) ?? `cannot reach Redis (${reason(lastError ?? error)}); check the address and that Redis runs there, or use --on-store-error local`}`, { cause: error });
+      const refused = refusal(lastError ?? error);
+      const why = refused ?? `cannot reach Redis (${reason(lastError ?? error)}); check the address and that Redis runs there`;
+      throw new StoreError(refused ? "refused" : "unreachable", `store ${shown}: ${why}`, { storeUrl: shown, cause: error });
     }
     try {
       // Asked here, not left to the client's handshake: that one ignores a refused SELECT and stays on database 0.
@@ -91,8 +93,9 @@ export class RedisStore implements BucketStore {
       await client.script("LOAD", BUCKET_SCRIPT);
     } catch (error) {
       client.disconnect();
-      const why = refusal(error) ?? `${reason(error)}; check the address and that Redis runs there, or use --on-store-error local`;
-      throw new StoreError(`store ${shown}: ${databaseRefusal(error, address.database) ?? why}`, { cause: error });
+      const refused = databaseRefusal(error, address.database) ?? refusal(error);
+      const why = refused ?? `${reason(error)}; check the address and that Redis runs there`;
+      throw new StoreError(refused ? "refused" : "unreachable", `store ${shown}: ${why}`, { storeUrl: shown, cause: error });
     }
     return new RedisStore(client, shown, options);
   }
@@ -180,7 +183,7 @@ export class RedisStore implements BucketStore {
   }
 
   #error(error: unknown): StoreError {
-    return new StoreError(`store ${this.url}: lost Redis (${reason(error)})`, { cause: error });
+    return new StoreError("lost", `store ${this.url}: lost Redis (${reason(error)})`, { storeUrl: this.url, cause: error });
   }
 }
 

@@ -36,7 +36,8 @@ export interface SharedLimiterOptions {
  * plus at most the one lease each holds. Takes bring back the key's settings,
  * and a timer reads them while none is made, so `rate` and `burst` follow a
  * `tbucket key set` within `pollMs`; a wait already under way is rescaled to
- * the new rate.
+ * the new rate. At a rate of 0 the key is paused: waits go on until the rate
+ * is raised, then end when the debt ahead of them is repaid at the new rate.
  *
  * A lease not yet due when its wait is aborted, or when the limiter closes,
  * is cancelled in the store (x/time/rate's Cancel), so an interrupted process
@@ -56,8 +57,10 @@ export class SharedLimiter implements Limiter {
   #storeTokens: number;
   /** Tokens leased from the store and not yet used. */
   #heldTokens = 0;
-  /** When the held tokens may be used, on the local clock. */
+  /** When the held tokens may be used, on the local clock; Infinity while the key is paused (rate 0). */
   #readyAtMs: number;
+  /** While paused: the tokens owed ahead of the held ones, repaid at whatever rate the key gets next. */
+  #pausedDebt = 0;
   /** The last lease while it is not yet due: what to give back if it goes unused. */
   #pending: { n: number; timeToActMs: number; readyAtBeforeMs: number } | undefined;
   /** The round trip under way, which close() lets finish before giving back its lease. */
@@ -243,6 +246,8 @@ export class SharedLimiter implements Limiter {
     this.#storeTokens = result.tokens;
     if (!result.ok) return "refused";
     if (result.waitMs > 0) this.#pending = { n, timeToActMs: result.timeToActMs, readyAtBeforeMs: this.#readyAtMs };
+    // Owed at rate 0: due once the store's debt, this lease's included, is repaid at the next rate.
+    if (result.waitMs === Infinity) this.#pausedDebt = Math.max(this.#pausedDebt, -result.tokens);
     this.#readyAtMs = Math.max(this.#readyAtMs, sentMs + result.waitMs);
     return "taken";
   }
@@ -281,13 +286,17 @@ export class SharedLimiter implements Limiter {
     }
   }
 
-  /** Takes the key's current settings; a wait under way is rescaled to the new rate. */
+  /** Takes the key's current settings; a wait under way is rescaled to the new rate, or paused at rate 0. */
   #apply(settings: { rate: number; burst: number; kind: RateKind }): void {
     if (settings.rate !== this.#rate) {
       const nowMs = this.#clock.now();
       const leftMs = this.#readyAtMs - nowMs;
-      // The debt ahead of us, (left × old rate) tokens, is now repaid at the new rate.
-      if (leftMs > 0) this.#readyAtMs = settings.rate === Infinity ? nowMs : nowMs + (leftMs * this.#rate) / settings.rate;
+      if (leftMs > 0) {
+        // The debt ahead of us, (left × old rate) tokens, is now repaid at the new rate.
+        const debt = this.#readyAtMs === Infinity ? this.#pausedDebt : (leftMs * this.#rate) / 1000;
+        this.#pausedDebt = settings.rate === 0 ? debt : 0;
+        this.#readyAtMs = settings.rate === 0 ? Infinity : settings.rate === Infinity ? nowMs : nowMs + (debt * 1000) / settings.rate;
+      }
       // A lease sized for a much faster rate would hold too much at the slower one.
       if (settings.rate < this.#rate) this.#heldTokens = Math.min(this.#heldTokens, (settings.rate * this.#leaseMs) / 1000);
     }
@@ -301,7 +310,10 @@ export class SharedLimiter implements Limiter {
     // A poll and a take can fail together: decide once.
     if (this.#fallback) return "fallback";
     if (this.#failure) throw this.#failure;
-    const storeError = error instanceof StoreError ? error : new StoreError(`store ${this.#store.url}: ${(error as Error)?.message ?? String(error)}`, { cause: error });
+    const storeError =
+      error instanceof StoreError
+        ? error
+        : new StoreError("lost", `store ${this.#store.url}: ${(error as Error)?.message ?? String(error)}`, { storeUrl: this.#store.url, key: this.key, cause: error });
     this.#stopPolling();
     if (!this.#onStoreError) {
       this.#failure = storeError;
@@ -321,10 +333,10 @@ export class SharedLimiter implements Limiter {
   }
 
   #throwIfClosed(): void {
-    if (this.#closed) throw new StoreError(`key "${this.key}": the limiter was closed while waiting`);
+    if (this.#closed) throw new StoreError("closed", `key "${this.key}": the limiter was closed while waiting`, { storeUrl: this.#store.url, key: this.key });
   }
 
   #deletedError(): StoreError {
-    return new StoreError(`key "${this.key}": deleted from ${this.#store.url} while in use; set it again with "tbucket key set ${this.key} --rate <rate>"`);
+    return new StoreError("deleted", `key "${this.key}": deleted from ${this.#store.url} while in use`, { storeUrl: this.#store.url, key: this.key });
   }
 }

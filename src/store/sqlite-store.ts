@@ -11,6 +11,7 @@ import {
   checkConfig,
   checkTake,
   StoreError,
+  type StoreFailure,
   type StoreReservation,
   type TakeOptions,
   type TakeResult,
@@ -28,6 +29,12 @@ export interface SqliteStoreOptions {
   busyTimeoutMs?: number;
   /** The store's clock: wall-clock ms, shared by every process on the machine. */
   clock?: Clock;
+  /**
+   * Where better-sqlite3's compiled addon is, when it is not beside the
+   * package (the standalone executable carries its own). A function is asked
+   * only when a file is opened, so that it may write the addon out then.
+   */
+  nativeBinding?: string | (() => string);
 }
 
 interface Row {
@@ -103,15 +110,16 @@ export class SqliteStore implements BucketStore {
     try {
       const existing = path === ":memory:" ? undefined : statSync(path, { throwIfNoEntry: false });
       if (existing?.isDirectory()) {
-        throw new StoreError(`store ${url}: is a directory; name a file in it, as in sqlite:${join(path, "buckets.db")}`);
+        throw new StoreError("not-a-file", `store ${url}: is a directory; name a file in it, as in sqlite:${join(path, "buckets.db")}`, { storeUrl: url });
       }
       if (existing && !existing.isFile()) {
-        throw new StoreError(`store ${url}: not a regular file (a device, a pipe or a socket); name a file, as in sqlite:/path/buckets.db`);
+        throw new StoreError("not-a-file", `store ${url}: not a regular file (a device, a pipe or a socket); name a file, as in sqlite:/path/buckets.db`, {
+          storeUrl: url,
+        });
       }
       if (path !== ":memory:") makeDirectory(dirname(path));
-      // The standalone executable ships the native addon beside itself and says where.
-      const nativeBinding = (globalThis as { TBUCKET_SQLITE_NATIVE_BINDING?: unknown }).TBUCKET_SQLITE_NATIVE_BINDING;
-      db = new Database(path, { timeout: busyTimeoutMs, ...(typeof nativeBinding === "string" ? { nativeBinding } : {}) });
+      const nativeBinding = typeof options.nativeBinding === "function" ? options.nativeBinding() : options.nativeBinding;
+      db = new Database(path, { timeout: busyTimeoutMs, ...(nativeBinding === undefined ? {} : { nativeBinding }) });
       db.pragma("journal_mode = WAL");
       db.pragma("synchronous = NORMAL");
       migrate(db, url);
@@ -191,9 +199,9 @@ function migrate(db: BetterSqlite3.Database, url: string): void {
     const row = db.prepare<[], { version: number }>("SELECT max(version) AS version FROM tbucket_schema").get();
     const version = row?.version ?? 0;
     if (version > SQLITE_SCHEMA_VERSION) {
-      throw new StoreError(
-        `store ${url}: written by a newer tbucket (schema ${version}, this one knows ${SQLITE_SCHEMA_VERSION}); upgrade tbucket or use another --store sqlite:<file>`,
-      );
+      throw new StoreError("newer-schema", `store ${url}: written by a newer tbucket (schema ${version}, this one knows ${SQLITE_SCHEMA_VERSION}); upgrade tbucket`, {
+        storeUrl: url,
+      });
     }
     if (version < 1) {
       // Times are wall-clock ms; rate is tokens per second (Infinity: no limit).
@@ -218,24 +226,25 @@ function rowOf(key: string, stored: StoredBucket): Row {
   return { key, kind: stored.kind, rate: stored.rate, burst: stored.burst, tokens: stored.tokens, last_ms: stored.lastMs };
 }
 
-/** One line a user can act on, for whatever SQLite or the file system threw. */
+/** One line a user can act on, for whatever SQLite or the file system threw; the failure says which kind. */
 export function sqliteStoreError(error: unknown, url: string, busyTimeoutMs: number): Error {
   if (error instanceof StoreError) return error;
   if (error instanceof RangeError || error instanceof TypeError) return error;
   const code = String((error as { code?: unknown }).code ?? "");
-  const detail = (error as Error).message ?? String(error);
-  const other = "or use another --store sqlite:<file>";
+  // One line: a failed require of the addon appends its require stack.
+  const detail = ((error as Error).message ?? String(error)).split("\n")[0]!;
+  let failure: StoreFailure;
   let why: string;
   if (code === "SQLITE_BUSY" || code.startsWith("SQLITE_BUSY_") || code.startsWith("SQLITE_LOCKED")) {
-    why = `the file is locked by another program (still busy after ${busyTimeoutMs / 1000} s); try again, ${other}`;
+    [failure, why] = ["busy", `the file is locked by another program (still busy after ${busyTimeoutMs / 1000} s); try again`];
   } else if (code === "SQLITE_NOTADB" || code.startsWith("SQLITE_CORRUPT")) {
-    why = `not a tbucket database, or corrupted (${detail}); move the file away (a new one is made), ${other}`;
+    [failure, why] = ["corrupt", `not a tbucket database, or corrupted (${detail}); move the file away (a new one is made)`];
   } else if (code.startsWith("SQLITE_READONLY") || code === "EACCES" || code === "EPERM" || code === "EROFS") {
-    why = `cannot write the file (${detail}); fix its permissions, ${other}`;
+    [failure, why] = ["read-only", `cannot write the file (${detail}); fix its permissions`];
   } else if (code.startsWith("SQLITE_CANTOPEN") || code === "ENOTDIR" || code === "ENOENT" || code === "EEXIST") {
-    why = `cannot open the file (${detail}); check the path and its directory's permissions, ${other}`;
+    [failure, why] = ["cannot-open", `cannot open the file (${detail}); check the path and its directory's permissions`];
   } else {
-    why = `${detail}${code ? ` (${code})` : ""}; use another --store sqlite:<file>`;
+    [failure, why] = ["sqlite", `${detail}${code ? ` (${code})` : ""}`];
   }
-  return new StoreError(`store ${url}: ${why}`, { cause: error });
+  return new StoreError(failure, `store ${url}: ${why}`, { storeUrl: url, cause: error });
 }

@@ -101,7 +101,7 @@ export class Throttle {
    */
   async settle(signal?: AbortSignal): Promise<void> {
     const { limiter } = this;
-    if (limiter.rate === Infinity || !limiter.tokens) return;
+    if (limiter.rate === Infinity || limiter.rate === 0 || !limiter.tokens) return;
     const sliceTokens = this.#sliceTokens();
     if (this.cost === "bytes" && sliceTokens <= PIPE_BUFFER_BYTES) return;
     const missing = sliceTokens / 2 - limiter.tokens();

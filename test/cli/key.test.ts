@@ -86,6 +86,31 @@ describe("tbucket key", () => {
     expect(JSON.parse(forced.stdout.toString())).toMatchObject({ kind: "bytes", rate: 5000, burst: 500 });
   });
 
+  it("pauses a key at --rate 0, keeping its burst, and pipes and runs on it get what it holds, then nothing", async () => {
+    const store = `sqlite:${join(dir, "paused.db")}`;
+    await key(["set", "backups", "--rate", "1mb", "--burst", "64k", "--store", store]);
+    const paused = await key(["set", "backups", "--rate", "0", "--store", store]);
+    expect([paused.code, paused.stderr]).toEqual([0, ""]);
+    expect(paused.stdout.toString()).toMatch(/^rate: {4}0 \(paused\)\nburst: {3}64\.00 KiB \(65,536 B\)$/m);
+    const json = await key(["show", "backups", "--store", store, "--json"]);
+    expect(JSON.parse(json.stdout.toString())).toMatchObject({ kind: "bytes", rate: 0, burst: 65536 });
+    // The burst is still there: a pipe on the paused key passes what fits in it.
+    const pipe = await runCli(["--key", "backups", "--store", store], { input: "abc" });
+    expect([pipe.code, pipe.stdout.toString(), pipe.stderr]).toEqual([0, "abc", ""]);
+    // --rate 0 with --key pauses too (and keeps the burst); a new count key holds 1 launch.
+    const again = await runCli(["--key", "backups", "--rate", "0", "--store", store], { input: "def" });
+    expect([again.code, again.stdout.toString(), again.stderr]).toEqual([0, "def", ""]);
+    const run = await runCli(["run", "-q", "--key", "launches", "--rate", "0", "--count", "1", "--store", store, "--", "echo", "once"]);
+    expect([run.code, run.stdout.toString(), run.stderr]).toEqual([0, "once\n", ""]);
+    expect(JSON.parse((await key(["show", "launches", "--store", store, "--json"])).stdout.toString())).toMatchObject({ kind: "count", rate: 0, burst: 1 });
+  });
+
+  it("refuses a rate of 0 without --key: a private bucket at 0 would never pass anything", async () => {
+    const [pipe, run] = await Promise.all([runCli(["--rate", "0"]), runCli(["run", "--rate", "0", "--", "true"])]);
+    expect([pipe.code, pipe.stderr]).toEqual([2, `tbucket: --rate: "0" is not a byte rate: it must be more than zero; try "1mb", "512k/s" or "10mbit"\n`]);
+    expect([run.code, run.stderr]).toEqual([2, `tbucket: --rate: "0" is not a count rate: it must be more than zero; try "5", "300/m" or "1/10s"\n`]);
+  });
+
   it("refuses bad input with one line and exit 2", async () => {
     const store = `sqlite:${join(dir, "bad.db")}`;
     const cases: Array<[string[], string]> = [
@@ -99,6 +124,19 @@ describe("tbucket key", () => {
     ];
     const results = await Promise.all(cases.map(([args]) => key(args)));
     expect(results.map((r) => [r.code, r.stderr])).toEqual(cases.map(([, stderr]) => [2, stderr]));
+  });
+
+  it("refuses a new byte-rate key at rate 0 without --burst: at 0 there is no rate to size it from", async () => {
+    const store = `sqlite:${join(dir, "paused-new.db")}`;
+    const message = `tbucket: --rate: a new key paused at 0 needs --burst, since there is no rate to size it from; try "--rate 0 --burst 1mb", or give it a rate first\n`;
+    const [set, pipe] = await Promise.all([
+      key(["set", "fresh", "--rate", "0mb", "--store", store]),
+      runCli(["--key", "fresh2", "--rate", "0", "--store", store], { input: "x" }),
+    ]);
+    expect([set.code, set.stderr]).toEqual([2, message]);
+    expect([pipe.code, pipe.stderr]).toEqual([2, message]);
+    const given = await key(["set", "fresh", "--rate", "0mb", "--burst", "1mb", "--store", store, "--json"]);
+    expect(JSON.parse(given.stdout.toString())).toMatchObject({ kind: "bytes", rate: 0, burst: 1024 * 1024 });
   });
 
   it("says when the store cannot be reached: one line, exit 1", async () => {

@@ -100,7 +100,7 @@ describe("tbucket pipe: standard output that fails (issue 12)", () => {
 
   it("a write that fails part way says how much went out, and --stats counts only that", async () => {
     // The shell's file size limit makes write(2) fail with EFBIG after 1 KiB (SIGXFSZ ignored, as tbucket's children inherit).
-    const script = `trap '' XFSZ; ulimit -f 1; head -c 10000 /dev/zero | ${tbucket("--rate", "inf", "--stats", "json")} > out`;
+    const script = `trap '' XFSZ; ulimit -f 1; head -c 10000 /dev/zero | ${tbucket("--rate", "inf", "--stats-format", "json")} > out`;
     const result = await inDir(script);
     const [stats, message] = result.stderr.trimEnd().split("\n");
     expect(message).toBe("tbucket: standard output: file too large after 1,024 bytes; raise the file size limit (ulimit -f), or write elsewhere");
@@ -117,7 +117,7 @@ describe("tbucket pipe: standard output that fails (issue 12)", () => {
   });
 
   it("with --stats, a reader that goes away still gets the stats: it is a normal end", async () => {
-    const result = await inDir(`yes | ${tbucket("--rate", "1mb", "--stats", "json")} | head -c 10 > /dev/null; echo "\${PIPESTATUS[1]}"`);
+    const result = await inDir(`yes | ${tbucket("--rate", "1mb", "--stats-format", "json")} | head -c 10 > /dev/null; echo "\${PIPESTATUS[1]}"`);
     expect(result.stdout.toString()).toBe("0\n");
     expect(JSON.parse(result.stderr).bytes).toBeGreaterThanOrEqual(10);
   });

@@ -100,7 +100,7 @@ describe("tbucket pipe: bad input gets one clear line and status 2", () => {
     [["--rate", "1mb", "--burst", "0"], `tbucket: --burst: "0" is not a size: it must be more than zero; try "8k", "4mb" or "1000"`],
     [["--lines", "--rate", "10/s", "--burst", "2.5"], `tbucket: --burst: "2.5" is not a whole number 1 or more; try "1" or "10"`],
     [["--rate", "1mb", "--size", "big"], `tbucket: --size: "big" is not a size; try "8k", "4mb" or "1000"`],
-    [["--rate", "1mb", "--stats=xml"], `tbucket: --stats: "xml" is not a format; try "--stats text" or "--stats json"`],
+    [["--rate", "1mb", "--stats-format", "xml"], `tbucket: --stats-format: "xml" is not a format; try "--stats-format text" or "--stats-format json"`],
     [["--rate", "1mb", "-p", "-q"], `tbucket: --progress and --quiet: choose one`],
     [[], `tbucket: --rate: missing; try "tbucket --rate 1mb" (or --lines --rate 100/s), or --key to use a shared bucket`],
     [["--rat", "1mb"], `tbucket: unknown option '--rat'; did you mean --rate?`],
@@ -125,7 +125,7 @@ describe("tbucket pipe: endings", () => {
   });
 
   it("Ctrl-C (SIGINT) ends it by that signal, after printing --stats, so the shell reports 130", async () => {
-    const child = spawn(process.execPath, [TBUCKET, "--rate", "10k", "--stats", "json"], { stdio: ["pipe", "pipe", "pipe"] });
+    const child = spawn(process.execPath, [TBUCKET, "--rate", "10k", "--stats-format", "json"], { stdio: ["pipe", "pipe", "pipe"] });
     let stderr = "";
     let stdoutBytes = 0;
     child.stderr.on("data", (chunk) => (stderr += chunk));
@@ -145,7 +145,7 @@ describe("tbucket pipe: endings", () => {
   });
 
   it("SIGTERM ends it at once with the stats while standard input has stalled", async () => {
-    const child = spawn(process.execPath, [TBUCKET, "--rate", "1mb", "--stats", "json"], { stdio: ["pipe", "pipe", "pipe"] });
+    const child = spawn(process.execPath, [TBUCKET, "--rate", "1mb", "--stats-format", "json"], { stdio: ["pipe", "pipe", "pipe"] });
     let stderr = "";
     child.stderr.on("data", (chunk) => (stderr += chunk));
     const ended = await new Promise<{ code: number | null; signal: string | null; ms: number }>((resolve) => {
@@ -186,12 +186,28 @@ describe("tbucket pipe: endings", () => {
     expect(stdout.trim()).toBe("-2");
   });
 
-  it("--stats text summarises bytes, lines, time, rate and waiting", async () => {
+  it("--stats (text) summarises bytes, lines, time, rate and waiting", async () => {
     const result = await runCli(["--rate", "1mb", "--stats"], { input: "a\nb\n" });
     expect(result.stdout.toString()).toBe("a\nb\n");
     expect(result.stderr).toMatch(
       /^tbucket: 4 bytes \(4 B\), 2 lines in \d+ ms, average .+ B\/s\); waited \d+ ms for tokens; limit 1\.00 MiB\/s = 1,048,576 B\/s, burst 104,857 B\n$/,
     );
+  });
+
+  // Regression (issue 14): a file named json after --stats was taken as the format.
+  it("reads the word after --stats as a file, even one named json; --stats-format json gives JSON", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "tbucket-stats-"));
+    try {
+      writeFileSync(join(dir, "json"), "from the file\n");
+      const text = await runCli(["--rate", "1mb", "--stats", "json"], { cwd: dir });
+      expect([text.code, text.stdout.toString()]).toEqual([0, "from the file\n"]);
+      expect(text.stderr).toMatch(/^tbucket: 14 bytes/);
+      const json = await runCli(["--rate", "1mb", "--stats-format", "json", "json"], { cwd: dir });
+      expect(json.stdout.toString()).toBe("from the file\n");
+      expect(JSON.parse(json.stderr)).toMatchObject({ bytes: 14 });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it("--progress on a non-terminal writes plain progress lines with the percentage of --size", async () => {

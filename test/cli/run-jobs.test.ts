@@ -106,8 +106,8 @@ describe.concurrent("tbucket run: jobs and results", () => {
     expect(records[1].start - records[0].start).toBeGreaterThanOrEqual(0.49);
   });
 
-  it("--stats json reports the counts, the launches and the limit", async ({ expect }) => {
-    const result = await runCli(["run", "-r", "inf", "--count", "4", "--stats", "json", "--", "true"]);
+  it("--stats-format json reports the counts, the launches and the limit", async ({ expect }) => {
+    const result = await runCli(["run", "-r", "inf", "--count", "4", "--stats-format", "json", "--", "true"]);
     expect(result.code).toBe(0);
     expect(JSON.parse(result.stderr)).toMatchObject({ started: 4, succeeded: 4, failed: 0, skipped: 0, retried: 0, launches: 4, rate: null, burst: 1 });
   });

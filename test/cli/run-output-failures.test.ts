@@ -17,7 +17,7 @@ describe.concurrent("tbucket run: job output that cannot be written", () => {
 
   it("--stats says how much job output was lost", async ({ expect }) => {
     // Line mode finishes the unfinished last line: 9 bytes in 3 lines.
-    const json = await runShell(`${tbucket} run -r inf --count 1 --stats json -- printf 'a\\nbb\\nccc' > /dev/full`);
+    const json = await runShell(`${tbucket} run -r inf --count 1 --stats-format json -- printf 'a\\nbb\\nccc' > /dev/full`);
     expect(json.code).toBe(1);
     const [stats, message] = json.stderr.trimEnd().split("\n");
     expect(JSON.parse(stats!)).toMatchObject({ started: 1, lostBytes: 9, lostLines: 3 });

@@ -23,7 +23,9 @@ describe.concurrent("tbucket run: usage errors exit 2 with one line", () => {
     [["run", "-r", "5", "--duration", "0", "true"], `tbucket: --duration: "0" is not a duration here: it must be more than zero; try "30s" or "10m"\n`],
     [["run", "-r", "5", "--", ""], `tbucket: run: the command name is empty; name the program to run, e.g. "tbucket run --rate 5 -- curl -s https://example.com"\n`],
     [["run", "-r", "5", "--kill-after", "soon", "--", "true"], `tbucket: --kill-after: "soon" is not a duration; try "250ms", "2s" or "1.5m"\n`],
-    [["run", "-r", "5", "--stats=xml", "--", "true"], `tbucket: --stats: "xml" is not a format; try "--stats text" or "--stats json"\n`],
+    [["run", "-r", "5", "--stats-format=xml", "--", "true"], `tbucket: --stats-format: "xml" is not a format; try "--stats-format text" or "--stats-format json"\n`],
+    // --stats takes no value: the = form is not an option at all.
+    [["run", "-r", "5", "--stats=json", "--", "true"], `tbucket: unknown option '--stats=json'; see 'tbucket --help'\n`],
   ];
   it.for(cases)("%j", async ([args, stderr], { expect }) => {
     const result = await runCli(args);
@@ -43,12 +45,22 @@ describe("tbucket run: command line", () => {
     }
   });
 
+  // Regression (issue 14): argv was rewritten to guess whether the word after --stats was a format.
+  it("takes the word after --stats as the command, whatever it is", async () => {
+    const result = await runCli(["run", "-qr", "5", "--count", "1", "--stats", "true"]);
+    expect([result.code, result.stdout.toString()]).toEqual([0, ""]);
+    expect(result.stderr).toMatch(/^jobs: +1 started, 1 succeeded/);
+    const json = await runCli(["run", "-qr", "5", "--count", "1", "--stats", "json"]);
+    expect(json.code).toBe(127);
+    expect(json.stderr).toMatch(/json/);
+  });
+
   it("leaves everything from the command word on untouched, --stats included", async () => {
     const result = await runCli(["run", "-r", "50", "--count", "1", "echo", "--stats", "x"]);
     expect(result.stdout.toString()).toBe("--stats x\n");
     expect(result.stderr).toBe("");
     expect(result.code).toBe(0);
-    const own = await runCli(["run", "-r", "50", "--count", "1", "--stats", "json", "echo", "y"]);
+    const own = await runCli(["run", "-r", "50", "--count", "1", "--stats-format", "json", "echo", "y"]);
     expect(own.stdout.toString()).toBe("y\n");
     expect(JSON.parse(own.stderr)).toMatchObject({ started: 1, succeeded: 1 });
   });

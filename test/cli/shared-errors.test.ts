@@ -57,7 +57,7 @@ describe("--key settings", () => {
   it("uses the stored settings when --rate is not given", async () => {
     expect((await runCli(["key", "set", "stored", "--store", store, "--rate", "100k", "--burst", "20k"])).code).toBe(0);
     const input = patterned(4096);
-    const result = await runCli(["--key", "stored", "--store", store, "--stats", "json"], { input });
+    const result = await runCli(["--key", "stored", "--store", store, "--stats-format", "json"], { input });
     expect(result.code).toBe(0);
     expect(result.stdout.equals(input)).toBe(true);
     expect(JSON.parse(result.stderr)).toMatchObject({ rate: 102400, burst: 20480 });
@@ -210,7 +210,7 @@ describe("when the store fails", () => {
   it("Redis lost mid-run: run stops launching, prints its --stats, then one line about launches, exit 1", async () => {
     const server = await startRedisServer();
     try {
-      const run = startCli(["run", "--key", "lost-run", "--store", server.url, "--rate", "20/s", "--count", "1000", "--stats", "json", "--", "echo", "hi"], Buffer.alloc(0));
+      const run = startCli(["run", "--key", "lost-run", "--store", server.url, "--rate", "20/s", "--count", "1000", "--stats-format", "json", "--", "echo", "hi"], Buffer.alloc(0));
       await run.flowing();
       await new Promise((resolve) => setTimeout(resolve, 300));
       await server.stop();

@@ -180,8 +180,10 @@ describe("TokenBucket settings", () => {
   });
 
   it("names the option and the value it refuses", () => {
-    expect(() => new TokenBucket({ rate: -1, burst: 1 })).toThrow("Expected `rate` to be a positive number or Infinity, got `-1` (number)");
-    expect(() => new TokenBucket({ rate: 1, burst: 0 })).toThrow("Expected `burst` to be a positive finite number, got `0` (number)");
+    expect(() => new TokenBucket({ rate: -1, burst: 1 })).toThrow("Expected `rate` to be a non-negative number or Infinity, got `-1` (number)");
+    expect(() => new TokenBucket({ rate: Number.NaN, burst: 1 })).toThrow("Expected `rate` to be a non-negative number or Infinity, got `NaN` (number)");
+    expect(() => new TokenBucket({ rate: 1, burst: -1 })).toThrow("Expected `burst` to be a non-negative finite number, got `-1` (number)");
+    expect(() => new TokenBucket({ rate: 1, burst: Infinity })).toThrow("Expected `burst` to be a non-negative finite number, got `Infinity` (number)");
     expect(() => new TokenBucket({ rate: 1, burst: 1 }).reserveAt(0, Number.NaN)).toThrow(RangeError);
   });
 });

@@ -57,6 +57,25 @@ describe("byte rates", () => {
   });
 });
 
+describe("a rate of 0 where it means paused (allowZero)", () => {
+  it.each([
+    ["0", () => parseByteRate("0", { allowZero: true })],
+    ["0mb", () => parseByteRate("0mb", { allowZero: true })],
+    ["0.0kbit", () => parseByteRate("0.0kbit", { allowZero: true })],
+    ["0/s", () => parseCountRate("0/s", { allowZero: true })],
+    ["0/m", () => parseCountRate("0/m", { allowZero: true })],
+  ])("accepts %s as 0", (_text, parse) => {
+    expect(parse()).toBe(0);
+  });
+
+  it("still refuses a number too small to tell from zero, and a negative one", () => {
+    expect(() => parseByteRate("1e-400", { allowZero: true })).toThrow(`"1e-400" is not a byte rate: it is too small`);
+    expect(() => parseCountRate("-1", { allowZero: true })).toThrow(`"-1" is not a count rate`);
+    expect(parseAnyRate("0mb", { allowZero: true })).toEqual({ kind: "bytes", perSecond: 0 });
+    expect(parseAnyRate("0", { allowZero: true })).toEqual({ kind: "count", perSecond: 0 });
+  });
+});
+
 describe("count rates", () => {
   it.each([
     ["5", 5],

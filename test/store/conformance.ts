@@ -231,6 +231,41 @@ export function describeStoreConformance(name: string, setup: () => Promise<Stor
       await expect(store.cancel("k", { n: -1, timeToActMs: T0 })).rejects.toThrow("Expected `n` to be a non-negative finite number, got `-1`");
     });
 
+    it("pauses at a rate of 0: the level is kept, a take past it is owed with an infinite wait, raising the rate repays it", async () => {
+      await store.configure("k", { rate: 10, burst: 5, kind: "count" });
+      await store.take("k", 5);
+      clock.set(T0 + 100);
+      expect(await store.configure("k", { rate: 0, burst: 5, kind: "count" })).toMatchObject({ rate: 0, tokens: 1 });
+      clock.set(T0 + 10_000);
+      expect((await store.read("k"))?.tokens).toBe(1);
+      expect(await store.take("k", 1)).toMatchObject({ ok: true, waitMs: 0, tokens: 0, rate: 0 });
+      const owed = (await store.take("k", 2))!;
+      expect(owed).toMatchObject({ ok: true, waitMs: Infinity, timeToActMs: Infinity, tokens: -2, rate: 0 });
+      // A wait limit refuses instead, taking nothing; a lease above the burst is owed the same way.
+      expect(await store.take("k", 1, { maxWaitMs: 60_000 })).toMatchObject({ ok: false, tokens: -2 });
+      expect(await store.take("k", 7, { overBurst: true })).toMatchObject({ ok: true, waitMs: Infinity, tokens: -9 });
+      expect(await store.cancel("k", { n: 7, timeToActMs: Infinity })).toBe(7);
+      // Cancelled while paused: all its tokens back, nothing stored is infinite.
+      expect(await store.cancel("k", { n: 2, timeToActMs: owed.timeToActMs })).toBe(2);
+      expect(await store.read("k")).toMatchObject({ rate: 0, tokens: 0 });
+      await store.take("k", 2);
+      clock.set(T0 + 20_000);
+      expect(await store.configure("k", { rate: 10, burst: 5, kind: "count" })).toMatchObject({ rate: 10, tokens: -2 });
+      expect(await store.take("k", 1)).toMatchObject({ ok: true, waitMs: 300, tokens: -3 });
+      const listed = (await store.list()).find((state) => state.key === "k")!;
+      expect([listed.tokens, listed.updatedAtMs].every(Number.isFinite)).toBe(true);
+    });
+
+    it("gives back, once paused, a reservation made at the earlier rate", async () => {
+      await store.configure("k", { rate: 10, burst: 5, kind: "count" });
+      await store.take("k", 5);
+      const waiting = (await store.take("k", 2))!;
+      expect(waiting.timeToActMs).toBe(T0 + 200);
+      await store.configure("k", { rate: 0, burst: 5, kind: "count" });
+      expect(await store.cancel("k", { n: 2, timeToActMs: waiting.timeToActMs })).toBe(2);
+      expect(await store.read("k")).toMatchObject({ rate: 0, tokens: 0 });
+    });
+
     it("lists buckets sorted by key and deletes them", async () => {
       await store.configure("b", { rate: 5, burst: 1, kind: "count" });
       await store.configure("a/x:1", { rate: 1024, burst: 100, kind: "bytes" });
@@ -242,7 +277,7 @@ export function describeStoreConformance(name: string, setup: () => Promise<Stor
 
     it("refuses bad arguments with the value named", async () => {
       await expect(store.take("k", -1)).rejects.toThrow("Expected `n` to be a non-negative finite number, got `-1`");
-      await expect(store.configure("k", { rate: 0, burst: 1, kind: "count" })).rejects.toThrow("Expected `rate`");
+      await expect(store.configure("k", { rate: -1, burst: 1, kind: "count" })).rejects.toThrow("Expected `rate` to be a non-negative number or Infinity, got `-1`");
       await expect(store.configure("k", { rate: 1, burst: Infinity, kind: "count" })).rejects.toThrow("Expected `burst`");
     });
   });

@@ -42,6 +42,22 @@ describe("RedisStore: the server", () => {
     await store.close();
   });
 
+  it("never forgets a paused bucket below full: at rate 0 it would never fill", async () => {
+    await admin.flushdb();
+    const store = await RedisStore.open(server.url);
+    await store.configure("paused", { rate: 1000, burst: 500, kind: "bytes" });
+    await store.take("paused", 100);
+    await store.configure("paused", { rate: 0, burst: 500, kind: "bytes" });
+    expect(await admin.pttl("tbucket:paused")).toBe(-1);
+    await store.take("paused", 1000, { overBurst: true });
+    expect(await admin.pttl("tbucket:paused")).toBe(-1);
+    const stored = Number(await admin.hget("tbucket:paused", "tokens"));
+    expect(Number.isFinite(stored) && stored < -500).toBe(true);
+    await store.configure("paused", { rate: 1000, burst: 500, kind: "bytes" });
+    expect(await admin.pttl("tbucket:paused")).toBeGreaterThan(DEFAULT_IDLE_EXPIRY_MS);
+    await store.close();
+  });
+
   it("forgets a bucket left full and idle past its expiry", async () => {
     const store = await RedisStore.open(server.url, { idleExpiryMs: 50 });
     await store.configure("short", { rate: 1000, burst: 10, kind: "count" });
@@ -76,8 +92,9 @@ describe("RedisStore: the server", () => {
     const error = await RedisStore.open("redis://127.0.0.1:1", { connectTimeoutMs: 500 }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(StoreError);
     expect((error as Error).message).toMatch(
-      /^store redis:\/\/127\.0\.0\.1:1: cannot reach Redis \(.*ECONNREFUSED.*\); check the address and that Redis runs there, or use --on-store-error local$/,
+      /^store redis:\/\/127\.0\.0\.1:1: cannot reach Redis \(.*ECONNREFUSED.*\); check the address and that Redis runs there$/,
     );
+    expect(error).toMatchObject({ failure: "unreachable", storeUrl: "redis://127.0.0.1:1" });
   });
 
   // `--store redis://HOST:PORT/16` on a 16-database server ran on database 0: ioredis ignores a refused SELECT.
@@ -136,7 +153,7 @@ describe("RedisStore: a server that asks for a password", () => {
   // These said "cannot reach Redis ... check the address".
   it("says a password is needed when none is given (NOAUTH)", async () => {
     await expect(RedisStore.open(`redis://${host()}`)).rejects.toThrow(
-      new StoreError(`store redis://${host()}: Redis asks for a password; give it in the address: ${forms}`),
+      new StoreError("refused", `store redis://${host()}: Redis asks for a password; give it in the address: ${forms}`, { storeUrl: `redis://${host()}` }),
     );
   });
 
@@ -145,7 +162,9 @@ describe("RedisStore: a server that asks for a password", () => {
       const shown = auth.replace(/:.*/, ":***");
       await expect(RedisStore.open(`redis://${auth}@${host()}`)).rejects.toThrow(
         new StoreError(
+          "refused",
           `store redis://${shown}@${host()}: Redis refused the password (WRONGPASS invalid username-password pair or user is disabled); check the password in the address: ${forms}`,
+          { storeUrl: `redis://${shown}@${host()}` },
         ),
       );
     }

@@ -113,6 +113,69 @@ describe("SharedLimiter", () => {
     limiter.close();
   });
 
+  describe("a key paused at rate 0", () => {
+    it("stops a wait under way, and resumes it when the rate is raised, with the debt left repaid at the new rate", async () => {
+      const config: BucketConfig = { rate: 1, burst: 1, kind: "count" };
+      const { clock, store } = await setup(config);
+      const limiter = new SharedLimiter({ store, key: "k", config, clock, pollMs: 500 });
+      limiter.startPolling();
+      await limiter.wait(1);
+      let doneAtMs: number | undefined;
+      void limiter.wait(1).then(() => (doneAtMs = clock.now() - T0));
+      await settle();
+      await runFor(clock, 50);
+      await store.configure("k", { rate: 0, burst: 1, kind: "count" });
+      await runFor(clock, 5000);
+      expect(limiter.rate).toBe(0);
+      expect(doneAtMs).toBeUndefined();
+      // Half a token was still owed at 1/s: 500 ms once the change is seen (within a poll).
+      await store.configure("k", { rate: 1, burst: 1, kind: "count" });
+      await runFor(clock, 1200);
+      expect(doneAtMs).toBeGreaterThanOrEqual(5050 + 500);
+      expect(doneAtMs).toBeLessThanOrEqual(5050 + 500 + 500 + 50);
+      await limiter.close();
+    });
+
+    it("gives what the bucket holds, then waits until the rate is raised", async () => {
+      const config: BucketConfig = { rate: 0, burst: 2, kind: "count" };
+      const { clock, store } = await setup(config);
+      const limiter = new SharedLimiter({ store, key: "k", config, clock, pollMs: 500 });
+      limiter.startPolling();
+      const controller = new AbortController();
+      const log = startLoop(limiter, clock, 1, controller.signal);
+      await runFor(clock, 3000);
+      expect(log.length).toBe(2);
+      expect(log.every((a) => a.atMs <= 1)).toBe(true);
+      expect((await store.read("k"))?.tokens).toBe(-1);
+      await store.configure("k", { rate: 10, burst: 2, kind: "count" });
+      await runFor(clock, 2000);
+      // From the change (3000 ms, seen within 500 ms): one owed token (100 ms), then 10 a second.
+      const resumed = log.slice(2).map((a) => a.atMs);
+      expect(resumed[0]).toBeGreaterThanOrEqual(3100);
+      expect(resumed[0]).toBeLessThanOrEqual(3600 + 50);
+      expect(resumed.length).toBeGreaterThanOrEqual(14);
+      expect(resumed.length).toBeLessThanOrEqual(20);
+      controller.abort();
+      await limiter.close();
+    });
+
+    it("gives the lease back to the store when a paused wait is aborted", async () => {
+      const config: BucketConfig = { rate: 0, burst: 1, kind: "count" };
+      const { clock, store } = await setup(config);
+      const limiter = new SharedLimiter({ store, key: "k", config, clock, pollMs: 500 });
+      await limiter.wait(1);
+      const controller = new AbortController();
+      const waiting = limiter.wait(1, controller.signal).catch((error: unknown) => error);
+      await runFor(clock, 1000);
+      expect((await store.read("k"))?.tokens).toBe(-1);
+      controller.abort();
+      expect(await waiting).toBe(controller.signal.reason);
+      await settle();
+      expect((await store.read("k"))?.tokens).toBe(0);
+      await limiter.close();
+    });
+  });
+
   it("picks up a new rate on the next take, and a new burst with it", async () => {
     const config: BucketConfig = { rate: 1000, burst: 100, kind: "bytes" };
     const { clock, store } = await setup(config);
@@ -148,7 +211,7 @@ describe("SharedLimiter", () => {
     const broken = failingAfter(store, 1);
     const limiter = new SharedLimiter({ store: broken, key: "k", config, clock });
     await limiter.wait(20);
-    await expect(limiter.wait(100)).rejects.toThrow(new StoreError("store memory: lost"));
+    await expect(limiter.wait(100)).rejects.toThrow(new StoreError("lost", "store memory: lost", { storeUrl: "memory:" }));
   });
 
   it("hands over to a private bucket once when asked, with the key's settings", async () => {
@@ -179,7 +242,7 @@ describe("SharedLimiter", () => {
 
   it("hands over once when a poll and a take fail together (real timers)", async () => {
     const config: BucketConfig = { rate: 1000, burst: 100, kind: "bytes" };
-    const lost = () => new Promise<never>((_, reject) => setTimeout(() => reject(new StoreError("store memory: lost")), 20));
+    const lost = () => new Promise<never>((_, reject) => setTimeout(() => reject(new StoreError("lost", "store memory: lost", { storeUrl: "memory:" })), 20));
     const store: BucketStore = { ...failingAfter(new MemoryStore(), 0), take: lost, read: lost };
     let calls = 0;
     const limiter = new SharedLimiter({
@@ -273,7 +336,9 @@ describe("SharedLimiter", () => {
     const { clock, store } = await setup(config);
     const limiter = new SharedLimiter({ store, key: "k", config, clock });
     await store.delete("k");
-    await expect(limiter.wait(50)).rejects.toThrow('key "k": deleted from memory: while in use; set it again with "tbucket key set k --rate <rate>"');
+    const error = await limiter.wait(50).catch((e: unknown) => e);
+    // The library names no command: the CLI adds how to set the key again.
+    expect(error).toMatchObject({ message: 'key "k": deleted from memory: while in use', failure: "deleted", key: "k", storeUrl: "memory:" });
   });
 });
 
@@ -282,9 +347,9 @@ function failingAfter(store: BucketStore, goodTakes: number): BucketStore {
   let takes = 0;
   return {
     url: "memory:",
-    take: (key, n, options) => (takes++ < goodTakes ? store.take(key, n, options) : Promise.reject(new StoreError("store memory: lost"))),
-    read: () => Promise.reject(new StoreError("store memory: lost")),
-    cancel: () => Promise.reject(new StoreError("store memory: lost")),
+    take: (key, n, options) => (takes++ < goodTakes ? store.take(key, n, options) : Promise.reject(new StoreError("lost", "store memory: lost", { storeUrl: "memory:" }))),
+    read: () => Promise.reject(new StoreError("lost", "store memory: lost", { storeUrl: "memory:" })),
+    cancel: () => Promise.reject(new StoreError("lost", "store memory: lost", { storeUrl: "memory:" })),
     configure: (key, config) => store.configure(key, config),
     list: () => store.list(),
     delete: (key) => store.delete(key),

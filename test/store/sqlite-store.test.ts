@@ -1,4 +1,5 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
@@ -25,6 +26,20 @@ describe("SqliteStore: the file", () => {
     dir = tempDir();
   });
   afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  it("loads SQLite's addon from the nativeBinding option, asking a function only when a file opens (no global)", async () => {
+    const addon = createRequire(import.meta.url).resolve("better-sqlite3/build/Release/better_sqlite3.node");
+    let asked = 0;
+    const store = await SqliteStore.open(join(dir, "b.db"), { nativeBinding: () => (asked++, addon) });
+    expect(asked).toBe(1);
+    await store.configure("k", { rate: 1, burst: 1, kind: "count" });
+    await store.close();
+    expect("TBUCKET_SQLITE_NATIVE_BINDING" in globalThis).toBe(false);
+    // A wrong path fails to open, in one line: the option is what is used.
+    const error = await SqliteStore.open(join(dir, "c.db"), { nativeBinding: join(dir, "missing.node") }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(StoreError);
+    expect((error as Error).message).not.toContain("\n");
+  });
 
   it("creates its directory, uses WAL and records the schema version", async () => {
     const path = join(dir, "state", "tbucket", "buckets.db");
@@ -56,9 +71,11 @@ describe("SqliteStore: the file", () => {
     const db = new Database(path);
     db.prepare("INSERT INTO tbucket_schema (version) VALUES (99)").run();
     db.close();
-    await expect(SqliteStore.open(path)).rejects.toThrow(
-      `store sqlite:${path}: written by a newer tbucket (schema 99, this one knows 1); upgrade tbucket or use another --store sqlite:<file>`,
-    );
+    await expect(SqliteStore.open(path)).rejects.toMatchObject({
+      message: `store sqlite:${path}: written by a newer tbucket (schema 99, this one knows 1); upgrade tbucket`,
+      failure: "newer-schema",
+      storeUrl: `sqlite:${path}`,
+    });
   });
 
   it("says a corrupted file is not a tbucket database, in one line", async () => {
@@ -79,13 +96,17 @@ describe("SqliteStore: the file", () => {
   });
 
   it("says a directory given as the store is a directory, naming a file to use", async () => {
-    await expect(SqliteStore.open(dir)).rejects.toThrow(new StoreError(`store sqlite:${dir}: is a directory; name a file in it, as in sqlite:${join(dir, "buckets.db")}`));
+    await expect(SqliteStore.open(dir)).rejects.toMatchObject({
+      message: `store sqlite:${dir}: is a directory; name a file in it, as in sqlite:${join(dir, "buckets.db")}`,
+      failure: "not-a-file",
+    });
   });
 
   it("says a device given as the store is not a regular file (it said only: disk I/O error)", async () => {
-    await expect(SqliteStore.open("/dev/null")).rejects.toThrow(
-      new StoreError("store sqlite:/dev/null: not a regular file (a device, a pipe or a socket); name a file, as in sqlite:/path/buckets.db"),
-    );
+    await expect(SqliteStore.open("/dev/null")).rejects.toMatchObject({
+      message: "store sqlite:/dev/null: not a regular file (a device, a pipe or a socket); name a file, as in sqlite:/path/buckets.db",
+      failure: "not-a-file",
+    });
   });
 
   it("fails, not spins, on a directory it cannot create (Node 20's recursive mkdirSync loops under /proc)", async () => {
@@ -101,9 +122,10 @@ describe("SqliteStore: the file", () => {
     const holder = new Database(path);
     holder.exec("BEGIN EXCLUSIVE");
     try {
-      await expect(store.take("k", 1)).rejects.toThrow(
-        `store sqlite:${path}: the file is locked by another program (still busy after 0.1 s); try again, or use another --store sqlite:<file>`,
-      );
+      await expect(store.take("k", 1)).rejects.toMatchObject({
+        message: `store sqlite:${path}: the file is locked by another program (still busy after 0.1 s); try again`,
+        failure: "busy",
+      });
     } finally {
       holder.exec("ROLLBACK");
       holder.close();

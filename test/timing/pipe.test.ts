@@ -38,7 +38,7 @@ describe("tbucket pipe: timing from outside", () => {
   it("--lines --rate 20/s sends 20 lines a second, each line whole", async () => {
     const input = Array.from({ length: 21 }, (_, i) => `line ${i}\n`).join("");
     const started = performance.now();
-    const result = await runCli(["--lines", "--rate", "20/s", "--stats", "json"], { input });
+    const result = await runCli(["--lines", "--rate", "20/s", "--stats-format", "json"], { input });
     const elapsedMs = performance.now() - started;
     expect(result.stdout.toString()).toBe(input);
     const stats = JSON.parse(result.stderr);

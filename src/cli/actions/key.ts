@@ -1,25 +1,26 @@
 import { humanBytes, parseAnyRate, type RateKind } from "../../core/units.js";
 import { type BucketState, type BucketStore, StoreError } from "../../store/bucket-store.js";
-import { openStore } from "../../store/open-store.js";
 import { defaultPipeBurst } from "../commands/pipe.js";
 import { type KeyRequest, parseKeyBurst, parseKeyRate } from "../commands/key.js";
 import { EXIT, parseOption, RuntimeError, UsageError } from "../errors.js";
-import { describeConfig, storeLocation } from "../shared-limiter.js";
+import { describeConfig, pausedWithoutBurst, storeLocation } from "../shared-limiter.js";
 import { writeStandardOutput } from "../standard-streams.js";
+import { describeStoreFailure } from "../store-failure.js";
+import { openCommandStore } from "../store-opener.js";
 
 /** Runs `tbucket key ...`; resolves to the exit status. */
 export async function runKey(request: KeyRequest): Promise<number> {
   const location = storeLocation(request.store);
   let store: BucketStore;
   try {
-    store = await openStore(location);
+    store = await openCommandStore(location);
   } catch (error) {
-    throw error instanceof StoreError ? new RuntimeError(error.message.replace(/, or use --on-store-error local$/, "")) : error;
+    throw error instanceof StoreError ? new RuntimeError(describeStoreFailure(error, { offerLocal: false })) : error;
   }
   try {
     return await act(store, request);
   } catch (error) {
-    throw error instanceof StoreError ? new RuntimeError(error.message) : error;
+    throw error instanceof StoreError ? new RuntimeError(describeStoreFailure(error, { offerLocal: false })) : error;
   } finally {
     await store.close();
   }
@@ -51,12 +52,13 @@ async function act(store: BucketStore, request: KeyRequest): Promise<number> {
     }
     case "set": {
       const existing = await store.read(request.key);
-      const kind: RateKind = request.kind ?? existing?.kind ?? (request.rate !== undefined ? parseOption("--rate", request.rate, parseAnyRate).kind : "count");
+      const kind: RateKind = request.kind ?? existing?.kind ?? (request.rate !== undefined ? parseOption("--rate", request.rate, (text) => parseAnyRate(text, { allowZero: true })).kind : "count");
       if (request.rate === undefined && !existing) {
         throw new UsageError(`--rate: a new key needs a rate; try "tbucket key set ${request.key} --rate ${kind === "bytes" ? "20mb" : "5/s"}"`);
       }
       const keepRate = existing && existing.kind === kind ? existing.rate : undefined;
       const rate = request.rate !== undefined ? parseKeyRate(request.rate, kind) : keepRate!;
+      if (rate === 0 && kind === "bytes" && request.burst === undefined && keepRate === undefined) throw pausedWithoutBurst();
       // A rate change keeps the stored burst, as pv -R changes only the rate.
       const burst =
         request.burst !== undefined ? parseKeyBurst(request.burst, kind) : keepRate !== undefined ? existing!.burst : defaultPipeBurst(kind, rate);
@@ -90,6 +92,7 @@ function toJson(state: BucketState, store: BucketStore) {
 
 function formatRate(state: BucketState): string {
   if (state.rate === Infinity) return "unlimited";
+  if (state.rate === 0) return "0 (paused)";
   if (state.kind === "count") return `${state.rate}/s`;
   return `${describeConfig(state).split(",")[0]} (${Math.round(state.rate).toLocaleString("en-US")} B/s)`;
 }

@@ -25,6 +25,7 @@ Examples:
   tbucket key set backups --rate 20mb --burst 4mb    # every pipe on --key backups shares 20 MiB/s
   tbucket key set backups --rate 5mb                 # running pipes slow down within a second
   tbucket key set api --rate 600/m --burst 10        # a launch quota for tbucket run --key api
+  tbucket key set backups --rate 0                   # pause every pipe and run on the key; set a rate to resume
   tbucket key list --store redis://10.0.0.5:6379
   tbucket key show backups --json
   tbucket key delete backups`;
@@ -68,7 +69,7 @@ export function registerKey(program: Command, onExit: (code: number) => void): v
     .command("set")
     .description("create a shared bucket or change its rate or burst; running processes follow within a second")
     .argument("<key>", "the bucket's name")
-    .option("-r, --rate <rate>", "byte rate (20mb, 10mbit) or count rate (5/s, 600/m); a new key needs it")
+    .option("-r, --rate <rate>", "byte rate (20mb, 10mbit) or count rate (5/s, 600/m); 0 pauses; a new key needs it")
     .option("-b, --burst <size>", "capacity (default for a new key: 100 ms of a byte rate, 1 for a count rate)")
     .option("--kind <kind>", "bytes or count, when the rate alone does not say (a bare number is a count for a new key)")
     .option("--store <url>", STORE_HELP)
@@ -116,8 +117,10 @@ export function parseKeySet(name: string, flags: KeyFlags): KeyRequest {
   return { action: "set", key, store: flags.store, json: Boolean(flags.json), rate: flags.rate, burst: flags.burst, kind };
 }
 
+/** A key's rate; 0 pauses every process on the key until the rate is set again. */
 export function parseKeyRate(text: string, kind: RateKind): number {
-  return parseOption("--rate", text, kind === "bytes" ? parseByteRate : parseCountRate);
+  const parse = kind === "bytes" ? parseByteRate : parseCountRate;
+  return parseOption("--rate", text, (value) => parse(value, { allowZero: true }));
 }
 
 export function parseKeyBurst(text: string, kind: RateKind): number {

@@ -2,7 +2,7 @@ import type { Command } from "commander";
 import { parseAnyRate, parseByteRate, parseByteSize, parseCount, type RateKind } from "../../core/units.js";
 import type { CostMode } from "../../stream/throttle-stream.js";
 import { parseOption, UsageError } from "../errors.js";
-import { parseReportOptions, type ReportFlags, type ReportOptions } from "../report-options.js";
+import { parseReportOptions, type ReportFlags, type ReportOptions, statsFormatOption, statsOption } from "../report-options.js";
 import { addSharedBucketOptions, parseSharedBucketOptions, type SharedBucketFlags, type SharedBucketOptions } from "../shared-options.js";
 
 export interface PipeConfig extends ReportOptions {
@@ -55,7 +55,8 @@ export function registerPipe(program: Command, onExit: (code: number) => void): 
     .option("-s, --size <size>", "expected total bytes, for the percentage and ETA of --progress")
     .option("-p, --progress", "show progress on standard error (default: when it is a terminal and standard output is not)")
     .option("-q, --quiet", "no progress")
-    .option("--stats [format]", "print a summary on standard error at the end: text or json", false);
+    .addOption(statsOption())
+    .addOption(statsFormatOption());
   addSharedBucketOptions(command)
     .addHelpText("after", EXAMPLES)
     .action(async (files: string[], flags: PipeFlags) => {
@@ -73,9 +74,9 @@ export function parsePipeOptions(files: string[], flags: PipeFlags): PipeConfig 
   let rate: number | undefined;
   if (flags.rate !== undefined) {
     if (lines) {
-      ({ kind, perSecond: rate } = parseOption("--rate", flags.rate, parseAnyRate));
+      ({ kind, perSecond: rate } = parseOption("--rate", flags.rate, (text) => parseAnyRate(text, { allowZero: shared.key !== undefined })));
     } else {
-      rate = parseOption("--rate", flags.rate, parseByteRate);
+      rate = parseOption("--rate", flags.rate, (text) => parseByteRate(text, { allowZero: shared.key !== undefined }));
     }
   } else if (shared.key === undefined) {
     throw new UsageError(`--rate: missing; try "tbucket --rate 1mb" (or --lines --rate 100/s), or --key to use a shared bucket`);

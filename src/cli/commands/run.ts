@@ -3,7 +3,7 @@ import { parseCount, parseCountRate, parseDuration } from "../../core/units.js";
 import { takesItems } from "../../run/command-template.js";
 import type { OutputMode } from "../../run/job-output.js";
 import { parseOption, UsageError } from "../errors.js";
-import { parseReportOptions, type ReportFlags, type ReportOptions } from "../report-options.js";
+import { parseReportOptions, type ReportFlags, type ReportOptions, statsFormatOption, statsOption } from "../report-options.js";
 import { addSharedBucketOptions, parseSharedBucketOptions, type SharedBucketFlags, type SharedBucketOptions } from "../shared-options.js";
 
 export interface RunConfig extends ReportOptions {
@@ -81,7 +81,8 @@ export function registerRun(program: Command, onExit: (code: number) => void): v
     .option("--shell", "run the command with /bin/sh -c; items are shell-quoted")
     .option("-p, --progress", "show progress on standard error (default: when it is a terminal and standard output is not)")
     .option("-q, --quiet", "no progress")
-    .option("--stats [format]", "print a summary on standard error at the end: text or json", false);
+    .addOption(statsOption())
+    .addOption(statsFormatOption());
   addSharedBucketOptions(command)
     .addHelpText("after", EXAMPLES)
     .action(async (words: string[], flags: RunFlags) => {
@@ -108,7 +109,8 @@ export function parseRunOptions(words: string[], flags: RunFlags): RunConfig {
   if (flags.rate !== undefined) {
     rate = parseOption("--rate", flags.rate, (text) => {
       try {
-        return parseCountRate(text);
+        // 0 pauses a shared key; a private bucket at 0 would never launch.
+        return parseCountRate(text, { allowZero: shared.key !== undefined });
       } catch (error) {
         if (/byte rate/.test((error as Error).message)) throw new Error(`"${text}" is a byte rate; ${BYTE_RATE_HINT}`);
         throw error;

@@ -1,0 +1,116 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runCli, TBUCKET } from "../helpers/cli.js";
+
+/**
+ * `tbucket key set NAME --rate 0` pauses every pipe and run on the key, and
+ * setting a rate again resumes them: the output stops growing, then grows again.
+ */
+let dir: string;
+let store: string;
+let env: NodeJS.ProcessEnv;
+
+beforeAll(() => {
+  dir = mkdtempSync(join(tmpdir(), "tbucket-pause-"));
+  store = `sqlite:${join(dir, "buckets.db")}`;
+  env = { XDG_STATE_HOME: dir, TBUCKET_STORE: "" };
+});
+
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+interface Running {
+  child: ChildProcess;
+  received: Array<{ atMs: number; bytes: number }>;
+  stderr: () => string;
+  exited: Promise<number | null>;
+}
+
+function start(args: string[], feed: boolean): Running {
+  const child = spawn(process.execPath, [TBUCKET, ...args], { env: { ...process.env, NO_COLOR: "1", ...env } });
+  const received: Running["received"] = [];
+  child.stdout!.on("data", (chunk: Buffer) => received.push({ atMs: performance.now(), bytes: chunk.length }));
+  let stderr = "";
+  child.stderr!.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+  child.stdin!.on("error", () => {});
+  if (feed) {
+    const block = Buffer.alloc(1024 * 1024, 0x61);
+    const write = () => {
+      while (child.stdin!.writable && child.stdin!.write(block));
+    };
+    child.stdin!.on("drain", write);
+    write();
+  } else {
+    child.stdin!.end();
+  }
+  const exited = new Promise<number | null>((resolve) => child.on("close", (code) => resolve(code)));
+  return { child, received, stderr: () => stderr, exited };
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+function bytesBetween(running: Running, fromMs: number, toMs: number): number {
+  return running.received.filter((r) => r.atMs >= fromMs && r.atMs < toMs).reduce((sum, r) => sum + r.bytes, 0);
+}
+
+async function waitForOutput(running: Running, afterMs: number, timeoutMs: number): Promise<number> {
+  const deadline = performance.now() + timeoutMs;
+  for (;;) {
+    const first = running.received.find((r) => r.atMs >= afterMs);
+    if (first) return first.atMs;
+    if (performance.now() > deadline) throw new Error(`no output within ${timeoutMs} ms; stderr: ${running.stderr()}`);
+    await sleep(20);
+  }
+}
+
+async function keySet(key: string, rate: string): Promise<string> {
+  const result = await runCli(["key", "set", key, "--rate", rate, "--store", store], { env });
+  expect(result.stderr).toBe("");
+  expect(result.code).toBe(0);
+  return result.stdout.toString();
+}
+
+/** Pauses the key once output flows, checks that nothing more comes, resumes it and checks that output comes again. */
+async function expectPauseAndResume(running: Running, key: string, resumeRate: string, paceUnits: number, unitBytes: number): Promise<void> {
+  try {
+    await waitForOutput(running, 0, 8000);
+    await sleep(300);
+    expect(await keySet(key, "0")).toMatch(/^rate: +0 \(paused\)$/m);
+    // Live changes land within the poll interval (500 ms) plus a lease: give them a second.
+    await sleep(1000);
+    const pausedFrom = performance.now();
+    await sleep(1500);
+    const whilePaused = bytesBetween(running, pausedFrom, performance.now());
+    // Unpaused, this window would carry about 1.5 s of the rate.
+    expect(whilePaused, running.stderr()).toBeLessThanOrEqual(unitBytes);
+    const resumedAt = performance.now();
+    await keySet(key, resumeRate);
+    const firstAfter = await waitForOutput(running, resumedAt, 3000);
+    expect(firstAfter - resumedAt).toBeLessThan(3000);
+    await sleep(1500);
+    const afterResume = bytesBetween(running, firstAfter, firstAfter + 1000);
+    expect(afterResume, running.stderr()).toBeGreaterThanOrEqual(0.4 * paceUnits * unitBytes);
+  } finally {
+    running.child.kill("SIGTERM");
+    await running.exited;
+  }
+}
+
+describe("a shared key paused with key set --rate 0", () => {
+  it("stops a pipe on the key, and setting a rate resumes it; progress says paused", async () => {
+    const pipe = start(["--key", "pipe-pause", "--store", store, "--rate", "256k", "--progress"], true);
+    // At 256 KiB/s, a paused window holds at most what was already in the OS pipe's buffer.
+    await expectPauseAndResume(pipe, "pipe-pause", "256k", 256 * 1024, 1);
+    expect(pipe.stderr()).toMatch(/paused/);
+    expect(pipe.stderr()).toMatch(/limit 256\.00 KiB\/s/);
+  }, 30_000);
+
+  it("stops launching a run on the key, and setting a rate resumes it; progress says paused", async () => {
+    const run = start(["run", "--key", "run-pause", "--store", store, "--rate", "20", "--progress", "--", "echo", "launched"], false);
+    // "launched\n" is 9 bytes: at most one launch in flight when the pause lands, none after.
+    await expectPauseAndResume(run, "run-pause", "20", 20, 9);
+    expect(run.stderr()).toMatch(/paused/);
+  }, 30_000);
+});
