@@ -40,7 +40,11 @@ export function reportError(error: unknown): number {
   if (error instanceof CommanderError) {
     // --help and --version end through here too, with their output already written.
     if (error.exitCode === 0) return EXIT.ok;
-    const message = error.message.replace(/^error: /, "").replace(/\n\(Did you mean (.+)\?\)/, "; did you mean $1?");
+    const message = error.message
+      .replace(/^error: /, "")
+      .replace(/\n\(Did you mean (.+)\?\)/, "; did you mean $1?")
+      // --stats took a format before 0.2: say where the format went.
+      .replace(/^unknown option '--stats=(.*)'$/, "--stats takes no value; did you mean --stats-format $1?");
     writeStandardError(`tbucket: ${message}${message.includes("did you mean") ? "" : "; see 'tbucket --help'"}\n`);
     return EXIT.usage;
   }
