@@ -1,20 +1,11 @@
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { runCli } from "../helpers/cli.js";
+import { tempDirs } from "../helpers/temp-dir.js";
 import { fixture } from "../run/start-cli.js";
 
-const dirs: string[] = [];
-afterAll(() => {
-  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
-});
-
-function tempDir(): string {
-  const dir = mkdtempSync(join(tmpdir(), "tbucket-run-"));
-  dirs.push(dir);
-  return dir;
-}
+const tempDir = tempDirs("run");
 const lines = (buffer: Buffer) => buffer.toString().split("\n").filter(Boolean);
 
 describe.concurrent("tbucket run: jobs and results", () => {

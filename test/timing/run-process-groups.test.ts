@@ -1,23 +1,14 @@
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, describe, it } from "vitest";
+import { describe, it } from "vitest";
 import { runCli, runShell, TBUCKET } from "../helpers/cli.js";
+import { tempDirs } from "../helpers/temp-dir.js";
 import { fixture, sleep, startCli } from "../run/start-cli.js";
 
 // Issue 12: run signalled only the processes it spawned. A job's grandchildren outlived
 // tbucket (orphaned under PID 1), and a job waiting on one kept tbucket waiting too.
 
-const dirs: string[] = [];
-afterAll(() => {
-  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
-});
-
-function tempDir(): string {
-  const dir = mkdtempSync(join(tmpdir(), "tbucket-run-"));
-  dirs.push(dir);
-  return dir;
-}
+const tempDir = tempDirs("run");
 
 /** The pids the jobs' grandchildren wrote (grandchild.sh, ignore-sigterm.sh). */
 function grandchildPids(dir: string): number[] {

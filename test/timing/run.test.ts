@@ -1,20 +1,11 @@
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, describe, it } from "vitest";
+import { describe, it } from "vitest";
 import { runCli } from "../helpers/cli.js";
+import { tempDirs } from "../helpers/temp-dir.js";
 import { fixture } from "../run/start-cli.js";
 
-const dirs: string[] = [];
-afterAll(() => {
-  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
-});
-
-function tempDir(): string {
-  const dir = mkdtempSync(join(tmpdir(), "tbucket-run-"));
-  dirs.push(dir);
-  return dir;
-}
+const tempDir = tempDirs("run");
 
 /**
  * How late a launch may be recorded after its grant. The bucket schedules grants; the joblog's
