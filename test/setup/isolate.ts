@@ -7,8 +7,8 @@ import { join } from "node:path";
  * config and cache directories into it, so that no test leaves files in the
  * machine's temp folder or touches the user's ~/.local/state (where the
  * default SQLite store lives) or a shell's history. Workers start after this
- * and inherit the environment. Whatever a test forgot to remove is named on
- * standard error, then removed with the folder.
+ * and inherit the environment. Whatever a test forgot to remove is removed with
+ * the folder, and named in an error that fails the run.
  */
 export default function isolate(): () => void {
   // Each project runs the global setup: the first one sets up for all.
@@ -23,8 +23,12 @@ export default function isolate(): () => void {
   process.env.TBUCKET_TEST_ROOT = root;
   return () => {
     const left = Object.values(folders).flatMap((name) => readdirSync(join(root, name)).map((entry) => join(name, entry)));
-    if (left.length > 0) process.stderr.write(`tests left behind (now removed): ${left.join(", ")}\n`);
     rmSync(root, { recursive: true, force: true });
     delete process.env.TBUCKET_TEST_ROOT;
+    // Leaving files behind is a defect like a failed assertion: the run fails.
+    if (left.length > 0) {
+      process.stderr.write(`\nFAIL: tests left behind (now removed): ${left.join(", ")}\n`);
+      process.exitCode = 1;
+    }
   };
 }
