@@ -2,7 +2,7 @@ import { msToSeconds } from "./event-batch.js";
 import { type CostUnit, describeRate, describeSize, describeThroughput, exactSeconds, humanWait, percent, round9 } from "./format-numbers.js";
 import type { KeyTally } from "./key-tallies.js";
 import type { Recorder } from "./recorder.js";
-import type { TraceReport } from "./trace-reader.js";
+import type { SkippedLine, TraceReport } from "./trace-reader.js";
 
 export interface SummaryContext {
   costUnit: CostUnit;
@@ -11,6 +11,8 @@ export interface SummaryContext {
   /** The seed used by random pattern segments. */
   seed: number | undefined;
   trace: TraceReport | undefined;
+  /** How a skipped line reads in the summary; by default `line N: ` and what was wrong. */
+  describeSkipped?: (line: SkippedLine) => string;
 }
 
 /** The summary as data: seconds for times, shares from 0 to 1. JSON prints it as is. */
@@ -83,7 +85,7 @@ export function buildSummary(recorder: Recorder, context: SummaryContext): Summa
       ? {
           lines: context.trace.lines,
           skipped: context.trace.skipped,
-          skippedExamples: context.trace.skippedExamples,
+          skippedExamples: context.trace.skippedExamples.map(context.describeSkipped ?? describeSkippedLine),
           outOfOrder: context.trace.outOfOrder,
         }
       : null,
@@ -101,14 +103,23 @@ function keysSummary(recorder: Recorder): NonNullable<Summary["keys"]> {
   };
 }
 
+function describeSkippedLine(line: SkippedLine): string {
+  return `line ${line.lineNumber}: ${line.bad.message}`;
+}
+
 /** The policy in words, with the x/time/rate call it mirrors. */
 export function describePolicy(summary: Pick<Summary, "policy" | "maxWait">): string {
   if (summary.policy === "drop") return "drop (Allow)";
   return summary.maxWait === null ? "queue (Reserve)" : `queue (Reserve), max wait ${humanWait(summary.maxWait * 1000)}`;
 }
 
+export interface SummaryTextOptions {
+  /** Why bad lines were skipped, shown after their count: the caller's name for `skipBad`. */
+  skippedBecause?: string;
+}
+
 /** The summary for people: one aligned line per figure. */
-export function renderSummaryText(summary: Summary): string {
+export function renderSummaryText(summary: Summary, options: SummaryTextOptions = {}): string {
   const unit = summary.cost;
   const lines: Array<[string, string]> = [];
   const share = (n: number) => (summary.events === 0 ? "" : `  (${percent(n / summary.events)})`);
@@ -142,7 +153,8 @@ export function renderSummaryText(summary: Summary): string {
   if (summary.trace) {
     const t = summary.trace;
     if (t.skipped > 0) {
-      lines.push(["skipped", `${t.skipped} bad line${t.skipped === 1 ? "" : "s"} (--skip-bad)`]);
+      const because = options.skippedBecause === undefined ? "" : ` (${options.skippedBecause})`;
+      lines.push(["skipped", `${t.skipped} bad line${t.skipped === 1 ? "" : "s"}${because}`]);
       for (const example of t.skippedExamples) lines.push(["", example]);
     }
     if (t.outOfOrder > 0) lines.push(["out of order", `${t.outOfOrder} events earlier than the one before, taken at its time`]);

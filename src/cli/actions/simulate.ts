@@ -16,6 +16,7 @@ import { createTraceReport, TraceError, TraceOptionError, type TraceReport, trac
 import type { SimulateConfig } from "../commands/simulate.js";
 import { RuntimeError, UsageError } from "../errors.js";
 import { describeFileError } from "../file-errors.js";
+import { describeSkippedLine, describeTraceError, describeTraceOptionError, SKIP_BAD_FLAG } from "../simulate-errors.js";
 
 /** Runs `tbucket simulate`: arrivals in, decisions of the core bucket out, in the chosen format. */
 export async function runSimulate(config: SimulateConfig): Promise<number> {
@@ -58,14 +59,14 @@ export async function runSimulate(config: SimulateConfig): Promise<number> {
       afterBatch: jsonl ? () => output.maybeFlush() : undefined,
     });
     const endMs = Math.max(config.source.kind === "pattern" ? config.source.durationMs : 0, recorder.lastMs);
-    const summary = buildSummary(recorder, { costUnit: config.costUnit, endMs, seed, trace });
+    const summary = buildSummary(recorder, { costUnit: config.costUnit, endMs, seed, trace, describeSkipped: describeSkippedLine });
     const stepMs = config.stepMs ?? chooseStepMs(endMs, recorder.timeline.slotMs);
     const wantsSteps = chart || config.svgPath !== undefined || format === "table" || format === "csv" || format === "json";
     if (wantsSteps) refuseTooManyRows(endMs, stepMs, recorder.timeline.rows(endMs, stepMs));
     const steps = wantsSteps ? recorder.levelSteps(endMs, stepMs) : [];
     switch (format) {
       case "summary":
-        output.write(renderSummaryText(summary));
+        output.write(renderSummaryText(summary, { skippedBecause: SKIP_BAD_FLAG }));
         break;
       case "table":
         output.write(renderStepTable(steps, config.costUnit, stepMs));
@@ -240,14 +241,14 @@ function describeTraceReadError(error: TraceReadError): string {
 
 /** With --format jsonl the summary is not printed: skipped lines are still worth a word on standard error. */
 function reportTraceNotes(trace: TraceReport): void {
-  if (trace.skipped > 0) process.stderr.write(`tbucket: --skip-bad: skipped ${trace.skipped} bad line${trace.skipped === 1 ? "" : "s"} (${trace.skippedExamples[0]})\n`);
+  if (trace.skipped > 0) process.stderr.write(`tbucket: --skip-bad: skipped ${trace.skipped} bad line${trace.skipped === 1 ? "" : "s"} (${describeSkippedLine(trace.skippedExamples[0]!)})\n`);
   if (trace.outOfOrder > 0) process.stderr.write(`tbucket: --trace: ${trace.outOfOrder} events were earlier than the one before; taken at its time\n`);
 }
 
 function translateError(error: unknown, config: SimulateConfig): unknown {
   const name = config.source.kind === "trace" ? (config.source.path === "-" ? "standard input" : config.source.path) : "";
-  if (error instanceof TraceError) return new UsageError(`--trace ${name}: ${error.message}`);
-  if (error instanceof TraceOptionError) return new UsageError(error.message);
+  if (error instanceof TraceError) return new UsageError(`--trace ${name}: ${describeTraceError(error)}`);
+  if (error instanceof TraceOptionError) return new UsageError(describeTraceOptionError(error));
   if (error instanceof TraceReadError) return new RuntimeError(describeTraceReadError(error));
   if (error instanceof OutputStreamError) return new RuntimeError(`standard output: cannot write: ${describeWriteError(error.failure)}`);
   return error;
