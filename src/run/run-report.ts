@@ -1,4 +1,5 @@
-import { formatCountRate, humanDuration } from "../core/units.js";
+import { humanCountRate, humanDuration } from "../core/format.js";
+import { formatCountRate } from "../core/units.js";
 import type { RunCounts, RunResult } from "./job-runner.js";
 
 /** The one-line summary: `12 started, 10 succeeded, 1 failed, 1 skipped, 2 retried`. */
@@ -10,24 +11,18 @@ export function formatSummary(counts: Readonly<RunCounts>): string {
 export function formatProgress(counts: Readonly<RunCounts>, launchesPerSecond: number, limitPerSecond: number, total?: number): string {
   const done = counts.succeeded + counts.failed;
   const of = total === undefined || !Number.isFinite(total) ? "" : `/${total}`;
-  const limit = limitPerSecond === Infinity ? "no limit" : limitPerSecond === 0 ? "paused" : `limit ${formatRate(limitPerSecond)}`;
+  const limit = limitPerSecond === Infinity ? "no limit" : limitPerSecond === 0 ? "paused" : `limit ${humanCountRate(limitPerSecond)}`;
   const parts = [
     `${counts.started}${of} started`,
     `${counts.running} running`,
     `${done} done`,
     `${counts.failed} failed`,
     ...(counts.skipped > 0 ? [`${counts.skipped} skipped`] : []),
-    `${formatRate(launchesPerSecond)} (${limit})`,
+    `${humanCountRate(launchesPerSecond)} (${limit})`,
   ];
   return parts.join(" · ");
 }
 
-function formatRate(perSecond: number): string {
-  if (perSecond === Infinity) return "inf";
-  if (perSecond >= 100) return `${Math.round(perSecond)}/s`;
-  if (perSecond >= 1) return `${perSecond.toFixed(1)}/s`;
-  return `${(perSecond * 60).toFixed(1)}/min`;
-}
 
 export interface RunStats {
   started: number;

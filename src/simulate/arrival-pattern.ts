@@ -1,3 +1,4 @@
+import { grouped } from "../core/format.js";
 import { parseCount, parseCountRate, parseDuration, UnitError } from "../core/units.js";
 import { type ArrivalSource, BatchBuilder, type EventBatch } from "./event-batch.js";
 import { createRandom } from "./prng.js";
@@ -33,7 +34,7 @@ export function parsePattern(text: string): Segment[] {
   const segments = parts.map((part, index) => parseSegment(part, index + 1));
   const total = segments.reduce((sum, segment) => sum + expectedEvents(segment), 0);
   if (total > MAX_PATTERN_EVENTS) {
-    throw new UnitError(`"${text}" makes about ${Math.round(total).toLocaleString("en-US")} arrivals, more than ${MAX_PATTERN_EVENTS.toLocaleString("en-US")}; use a lower rate or a shorter time`);
+    throw new UnitError(`"${text}" makes about ${grouped(Math.round(total))} arrivals, more than ${grouped(MAX_PATTERN_EVENTS)}; use a lower rate or a shorter time`);
   }
   return segments;
 }

@@ -1,6 +1,6 @@
 import type { EventStore } from "./event-store.js";
-import { type CostUnit, describeRate, describeSize, humanWait, percent, round9 } from "./format-numbers.js";
-import { Simulator, type SimulatorOptions } from "./simulator.js";
+import { alignColumns, describeRate, describeSize, humanWait, percent, round9 } from "../core/format.js";
+import { type CostUnit, Simulator, type SimulatorOptions } from "./simulator.js";
 import type { Target } from "./target.js";
 import { WaitStats } from "./wait-stats.js";
 
@@ -203,9 +203,7 @@ export function renderSuggestionText(suggestion: Suggestion, context: Suggestion
     humanWait(evaluation.maxWaitMs),
     evaluation.meets ? "yes" : "no",
   ]);
-  const widths = header.map((title, column) => Math.max(title.length, ...rows.map((row) => row[column]!.length)));
-  const line = (cells: string[]) => cells.map((cell, column) => cell.padStart(widths[column]!)).join("  ");
-  lines.push(line(header), ...rows.map(line));
+  lines.push(...alignColumns([header, ...rows], { align: "right" }));
   return lines.join("\n") + "\n";
 }
 

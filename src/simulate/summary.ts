@@ -1,7 +1,7 @@
-import { msToSeconds } from "./event-batch.js";
-import { type CostUnit, describeRate, describeSize, describeThroughput, exactSeconds, humanWait, percent, round9 } from "./format-numbers.js";
+import { alignColumns, describeRate, describeSize, describeThroughput, exactSeconds, humanWait, msToSeconds, percent, round9 } from "../core/format.js";
 import type { KeyTally } from "./key-tallies.js";
 import type { Recorder } from "./recorder.js";
+import type { CostUnit } from "./simulator.js";
 import type { SkippedLine, TraceReport } from "./trace-reader.js";
 
 export interface SummaryContext {
@@ -159,6 +159,6 @@ export function renderSummaryText(summary: Summary, options: SummaryTextOptions 
     }
     if (t.outOfOrder > 0) lines.push(["out of order", `${t.outOfOrder} events earlier than the one before, taken at its time`]);
   }
-  const width = Math.max(...lines.map(([label]) => label.length)) + 2;
-  return lines.map(([label, value]) => `${label.padEnd(width)}${value}`.trimEnd()).join("\n") + "\n";
+  // A continuation line has no label, and a figure may be empty: no line ends in spaces.
+  return alignColumns(lines).map((line) => line.trimEnd()).join("\n") + "\n";
 }
