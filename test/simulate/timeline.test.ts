@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { LevelStep } from "../../src/simulate/recorder.js";
-import { renderStepCsv, renderStepTable } from "../../src/simulate/step-table.js";
+import { renderStepCsv, renderStepTable } from "../../src/simulate/render/step-table.js";
 import { chooseStepMs, MAX_ROWS, rowCount, smallestStepMs, Timeline } from "../../src/simulate/timeline.js";
 
 describe("per-step totals", () => {

@@ -8,8 +8,9 @@ import { humanWait, msToSeconds, round9 } from "../../core/format.js";
 import { OutputBuffer, OutputStreamError } from "../../simulate/output-buffer.js";
 import { runSimulation } from "../../simulate/run-simulation.js";
 import type { SimulatorOptions } from "../../simulate/simulator.js";
-import { renderStepCsv, renderStepTable, stepToJson } from "../../simulate/step-table.js";
-import { buildSummary, renderSummaryText } from "../../simulate/summary.js";
+import { renderStepCsv, renderStepTable, stepToJson } from "../../simulate/render/step-table.js";
+import { renderSummaryText } from "../../simulate/render/summary-text.js";
+import { buildSummary } from "../../simulate/summary.js";
 import { chooseStepMs, MAX_ROWS, rowCount, smallestStepMs } from "../../simulate/timeline.js";
 import { createTraceReport, TraceError, TraceOptionError, type TraceReport, traceArrivals } from "../../simulate/trace-reader.js";
 import type { SimulateConfig } from "../commands/simulate.js";
@@ -80,11 +81,11 @@ export async function runSimulate(config: SimulateConfig): Promise<number> {
         break;
     }
     if (chart) {
-      const { renderAsciiChart } = await import("../../simulate/ascii-chart.js");
+      const { renderAsciiChart } = await import("../../simulate/render/ascii-chart.js");
       output.write(`\n${renderAsciiChart(steps, { burst: simulator.burst, stepMs, unit: config.costUnit, perKey: config.perKey })}`);
     }
     if (config.svgPath !== undefined) {
-      const { renderSvgPlot } = await import("../../simulate/svg-plot.js");
+      const { renderSvgPlot } = await import("../../simulate/render/svg-plot.js");
       const svg = renderSvgPlot(steps, { summary, stepMs });
       await writeFile(config.svgPath, svg).catch((error: NodeJS.ErrnoException) => {
         throw new RuntimeError(`--svg ${config.svgPath}: cannot write it: ${describeWriteError(error)}`);
@@ -117,6 +118,7 @@ function formatStep(stepMs: number): string {
 async function runSuggest(config: SimulateConfig, source: ArrivalSource, output: OutputBuffer): Promise<number> {
   const { EventStore } = await import("../../simulate/event-store.js");
   const suggest = await import("../../simulate/suggest.js");
+  const render = await import("../../simulate/render/suggestion.js");
   const target = config.suggest!;
   const store = await EventStore.collect(source);
   if (store.count === 0) throw new UsageError(`--suggest: there are no arrivals to tune on; check the --trace file or --arrivals pattern`);
@@ -134,9 +136,9 @@ async function runSuggest(config: SimulateConfig, source: ArrivalSource, output:
     suggestion = suggest.suggestBurst(store, options, target);
   }
   const context = { unit: config.costUnit, policy, fixed };
-  if (config.format === "json") output.write(`${JSON.stringify(suggest.suggestionToJson(suggestion, context), null, 2)}\n`);
-  else if (config.format === "csv") output.write(suggest.renderSuggestionCsv(suggestion));
-  else output.write(suggest.renderSuggestionText(suggestion, context));
+  if (config.format === "json") output.write(`${JSON.stringify(render.suggestionToJson(suggestion, context), null, 2)}\n`);
+  else if (config.format === "csv") output.write(render.renderSuggestionCsv(suggestion));
+  else output.write(render.renderSuggestionText(suggestion, context));
   if (!suggestion.answer) {
     await output.flush();
     if (suggestion.kind === "burst" && store.maxCost > suggest.MAX_BURST) {

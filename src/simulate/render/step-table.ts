@@ -1,6 +1,6 @@
-import { alignColumns, msToSeconds, round9, secondsDecimals } from "../core/format.js";
-import type { LevelStep } from "./recorder.js";
-import type { CostUnit } from "./simulator.js";
+import { alignColumns, msToSeconds, round9, secondsDecimals } from "../../core/format.js";
+import type { LevelStep } from "../recorder.js";
+import type { CostUnit } from "../simulator.js";
 
 /** A step as JSON: times in seconds, level null with --per-key. */
 export function stepToJson(step: LevelStep, unit: CostUnit): Record<string, number | null> {

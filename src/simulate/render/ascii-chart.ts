@@ -1,6 +1,6 @@
-import { msToSeconds, significant } from "../core/format.js";
-import type { CostUnit } from "./simulator.js";
-import type { LevelStep } from "./recorder.js";
+import { msToSeconds, significant } from "../../core/format.js";
+import type { CostUnit } from "../simulator.js";
+import type { LevelStep } from "../recorder.js";
 
 export interface AsciiChartOptions {
   burst: number;

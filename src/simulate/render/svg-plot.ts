@@ -1,6 +1,7 @@
-import { describeRate, describeSize, msToSeconds, significant } from "../core/format.js";
-import type { LevelStep } from "./recorder.js";
-import { describePolicy, type Summary } from "./summary.js";
+import { describeRate, describeSize, msToSeconds, significant } from "../../core/format.js";
+import type { LevelStep } from "../recorder.js";
+import type { Summary } from "../summary.js";
+import { describePolicy } from "./summary-text.js";
 
 export interface SvgPlotOptions {
   summary: Summary;
