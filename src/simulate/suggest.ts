@@ -1,8 +1,3 @@
-import type { EventStore } from "./event-store.js";
-import { Simulator, type SimulatorOptions } from "./simulator.js";
-import type { Target } from "./target.js";
-import { WaitStats } from "./wait-stats.js";
-
 /**
  * `--suggest`: the smallest burst (at a given rate) or the smallest rate (at
  * a given burst) whose simulation meets a target. Each candidate is a full
@@ -11,8 +6,16 @@ import { WaitStats } from "./wait-stats.js";
  * the target and the next smaller candidate does not. Bursts are whole
  * tokens (bytes with --cost bytes) up to MAX_BURST, past which whole
  * numbers are no longer exact; rates are searched on a grid of three
- * significant digits (4.99/s, 5.00/s, 5.01/s).
+ * significant digits (4.99/s, 5.00/s, 5.01/s). The outcome is rendered in
+ * render/suggestion.ts.
  */
+
+import type { EventStore } from "./event-store.js";
+import { Simulator, type SimulatorOptions } from "./simulator.js";
+import type { Target } from "./target.js";
+import { WaitStats } from "./wait-stats.js";
+
+/** Which setting is searched; the other one is fixed. */
 export type SearchKind = "burst" | "rate";
 
 /** One candidate's outcome. */

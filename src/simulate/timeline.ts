@@ -6,6 +6,8 @@
  * steps of a "nice" width (1, 2 or 5 times a power of ten) that gives 20 to
  * 60 rows, always a whole number of slots, so no event is split or moved.
  */
+
+/** The most fine slots kept: one more and they widen tenfold. */
 const FINE_SLOTS = 4000;
 
 /**
