@@ -1,4 +1,6 @@
 import { type BadLine, describeMissingField, describeNotACost, type FieldOption } from "../simulate/trace-line.js";
+import { humanWait } from "../core/format.js";
+import { MAX_ROWS, type TooManyRowsError } from "../simulate/timeline.js";
 import type { SkippedLine, TraceError, TraceOptionError } from "../simulate/trace-reader.js";
 
 /**
@@ -38,6 +40,17 @@ const OPTION_MISMATCHES: Record<TraceOptionError["option"], string> = {
 /** An option that does not suit the trace found, in the flags' words. */
 export function describeTraceOptionError(error: TraceOptionError): string {
   return OPTION_MISMATCHES[error.option];
+}
+
+/** The table, chart and plot have at most MAX_ROWS rows: a finer --step is a usage mistake. */
+export function describeTooManyRows(error: TooManyRowsError): string {
+  const { endMs, stepMs, rows } = error;
+  return `--step ${formatStep(stepMs)}: ${rows} rows over ${humanWait(endMs)} is more than the ${MAX_ROWS} allowed; use --step ${formatStep(error.smallestStepMs)} or more`;
+}
+
+/** A step as --step takes it: 4s, 20ms, 0.5ms. */
+function formatStep(stepMs: number): string {
+  return stepMs >= 1000 && Number.isInteger(stepMs / 1000) ? `${stepMs / 1000}s` : `${stepMs}ms`;
 }
 
 /** The flag that skips bad lines, shown after their count in the summary. */

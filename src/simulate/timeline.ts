@@ -17,6 +17,29 @@ const FINE_SLOTS = 4000;
  */
 export const MAX_ROWS = 100_000;
 
+/**
+ * A step too fine for the timeline: `rows` rows of `stepMs` over [0, endMs]
+ * is more than MAX_ROWS; `smallestStepMs` is the smallest step that fits.
+ */
+export class TooManyRowsError extends RangeError {
+  readonly code = "ETOOMANYROWS";
+  readonly smallestStepMs: number;
+  constructor(
+    readonly endMs: number,
+    readonly stepMs: number,
+    readonly rows: number,
+  ) {
+    super(`Expected at most ${MAX_ROWS} rows, got ${rows} (step ${stepMs} ms over ${endMs} ms)`);
+    this.name = "TooManyRowsError";
+    this.smallestStepMs = smallestStepMs(endMs);
+  }
+}
+
+/** Refuses `rows` rows of `stepMs` over [0, endMs] when they are more than MAX_ROWS. */
+export function checkRowCount(endMs: number, stepMs: number, rows: number): void {
+  if (rows > MAX_ROWS) throw new TooManyRowsError(endMs, stepMs, rows);
+}
+
 /** How many rows of `stepMs` cover [0, endMs]. */
 export function rowCount(endMs: number, stepMs: number): number {
   return Math.max(1, Math.ceil(endMs / stepMs - 1e-9));
@@ -109,7 +132,7 @@ export class Timeline {
   steps(endMs: number, stepMs = this.#fixed ? this.#widthMs : chooseStepMs(endMs, this.#widthMs)): Step[] {
     const perStep = Math.max(1, Math.round(stepMs / this.#widthMs));
     const rows = this.rows(endMs, stepMs);
-    if (rows > MAX_ROWS) throw new RangeError(`Expected at most ${MAX_ROWS} rows, got ${rows} (step ${stepMs} ms over ${endMs} ms)`);
+    checkRowCount(endMs, stepMs, rows);
     const steps: Step[] = [];
     for (let row = 0; row < rows; row++) {
       const step: Step = {

@@ -4,19 +4,19 @@ import { writeFile } from "node:fs/promises";
 import { setFlagsFromString } from "node:v8";
 import { patternArrivals } from "../../simulate/arrival-pattern.js";
 import type { ArrivalSource } from "../../simulate/event-batch.js";
-import { humanWait, msToSeconds, round9 } from "../../core/format.js";
+import { msToSeconds, round9 } from "../../core/format.js";
 import { OutputBuffer, OutputStreamError } from "../../simulate/output-buffer.js";
 import { runSimulation } from "../../simulate/run-simulation.js";
 import type { SimulatorOptions } from "../../simulate/simulator.js";
 import { renderStepCsv, renderStepTable, stepToJson } from "../../simulate/render/step-table.js";
 import { renderSummaryText } from "../../simulate/render/summary-text.js";
 import { buildSummary } from "../../simulate/summary.js";
-import { chooseStepMs, MAX_ROWS, rowCount, smallestStepMs } from "../../simulate/timeline.js";
+import { checkRowCount, chooseStepMs, rowCount, TooManyRowsError } from "../../simulate/timeline.js";
 import { createTraceReport, TraceError, TraceOptionError, type TraceReport, traceArrivals } from "../../simulate/trace-reader.js";
 import type { SimulateConfig } from "../commands/simulate.js";
 import { RuntimeError, UsageError } from "../errors.js";
 import { describeFileError } from "../file-errors.js";
-import { describeSkippedLine, describeTraceError, describeTraceOptionError, SKIP_BAD_FLAG } from "../simulate-errors.js";
+import { describeSkippedLine, describeTooManyRows, describeTraceError, describeTraceOptionError, SKIP_BAD_FLAG } from "../simulate-errors.js";
 
 /** Runs `tbucket simulate`: arrivals in, decisions of the core bucket out, in the chosen format. */
 export async function runSimulate(config: SimulateConfig): Promise<number> {
@@ -39,7 +39,7 @@ export async function runSimulate(config: SimulateConfig): Promise<number> {
     const chart = config.chart || (config.format === undefined && onTerminal);
     // A pattern's length is known: a step too fine for it is refused before simulating.
     if (config.source.kind === "pattern" && config.stepMs !== undefined) {
-      refuseTooManyRows(config.source.durationMs, config.stepMs, rowCount(config.source.durationMs, config.stepMs));
+      checkRowCount(config.source.durationMs, config.stepMs, rowCount(config.source.durationMs, config.stepMs));
     }
     const simulator = simulatorOptions(config, config.ratePerSecond as number, config.burst!);
     const jsonl = format === "jsonl";
@@ -62,7 +62,7 @@ export async function runSimulate(config: SimulateConfig): Promise<number> {
     const summary = buildSummary(recorder, { costUnit: config.costUnit, endMs, seed, trace, describeSkipped: describeSkippedLine });
     const stepMs = config.stepMs ?? chooseStepMs(endMs, recorder.timeline.slotMs);
     const wantsSteps = chart || config.svgPath !== undefined || format === "table" || format === "csv" || format === "json";
-    if (wantsSteps) refuseTooManyRows(endMs, stepMs, recorder.timeline.rows(endMs, stepMs));
+    if (wantsSteps) checkRowCount(endMs, stepMs, recorder.timeline.rows(endMs, stepMs));
     const steps = wantsSteps ? recorder.levelSteps(endMs, stepMs) : [];
     switch (format) {
       case "summary":
@@ -99,19 +99,6 @@ export async function runSimulate(config: SimulateConfig): Promise<number> {
     if (error instanceof OutputStreamError && error.failure.code === "EPIPE") return 0;
     throw translateError(error, config);
   }
-}
-
-/** The table, chart and plot have at most MAX_ROWS rows: a finer --step is a usage mistake. */
-function refuseTooManyRows(endMs: number, stepMs: number, rows: number): void {
-  if (rows <= MAX_ROWS) return;
-  throw new UsageError(
-    `--step ${formatStep(stepMs)}: ${rows} rows over ${humanWait(endMs)} is more than the ${MAX_ROWS} allowed; use --step ${formatStep(smallestStepMs(endMs))} or more`,
-  );
-}
-
-/** A step as --step takes it: 4s, 20ms, 0.5ms. */
-function formatStep(stepMs: number): string {
-  return stepMs >= 1000 && Number.isInteger(stepMs / 1000) ? `${stepMs / 1000}s` : `${stepMs}ms`;
 }
 
 /** --suggest: hold the arrivals, search, print the answer and its trade-off table. */
@@ -250,6 +237,7 @@ function translateError(error: unknown, config: SimulateConfig): unknown {
   const name = config.source.kind === "trace" ? (config.source.path === "-" ? "standard input" : config.source.path) : "";
   if (error instanceof TraceError) return new UsageError(`--trace ${name}: ${describeTraceError(error)}`);
   if (error instanceof TraceOptionError) return new UsageError(describeTraceOptionError(error));
+  if (error instanceof TooManyRowsError) return new UsageError(describeTooManyRows(error));
   if (error instanceof TraceReadError) return new RuntimeError(describeTraceReadError(error));
   if (error instanceof OutputStreamError) return new RuntimeError(`standard output: cannot write: ${describeWriteError(error.failure)}`);
   return error;
