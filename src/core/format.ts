@@ -27,6 +27,11 @@ export function grouped(value: number): string {
   return value.toLocaleString("en-US");
 }
 
+/** A count and its noun, plural unless the count is 1: `1 line`, `3 lines`, `0 bytes`. */
+export function plural(count: number, noun: string): string {
+  return `${count} ${noun}${count === 1 ? "" : "s"}`;
+}
+
 /** A share as a percentage with two decimals: 23.33%. */
 export function percent(share: number): string {
   return `${(share * 100).toFixed(2)}%`;

@@ -1,4 +1,4 @@
-import { humanCountRate, humanDuration } from "../core/format.js";
+import { humanCountRate, humanDuration, plural } from "../core/format.js";
 import { formatCountRate } from "../core/units.js";
 import type { RunCounts, RunResult } from "./job-runner.js";
 
@@ -85,8 +85,4 @@ export function formatStatsText(stats: RunStats): string {
 
 function round3(x: number): number {
   return Math.round(x * 1000) / 1000;
-}
-
-function plural(n: number, word: string): string {
-  return `${n} ${word}${n === 1 ? "" : "s"}`;
 }

@@ -14,6 +14,7 @@
  * their fraction exactly; the reader rebases them to the first event.
  */
 
+import { plural } from "../core/format.js";
 import { type CalendarTime, calendarProblem, epochSecondsOf } from "./calendar.js";
 
 export type TraceShape = "fields" | "access-log";
@@ -215,7 +216,7 @@ export function describeNotACost(text: string, index: number): string {
 
 /** `has 1 field, expected at least 2`: the words, without the option that named the field. */
 export function describeMissingField(fieldCount: number, index: number): string {
-  return `has ${fieldCount} field${fieldCount === 1 ? "" : "s"}, expected at least ${index}`;
+  return `has ${plural(fieldCount, "field")}, expected at least ${index}`;
 }
 
 function missingField(line: string, field: FieldOption): BadLine {

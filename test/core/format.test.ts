@@ -13,6 +13,7 @@ import {
   humanWait,
   msToSeconds,
   percent,
+  plural,
   round9,
   secondsDecimals,
   significant,
@@ -97,5 +98,13 @@ describe("aligned columns", () => {
 
   it("takes an alignment per column and another gap", () => {
     expect(alignColumns([["a", "1", "x"], ["bbb", "22", "y"]], { align: ["left", "right", "left"], gap: " " })).toEqual(["a    1 x", "bbb 22 y"]);
+  });
+});
+
+describe("counts of things", () => {
+  it("are plural unless there is one", () => {
+    expect(plural(1, "line")).toBe("1 line");
+    expect(plural(0, "byte")).toBe("0 bytes");
+    expect(plural(3, "bad line")).toBe("3 bad lines");
   });
 });

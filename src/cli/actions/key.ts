@@ -1,10 +1,10 @@
 import { alignColumns, grouped, humanBytes } from "../../core/format.js";
-import { parseAnyRate, type RateKind } from "../../core/units.js";
+import { formatByteRate, parseAnyRate, type RateKind } from "../../core/units.js";
 import { type BucketState, type BucketStore, StoreError } from "../../store/bucket-store.js";
 import { defaultPipeBurst } from "../commands/pipe.js";
 import { type KeyRequest, parseKeyBurst, parseKeyRate } from "../commands/key.js";
 import { EXIT, parseOption, RuntimeError, UsageError } from "../errors.js";
-import { describeConfig, pausedWithoutBurst, storeLocation } from "../shared-limiter.js";
+import { pausedWithoutBurst, storeLocation } from "../shared-limiter.js";
 import { writeStandardOutput } from "../standard-streams.js";
 import { describeStoreFailure } from "../store-failure.js";
 import { openCommandStore } from "../store-opener.js";
@@ -95,7 +95,7 @@ function formatRate(state: BucketState): string {
   if (state.rate === Infinity) return "unlimited";
   if (state.rate === 0) return "0 (paused)";
   if (state.kind === "count") return `${state.rate}/s`;
-  return `${describeConfig(state).split(",")[0]} (${grouped(Math.round(state.rate))} B/s)`;
+  return `${formatByteRate(state.rate)} (${grouped(Math.round(state.rate))} B/s)`;
 }
 
 function formatAmount(state: BucketState, tokens: number): string {

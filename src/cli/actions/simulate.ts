@@ -4,7 +4,7 @@ import { writeFile } from "node:fs/promises";
 import { setFlagsFromString } from "node:v8";
 import { patternArrivals } from "../../simulate/arrival-pattern.js";
 import type { ArrivalSource } from "../../simulate/event-batch.js";
-import { msToSeconds, round9 } from "../../core/format.js";
+import { msToSeconds, plural, round9 } from "../../core/format.js";
 import { OutputBuffer, OutputStreamError } from "../../simulate/output-buffer.js";
 import { runSimulation } from "../../simulate/run-simulation.js";
 import type { SimulatorOptions } from "../../simulate/simulator.js";
@@ -229,7 +229,7 @@ function describeTraceReadError(error: TraceReadError): string {
 
 /** With --format jsonl the summary is not printed: skipped lines are still worth a word on standard error. */
 function reportTraceNotes(trace: TraceReport): void {
-  if (trace.skipped > 0) process.stderr.write(`tbucket: --skip-bad: skipped ${trace.skipped} bad line${trace.skipped === 1 ? "" : "s"} (${describeSkippedLine(trace.skippedExamples[0]!)})\n`);
+  if (trace.skipped > 0) process.stderr.write(`tbucket: --skip-bad: skipped ${plural(trace.skipped, "bad line")} (${describeSkippedLine(trace.skippedExamples[0]!)})\n`);
   if (trace.outOfOrder > 0) process.stderr.write(`tbucket: --trace: ${trace.outOfOrder} events were earlier than the one before; taken at its time\n`);
 }
 

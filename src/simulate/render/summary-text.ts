@@ -1,6 +1,6 @@
 /** The summary for people; ../summary.ts builds it as data, which JSON prints as is. */
 
-import { alignColumns, describeRate, describeSize, describeThroughput, exactSeconds, humanWait, percent } from "../../core/format.js";
+import { alignColumns, describeRate, describeSize, describeThroughput, exactSeconds, humanWait, percent, plural } from "../../core/format.js";
 import type { Summary } from "../summary.js";
 
 /** The policy in words, with the x/time/rate call it mirrors. */
@@ -50,7 +50,7 @@ export function renderSummaryText(summary: Summary, options: SummaryTextOptions 
     const t = summary.trace;
     if (t.skipped > 0) {
       const because = options.skippedBecause === undefined ? "" : ` (${options.skippedBecause})`;
-      lines.push(["skipped", `${t.skipped} bad line${t.skipped === 1 ? "" : "s"}${because}`]);
+      lines.push(["skipped", `${plural(t.skipped, "bad line")}${because}`]);
       for (const example of t.skippedExamples) lines.push(["", example]);
     }
     if (t.outOfOrder > 0) lines.push(["out of order", `${t.outOfOrder} events earlier than the one before, taken at its time`]);
