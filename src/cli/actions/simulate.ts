@@ -4,11 +4,12 @@ import { writeFile } from "node:fs/promises";
 import { setFlagsFromString } from "node:v8";
 import { patternArrivals } from "../../simulate/arrival-pattern.js";
 import type { ArrivalSource } from "../../simulate/event-batch.js";
-import { msToSeconds, plural, round9 } from "../../core/format.js";
+import { msToSeconds, plural } from "../../core/format.js";
 import { OutputBuffer, OutputStreamError } from "../../simulate/output-buffer.js";
 import { runSimulation } from "../../simulate/run-simulation.js";
 import type { SimulatorOptions } from "../../simulate/simulator.js";
 import { renderStepCsv, renderStepTable, stepToJson } from "../../simulate/render/step-table.js";
+import { decisionJsonLine } from "../../simulate/render/decision-line.js";
 import { renderSummaryText } from "../../simulate/render/summary-text.js";
 import { buildSummary } from "../../simulate/summary.js";
 import { checkRowCount, chooseStepMs, rowCount, TooManyRowsError } from "../../simulate/timeline.js";
@@ -48,14 +49,7 @@ export async function runSimulate(config: SimulateConfig): Promise<number> {
     const recorder = await runSimulation(openArrivals(config, seed ?? 0, trace, jsonl || config.perKey ? 4096 : undefined), {
       simulator,
       stepMs: config.stepMs,
-      onDecision: jsonl
-        ? (timeMs, cost, key, sim) => {
-            const keyPart = key === undefined ? "" : `,"key":${JSON.stringify(key)}`;
-            output.write(
-              `{"t":${msToSeconds(timeMs)}${keyPart},"cost":${cost},"admitted":${sim.admitted},"wait":${msToSeconds(sim.waitMs)},"tokens":${round9(sim.tokens)}}\n`,
-            );
-          }
-        : undefined,
+      onDecision: jsonl ? (timeMs, cost, key, sim) => output.write(decisionJsonLine(timeMs, cost, key, sim)) : undefined,
       afterBatch: jsonl ? () => output.maybeFlush() : undefined,
     });
     const endMs = Math.max(config.source.kind === "pattern" ? config.source.durationMs : 0, recorder.lastMs);
