@@ -1,4 +1,4 @@
-import { humanCountRate, humanDuration, plural } from "../core/format.js";
+import { alignColumns, humanCountRate, humanDuration, plural } from "../core/format.js";
 import { formatCountRate } from "../core/units.js";
 import type { RunCounts, RunResult } from "./job-runner.js";
 
@@ -75,12 +75,13 @@ export function runStats(result: RunResult, rate: number, burst: number, lost: L
 /** `--stats text`: a few aligned lines. */
 export function formatStatsText(stats: RunStats): string {
   const limit = stats.rate === null ? "none" : `${formatCountRate(stats.rate)}, burst ${stats.burst}`;
-  return [
-    `jobs:     ${stats.started} started, ${stats.succeeded} succeeded, ${stats.failed} failed, ${stats.skipped} skipped, ${stats.retried} retried`,
-    `launches: ${stats.launches} in ${humanDuration(stats.elapsedSeconds * 1000)} (${stats.launchRate}/s; limit ${limit})`,
-    `waited:   ${humanDuration(stats.waitSeconds * 1000)} for tokens in total`,
-    ...(stats.lostBytes > 0 ? [`lost:     ${plural(stats.lostLines, "line")} (${plural(stats.lostBytes, "byte")}) of job output not written`] : []),
-  ].join("\n") + "\n";
+  const rows = [
+    ["jobs:", `${stats.started} started, ${stats.succeeded} succeeded, ${stats.failed} failed, ${stats.skipped} skipped, ${stats.retried} retried`],
+    ["launches:", `${stats.launches} in ${humanDuration(stats.elapsedSeconds * 1000)} (${stats.launchRate}/s; limit ${limit})`],
+    ["waited:", `${humanDuration(stats.waitSeconds * 1000)} for tokens in total`],
+    ...(stats.lostBytes > 0 ? [["lost:", `${plural(stats.lostLines, "line")} (${plural(stats.lostBytes, "byte")}) of job output not written`]] : []),
+  ];
+  return alignColumns(rows, { gap: " " }).join("\n") + "\n";
 }
 
 function round3(x: number): number {
