@@ -1,3 +1,4 @@
+import { grouped } from "../core/format.js";
 import { INPUT_IS_OUTPUT } from "../stream/copy-onto-itself.js";
 
 /** Why a file could not be read, and what to do, by error code. */
@@ -44,7 +45,7 @@ export function describeFileError(name: string, error: NodeJS.ErrnoException): s
  */
 export function describeWriteError(name: string, error: NodeJS.ErrnoException, writtenBytes?: number): string {
   const [why, fix] = writeErrorReason(error);
-  const after = writtenBytes ? ` after ${writtenBytes.toLocaleString("en-US")} bytes` : "";
+  const after = writtenBytes ? ` after ${grouped(writtenBytes)} bytes` : "";
   return `${name}: ${why}${after}; ${fix}`;
 }
 

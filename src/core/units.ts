@@ -239,37 +239,5 @@ export function formatDuration(ms: number): string {
   return `${ms}ms`;
 }
 
-const HUMAN_STEPS: Array<[string, number]> = [
-  ["TiB", 1024 ** 4],
-  ["GiB", 1024 ** 3],
-  ["MiB", 1024 ** 2],
-  ["KiB", 1024],
-];
-
-/** A byte count for people: `1.50 MiB`, `512 B`. */
-export function humanBytes(bytes: number): string {
-  for (const [unit, factor] of HUMAN_STEPS) {
-    if (Math.abs(bytes) >= factor) return `${(bytes / factor).toFixed(2)} ${unit}`;
-  }
-  return `${Math.round(bytes)} B`;
-}
-
-/** A byte rate for people, with the exact figure: `1.00 MiB/s (1,048,576 B/s)`. */
-export function humanByteRate(bytesPerSecond: number): string {
-  if (bytesPerSecond === Infinity) return "unlimited";
-  return `${humanBytes(bytesPerSecond)}/s`;
-}
-
-/** A duration for people: `1.2 s`, `3m05s`. */
-export function humanDuration(ms: number): string {
-  if (!Number.isFinite(ms)) return "∞";
-  if (ms < 1000) return `${Math.round(ms)} ms`;
-  const seconds = ms / 1000;
-  if (seconds < 60) return `${seconds.toFixed(1)} s`;
-  const whole = Math.round(seconds);
-  const h = Math.floor(whole / 3600);
-  const m = Math.floor((whole % 3600) / 60);
-  const s = whole % 60;
-  const pad = (x: number) => String(x).padStart(2, "0");
-  return h > 0 ? `${h}h${pad(m)}m${pad(s)}s` : `${m}m${pad(s)}s`;
-}
+// Formatting for people moved to format.ts; pipe-stats.ts and progress.ts still import it from here.
+export { humanByteRate, humanBytes, humanDuration } from "./format.js";

@@ -1,4 +1,5 @@
-import { formatCountRate, humanDuration } from "../core/units.js";
+import { alignColumns, humanCountRate, humanDuration, plural } from "../core/format.js";
+import { formatCountRate } from "../core/units.js";
 import type { RunCounts, RunResult } from "./job-runner.js";
 
 /** The one-line summary: `12 started, 10 succeeded, 1 failed, 1 skipped, 2 retried`. */
@@ -10,24 +11,18 @@ export function formatSummary(counts: Readonly<RunCounts>): string {
 export function formatProgress(counts: Readonly<RunCounts>, launchesPerSecond: number, limitPerSecond: number, total?: number): string {
   const done = counts.succeeded + counts.failed;
   const of = total === undefined || !Number.isFinite(total) ? "" : `/${total}`;
-  const limit = limitPerSecond === Infinity ? "no limit" : limitPerSecond === 0 ? "paused" : `limit ${formatRate(limitPerSecond)}`;
+  const limit = limitPerSecond === Infinity ? "no limit" : limitPerSecond === 0 ? "paused" : `limit ${humanCountRate(limitPerSecond)}`;
   const parts = [
     `${counts.started}${of} started`,
     `${counts.running} running`,
     `${done} done`,
     `${counts.failed} failed`,
     ...(counts.skipped > 0 ? [`${counts.skipped} skipped`] : []),
-    `${formatRate(launchesPerSecond)} (${limit})`,
+    `${humanCountRate(launchesPerSecond)} (${limit})`,
   ];
   return parts.join(" · ");
 }
 
-function formatRate(perSecond: number): string {
-  if (perSecond === Infinity) return "inf";
-  if (perSecond >= 100) return `${Math.round(perSecond)}/s`;
-  if (perSecond >= 1) return `${perSecond.toFixed(1)}/s`;
-  return `${(perSecond * 60).toFixed(1)}/min`;
-}
 
 export interface RunStats {
   started: number;
@@ -80,18 +75,15 @@ export function runStats(result: RunResult, rate: number, burst: number, lost: L
 /** `--stats text`: a few aligned lines. */
 export function formatStatsText(stats: RunStats): string {
   const limit = stats.rate === null ? "none" : `${formatCountRate(stats.rate)}, burst ${stats.burst}`;
-  return [
-    `jobs:     ${stats.started} started, ${stats.succeeded} succeeded, ${stats.failed} failed, ${stats.skipped} skipped, ${stats.retried} retried`,
-    `launches: ${stats.launches} in ${humanDuration(stats.elapsedSeconds * 1000)} (${stats.launchRate}/s; limit ${limit})`,
-    `waited:   ${humanDuration(stats.waitSeconds * 1000)} for tokens in total`,
-    ...(stats.lostBytes > 0 ? [`lost:     ${plural(stats.lostLines, "line")} (${plural(stats.lostBytes, "byte")}) of job output not written`] : []),
-  ].join("\n") + "\n";
+  const rows = [
+    ["jobs:", `${stats.started} started, ${stats.succeeded} succeeded, ${stats.failed} failed, ${stats.skipped} skipped, ${stats.retried} retried`],
+    ["launches:", `${stats.launches} in ${humanDuration(stats.elapsedSeconds * 1000)} (${stats.launchRate}/s; limit ${limit})`],
+    ["waited:", `${humanDuration(stats.waitSeconds * 1000)} for tokens in total`],
+    ...(stats.lostBytes > 0 ? [["lost:", `${plural(stats.lostLines, "line")} (${plural(stats.lostBytes, "byte")}) of job output not written`]] : []),
+  ];
+  return alignColumns(rows, { gap: " " }).join("\n") + "\n";
 }
 
 function round3(x: number): number {
   return Math.round(x * 1000) / 1000;
-}
-
-function plural(n: number, word: string): string {
-  return `${n} ${word}${n === 1 ? "" : "s"}`;
 }

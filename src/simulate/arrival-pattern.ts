@@ -1,7 +1,3 @@
-import { parseCount, parseCountRate, parseDuration, UnitError } from "../core/units.js";
-import { type ArrivalSource, BatchBuilder, type EventBatch } from "./event-batch.js";
-import { createRandom } from "./prng.js";
-
 /**
  * The `--arrivals` pattern language: segments separated by commas, played one
  * after the other on a timeline that starts at 0.
@@ -12,6 +8,13 @@ import { createRandom } from "./prng.js";
  *   poisson 4/s for 30s      random arrivals (exponential gaps), seeded by --seed
  *   ramp 1/s..20/s for 20s   the rate rising (or falling) linearly
  */
+
+import { grouped } from "../core/format.js";
+import { parseCount, parseCountRate, parseDuration, UnitError } from "../core/units.js";
+import { type ArrivalSource, BatchBuilder, type EventBatch } from "./event-batch.js";
+import { createRandom } from "./prng.js";
+
+/** One segment of a pattern, parsed: rates per second, durations in ms. */
 export type Segment =
   | { kind: "steady"; perSecond: number; durationMs: number }
   | { kind: "idle"; durationMs: number }
@@ -33,7 +36,7 @@ export function parsePattern(text: string): Segment[] {
   const segments = parts.map((part, index) => parseSegment(part, index + 1));
   const total = segments.reduce((sum, segment) => sum + expectedEvents(segment), 0);
   if (total > MAX_PATTERN_EVENTS) {
-    throw new UnitError(`"${text}" makes about ${Math.round(total).toLocaleString("en-US")} arrivals, more than ${MAX_PATTERN_EVENTS.toLocaleString("en-US")}; use a lower rate or a shorter time`);
+    throw new UnitError(`"${text}" makes about ${grouped(Math.round(total))} arrivals, more than ${grouped(MAX_PATTERN_EVENTS)}; use a lower rate or a shorter time`);
   }
   return segments;
 }

@@ -5,6 +5,8 @@
  * keys themselves. With --max-keys the buckets forget evicted keys, so the
  * keys seen cannot be counted from them.
  */
+
+/** Keys counted exactly, each held; past this the count is an estimate. */
 export const EXACT_DISTINCT = 100_000;
 
 const REGISTER_BITS = 14;

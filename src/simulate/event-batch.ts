@@ -51,8 +51,3 @@ export class BatchBuilder {
     return batch;
   }
 }
-
-/** Milliseconds to seconds, through whole nanoseconds so that 3125 ms prints as 3.125. */
-export function msToSeconds(ms: number): number {
-  return Math.round(ms * 1e6) / 1e9;
-}

@@ -1,7 +1,11 @@
 import { FakeClock } from "../core/clock.js";
+import type { TokenKind } from "../core/format.js";
 import { TokenBucket } from "../core/token-bucket.js";
 
 export type Policy = "drop" | "queue";
+
+/** What a token is: one event, or one byte (costs are sizes). */
+export type CostUnit = TokenKind;
 
 export interface SimulatorOptions {
   /** Tokens per second. */

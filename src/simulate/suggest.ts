@@ -1,9 +1,3 @@
-import type { EventStore } from "./event-store.js";
-import { type CostUnit, describeRate, describeSize, humanWait, percent, round9 } from "./format-numbers.js";
-import { Simulator, type SimulatorOptions } from "./simulator.js";
-import type { Target } from "./target.js";
-import { WaitStats } from "./wait-stats.js";
-
 /**
  * `--suggest`: the smallest burst (at a given rate) or the smallest rate (at
  * a given burst) whose simulation meets a target. Each candidate is a full
@@ -12,8 +6,16 @@ import { WaitStats } from "./wait-stats.js";
  * the target and the next smaller candidate does not. Bursts are whole
  * tokens (bytes with --cost bytes) up to MAX_BURST, past which whole
  * numbers are no longer exact; rates are searched on a grid of three
- * significant digits (4.99/s, 5.00/s, 5.01/s).
+ * significant digits (4.99/s, 5.00/s, 5.01/s). The outcome is rendered in
+ * render/suggestion.ts.
  */
+
+import type { EventStore } from "./event-store.js";
+import { Simulator, type SimulatorOptions } from "./simulator.js";
+import type { Target } from "./target.js";
+import { WaitStats } from "./wait-stats.js";
+
+/** Which setting is searched; the other one is fixed. */
 export type SearchKind = "burst" | "rate";
 
 /** One candidate's outcome. */
@@ -167,77 +169,4 @@ export function suggestRate(store: EventStore, options: Omit<SimulatorOptions, "
   const neighbours = [0.5, 0.75, 0.9, 1.1, 1.25, 1.5, 2].map((factor) => rateIndexAtOrAbove(answer * factor));
   const indexes = [...new Set([...neighbours, meeting, ...(failing >= 0 ? [failing] : [])])].sort((a, b) => a - b);
   return { kind: "rate", target, answer: run(meeting), below: failing >= 0 ? run(failing) : undefined, table: indexes.map(run), runs: cache.size };
-}
-
-export interface SuggestionContext {
-  unit: CostUnit;
-  policy: string;
-  /** The fixed setting: the rate when searching the burst, the burst when searching the rate. */
-  fixed: number;
-}
-
-function describeValue(kind: SearchKind, unit: CostUnit, value: number): string {
-  return kind === "burst" ? describeSize(unit, value) : describeRate(unit, value);
-}
-
-/** The answer and the trade-off table, for people. */
-export function renderSuggestionText(suggestion: Suggestion, context: SuggestionContext): string {
-  const { kind, target, answer, below } = suggestion;
-  const fixed = kind === "burst" ? `rate ${describeRate(context.unit, context.fixed)}` : `burst ${describeSize(context.unit, context.fixed)}`;
-  const lines = [`target      ${target.text}, ${context.policy}, ${fixed}`];
-  const outcome = (evaluation: Evaluation) =>
-    target.kind === "reject" ? `refused ${percent(evaluation.refusedShare)}` : `${target.text.split(" ")[0]} wait ${humanWait(evaluation.targetWaitMs)}`;
-  if (answer) {
-    lines.push(`suggestion  ${kind} ${describeValue(kind, context.unit, answer.value)}: ${outcome(answer)}`);
-    if (below) lines.push(`            ${kind} ${describeValue(kind, context.unit, below.value)} does not meet it: ${outcome(below)}`);
-  } else {
-    lines.push(`suggestion  none: no ${kind} meets the target${kind === "rate" ? "; arrivals that cost more than the burst are always refused, so raise the burst" : ""}`);
-  }
-  lines.push(`searched    ${suggestion.runs} simulations`, "");
-  const header = [kind, "refused", "share", target.kind === "wait" ? `${target.text.split(" ")[0]} wait` : "p99 wait", "max wait", "meets"];
-  const rows = suggestion.table.map((evaluation) => [
-    `${evaluation.value === answer?.value ? "→ " : ""}${kind === "burst" ? String(evaluation.value) : describeRate(context.unit, evaluation.value)}`,
-    String(evaluation.refused),
-    percent(evaluation.refusedShare),
-    humanWait(evaluation.targetWaitMs),
-    humanWait(evaluation.maxWaitMs),
-    evaluation.meets ? "yes" : "no",
-  ]);
-  const widths = header.map((title, column) => Math.max(title.length, ...rows.map((row) => row[column]!.length)));
-  const line = (cells: string[]) => cells.map((cell, column) => cell.padStart(widths[column]!)).join("  ");
-  lines.push(line(header), ...rows.map(line));
-  return lines.join("\n") + "\n";
-}
-
-function evaluationJson(evaluation: Evaluation) {
-  return {
-    value: round9(evaluation.value),
-    events: evaluation.events,
-    refused: evaluation.refused,
-    refusedShare: round9(evaluation.refusedShare),
-    p99Wait: round9(evaluation.p99WaitMs / 1000),
-    targetWait: round9(evaluation.targetWaitMs / 1000),
-    maxWait: round9(evaluation.maxWaitMs / 1000),
-    meets: evaluation.meets,
-  };
-}
-
-export function suggestionToJson(suggestion: Suggestion, context: SuggestionContext): object {
-  return {
-    search: suggestion.kind,
-    target: suggestion.target.text,
-    policy: context.policy,
-    [suggestion.kind === "burst" ? "rate" : "burst"]: context.fixed,
-    answer: suggestion.answer ? round9(suggestion.answer.value) : null,
-    below: suggestion.below ? evaluationJson(suggestion.below) : null,
-    runs: suggestion.runs,
-    table: suggestion.table.map(evaluationJson),
-  };
-}
-
-export function renderSuggestionCsv(suggestion: Suggestion): string {
-  const rows = suggestion.table.map((e) =>
-    [round9(e.value), e.events, e.refused, round9(e.refusedShare), round9(e.p99WaitMs / 1000), round9(e.targetWaitMs / 1000), round9(e.maxWaitMs / 1000), e.meets].join(","),
-  );
-  return [`${suggestion.kind},events,refused,refused_share,p99_wait_s,target_wait_s,max_wait_s,meets`, ...rows].join("\n") + "\n";
 }

@@ -1,8 +1,8 @@
-import { msToSeconds } from "./event-batch.js";
-import { type CostUnit, describeRate, describeSize, describeThroughput, exactSeconds, humanWait, percent, round9 } from "./format-numbers.js";
+import { msToSeconds, round9 } from "../core/format.js";
 import type { KeyTally } from "./key-tallies.js";
 import type { Recorder } from "./recorder.js";
-import type { TraceReport } from "./trace-reader.js";
+import type { CostUnit } from "./simulator.js";
+import type { SkippedLine, TraceReport } from "./trace-reader.js";
 
 export interface SummaryContext {
   costUnit: CostUnit;
@@ -11,6 +11,8 @@ export interface SummaryContext {
   /** The seed used by random pattern segments. */
   seed: number | undefined;
   trace: TraceReport | undefined;
+  /** How a skipped line reads in the summary; by default `line N: ` and what was wrong. */
+  describeSkipped?: (line: SkippedLine) => string;
 }
 
 /** The summary as data: seconds for times, shares from 0 to 1. JSON prints it as is. */
@@ -83,7 +85,7 @@ export function buildSummary(recorder: Recorder, context: SummaryContext): Summa
       ? {
           lines: context.trace.lines,
           skipped: context.trace.skipped,
-          skippedExamples: context.trace.skippedExamples,
+          skippedExamples: context.trace.skippedExamples.map(context.describeSkipped ?? describeSkippedLine),
           outOfOrder: context.trace.outOfOrder,
         }
       : null,
@@ -101,52 +103,6 @@ function keysSummary(recorder: Recorder): NonNullable<Summary["keys"]> {
   };
 }
 
-/** The policy in words, with the x/time/rate call it mirrors. */
-export function describePolicy(summary: Pick<Summary, "policy" | "maxWait">): string {
-  if (summary.policy === "drop") return "drop (Allow)";
-  return summary.maxWait === null ? "queue (Reserve)" : `queue (Reserve), max wait ${humanWait(summary.maxWait * 1000)}`;
-}
-
-/** The summary for people: one aligned line per figure. */
-export function renderSummaryText(summary: Summary): string {
-  const unit = summary.cost;
-  const lines: Array<[string, string]> = [];
-  const share = (n: number) => (summary.events === 0 ? "" : `  (${percent(n / summary.events)})`);
-  const bucket = summary.perKey
-    ? `one bucket per key${summary.maxKeys === null ? "" : `, at most ${summary.maxKeys}`}`
-    : "one bucket";
-  lines.push(["bucket", `rate ${describeRate(unit, summary.rate)}, burst ${describeSize(unit, summary.burst)}, ${describePolicy(summary)}, ${bucket}`]);
-  const pace = summary.duration > 0 ? ` (${describeThroughput("count", summary.events / summary.duration)})` : "";
-  lines.push(["arrivals", `${summary.events} over ${exactSeconds(summary.duration * 1000)}${pace}${summary.seed === null ? "" : `, seed ${summary.seed}`}`]);
-  lines.push(["admitted", `${summary.admitted}${share(summary.admitted)}${unit === "bytes" ? `, ${describeSize("bytes", summary.admittedCost)}` : ""}`]);
-  const first = summary.firstRefusedAt === null ? "" : `, the first at ${exactSeconds(summary.firstRefusedAt * 1000)}`;
-  lines.push(["refused", `${summary.refused}${share(summary.refused)}${first}`]);
-  if (summary.overBurst > 0) {
-    lines.push(["over burst", `${summary.overBurst} arrivals cost more than the burst and can never be admitted`]);
-  }
-  if (summary.duration > 0) lines.push(["throughput", `${describeThroughput(unit, summary.throughput)} admitted`]);
-  if (summary.wait) {
-    const w = summary.wait;
-    const ms = (s: number) => humanWait(s * 1000);
-    lines.push(["wait", `p50 ${ms(w.p50)}, p90 ${ms(w.p90)}, p99 ${ms(w.p99)}, max ${ms(w.max)}${w.exact ? "" : " (percentiles within 0.1%)"}`]);
-    lines.push(["longest queue", `${summary.longestQueue} waiting at once`]);
-  }
-  if (summary.emptyShare !== null) lines.push(["bucket empty", `${percent(summary.emptyShare)} of the time`]);
-  if (summary.keys) {
-    const k = summary.keys;
-    lines.push(["keys", `${k.seenExact ? "" : "about "}${k.seen} seen${summary.maxKeys === null ? "" : `, ${k.evicted} evictions`}`]);
-    k.mostRefused.forEach((tally, index) => {
-      lines.push([index === 0 ? "most refused" : "", `${tally.key}: ${tally.refused} of ${tally.arrived} refused`]);
-    });
-  }
-  if (summary.trace) {
-    const t = summary.trace;
-    if (t.skipped > 0) {
-      lines.push(["skipped", `${t.skipped} bad line${t.skipped === 1 ? "" : "s"} (--skip-bad)`]);
-      for (const example of t.skippedExamples) lines.push(["", example]);
-    }
-    if (t.outOfOrder > 0) lines.push(["out of order", `${t.outOfOrder} events earlier than the one before, taken at its time`]);
-  }
-  const width = Math.max(...lines.map(([label]) => label.length)) + 2;
-  return lines.map(([label, value]) => `${label.padEnd(width)}${value}`.trimEnd()).join("\n") + "\n";
+function describeSkippedLine(line: SkippedLine): string {
+  return `line ${line.lineNumber}: ${line.bad.message}`;
 }

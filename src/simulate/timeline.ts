@@ -6,6 +6,8 @@
  * steps of a "nice" width (1, 2 or 5 times a power of ten) that gives 20 to
  * 60 rows, always a whole number of slots, so no event is split or moved.
  */
+
+/** The most fine slots kept: one more and they widen tenfold. */
 const FINE_SLOTS = 4000;
 
 /**
@@ -14,6 +16,29 @@ const FINE_SLOTS = 4000;
  * before the rows are made (see rowCount and smallestStepMs).
  */
 export const MAX_ROWS = 100_000;
+
+/**
+ * A step too fine for the timeline: `rows` rows of `stepMs` over [0, endMs]
+ * is more than MAX_ROWS; `smallestStepMs` is the smallest step that fits.
+ */
+export class TooManyRowsError extends RangeError {
+  readonly code = "ETOOMANYROWS";
+  readonly smallestStepMs: number;
+  constructor(
+    readonly endMs: number,
+    readonly stepMs: number,
+    readonly rows: number,
+  ) {
+    super(`Expected at most ${MAX_ROWS} rows, got ${rows} (step ${stepMs} ms over ${endMs} ms)`);
+    this.name = "TooManyRowsError";
+    this.smallestStepMs = smallestStepMs(endMs);
+  }
+}
+
+/** Refuses `rows` rows of `stepMs` over [0, endMs] when they are more than MAX_ROWS. */
+export function checkRowCount(endMs: number, stepMs: number, rows: number): void {
+  if (rows > MAX_ROWS) throw new TooManyRowsError(endMs, stepMs, rows);
+}
 
 /** How many rows of `stepMs` cover [0, endMs]. */
 export function rowCount(endMs: number, stepMs: number): number {
@@ -107,7 +132,7 @@ export class Timeline {
   steps(endMs: number, stepMs = this.#fixed ? this.#widthMs : chooseStepMs(endMs, this.#widthMs)): Step[] {
     const perStep = Math.max(1, Math.round(stepMs / this.#widthMs));
     const rows = this.rows(endMs, stepMs);
-    if (rows > MAX_ROWS) throw new RangeError(`Expected at most ${MAX_ROWS} rows, got ${rows} (step ${stepMs} ms over ${endMs} ms)`);
+    checkRowCount(endMs, stepMs, rows);
     const steps: Step[] = [];
     for (let row = 0; row < rows; row++) {
       const step: Step = {

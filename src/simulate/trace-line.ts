@@ -14,6 +14,7 @@
  * their fraction exactly; the reader rebases them to the first event.
  */
 
+import { plural } from "../core/format.js";
 import { type CalendarTime, calendarProblem, epochSecondsOf } from "./calendar.js";
 
 export type TraceShape = "fields" | "access-log";
@@ -39,11 +40,48 @@ export interface LineOptions {
   wantKeys: boolean;
 }
 
-/** A line that cannot be read: `expected` says what would have been. */
+/**
+ * What is wrong with a line, as data: a caller that names the options its own
+ * way (the CLI's --cost-field) words the field problems itself.
+ *
+ * - `time`: the time is not one (`text` quoted), or not a valid date, or of
+ *   another kind than the first event's;
+ * - `access-log`: the line is not an access log line, or its time is not valid;
+ * - `missing-field`: the line has `fieldCount` fields, fewer than `field.index`;
+ * - `cost`: the cost field holds `text`, not a number of 0 or more;
+ * - `too-long`: the line is longer than the limit; `text` is its start.
+ */
+export type BadLineKind = "time" | "access-log" | "missing-field" | "cost" | "too-long";
+
+/** The option that names a field: `costField` or `keyField`, and the field's 1-based index. */
+export interface FieldOption {
+  option: "costField" | "keyField";
+  index: number;
+}
+
+export interface BadLineDetail {
+  kind: BadLineKind;
+  /** The text at fault, unquoted (`quote` it to show it). */
+  text?: string;
+  /** missing-field and cost: the option naming the field. */
+  field?: FieldOption;
+  /** missing-field: how many fields the line has. */
+  fieldCount?: number;
+}
+
+/** A line that cannot be read; the message says what is wrong and what was expected. */
 export class BadLine extends Error {
-  constructor(message: string) {
+  readonly kind: BadLineKind;
+  readonly text: string | undefined;
+  readonly field: FieldOption | undefined;
+  readonly fieldCount: number | undefined;
+  constructor(message: string, detail: BadLineDetail) {
     super(message);
     this.name = "BadLine";
+    this.kind = detail.kind;
+    this.text = detail.text;
+    this.field = detail.field;
+    this.fieldCount = detail.fieldCount;
   }
 }
 
@@ -86,9 +124,9 @@ export function looksLikeHeader(line: string): boolean {
 
 export function parseAccessLogLine(line: string, options: LineOptions, out: ParsedLine): void {
   const match = ACCESS_LOG.exec(line);
-  if (!match) throw new BadLine(ACCESS_LOG_EXPECTED);
+  if (!match) throw new BadLine(ACCESS_LOG_EXPECTED, { kind: "access-log", text: line });
   const month = MONTHS[match[3]!.toLowerCase()];
-  if (month === undefined) throw new BadLine(`${quote(match[3]!)} is not a month; ${ACCESS_LOG_EXPECTED}`);
+  if (month === undefined) throw new BadLine(`${quote(match[3]!)} is not a month; ${ACCESS_LOG_EXPECTED}`, { kind: "access-log", text: match[3]! });
   const time: CalendarTime = {
     year: Number(match[4]),
     month: month + 1,
@@ -103,7 +141,7 @@ export function parseAccessLogLine(line: string, options: LineOptions, out: Pars
   const problem = calendarProblem(time);
   if (problem !== undefined) {
     const written = `${match[2]}/${match[3]}/${match[4]}:${match[5]}:${match[6]}:${match[7]} ${match[8]}${match[9]}${match[10]}`;
-    throw new BadLine(`${quote(written)} is not a valid time: ${problem}; ${ACCESS_LOG_EXPECTED}`);
+    throw new BadLine(`${quote(written)} is not a valid time: ${problem}; ${ACCESS_LOG_EXPECTED}`, { kind: "access-log", text: written });
   }
   out.wholeSeconds = epochSecondsOf(time);
   out.fractionNs = 0;
@@ -150,29 +188,40 @@ function countFields(line: string): number {
 
 export function parseFieldsLine(line: string, options: LineOptions, out: ParsedLine): void {
   const time = field(line, 1);
-  if (time === undefined) throw new BadLine(`the line is empty; ${TIME_EXPECTED}`);
+  if (time === undefined) throw new BadLine(`the line is empty; ${TIME_EXPECTED}`, { kind: "time", text: "" });
   parseTime(time, out);
   out.cost = 1;
   if (options.costField !== undefined) {
     const text = field(line, options.costField);
-    if (text === undefined) throw missingField(line, options.costField, "--cost-field");
+    const costField: FieldOption = { option: "costField", index: options.costField };
+    if (text === undefined) throw missingField(line, costField);
     const cost = Number(text);
     if (text === "" || !Number.isFinite(cost) || cost < 0) {
-      throw new BadLine(`field ${options.costField} ${quote(text)} is not a cost; expected a number of 0 or more (--cost-field ${options.costField})`);
+      throw new BadLine(`${describeNotACost(text, options.costField)} (costField ${options.costField})`, { kind: "cost", text, field: costField });
     }
     out.cost = cost;
   }
   out.key = undefined;
   if (options.keyField !== undefined) {
     const text = field(line, options.keyField);
-    if (text === undefined) throw missingField(line, options.keyField, "--key-field");
+    if (text === undefined) throw missingField(line, { option: "keyField", index: options.keyField });
     out.key = text;
   }
 }
 
-function missingField(line: string, wanted: number, flag: string): BadLine {
-  const count = countFields(line);
-  return new BadLine(`has ${count} field${count === 1 ? "" : "s"}, expected at least ${wanted} (${flag} ${wanted})`);
+/** `field 2 "x" is not a cost; ...`: the words, without the option that named the field. */
+export function describeNotACost(text: string, index: number): string {
+  return `field ${index} ${quote(text)} is not a cost; expected a number of 0 or more`;
+}
+
+/** `has 1 field, expected at least 2`: the words, without the option that named the field. */
+export function describeMissingField(fieldCount: number, index: number): string {
+  return `has ${plural(fieldCount, "field")}, expected at least ${index}`;
+}
+
+function missingField(line: string, field: FieldOption): BadLine {
+  const fieldCount = countFields(line);
+  return new BadLine(`${describeMissingField(fieldCount, field.index)} (${field.option} ${field.index})`, { kind: "missing-field", field, fieldCount });
 }
 
 function parseTime(text: string, out: ParsedLine): void {
@@ -199,7 +248,7 @@ function parseTime(text: string, out: ParsedLine): void {
       offsetMinutes: iso[10] === undefined ? 0 : Number(iso[10]),
     };
     const problem = calendarProblem(time);
-    if (problem !== undefined) throw new BadLine(`${quote(text)} is not a valid date: ${problem}; ${TIME_EXPECTED}`);
+    if (problem !== undefined) throw new BadLine(`${quote(text)} is not a valid date: ${problem}; ${TIME_EXPECTED}`, { kind: "time", text });
     out.wholeSeconds = epochSecondsOf(time);
     out.fractionNs = fractionToNs(iso[7]);
     out.timeKind = "iso";
@@ -213,7 +262,7 @@ function parseTime(text: string, out: ParsedLine): void {
     out.timeKind = out.wholeSeconds >= EPOCH_THRESHOLD_SECONDS ? "epoch" : "seconds";
     return;
   }
-  throw new BadLine(`${quote(text)} is not a time; ${TIME_EXPECTED}`);
+  throw new BadLine(`${quote(text)} is not a time; ${TIME_EXPECTED}`, { kind: "time", text });
 }
 
 /** ".25" → 250,000,000 ns; digits past the ninth are truncated, as Go's time parsing does. */

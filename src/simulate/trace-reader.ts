@@ -34,29 +34,42 @@ export interface TraceReport {
   events: number;
   shape: TraceShape | undefined;
   timeKind: TimeKind | undefined;
-  /** Lines skipped by --skip-bad, and the first few of them with the reason. */
+  /** Lines skipped because `skipBad` is on, and the first few of them with what was wrong. */
   skipped: number;
-  skippedExamples: string[];
+  skippedExamples: SkippedLine[];
   /** Events whose time was before the previous event's: taken at the previous event's time. */
   outOfOrder: number;
 }
 
-/** A bad line when --skip-bad is off: the message names the line and what was expected. */
-export class TraceError extends Error {
+/** A bad line and where it is. */
+export interface SkippedLine {
+  lineNumber: number;
+  bad: BadLine;
+}
+
+/** A bad line when `skipBad` is off: the message names the line and what was wrong. */
+export class TraceError extends Error implements SkippedLine {
   readonly code = "ETRACE";
   constructor(
     readonly lineNumber: number,
-    message: string,
+    readonly bad: BadLine,
   ) {
-    super(`line ${lineNumber}: ${message}`);
+    super(`line ${lineNumber}: ${bad.message}`, { cause: bad });
     this.name = "TraceError";
   }
 }
 
-/** The options do not suit the kind of trace found: a usage mistake, not a bad line. */
+/**
+ * The options do not suit the kind of trace found: a usage mistake, not a bad line.
+ * `option` is the one at fault; `shape` the kind of trace found.
+ */
 export class TraceOptionError extends Error {
   readonly code = "ETRACEOPTION";
-  constructor(message: string) {
+  constructor(
+    readonly option: "costField" | "keyField" | "costBytes" | "withKeys",
+    readonly shape: TraceShape,
+    message: string,
+  ) {
     super(message);
     this.name = "TraceOptionError";
   }
@@ -66,18 +79,18 @@ export class TraceOptionError extends Error {
 function checkOptionsForShape(shape: TraceShape, options: TraceOptions): void {
   if (shape === "access-log") {
     if (options.costField !== undefined) {
-      throw new TraceOptionError(`--cost-field: not with an access log, whose fields are known; use --cost bytes to take the response size`);
+      throw new TraceOptionError("costField", shape, `costField: not with an access log, whose fields are known; set costBytes to take the response size`);
     }
     if (options.keyField !== undefined) {
-      throw new TraceOptionError(`--key-field: not with an access log, whose fields are known; --per-key keys on the client address`);
+      throw new TraceOptionError("keyField", shape, `keyField: not with an access log, whose fields are known; withKeys keys on the client address`);
     }
     return;
   }
   if (options.costBytes && options.costField === undefined) {
-    throw new TraceOptionError(`--cost bytes: this trace is not an access log; name the field holding each size with --cost-field N`);
+    throw new TraceOptionError("costBytes", shape, `costBytes: this trace is not an access log; name the field holding each size with costField`);
   }
   if (options.withKeys && options.keyField === undefined) {
-    throw new TraceOptionError(`--per-key: this trace is not an access log; name the field holding each key with --key-field N`);
+    throw new TraceOptionError("withKeys", shape, `withKeys: this trace is not an access log; name the field holding each key with keyField`);
   }
 }
 
@@ -106,11 +119,11 @@ export async function* traceArrivals(input: AsyncIterable<Buffer | string> | Ite
   let lineNumber = 0;
   let timeKind: TimeKind | undefined;
 
-  /** A bad line stops the reading, or with --skip-bad is counted and skipped. */
-  const reject = (error: BadLine): void => {
-    if (!options.skipBad) throw new TraceError(lineNumber, `${error.message}; or pass --skip-bad to skip such lines`);
+  /** A bad line stops the reading, or with `skipBad` is counted and skipped. */
+  const reject = (bad: BadLine): void => {
+    if (!options.skipBad) throw new TraceError(lineNumber, bad);
     report.skipped++;
-    if (report.skippedExamples.length < MAX_EXAMPLES) report.skippedExamples.push(`line ${lineNumber}: ${error.message}`);
+    if (report.skippedExamples.length < MAX_EXAMPLES) report.skippedExamples.push({ lineNumber, bad });
   };
 
   const maxLineBytes = options.maxLineBytes ?? MAX_LINE_BYTES;
@@ -118,7 +131,7 @@ export async function* traceArrivals(input: AsyncIterable<Buffer | string> | Ite
   const rejectLong = (head: Buffer): void => {
     lineNumber++;
     const text = head.toString("utf8", 0, Math.min(head.length, QUOTED_CHARS * 4));
-    reject(new BadLine(`the line is longer than ${maxLineBytes} bytes, more than any trace line needs; it starts ${quote(text)}`));
+    reject(new BadLine(`the line is longer than ${maxLineBytes} bytes, more than any trace line needs; it starts ${quote(text)}`, { kind: "too-long", text }));
   };
 
   /** Parses one line (bytes start..end, no newline) into the builder, if it holds an event. */
@@ -154,6 +167,7 @@ export async function* traceArrivals(input: AsyncIterable<Buffer | string> | Ite
         } else {
           throw new BadLine(
             `the time is ${describeTimeKind(parsed.timeKind)} but line ${firstEventLine} had ${describeTimeKind(timeKind)}; use one kind of time in a trace`,
+            { kind: "time" },
           );
         }
       }

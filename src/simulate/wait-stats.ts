@@ -7,6 +7,8 @@
  * of two, whose answers are within 0.1 % above the true value. Memory stays
  * under 32 MB whatever the number of events.
  */
+
+/** How many non-zero waits are kept exactly, before they move into the histogram. */
 export const EXACT_LIMIT = 2 ** 22;
 
 const SUB_BUCKETS = 1024;

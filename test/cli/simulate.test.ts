@@ -144,6 +144,16 @@ describe("tbucket simulate: formats", () => {
     expect(out).toContain(`skipped       1 bad line (--skip-bad)\n              line 2: "nope" is not a time;`);
   });
 
+  it("--skip-bad names the field flag of a skipped line, in the summary and in json", async () => {
+    const args = ["simulate", "-r", "5", "-b", "1", "--trace", "-", "--cost-field", "2", "--skip-bad"];
+    const input = "0 1\n1\n2 x\n3 2\n";
+    const examples = [`line 2: has 1 field, expected at least 2 (--cost-field 2)`, `line 3: field 2 "x" is not a cost; expected a number of 0 or more (--cost-field 2)`];
+    const summary = await ok([...args, "--format", "summary"], input);
+    expect(summary).toContain(`skipped       2 bad lines (--skip-bad)\n              ${examples[0]}\n              ${examples[1]}\n`);
+    const json = JSON.parse(await ok([...args, "--format", "json"], input));
+    expect(json.trace.skippedExamples).toEqual(examples);
+  });
+
   it("--suggest prints the answer and the trade-off table; json for programs", async () => {
     const text = await ok(["simulate", "-r", "5", "--arrivals", "steady 8/s for 7.5s", "--suggest", "--target", "reject<=0%"]);
     expect(text.split("\n").slice(0, 3)).toEqual([

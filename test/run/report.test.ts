@@ -28,6 +28,7 @@ describe("run reports", () => {
         "launches: 15 in 3.0 s (5/s; limit 5/s, burst 1)\n" +
         "waited:   1.5 s for tokens in total\n",
     );
+    expect(formatStatsText({ ...stats, lostLines: 1, lostBytes: 3 }).split("\n")[3]).toBe("lost:     1 line (3 bytes) of job output not written");
   });
 
   it("writes a job log line with epoch seconds", () => {

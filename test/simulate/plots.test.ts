@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
 import { parsePattern, patternArrivals } from "../../src/simulate/arrival-pattern.js";
-import { renderAsciiChart } from "../../src/simulate/ascii-chart.js";
+import { renderAsciiChart } from "../../src/simulate/render/ascii-chart.js";
 import { runSimulation } from "../../src/simulate/run-simulation.js";
 import { buildSummary } from "../../src/simulate/summary.js";
-import { renderSvgPlot } from "../../src/simulate/svg-plot.js";
+import { renderSvgPlot } from "../../src/simulate/render/svg-plot.js";
 
 async function simulated(policy: "drop" | "queue") {
   const recorder = await runSimulation(patternArrivals(parsePattern("steady 8/s for 7.5s"), 1), {

@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
 import type { LevelStep } from "../../src/simulate/recorder.js";
-import { renderStepCsv, renderStepTable } from "../../src/simulate/step-table.js";
-import { chooseStepMs, MAX_ROWS, rowCount, smallestStepMs, Timeline } from "../../src/simulate/timeline.js";
+import { renderStepCsv, renderStepTable } from "../../src/simulate/render/step-table.js";
+import { describeTooManyRows } from "../../src/cli/simulate-errors.js";
+import { checkRowCount, chooseStepMs, MAX_ROWS, rowCount, smallestStepMs, Timeline, TooManyRowsError } from "../../src/simulate/timeline.js";
 
 describe("per-step totals", () => {
   it("choose a nice step that gives 20 to 60 rows", () => {
@@ -69,12 +70,31 @@ describe("per-step totals", () => {
       }
     });
 
+    it("says what is too many in fields, the smallest step that fits among them; the CLI words it with --step", () => {
+      expect(() => checkRowCount(1000, 1, 1000)).not.toThrow();
+      const error = (() => {
+        try {
+          checkRowCount(3_600_000_000, 1, 3_600_000_001);
+        } catch (failure) {
+          return failure;
+        }
+        return undefined;
+      })();
+      expect(error).toBeInstanceOf(TooManyRowsError);
+      expect(error).toMatchObject({ endMs: 3_600_000_000, stepMs: 1, rows: 3_600_000_001, smallestStepMs: 40_000 });
+      expect((error as Error).message).not.toContain("--");
+      expect(describeTooManyRows(error as TooManyRowsError)).toBe(
+        `--step 1ms: 3600000001 rows over 1000h00m00s is more than the 100000 allowed; use --step 40s or more`,
+      );
+    });
+
     it("stops making rows past MAX_ROWS while recording, and refuses to cut more", () => {
       const timeline = new Timeline(1);
       timeline.record(0, 1, true, 0, 1);
       timeline.record(3_600_000_000, 1, true, 0, 1);
       expect(timeline.rows(3_599_999_999, 1)).toBe(3_600_000_001);
       expect(() => timeline.steps(3_600_000_000)).toThrow(RangeError);
+      expect(() => timeline.steps(3_600_000_000)).toThrow(TooManyRowsError);
       // The event at the end opens a row of its own: counted even though it was not kept.
       expect(timeline.rows(3_600_000_000, 1)).toBe(3_600_000_001);
       const exact = new Timeline(1000);

@@ -1,5 +1,15 @@
 import { describe, expect, it } from "vitest";
-import { createTraceReport, MAX_LINE_BYTES, traceArrivals, type TraceOptions, type TraceReport } from "../../src/simulate/trace-reader.js";
+import { describeSkippedLine, describeTraceError, describeTraceOptionError } from "../../src/cli/simulate-errors.js";
+import { BadLine } from "../../src/simulate/trace-line.js";
+import {
+  createTraceReport,
+  MAX_LINE_BYTES,
+  TraceError,
+  traceArrivals,
+  TraceOptionError,
+  type TraceOptions,
+  type TraceReport,
+} from "../../src/simulate/trace-reader.js";
 
 interface Event {
   timeMs: number;
@@ -15,6 +25,15 @@ async function read(text: string, options: Partial<TraceOptions> = {}, chunkSize
   const chunks: Buffer[] = [];
   for (let i = 0; i < bytes.length; i += chunkSize) chunks.push(bytes.subarray(i, i + chunkSize));
   return readChunks(chunks, options);
+}
+
+/** `read`, with a failure worded as the CLI words it: the tables below pin what users read. */
+async function readAsCli(text: string, options: Partial<TraceOptions> = {}, chunkSize = 1 << 20): Promise<unknown> {
+  return read(text, options, chunkSize).catch((error: unknown) => {
+    if (error instanceof TraceError) throw new Error(describeTraceError(error));
+    if (error instanceof TraceOptionError) throw new Error(describeTraceOptionError(error));
+    throw error;
+  });
 }
 
 async function readChunks(chunks: Iterable<Buffer>, options: Partial<TraceOptions> = {}): Promise<{ events: Event[]; report: TraceReport }> {
@@ -121,14 +140,45 @@ describe("trace files", () => {
     ],
     [`${CLF}\nnot a log line\n`, {}, `line 4: expected an access log line like 127.0.0.1 - - [10/Oct/2026:13:55:36 +0000] "GET / HTTP/1.1" 200 2326; or pass --skip-bad to skip such lines`],
   ])("stops at a bad line with its number and what was expected: %j", async (text, options, message) => {
-    await expect(read(text, options)).rejects.toThrow(message);
+    await expect(readAsCli(text, options)).rejects.toThrow(message);
+  });
+
+  it.each([
+    ["0\n1\nabc\n", {}, { lineNumber: 3, kind: "time", text: "abc" }, `line 3: "abc" is not a time; ${TIME}`],
+    ["0 1\n1\n", { costField: 2 }, { lineNumber: 2, kind: "missing-field", fieldCount: 1, field: { option: "costField", index: 2 } }, `line 2: has 1 field, expected at least 2 (costField 2)`],
+    ["0 x\n", { costField: 2 }, { lineNumber: 1, kind: "cost", text: "x", field: { option: "costField", index: 2 } }, `line 1: field 2 "x" is not a cost; expected a number of 0 or more (costField 2)`],
+    ["0 a\n1\n", { keyField: 2, withKeys: true }, { lineNumber: 2, kind: "missing-field", fieldCount: 1, field: { option: "keyField", index: 2 } }, `line 2: has 1 field, expected at least 2 (keyField 2)`],
+    [`${CLF}\nnot a log line\n`, {}, { lineNumber: 4, kind: "access-log", text: "not a log line" }, `line 4: expected an access log line like`],
+  ])("as a library, a bad line is described by fields and in the options' own names, never a flag: %j", async (text, options, fields, message) => {
+    const error = await read(text, options).catch((failure: unknown) => failure);
+    expect(error).toBeInstanceOf(TraceError);
+    const { lineNumber, bad } = error as TraceError;
+    expect(bad).toBeInstanceOf(BadLine);
+    const { lineNumber: _line, ...badFields } = fields;
+    expect({ lineNumber, ...bad }).toMatchObject({ lineNumber, ...badFields });
+    expect(lineNumber).toBe(fields.lineNumber);
+    expect((error as TraceError).message.startsWith(message)).toBe(true);
+    expect((error as TraceError).message).not.toContain("--");
+  });
+
+  it.each([
+    ["0 1\n", { withKeys: true, wantKeys: true }, "withKeys"],
+    ["0 1\n", { costBytes: true }, "costBytes"],
+    [CLF, { costField: 2 }, "costField"],
+    [CLF, { keyField: 1 }, "keyField"],
+  ])("as a library, an option that does not suit the trace is named as the option, never a flag: %j", async (text, options, option) => {
+    const error = await read(text, options).catch((failure: unknown) => failure);
+    expect(error).toBeInstanceOf(TraceOptionError);
+    expect((error as TraceOptionError).option).toBe(option);
+    expect((error as TraceOptionError).message.startsWith(`${option}: `)).toBe(true);
+    expect((error as TraceOptionError).message).not.toContain("--");
   });
 
   it("with --skip-bad counts the bad lines and keeps the first few with their reasons", async () => {
     const { events, report } = await read("0\nx\n1\ny\nz\nw\n2\n", { skipBad: true });
     expect(events.map((e) => e.timeMs)).toEqual([0, 1000, 2000]);
     expect(report.skipped).toBe(4);
-    expect(report.skippedExamples).toEqual([
+    expect(report.skippedExamples.map(describeSkippedLine)).toEqual([
       `line 2: "x" is not a time; ${TIME}`,
       `line 4: "y" is not a time; ${TIME}`,
       `line 5: "z" is not a time; ${TIME}`,
@@ -141,7 +191,7 @@ describe("trace files", () => {
     [CLF, { costField: 2 }, `--cost-field: not with an access log, whose fields are known; use --cost bytes to take the response size`],
     [CLF, { keyField: 1 }, `--key-field: not with an access log, whose fields are known; --per-key keys on the client address`],
   ])("refuses options that do not suit the trace: %j", async (text, options, message) => {
-    await expect(read(text, options)).rejects.toThrow(message);
+    await expect(readAsCli(text, options)).rejects.toThrow(message);
   });
 
   describe("long lines (regression: a file without newlines was scanned again at every chunk, and held whole)", () => {
@@ -152,7 +202,7 @@ describe("trace files", () => {
       for (const text of [`0\n${long}\n1\n`, `0\n${long}`]) {
         for (const chunkSize of [1 << 20, 4096, 3]) {
           if (chunkSize === 3 && text.endsWith("\n1\n")) continue; // a million one-byte chunks say nothing more
-          await expect(read(text, {}, chunkSize)).rejects.toThrow(`${LONG}; or pass --skip-bad to skip such lines`);
+          await expect(readAsCli(text, {}, chunkSize)).rejects.toThrow(`${LONG}; or pass --skip-bad to skip such lines`);
         }
       }
     });
@@ -160,7 +210,8 @@ describe("trace files", () => {
     it("with --skip-bad skips it like any bad line and reads on", async () => {
       const { events, report } = await read(`0\n${"9".repeat(MAX_LINE_BYTES + 10)}\n1\n`, { skipBad: true }, 65_536);
       expect(events.map((e) => e.timeMs)).toEqual([0, 1000]);
-      expect(report).toMatchObject({ skipped: 1, skippedExamples: [LONG], lines: 3 });
+      expect(report).toMatchObject({ skipped: 1, lines: 3 });
+      expect(report.skippedExamples.map(describeSkippedLine)).toEqual([LONG]);
     });
 
     it("keeps a line of exactly the limit, spread over many chunks", async () => {
@@ -192,13 +243,13 @@ describe("trace files", () => {
     });
 
     it("quotes at most 200 characters of a bad field", async () => {
-      await expect(read(`${"1".repeat(300)}x\n`)).rejects.toThrow(`line 1: "${"1".repeat(200)}…" is not a time`);
-      await expect(read(`0 ${"1".repeat(300)}x\n`, { costField: 2 })).rejects.toThrow(`line 1: field 2 "${"1".repeat(200)}…" is not a cost`);
+      await expect(readAsCli(`${"1".repeat(300)}x\n`)).rejects.toThrow(`line 1: "${"1".repeat(200)}…" is not a time`);
+      await expect(readAsCli(`0 ${"1".repeat(300)}x\n`, { costField: 2 })).rejects.toThrow(`line 1: field 2 "${"1".repeat(200)}…" is not a cost`);
     });
 
     it("counts the fields of a line with many of them in one pass", async () => {
       const started = performance.now();
-      await expect(read(`0${" 1".repeat(400_000)}\n`, { costField: 500_000 })).rejects.toThrow(
+      await expect(readAsCli(`0${" 1".repeat(400_000)}\n`, { costField: 500_000 })).rejects.toThrow(
         `line 1: has 400001 fields, expected at least 500000 (--cost-field 500000)`,
       );
       expect(performance.now() - started).toBeLessThan(5000);

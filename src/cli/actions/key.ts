@@ -1,9 +1,10 @@
-import { humanBytes, parseAnyRate, type RateKind } from "../../core/units.js";
+import { alignColumns, grouped, humanBytes } from "../../core/format.js";
+import { formatByteRate, parseAnyRate, type RateKind } from "../../core/units.js";
 import { type BucketState, type BucketStore, StoreError } from "../../store/bucket-store.js";
 import { defaultPipeBurst } from "../commands/pipe.js";
 import { type KeyRequest, parseKeyBurst, parseKeyRate } from "../commands/key.js";
 import { EXIT, parseOption, RuntimeError, UsageError } from "../errors.js";
-import { describeConfig, pausedWithoutBurst, storeLocation } from "../shared-limiter.js";
+import { pausedWithoutBurst, storeLocation } from "../shared-limiter.js";
 import { writeStandardOutput } from "../standard-streams.js";
 import { describeStoreFailure } from "../store-failure.js";
 import { openCommandStore } from "../store-opener.js";
@@ -94,7 +95,7 @@ function formatRate(state: BucketState): string {
   if (state.rate === Infinity) return "unlimited";
   if (state.rate === 0) return "0 (paused)";
   if (state.kind === "count") return `${state.rate}/s`;
-  return `${describeConfig(state).split(",")[0]} (${Math.round(state.rate).toLocaleString("en-US")} B/s)`;
+  return `${formatByteRate(state.rate)} (${grouped(Math.round(state.rate))} B/s)`;
 }
 
 function formatAmount(state: BucketState, tokens: number): string {
@@ -113,11 +114,11 @@ function formatState(state: BucketState, store: BucketStore): string {
     ["store", store.url],
     ["kind", state.kind === "bytes" ? "bytes" : "count (lines, launches)"],
     ["rate", formatRate(state)],
-    ["burst", state.kind === "bytes" ? `${humanBytes(state.burst)} (${state.burst.toLocaleString("en-US")} B)` : String(state.burst)],
+    ["burst", state.kind === "bytes" ? `${humanBytes(state.burst)} (${grouped(state.burst)} B)` : String(state.burst)],
     ["level", formatLevel(state)],
     ["updated", new Date(state.updatedAtMs).toISOString()],
   ];
-  return rows.map(([name, value]) => `${`${name}:`.padEnd(9)}${value}`).join("\n");
+  return alignColumns(rows.map(([name, value]) => [`${name}:`, value]), { gap: " " }).join("\n");
 }
 
 function formatTable(states: BucketState[]): string {
@@ -132,6 +133,5 @@ function formatTable(states: BucketState[]): string {
       new Date(state.updatedAtMs).toISOString(),
     ]),
   ];
-  const widths = rows[0]!.map((_, column) => Math.max(...rows.map((row) => row[column]!.length)));
-  return rows.map((row) => row.map((cell, column) => (column === row.length - 1 ? cell : cell.padEnd(widths[column]!))).join("  ")).join("\n");
+  return alignColumns(rows).join("\n");
 }

@@ -1,6 +1,7 @@
 import { open, type FileHandle } from "node:fs/promises";
 import { writeSync, closeSync, openSync } from "node:fs";
 import { performance } from "node:perf_hooks";
+import { plural } from "../../core/format.js";
 import type { Limiter } from "../../core/limiter.js";
 import { formatCountRate } from "../../core/units.js";
 import { jobSource, readLines } from "../../run/job-source.js";
@@ -280,7 +281,7 @@ const JOB_SPAWN_ADVICE: Record<string, string> = {
 };
 
 function describeLost(lines: number, bytes: number): string {
-  return `${lines} ${lines === 1 ? "line" : "lines"} (${bytes} ${bytes === 1 ? "byte" : "bytes"})`;
+  return `${plural(lines, "line")} (${plural(bytes, "byte")})`;
 }
 
 interface RunProgress {

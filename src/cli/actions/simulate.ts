@@ -4,18 +4,20 @@ import { writeFile } from "node:fs/promises";
 import { setFlagsFromString } from "node:v8";
 import { patternArrivals } from "../../simulate/arrival-pattern.js";
 import type { ArrivalSource } from "../../simulate/event-batch.js";
-import { msToSeconds } from "../../simulate/event-batch.js";
-import { humanWait, round9 } from "../../simulate/format-numbers.js";
+import { msToSeconds, plural } from "../../core/format.js";
 import { OutputBuffer, OutputStreamError } from "../../simulate/output-buffer.js";
 import { runSimulation } from "../../simulate/run-simulation.js";
 import type { SimulatorOptions } from "../../simulate/simulator.js";
-import { renderStepCsv, renderStepTable, stepToJson } from "../../simulate/step-table.js";
-import { buildSummary, renderSummaryText } from "../../simulate/summary.js";
-import { chooseStepMs, MAX_ROWS, rowCount, smallestStepMs } from "../../simulate/timeline.js";
+import { renderStepCsv, renderStepTable, stepToJson } from "../../simulate/render/step-table.js";
+import { decisionJsonLine } from "../../simulate/render/decision-line.js";
+import { renderSummaryText } from "../../simulate/render/summary-text.js";
+import { buildSummary } from "../../simulate/summary.js";
+import { checkRowCount, chooseStepMs, rowCount, TooManyRowsError } from "../../simulate/timeline.js";
 import { createTraceReport, TraceError, TraceOptionError, type TraceReport, traceArrivals } from "../../simulate/trace-reader.js";
 import type { SimulateConfig } from "../commands/simulate.js";
 import { RuntimeError, UsageError } from "../errors.js";
 import { describeFileError } from "../file-errors.js";
+import { describeSkippedLine, describeTooManyRows, describeTraceError, describeTraceOptionError, SKIP_BAD_FLAG } from "../simulate-errors.js";
 
 /** Runs `tbucket simulate`: arrivals in, decisions of the core bucket out, in the chosen format. */
 export async function runSimulate(config: SimulateConfig): Promise<number> {
@@ -38,7 +40,7 @@ export async function runSimulate(config: SimulateConfig): Promise<number> {
     const chart = config.chart || (config.format === undefined && onTerminal);
     // A pattern's length is known: a step too fine for it is refused before simulating.
     if (config.source.kind === "pattern" && config.stepMs !== undefined) {
-      refuseTooManyRows(config.source.durationMs, config.stepMs, rowCount(config.source.durationMs, config.stepMs));
+      checkRowCount(config.source.durationMs, config.stepMs, rowCount(config.source.durationMs, config.stepMs));
     }
     const simulator = simulatorOptions(config, config.ratePerSecond as number, config.burst!);
     const jsonl = format === "jsonl";
@@ -47,25 +49,18 @@ export async function runSimulate(config: SimulateConfig): Promise<number> {
     const recorder = await runSimulation(openArrivals(config, seed ?? 0, trace, jsonl || config.perKey ? 4096 : undefined), {
       simulator,
       stepMs: config.stepMs,
-      onDecision: jsonl
-        ? (timeMs, cost, key, sim) => {
-            const keyPart = key === undefined ? "" : `,"key":${JSON.stringify(key)}`;
-            output.write(
-              `{"t":${msToSeconds(timeMs)}${keyPart},"cost":${cost},"admitted":${sim.admitted},"wait":${msToSeconds(sim.waitMs)},"tokens":${round9(sim.tokens)}}\n`,
-            );
-          }
-        : undefined,
+      onDecision: jsonl ? (timeMs, cost, key, sim) => output.write(decisionJsonLine(timeMs, cost, key, sim)) : undefined,
       afterBatch: jsonl ? () => output.maybeFlush() : undefined,
     });
     const endMs = Math.max(config.source.kind === "pattern" ? config.source.durationMs : 0, recorder.lastMs);
-    const summary = buildSummary(recorder, { costUnit: config.costUnit, endMs, seed, trace });
+    const summary = buildSummary(recorder, { costUnit: config.costUnit, endMs, seed, trace, describeSkipped: describeSkippedLine });
     const stepMs = config.stepMs ?? chooseStepMs(endMs, recorder.timeline.slotMs);
     const wantsSteps = chart || config.svgPath !== undefined || format === "table" || format === "csv" || format === "json";
-    if (wantsSteps) refuseTooManyRows(endMs, stepMs, recorder.timeline.rows(endMs, stepMs));
+    if (wantsSteps) checkRowCount(endMs, stepMs, recorder.timeline.rows(endMs, stepMs));
     const steps = wantsSteps ? recorder.levelSteps(endMs, stepMs) : [];
     switch (format) {
       case "summary":
-        output.write(renderSummaryText(summary));
+        output.write(renderSummaryText(summary, { skippedBecause: SKIP_BAD_FLAG }));
         break;
       case "table":
         output.write(renderStepTable(steps, config.costUnit, stepMs));
@@ -80,11 +75,11 @@ export async function runSimulate(config: SimulateConfig): Promise<number> {
         break;
     }
     if (chart) {
-      const { renderAsciiChart } = await import("../../simulate/ascii-chart.js");
+      const { renderAsciiChart } = await import("../../simulate/render/ascii-chart.js");
       output.write(`\n${renderAsciiChart(steps, { burst: simulator.burst, stepMs, unit: config.costUnit, perKey: config.perKey })}`);
     }
     if (config.svgPath !== undefined) {
-      const { renderSvgPlot } = await import("../../simulate/svg-plot.js");
+      const { renderSvgPlot } = await import("../../simulate/render/svg-plot.js");
       const svg = renderSvgPlot(steps, { summary, stepMs });
       await writeFile(config.svgPath, svg).catch((error: NodeJS.ErrnoException) => {
         throw new RuntimeError(`--svg ${config.svgPath}: cannot write it: ${describeWriteError(error)}`);
@@ -100,23 +95,11 @@ export async function runSimulate(config: SimulateConfig): Promise<number> {
   }
 }
 
-/** The table, chart and plot have at most MAX_ROWS rows: a finer --step is a usage mistake. */
-function refuseTooManyRows(endMs: number, stepMs: number, rows: number): void {
-  if (rows <= MAX_ROWS) return;
-  throw new UsageError(
-    `--step ${formatStep(stepMs)}: ${rows} rows over ${humanWait(endMs)} is more than the ${MAX_ROWS} allowed; use --step ${formatStep(smallestStepMs(endMs))} or more`,
-  );
-}
-
-/** A step as --step takes it: 4s, 20ms, 0.5ms. */
-function formatStep(stepMs: number): string {
-  return stepMs >= 1000 && Number.isInteger(stepMs / 1000) ? `${stepMs / 1000}s` : `${stepMs}ms`;
-}
-
 /** --suggest: hold the arrivals, search, print the answer and its trade-off table. */
 async function runSuggest(config: SimulateConfig, source: ArrivalSource, output: OutputBuffer): Promise<number> {
   const { EventStore } = await import("../../simulate/event-store.js");
   const suggest = await import("../../simulate/suggest.js");
+  const render = await import("../../simulate/render/suggestion.js");
   const target = config.suggest!;
   const store = await EventStore.collect(source);
   if (store.count === 0) throw new UsageError(`--suggest: there are no arrivals to tune on; check the --trace file or --arrivals pattern`);
@@ -134,9 +117,9 @@ async function runSuggest(config: SimulateConfig, source: ArrivalSource, output:
     suggestion = suggest.suggestBurst(store, options, target);
   }
   const context = { unit: config.costUnit, policy, fixed };
-  if (config.format === "json") output.write(`${JSON.stringify(suggest.suggestionToJson(suggestion, context), null, 2)}\n`);
-  else if (config.format === "csv") output.write(suggest.renderSuggestionCsv(suggestion));
-  else output.write(suggest.renderSuggestionText(suggestion, context));
+  if (config.format === "json") output.write(`${JSON.stringify(render.suggestionToJson(suggestion, context), null, 2)}\n`);
+  else if (config.format === "csv") output.write(render.renderSuggestionCsv(suggestion));
+  else output.write(render.renderSuggestionText(suggestion, context));
   if (!suggestion.answer) {
     await output.flush();
     if (suggestion.kind === "burst" && store.maxCost > suggest.MAX_BURST) {
@@ -240,14 +223,15 @@ function describeTraceReadError(error: TraceReadError): string {
 
 /** With --format jsonl the summary is not printed: skipped lines are still worth a word on standard error. */
 function reportTraceNotes(trace: TraceReport): void {
-  if (trace.skipped > 0) process.stderr.write(`tbucket: --skip-bad: skipped ${trace.skipped} bad line${trace.skipped === 1 ? "" : "s"} (${trace.skippedExamples[0]})\n`);
+  if (trace.skipped > 0) process.stderr.write(`tbucket: --skip-bad: skipped ${plural(trace.skipped, "bad line")} (${describeSkippedLine(trace.skippedExamples[0]!)})\n`);
   if (trace.outOfOrder > 0) process.stderr.write(`tbucket: --trace: ${trace.outOfOrder} events were earlier than the one before; taken at its time\n`);
 }
 
 function translateError(error: unknown, config: SimulateConfig): unknown {
   const name = config.source.kind === "trace" ? (config.source.path === "-" ? "standard input" : config.source.path) : "";
-  if (error instanceof TraceError) return new UsageError(`--trace ${name}: ${error.message}`);
-  if (error instanceof TraceOptionError) return new UsageError(error.message);
+  if (error instanceof TraceError) return new UsageError(`--trace ${name}: ${describeTraceError(error)}`);
+  if (error instanceof TraceOptionError) return new UsageError(describeTraceOptionError(error));
+  if (error instanceof TooManyRowsError) return new UsageError(describeTooManyRows(error));
   if (error instanceof TraceReadError) return new RuntimeError(describeTraceReadError(error));
   if (error instanceof OutputStreamError) return new RuntimeError(`standard output: cannot write: ${describeWriteError(error.failure)}`);
   return error;

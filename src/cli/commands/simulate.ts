@@ -1,7 +1,7 @@
 import type { Command } from "commander";
 import { parseByteRate, parseByteSize, parseCount, parseCountRate, parseDuration } from "../../core/units.js";
 import { parsePattern, patternDurationMs, type Segment } from "../../simulate/arrival-pattern.js";
-import type { CostUnit } from "../../simulate/format-numbers.js";
+import type { CostUnit } from "../../simulate/simulator.js";
 import type { Policy } from "../../simulate/simulator.js";
 import { parseTarget, type Target } from "../../simulate/target.js";
 import { parseOption, UsageError } from "../errors.js";

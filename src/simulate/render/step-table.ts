@@ -1,6 +1,6 @@
-import { msToSeconds } from "./event-batch.js";
-import { type CostUnit, round9, secondsDecimals } from "./format-numbers.js";
-import type { LevelStep } from "./recorder.js";
+import { alignColumns, msToSeconds, round9, secondsDecimals } from "../../core/format.js";
+import type { LevelStep } from "../recorder.js";
+import type { CostUnit } from "../simulator.js";
 
 /** A step as JSON: times in seconds, level null with --per-key. */
 export function stepToJson(step: LevelStep, unit: CostUnit): Record<string, number | null> {
@@ -32,9 +32,7 @@ export function renderStepTable(steps: readonly LevelStep[], unit: CostUnit, ste
     row.push(levelText(step, unit), String(msToSeconds(step.maxWaitMs)));
     return row;
   });
-  const widths = header.map((title, column) => rows.reduce((width, row) => Math.max(width, row[column]!.length), title.length));
-  const line = (cells: string[]) => cells.map((cell, column) => cell.padStart(widths[column]!)).join("  ");
-  return [line(header), ...rows.map(line)].join("\n") + "\n";
+  return alignColumns([header, ...rows], { align: "right" }).join("\n") + "\n";
 }
 
 /** The per-step table as CSV with a header row; level is empty with --per-key. */

@@ -1,6 +1,6 @@
-import { msToSeconds } from "./event-batch.js";
-import type { CostUnit } from "./format-numbers.js";
-import type { LevelStep } from "./recorder.js";
+import { msToSeconds, significant } from "../../core/format.js";
+import type { CostUnit } from "../simulator.js";
+import type { LevelStep } from "../recorder.js";
 
 export interface AsciiChartOptions {
   burst: number;
@@ -72,7 +72,7 @@ function barRows(steps: readonly LevelStep[], repeat: number, most: number, heig
 }
 
 function axisNumber(value: number): string {
-  return String(Number(value.toPrecision(4)));
+  return significant(value, 4);
 }
 
 /** Y labels at the top, middle and bottom; a time axis underneath. */

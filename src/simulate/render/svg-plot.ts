@@ -1,7 +1,7 @@
-import { msToSeconds } from "./event-batch.js";
-import { describeRate, describeSize } from "./format-numbers.js";
-import type { LevelStep } from "./recorder.js";
-import { describePolicy, type Summary } from "./summary.js";
+import { describeRate, describeSize, msToSeconds, significant } from "../../core/format.js";
+import type { LevelStep } from "../recorder.js";
+import type { Summary } from "../summary.js";
+import { describePolicy } from "./summary-text.js";
 
 export interface SvgPlotOptions {
   summary: Summary;
@@ -153,9 +153,9 @@ export function niceTicks(low: number, high: number, count: number): number[] {
 }
 
 function tickLabel(value: number): string {
-  if (Math.abs(value) >= 1e6) return `${Number((value / 1e6).toPrecision(4))}M`;
-  if (Math.abs(value) >= 1e4) return `${Number((value / 1e3).toPrecision(4))}k`;
-  return String(Number(value.toPrecision(6)));
+  if (Math.abs(value) >= 1e6) return `${significant(value / 1e6, 4)}M`;
+  if (Math.abs(value) >= 1e4) return `${significant(value / 1e3, 4)}k`;
+  return significant(value, 6);
 }
 
 function f(value: number): string {

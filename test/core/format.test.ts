@@ -1,0 +1,110 @@
+import { describe, expect, it } from "vitest";
+import {
+  alignColumns,
+  describeRate,
+  describeSize,
+  describeThroughput,
+  exactSeconds,
+  grouped,
+  humanByteRate,
+  humanBytes,
+  humanCountRate,
+  humanDuration,
+  humanWait,
+  msToSeconds,
+  percent,
+  plural,
+  round9,
+  secondsDecimals,
+  significant,
+} from "../../src/core/format.js";
+import * as units from "../../src/core/units.js";
+
+describe("numbers for people", () => {
+  it("rounds float noise away and keeps nanoseconds", () => {
+    expect(round9(0.1 + 0.2)).toBe(0.3);
+    expect(msToSeconds(3125)).toBe(3.125);
+    expect(exactSeconds(7333.333333)).toBe("7.333333333 s");
+    expect(significant(6.125, 3)).toBe("6.13");
+    expect(significant(2, 3)).toBe("2");
+    expect(grouped(1_048_576)).toBe("1,048,576");
+    expect(percent(0.23333)).toBe("23.33%");
+    expect(secondsDecimals(1000)).toBe(0);
+    expect(secondsDecimals(250)).toBe(1);
+    expect(secondsDecimals(0.5)).toBe(4);
+  });
+
+  it("sizes and byte rates in binary units, with no exact figure added", () => {
+    expect(humanBytes(512)).toBe("512 B");
+    expect(humanBytes(1536)).toBe("1.50 KiB");
+    expect(humanBytes(1024 ** 4 * 3)).toBe("3.00 TiB");
+    expect(humanByteRate(1024 ** 2)).toBe("1.00 MiB/s");
+    expect(humanByteRate(Infinity)).toBe("unlimited");
+  });
+
+  it("count rates to a tenth, per minute below one a second", () => {
+    expect(humanCountRate(Infinity)).toBe("inf");
+    expect(humanCountRate(123.4)).toBe("123/s");
+    expect(humanCountRate(2.54)).toBe("2.5/s");
+    expect(humanCountRate(0.5)).toBe("30.0/min");
+  });
+
+  it("durations: coarse for elapsed times, three digits for waits", () => {
+    expect(humanDuration(349.6)).toBe("350 ms");
+    expect(humanDuration(1234)).toBe("1.2 s");
+    expect(humanDuration(125_000)).toBe("2m05s");
+    expect(humanDuration(3_725_000)).toBe("1h02m05s");
+    expect(humanDuration(Infinity)).toBe("∞");
+    expect(humanWait(0)).toBe("0");
+    expect(humanWait(0.35)).toBe("350 µs");
+    expect(humanWait(12.5)).toBe("12.5 ms");
+    expect(humanWait(3125)).toBe("3.13 s");
+    expect(humanWait(125_000)).toBe("2m05s");
+    expect(humanWait(Infinity)).toBe("∞");
+  });
+
+  it("rates and sizes of either kind of token, with the exact figure", () => {
+    expect(describeRate("count", 5.000000000000001)).toBe("5/s");
+    expect(describeRate("count", Infinity)).toBe("inf");
+    expect(describeRate("bytes", 512)).toBe("512 B/s");
+    expect(describeRate("bytes", 1024 ** 2)).toBe("1.00 MiB/s (1048576 B/s)");
+    expect(describeRate("bytes", Infinity)).toBe("unlimited");
+    expect(describeSize("count", 8)).toBe("8");
+    expect(describeSize("bytes", 512)).toBe("512 B");
+    expect(describeSize("bytes", 2048)).toBe("2.00 KiB (2048 B)");
+    expect(describeThroughput("count", 6.125)).toBe("6.13/s");
+    expect(describeThroughput("bytes", 1.2 * 1024 ** 2)).toBe("1.20 MiB/s");
+  });
+
+  it("units.ts still offers the formatters its callers import from it", () => {
+    expect(units.humanBytes).toBe(humanBytes);
+    expect(units.humanByteRate).toBe(humanByteRate);
+    expect(units.humanDuration).toBe(humanDuration);
+  });
+});
+
+describe("aligned columns", () => {
+  it("pads left-aligned cells on the right except in the last column", () => {
+    expect(alignColumns([["KEY", "KIND", "RATE"], ["a", "bytes", "1/s"], ["long-key", "count", ""]])).toEqual([
+      "KEY       KIND   RATE",
+      "a         bytes  1/s",
+      "long-key  count  ",
+    ]);
+  });
+
+  it("pads right-aligned cells on the left, the last column too", () => {
+    expect(alignColumns([["time", "n"], ["0", "10"], ["12.5", "3"]], { align: "right" })).toEqual(["time   n", "   0  10", "12.5   3"]);
+  });
+
+  it("takes an alignment per column and another gap", () => {
+    expect(alignColumns([["a", "1", "x"], ["bbb", "22", "y"]], { align: ["left", "right", "left"], gap: " " })).toEqual(["a    1 x", "bbb 22 y"]);
+  });
+});
+
+describe("counts of things", () => {
+  it("are plural unless there is one", () => {
+    expect(plural(1, "line")).toBe("1 line");
+    expect(plural(0, "byte")).toBe("0 bytes");
+    expect(plural(3, "bad line")).toBe("3 bad lines");
+  });
+});
