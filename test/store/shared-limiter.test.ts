@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { FakeClock } from "../../src/core/clock.js";
 import { TokenBucket } from "../../src/core/token-bucket.js";
 import { type BucketConfig, type BucketStore, StoreError } from "../../src/store/bucket-store.js";
+import { FailoverLimiter } from "../../src/store/failover-limiter.js";
 import { MemoryStore } from "../../src/store/memory-store.js";
 import { SharedLimiter } from "../../src/store/shared-limiter.js";
 
@@ -205,6 +206,20 @@ describe("SharedLimiter", () => {
     await expect(limiter.wait(6)).rejects.toThrow("Requested 6 tokens, more than the burst of 5");
   });
 
+  it("rejects a wait under way with the StoreError when a poll fails, and every wait after it", async () => {
+    const config: BucketConfig = { rate: 1, burst: 1, kind: "count" };
+    const { clock, store } = await setup(config);
+    const broken = failingAfter(store, 2);
+    const limiter = new SharedLimiter({ store: broken, key: "k", config, clock, pollMs: 500 });
+    await limiter.wait(1);
+    // Its token is 1 s away: the wait sleeps in steps of pollMs and reads the key between them, which fails.
+    const waiting = limiter.wait(1).catch((error: unknown) => error);
+    await runFor(clock, 600);
+    const error = await waiting;
+    expect(error).toBeInstanceOf(StoreError);
+    await expect(limiter.wait(1)).rejects.toBe(error);
+  });
+
   it("rejects with the StoreError when the store fails, and never takes from it again", async () => {
     const config: BucketConfig = { rate: 1000, burst: 100, kind: "bytes" };
     const { clock, store } = await setup(config);
@@ -219,15 +234,9 @@ describe("SharedLimiter", () => {
     const { clock, store } = await setup(config);
     const broken = failingAfter(store, 1);
     const calls: string[] = [];
-    const limiter = new SharedLimiter({
-      store: broken,
-      key: "k",
-      config,
-      clock,
-      onStoreError: (error, settings) => {
-        calls.push(`${error.message} ${settings.rate}/${settings.burst}`);
-        return new TokenBucket({ rate: settings.rate, burst: settings.burst, tokens: 0, clock });
-      },
+    const limiter = new FailoverLimiter(new SharedLimiter({ store: broken, key: "k", config, clock }), (error, settings) => {
+      calls.push(`${error.message} ${settings.rate}/${settings.burst}`);
+      return new TokenBucket({ rate: settings.rate, burst: settings.burst, tokens: 0, clock });
     });
     await limiter.wait(20);
     const pending = limiter.wait(100);
@@ -237,7 +246,7 @@ describe("SharedLimiter", () => {
     await runFor(clock, 5);
     await again;
     expect(calls).toEqual(["store memory: lost 1000/100"]);
-    expect(limiter.isLocal).toBe(true);
+    expect(limiter.failedOver).toBe(true);
   });
 
   it("hands over once when a poll and a take fail together (real timers)", async () => {
@@ -245,21 +254,16 @@ describe("SharedLimiter", () => {
     const lost = () => new Promise<never>((_, reject) => setTimeout(() => reject(new StoreError("lost", "store memory: lost", { storeUrl: "memory:" })), 20));
     const store: BucketStore = { ...failingAfter(new MemoryStore(), 0), take: lost, read: lost };
     let calls = 0;
-    const limiter = new SharedLimiter({
-      store,
-      key: "k",
-      config,
-      pollMs: 1,
-      onStoreError: (_error, settings) => {
-        calls++;
-        return new TokenBucket({ rate: settings.rate, burst: settings.burst });
-      },
+    const shared = new SharedLimiter({ store, key: "k", config, pollMs: 1 });
+    const limiter = new FailoverLimiter(shared, (_error, settings) => {
+      calls++;
+      return new TokenBucket({ rate: settings.rate, burst: settings.burst });
     });
     await new Promise((resolve) => setTimeout(resolve, 5));
-    limiter.startPolling();
+    shared.startPolling();
     await limiter.wait(10);
     await new Promise((resolve) => setTimeout(resolve, 50));
-    limiter.close();
+    shared.close();
     expect(calls).toBe(1);
   });
 
