@@ -15,15 +15,9 @@ async function setup(config: BucketConfig) {
   return { clock, store };
 }
 
-/** Lets every pending promise chain run (store calls, sleeps resolved by advance). */
-const settle = () => new Promise<void>((resolve) => setImmediate(resolve));
-
-/** Moves the fake clock in 1 ms steps, letting the loops react between steps. */
+/** Moves the fake clock in 1 ms steps; each advance lets the loops react before it returns. */
 async function runFor(clock: FakeClock, ms: number): Promise<void> {
-  for (let i = 0; i < ms; i++) {
-    await clock.advance(1);
-    await settle();
-  }
+  for (let i = 0; i < ms; i++) await clock.advance(1);
 }
 
 interface Admission {
@@ -104,7 +98,7 @@ describe("SharedLimiter", () => {
     await limiter.wait(1);
     let done = false;
     void limiter.wait(1).then(() => (done = true));
-    await settle();
+    await clock.advance(0);
     // At 1/s the second token comes at 1000 ms; at 100/s from 100 ms on it comes far sooner.
     await runFor(clock, 100);
     await store.configure("k", { rate: 100, burst: 1, kind: "count" });
@@ -123,7 +117,7 @@ describe("SharedLimiter", () => {
       await limiter.wait(1);
       let doneAtMs: number | undefined;
       void limiter.wait(1).then(() => (doneAtMs = clock.now() - T0));
-      await settle();
+      await clock.advance(0);
       await runFor(clock, 50);
       await store.configure("k", { rate: 0, burst: 1, kind: "count" });
       await runFor(clock, 5000);
@@ -171,7 +165,7 @@ describe("SharedLimiter", () => {
       expect((await store.read("k"))?.tokens).toBe(-1);
       controller.abort();
       expect(await waiting).toBe(controller.signal.reason);
-      await settle();
+      await clock.advance(0);
       expect((await store.read("k"))?.tokens).toBe(0);
       await limiter.close();
     });
@@ -276,7 +270,7 @@ describe("SharedLimiter", () => {
       await limiter.wait(1);
       const abort = new AbortController();
       const waiting = limiter.wait(1, abort.signal);
-      await settle();
+      await clock.advance(0);
       expect((await store.read("k"))?.tokens).toBe(-1);
       await runFor(clock, 2000);
       abort.abort();
@@ -284,7 +278,7 @@ describe("SharedLimiter", () => {
       expect((await store.read("k"))?.tokens).toBeCloseTo(0.02, 9);
       // The limiter goes on as before: the next wait reserves afresh.
       const again = limiter.wait(1);
-      await settle();
+      await clock.advance(0);
       expect((await store.read("k"))?.tokens).toBeCloseTo(-0.98, 9);
       await limiter.close();
       expect((await store.read("k"))?.tokens).toBeCloseTo(0.02, 9);
@@ -294,12 +288,12 @@ describe("SharedLimiter", () => {
 
     it("when tryWait is aborted", async () => {
       const config: BucketConfig = { rate: 10, burst: 1, kind: "count" };
-      const { store } = await setup(config);
-      const limiter = new SharedLimiter({ store, key: "k", config, clock: new FakeClock(T0) });
+      const { clock, store } = await setup(config);
+      const limiter = new SharedLimiter({ store, key: "k", config, clock });
       await limiter.wait(1);
       const abort = new AbortController();
       const waiting = limiter.tryWait(1, 5000, abort.signal);
-      await settle();
+      await clock.advance(0);
       expect((await store.read("k"))?.tokens).toBe(-1);
       abort.abort();
       await expect(waiting).rejects.toThrow();
@@ -312,7 +306,7 @@ describe("SharedLimiter", () => {
       const mine = new SharedLimiter({ store, key: "k", config, clock, leaseMs: 20 });
       await store.take("k", 10);
       const waiting = mine.wait(5);
-      await settle();
+      await clock.advance(0);
       // Another process reserves after my lease of 5: its 3 stay taken.
       expect((await store.take("k", 3))?.waitMs).toBe(80);
       await mine.close();
