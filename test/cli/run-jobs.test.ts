@@ -2,8 +2,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { runCli } from "../helpers/cli.js";
-import { fixture } from "../run/start-cli.js";
+import { fixture, runCli } from "../helpers/cli.js";
 
 const dirs: string[] = [];
 afterAll(() => {

@@ -2,8 +2,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, it } from "vitest";
-import { runCli, runShell, TBUCKET } from "../helpers/cli.js";
-import { fixture, sleep, startCli } from "../run/start-cli.js";
+import { fixture, runCli, runShell, sleep, startCli, TBUCKET } from "../helpers/cli.js";
 
 // Issue 12: run signalled only the processes it spawned. A job's grandchildren outlived
 // tbucket (orphaned under PID 1), and a job waiting on one kept tbucket waiting too.

@@ -2,8 +2,7 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, it } from "vitest";
-import { runCli } from "../helpers/cli.js";
-import { fixture } from "../run/start-cli.js";
+import { fixture, runCli } from "../helpers/cli.js";
 
 const dirs: string[] = [];
 afterAll(() => {
