@@ -58,7 +58,8 @@ interface Sleeper {
  * resumes run until it settles (ends, or sleeps again) before the next wakes:
  * what a test sees after `await clock.advance(ms)` does not depend on how many
  * promise hops that work takes. Work waiting on real I/O or real timers is
- * not waited for.
+ * not waited for. It settles on the event loop's setImmediate, so a test
+ * framework's fake timers must leave that one real.
  */
 export class FakeClock implements Clock {
   #now: number;
