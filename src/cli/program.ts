@@ -6,6 +6,9 @@ import { registerRun } from "./commands/run.js";
 import { registerSimulate } from "./commands/simulate.js";
 import { version } from "./version.js";
 
+/** The command that runs when none is named: `tbucket -r 1mb file` is `tbucket pipe -r 1mb file`. */
+export const DEFAULT_COMMAND = "pipe";
+
 /**
  * The command tree. Each command declares its options here, cheaply; the code
  * that does the work is imported only when that command runs.
@@ -21,7 +24,7 @@ export function createProgram(onExit: (code: number) => void): Command {
   registerRun(program, onExit);
   registerSimulate(program, onExit);
   registerKey(program, onExit);
-  registerCompletion(program, onExit);
+  registerCompletion(program, onExit, DEFAULT_COMMAND);
   program.addHelpText(
     "after",
     `

@@ -1,8 +1,8 @@
-import type { Limiter } from "../core/limiter.js";
 import { TokenBucket } from "../core/token-bucket.js";
 import { formatByteRate, formatByteSize, formatCountRate, type RateKind } from "../core/units.js";
 import { type BucketConfig, type BucketStore, StoreError } from "../store/bucket-store.js";
 import { parseStoreLocation, type StoreLocation, StoreUrlError } from "../store/open-store.js";
+import { FailoverLimiter } from "../store/failover-limiter.js";
 import { SharedLimiter } from "../store/shared-limiter.js";
 import { RuntimeError, UsageError } from "./errors.js";
 import { describeStoreFailure } from "./store-failure.js";
@@ -32,24 +32,20 @@ export async function openSharedLimiter(request: LimiterRequest): Promise<OpenLi
   }
   try {
     const config = await configureKey(store, key, request);
-    const limiter = new SharedLimiter({
-      store,
-      key,
-      config,
-      onStoreError: (error, settings) => {
-        // Mid-run the offer of a private bucket comes after what stopped.
-        const line = describeStoreFailure(error, { offerLocal: false });
-        if (!local) throw new RuntimeError(`${line}; ${STOPPED[request.command]}; rerun, or add --on-store-error local to go on with a private bucket`);
-        warn(`${line}; going on with a private bucket at ${describeConfig(settings)}`);
-        // Empty at first: the shared bucket may just have been drained, so no fresh burst.
-        return new TokenBucket({ rate: settings.rate, burst: settings.burst, tokens: 0 });
-      },
+    const shared = new SharedLimiter({ store, key, config });
+    const limiter = new FailoverLimiter(shared, (error, settings) => {
+      // Mid-run the offer of a private bucket comes after what stopped.
+      const line = describeStoreFailure(error, { offerLocal: false });
+      if (!local) throw new RuntimeError(`${line}; ${STOPPED[request.command]}; rerun, or add --on-store-error local to go on with a private bucket`);
+      warn(`${line}; going on with a private bucket at ${describeConfig(settings)}`);
+      // Empty at first: the shared bucket may just have been drained, so no fresh burst.
+      return new TokenBucket({ rate: settings.rate, burst: settings.burst, tokens: 0 });
     });
-    limiter.startPolling();
+    shared.startPolling();
     return {
-      limiter: limiter as Limiter,
+      limiter,
       // The limiter first gives back a lease still waiting, then the store closes.
-      close: () => closeQuietly(store, limiter),
+      close: () => closeQuietly(store, shared),
     };
   } catch (error) {
     await closeQuietly(store);

@@ -54,7 +54,12 @@ interface Sleeper {
 
 /**
  * A clock that moves only when told to. `advance(ms)` wakes every sleeper
- * whose time has come, in order of wake-up time.
+ * whose time has come, in order of wake-up time, and lets the work each one
+ * resumes run until it settles (ends, or sleeps again) before the next wakes:
+ * what a test sees after `await clock.advance(ms)` does not depend on how many
+ * promise hops that work takes. Work waiting on real I/O or real timers is
+ * not waited for. It settles on the event loop's setImmediate, so a test
+ * framework's fake timers must leave that one real.
  */
 export class FakeClock implements Clock {
   #now: number;
@@ -93,10 +98,14 @@ export class FakeClock implements Clock {
     });
   }
 
-  /** Moves time forward by `ms`, waking sleepers due by then; awaits their continuations. */
+  /** Moves time forward by `ms`, waking sleepers due by then one at a time, each once the work before it has settled. */
   async advance(ms: number): Promise<void> {
     if (!(ms >= 0)) throw new RangeError(`Expected \`ms\` to be a non-negative number, got \`${ms}\``);
     const target = this.#now + ms;
+    // Work started just before (a wait that is about to sleep) registers its sleep first.
+    await settle();
+    let instantMs = this.#now;
+    let wokenAtInstant = 0;
     for (;;) {
       const due = this.#sleepers
         .filter((s) => s.wakeAt <= target)
@@ -104,11 +113,16 @@ export class FakeClock implements Clock {
       if (!due) break;
       this.#sleepers = this.#sleepers.filter((s) => s !== due);
       this.#now = Math.max(this.#now, due.wakeAt);
+      if (this.#now !== instantMs) [instantMs, wokenAtInstant] = [this.#now, 0];
+      // A sleep too short to move the clock (1e-9 ms at 1.7e12) would loop here forever.
+      if (++wokenAtInstant > MAX_WAKES_PER_INSTANT) {
+        throw new Error(`FakeClock: more than ${MAX_WAKES_PER_INSTANT} sleeps woke at ${instantMs} ms without time moving; some work keeps rescheduling itself at the same instant`);
+      }
       due.resolve();
-      await flushMicrotasks();
+      await settle();
     }
     this.#now = target;
-    await flushMicrotasks();
+    await settle();
   }
 
   /**
@@ -122,7 +136,7 @@ export class FakeClock implements Clock {
     const due = this.#sleepers.filter((s) => s.wakeAt <= this.#now).sort((a, b) => a.wakeAt - b.wakeAt);
     this.#sleepers = this.#sleepers.filter((s) => s.wakeAt > this.#now);
     for (const sleeper of due) sleeper.resolve();
-    await flushMicrotasks();
+    await settle();
   }
 
   /** Sets the time directly (backwards too), without waking anyone: for clamping tests. */
@@ -131,6 +145,14 @@ export class FakeClock implements Clock {
   }
 }
 
-async function flushMicrotasks(): Promise<void> {
-  for (let i = 0; i < 20; i++) await Promise.resolve();
+/** How many sleepers `advance` wakes at one instant before it decides the work never settles. */
+const MAX_WAKES_PER_INSTANT = 10_000;
+
+/**
+ * Resolves once every promise reaction and process.nextTick callback queued
+ * so far has run, and those they queue in turn: Node drains both queues
+ * completely before it runs the next macrotask.
+ */
+function settle(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
 }

@@ -18,11 +18,6 @@ export interface SharedLimiterOptions {
   leaseMs?: number;
   /** How often the key's settings are read while no take brings them: live changes land within this. */
   pollMs?: number;
-  /**
-   * Called once when the store fails: return a limiter to carry on with (a
-   * private bucket), or throw to stop. Without it, the StoreError is thrown.
-   */
-  onStoreError?: (error: StoreError, settings: BucketConfig) => Limiter;
 }
 
 /**
@@ -42,6 +37,10 @@ export interface SharedLimiterOptions {
  * A lease not yet due when its wait is aborted, or when the limiter closes,
  * is cancelled in the store (x/time/rate's Cancel), so an interrupted process
  * leaves no debt behind for the others, nor for its own next run.
+ *
+ * When the store fails, the limiter stops: that wait and every later one
+ * reject with the StoreError (a failed poll rejects the next wait). Going on
+ * without the store is FailoverLimiter's business.
  */
 export class SharedLimiter implements Limiter {
   readonly key: string;
@@ -49,7 +48,6 @@ export class SharedLimiter implements Limiter {
   readonly #clock: Clock;
   readonly #leaseMs: number;
   readonly #pollMs: number;
-  readonly #onStoreError: SharedLimiterOptions["onStoreError"];
   #rate: number;
   #burst: number;
   #kind: RateKind;
@@ -67,8 +65,8 @@ export class SharedLimiter implements Limiter {
   #taking: Promise<unknown> | undefined;
   #closed = false;
   #lastContactMs: number;
-  #fallback: Limiter | undefined;
-  #failure: unknown;
+  /** What stopped the limiter: the store's failure, thrown by every wait from then on. */
+  #failure: StoreError | undefined;
   #queue: Promise<unknown> = Promise.resolve();
   #timer: ReturnType<typeof setInterval> | undefined;
   #polling = false;
@@ -81,7 +79,6 @@ export class SharedLimiter implements Limiter {
     this.#clock = options.clock ?? systemClock;
     this.#leaseMs = options.leaseMs ?? 20;
     this.#pollMs = options.pollMs ?? 500;
-    this.#onStoreError = options.onStoreError;
     this.#rate = options.config.rate;
     this.#burst = options.config.burst;
     this.#kind = options.config.kind;
@@ -90,26 +87,22 @@ export class SharedLimiter implements Limiter {
     this.#lastContactMs = this.#clock.now();
   }
 
+  /** The key's rate as last read; still readable after the store failed. */
   get rate(): number {
-    return this.#fallback?.rate ?? this.#rate;
+    return this.#rate;
   }
 
   get burst(): number {
-    return this.#fallback?.burst ?? this.#burst;
+    return this.#burst;
   }
 
   get kind(): RateKind {
     return this.#kind;
   }
 
-  /** True once the store failed and a private bucket took over. */
-  get isLocal(): boolean {
-    return this.#fallback !== undefined;
-  }
-
   /** The level the store last reported (no round trip). */
   tokens(): number {
-    return this.#fallback?.tokens?.() ?? this.#storeTokens;
+    return this.#storeTokens;
   }
 
   /** Reads the key's settings every `pollMs` while no take does; the timer never keeps the process alive. */
@@ -154,14 +147,12 @@ export class SharedLimiter implements Limiter {
   async #waitOne(n: number, signal: AbortSignal | undefined): Promise<void> {
     signal?.throwIfAborted();
     this.#throwIfFailed();
-    if (this.#fallback) return this.#fallback.wait(n, signal);
     if (this.#rate === Infinity) return;
     if (n > this.#burst) throw new ExceedsBurstError(n, this.#burst);
     if (this.#heldTokens < n) {
       const missing = n - this.#heldTokens;
       const lease = Math.max(missing, (this.#rate * this.#leaseMs) / 1000);
-      const taken = await this.#take(lease, { overBurst: true });
-      if (taken === "fallback") return this.#fallback!.wait(n, signal);
+      await this.#take(lease, { overBurst: true });
       if (this.#rate === Infinity) return;
       this.#heldTokens += lease;
     }
@@ -187,7 +178,7 @@ export class SharedLimiter implements Limiter {
     this.#pending = undefined;
     this.#heldTokens = Math.max(0, this.#heldTokens - pending.n);
     this.#readyAtMs = pending.readyAtBeforeMs;
-    if (this.#fallback || this.#failure) return;
+    if (this.#failure) return;
     try {
       this.roundTrips++;
       await this.#store.cancel(this.key, { n: pending.n, timeToActMs: pending.timeToActMs });
@@ -199,7 +190,6 @@ export class SharedLimiter implements Limiter {
   async #tryWaitOne(n: number, maxWaitMs: number, signal: AbortSignal | undefined): Promise<boolean> {
     signal?.throwIfAborted();
     this.#throwIfFailed();
-    if (this.#fallback) return this.#tryFallback(n, maxWaitMs, signal);
     if (this.#rate === Infinity) return true;
     if (n > this.#burst) throw new ExceedsBurstError(n, this.#burst);
     const aheadMs = Math.max(0, this.#readyAtMs - this.#clock.now());
@@ -208,7 +198,6 @@ export class SharedLimiter implements Limiter {
       // Exactly what is missing, with the limit: a refusal must take nothing.
       const missing = n - this.#heldTokens;
       const taken = await this.#take(missing, { maxWaitMs: maxWaitMs - aheadMs });
-      if (taken === "fallback") return this.#tryFallback(n, maxWaitMs, signal);
       if (taken === "refused") return false;
       if (this.#rate === Infinity) return true;
       this.#heldTokens += missing;
@@ -218,15 +207,8 @@ export class SharedLimiter implements Limiter {
     return true;
   }
 
-  async #tryFallback(n: number, maxWaitMs: number, signal: AbortSignal | undefined): Promise<boolean> {
-    const fallback = this.#fallback!;
-    if (fallback.tryWait) return fallback.tryWait(n, maxWaitMs, signal);
-    await fallback.wait(n, signal);
-    return true;
-  }
-
-  /** One round trip: takes `n` and moves the ready time; "fallback" when the store failed and a private bucket took over. */
-  async #take(n: number, options: { overBurst?: boolean; maxWaitMs?: number }): Promise<"taken" | "refused" | "fallback"> {
+  /** One round trip: takes `n` and moves the ready time; a store that fails stops the limiter. */
+  async #take(n: number, options: { overBurst?: boolean; maxWaitMs?: number }): Promise<"taken" | "refused"> {
     this.#throwIfClosed();
     const sentMs = this.#clock.now();
     let result;
@@ -237,7 +219,7 @@ export class SharedLimiter implements Limiter {
       result = await taking;
       if (!result) throw this.#deletedError();
     } catch (error) {
-      return this.#fail(error);
+      throw this.#fail(error);
     } finally {
       this.#taking = undefined;
     }
@@ -261,12 +243,11 @@ export class SharedLimiter implements Limiter {
       this.#throwIfClosed();
       if (leftMs > this.#pollMs) await this.#pollIfDue();
       this.#throwIfFailed();
-      if (this.#fallback) return;
     }
   }
 
   async #pollIfDue(): Promise<void> {
-    if (this.#polling || this.#fallback || this.#failure) return;
+    if (this.#polling || this.#failure) return;
     if (this.#clock.now() - this.#lastContactMs < this.#pollMs) return;
     this.#polling = true;
     try {
@@ -276,11 +257,8 @@ export class SharedLimiter implements Limiter {
       this.#apply(state);
       this.#storeTokens = state.tokens;
     } catch (error) {
-      try {
-        this.#fail(error);
-      } catch {
-        // Recorded by #fail: the next wait throws it.
-      }
+      // Recorded: the next wait throws it.
+      this.#fail(error);
     } finally {
       this.#polling = false;
     }
@@ -305,27 +283,16 @@ export class SharedLimiter implements Limiter {
     this.#kind = settings.kind;
   }
 
-  /** Hands over to the caller's private bucket, or throws. */
-  #fail(error: unknown): "fallback" {
-    // A poll and a take can fail together: decide once.
-    if (this.#fallback) return "fallback";
-    if (this.#failure) throw this.#failure;
-    const storeError =
+  /** Stops the limiter on the store's failure and returns it, for the caller to throw. */
+  #fail(error: unknown): StoreError {
+    // A poll and a take can fail together: the first failure is the one reported.
+    if (this.#failure) return this.#failure;
+    this.#failure =
       error instanceof StoreError
         ? error
         : new StoreError("lost", `store ${this.#store.url}: ${(error as Error)?.message ?? String(error)}`, { storeUrl: this.#store.url, key: this.key, cause: error });
     this.#stopPolling();
-    if (!this.#onStoreError) {
-      this.#failure = storeError;
-      throw storeError;
-    }
-    try {
-      this.#fallback = this.#onStoreError(storeError, { rate: this.#rate, burst: this.#burst, kind: this.#kind });
-    } catch (failure) {
-      this.#failure = failure;
-      throw failure;
-    }
-    return "fallback";
+    return this.#failure;
   }
 
   #throwIfFailed(): void {

@@ -1,7 +1,9 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import type { Command } from "commander";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createProgram } from "../../src/cli/program.js";
 import { runCli, runShell, TBUCKET } from "../helpers/cli.js";
 
 let dir: string;
@@ -18,18 +20,68 @@ afterAll(() => {
   rmSync(dir, { recursive: true, force: true });
 });
 
+/** The commander command at `path`, from the program itself: what its help must list. */
+function commandAt(path: readonly string[]): Command {
+  let command: Command = createProgram(() => {});
+  for (const name of path) command = command.commands.find((sub) => sub.name() === name)!;
+  return command;
+}
+
+/** The section of a help text that starts with `title` (e.g. "Options:"), up to the next blank line. */
+function section(text: string, title: string): string[] {
+  const lines = text.split("\n");
+  const start = lines.indexOf(title);
+  if (start < 0) return [];
+  const end = lines.indexOf("", start);
+  return lines.slice(start + 1, end < 0 ? undefined : end);
+}
+
+/** The long options an example gives tbucket: after "tbucket", up to a pipe, a redirection, a comment or the `--` before a launched command. */
+function longOptionsOf(example: string): { words: string[]; longs: string[] } {
+  const invocation = example.slice(example.indexOf("tbucket ") + "tbucket ".length).split(/ \| | -- | # | > | < |\)/)[0]!;
+  const words = invocation.split(/\s+/);
+  return { words, longs: words.filter((word) => /^--[a-z]/.test(word)).map((word) => word.replace(/=.*$/, "")) };
+}
+
+const HELP_USAGE: Array<[string[], string]> = [
+  [[], "Usage: tbucket [options] [command]"],
+  [["pipe"], "Usage: tbucket pipe [options] [file...]"],
+  [["run"], "Usage: tbucket run [options] [--] command [args...]"],
+  [["simulate"], "Usage: tbucket simulate [options]"],
+  [["key"], "Usage: tbucket key [options] [command] [subcommand]"],
+  [["key", "set"], "Usage: tbucket key set [options] <key>"],
+  [["key", "list"], "Usage: tbucket key list [options]"],
+  [["completion"], "Usage: tbucket completion [options] [shell]"],
+];
+
 describe("--help on every command", () => {
-  it.each([["pipe"], ["run"], ["simulate"], ["key"], ["key", "set"], ["key", "list"], ["completion"]])(
-    "tbucket %s --help ends with examples of that command",
-    async (...command: string[]) => {
-      const help = await runCli([...command, "--help"]);
-      expect(help.code).toBe(0);
-      const text = help.stdout.toString().trimEnd();
-      const examples = text.slice(text.lastIndexOf("\nExamples:\n") + 1).split("\n");
-      expect(examples[0]).toBe("Examples:");
-      expect(examples.length).toBeGreaterThan(1);
-      for (const line of examples.slice(1)) expect(line).toMatch(/^ {2}\S.*tbucket|^ {2}\S/);
-      expect(examples.slice(1).some((line) => line.includes(`tbucket ${command[0] === "pipe" ? "" : command[0]}`))).toBe(true);
+  it.each(HELP_USAGE.map(([path, usage]) => [path.join(" ") || "(top)", path, usage] as const))(
+    "tbucket %s --help: the usage line, every option the command declares, and examples of that command",
+    async (_name, path, usage) => {
+      const help = await runCli([...path, "--help"]);
+      expect(help).toMatchObject({ code: 0, stderr: "" });
+      const text = help.stdout.toString();
+      expect(text.split("\n")[0]).toBe(usage);
+
+      const command = commandAt(path);
+      const options = section(text, "Options:").join("\n");
+      for (const option of command.options) expect(options, `${usage}: ${option.flags}`).toContain(`  ${option.flags}`);
+      expect(options).toContain("-h, --help");
+
+      const examples = section(text, "Examples:");
+      expect(examples.length, "examples").toBeGreaterThanOrEqual(2);
+      for (const example of examples) {
+        // An example runs tbucket, as this command (the top level's run each command; pipe's run the default one).
+        expect(example, "example").toMatch(/^ {2}(\S.*)?\btbucket( |$)/);
+        const { words, longs } = longOptionsOf(example);
+        if (path[0] === "pipe") expect(words[0], example).toMatch(/^-/);
+        else if (path.length > 0) expect(words.slice(0, path.length), example).toEqual(path);
+        // Every option an example uses is one the command it runs declares (subcommands' included).
+        const isCommand = commandAt([]).commands.some((sub) => sub.name() === words[0]);
+        const runs = commandAt(path.length > 0 ? path : isCommand ? [words[0]!] : ["pipe"]);
+        const declared = new Set([...runs.options.map((option) => option.long), ...runs.commands.flatMap((sub) => sub.options.map((option) => option.long)), "--help"]);
+        for (const long of longs) expect(declared.has(long), `${example}: ${long}`).toBe(true);
+      }
     },
   );
 });

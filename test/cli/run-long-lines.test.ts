@@ -1,6 +1,5 @@
 import { describe, it } from "vitest";
-import { runCli, runShell, TBUCKET } from "../helpers/cli.js";
-import { fixture } from "../run/start-cli.js";
+import { fixture, runCli, runShell, TBUCKET } from "../helpers/cli.js";
 
 // Issue 12: a line longer than 1 MiB was passed on in pieces, so --tag landed inside it and
 // another job's output could too. Now a long line streams through while its job holds the output.

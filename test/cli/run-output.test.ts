@@ -1,6 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { runCli } from "../helpers/cli.js";
-import { fixture } from "../run/start-cli.js";
+import { fixture, runCli } from "../helpers/cli.js";
 
 const LINES_PER_JOB = 160;
 const NAMES = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot"];

@@ -1,5 +1,5 @@
 import { describe, it } from "vitest";
-import { fixture, sleep, startCli } from "../run/start-cli.js";
+import { fixture, sleep, startCli } from "../helpers/cli.js";
 
 describe.concurrent("tbucket run: signals", () => {
   it("Ctrl-C stops launching, forwards SIGINT, waits; a second Ctrl-C kills; exit 130 with the summary", async ({ expect }) => {

@@ -1,9 +1,8 @@
-import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { runCli, TBUCKET } from "../helpers/cli.js";
+import { runCli, startCli } from "../helpers/cli.js";
 import { type RedisServer, startRedisServer } from "../helpers/redis-server.js";
 
 // Ctrl-C on `tbucket run --key k --store sqlite:db --rate 1/100s --count 5 -- true` while it
@@ -32,19 +31,7 @@ async function level(store: string, key: string): Promise<number | undefined> {
 }
 
 /** Starts tbucket, feeding `input` and leaving standard input open. */
-function start(args: string[], input: string) {
-  const child = spawn(process.execPath, [TBUCKET, ...args], { env: { ...process.env, NO_COLOR: "1", ...env } });
-  let stdout = "";
-  let stderr = "";
-  child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
-  child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
-  child.stdin.on("error", () => {});
-  child.stdin.write(input);
-  const done = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    child.on("close", (code, signal) => resolve({ code, signal })),
-  );
-  return { child, done, output: () => ({ stdout, stderr }) };
-}
+const start = (args: string[], input: string) => startCli(args, { input, stdin: "open", env });
 
 /** Polls the key until a reservation is waiting in it (the level went below `below`). */
 async function untilWaiting(store: string, key: string, below: number, ended: () => boolean): Promise<void> {
@@ -68,12 +55,10 @@ describe.each(STORES)("an interrupted wait gives its tokens back to the key (%s)
     const store = storeOf();
     const key = `run-${signal}`;
     const run = start(["run", "--key", key, "--store", store, "--rate", "1/100s", "--count", "5", "--", "true"], "");
-    let ended = false;
-    void run.done.then(() => (ended = true));
-    await untilWaiting(store, key, -0.5, () => ended);
-    run.child.kill(signal);
-    const result = await run.done;
-    expect([result.code, run.output().stderr]).toEqual([
+    await untilWaiting(store, key, -0.5, run.done);
+    run.signal(signal);
+    const result = await run.exited;
+    expect([result.code, result.stderr]).toEqual([
       exits[signal],
       "tbucket: run: interrupted: 1 started, 1 succeeded, 0 failed, 0 skipped, 0 retried\n",
     ]);
@@ -87,13 +72,11 @@ describe.each(STORES)("an interrupted wait gives its tokens back to the key (%s)
     const key = `pipe-${signal}`;
     // 10 bytes of burst go at once; the next byte waits 10 s.
     const pipe = start(["--key", key, "--store", store, "--rate", "10/100s", "--burst", "10"], "x".repeat(100));
-    let ended = false;
-    void pipe.done.then(() => (ended = true));
-    await untilWaiting(store, key, -0.5, () => ended);
-    pipe.child.kill(signal);
-    const result = await pipe.done;
+    await untilWaiting(store, key, -0.5, pipe.done);
+    pipe.signal(signal);
+    const result = await pipe.exited;
     // The pipe ends by the signal itself, as cat does.
-    expect([result.code, result.signal, pipe.output().stdout, pipe.output().stderr]).toEqual([null, signal, "x".repeat(10), ""]);
+    expect([result.code, result.signal, result.stdout.toString(), result.stderr]).toEqual([null, signal, "x".repeat(10), ""]);
     const after = await level(store, key);
     expect(after).toBeGreaterThan(-0.01);
     expect(after).toBeLessThan(0.5);

@@ -2,8 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { spawn } from "node:child_process";
-import { runCli, TBUCKET } from "../helpers/cli.js";
+import { runCli, startCli } from "../helpers/cli.js";
 import { startRedisServer } from "../helpers/redis-server.js";
 
 let dir: string;
@@ -16,27 +15,6 @@ beforeAll(() => {
   store = `sqlite:${join(dir, "buckets.db")}`;
 });
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
-
-/** Runs the built CLI, letting the test act once output has begun (a store lost mid-run). */
-function startCli(args: string[], input: Buffer) {
-  const child = spawn(process.execPath, [TBUCKET, ...args], { env: { ...process.env, NO_COLOR: "1" } });
-  const stdout: Buffer[] = [];
-  let stderr = "";
-  child.stdout.on("data", (chunk: Buffer) => stdout.push(chunk));
-  child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
-  child.stdin.on("error", () => {});
-  child.stdin.end(input);
-  const done = new Promise<{ code: number | null; stdout: Buffer; stderr: string }>((resolve) =>
-    child.on("close", (code) => resolve({ code, stdout: Buffer.concat(stdout), stderr })),
-  );
-  const flowing = async () => {
-    while (stdout.length === 0) {
-      if (child.exitCode !== null) throw new Error(`tbucket ended before writing: ${stderr}`);
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
-  };
-  return { done, flowing };
-}
 
 /** Bytes that show any reordering, duplication or loss. */
 function patterned(bytes: number): Buffer {
@@ -187,11 +165,11 @@ describe("when the store fails", () => {
     const server = await startRedisServer();
     try {
       const input = patterned(4 * 1024 * 1024);
-      const pipe = startCli(["--key", "lost", "--store", server.url, "--rate", "256k"], input);
-      await pipe.flowing();
+      const pipe = startCli(["--key", "lost", "--store", server.url, "--rate", "256k"], { input });
+      await pipe.waitForBytes(1);
       await new Promise((resolve) => setTimeout(resolve, 300));
       await server.stop();
-      const result = await pipe.done;
+      const result = await pipe.exited;
       expect(result.stderr).toMatch(
         new RegExp(
           `^tbucket: store ${server.url.replace(/\./g, "\\.")}: lost Redis \\(.*\\); stopped, and what was written so far is intact; rerun, or add --on-store-error local to go on with a private bucket\\n$`,
@@ -210,11 +188,11 @@ describe("when the store fails", () => {
   it("Redis lost mid-run: run stops launching, prints its --stats, then one line about launches, exit 1", async () => {
     const server = await startRedisServer();
     try {
-      const run = startCli(["run", "--key", "lost-run", "--store", server.url, "--rate", "20/s", "--count", "1000", "--stats-format", "json", "--", "echo", "hi"], Buffer.alloc(0));
-      await run.flowing();
+      const run = startCli(["run", "--key", "lost-run", "--store", server.url, "--rate", "20/s", "--count", "1000", "--stats-format", "json", "--", "echo", "hi"]);
+      await run.waitForBytes(1);
       await new Promise((resolve) => setTimeout(resolve, 300));
       await server.stop();
-      const result = await run.done;
+      const result = await run.exited;
       const [statsLine, message, ...rest] = result.stderr.split("\n");
       expect(message).toMatch(
         new RegExp(
@@ -237,11 +215,11 @@ describe("when the store fails", () => {
     const server = await startRedisServer();
     try {
       const input = patterned(640 * 1024);
-      const pipe = startCli(["--key", "lost", "--store", server.url, "--rate", "256k", "--on-store-error", "local"], input);
-      await pipe.flowing();
+      const pipe = startCli(["--key", "lost", "--store", server.url, "--rate", "256k", "--on-store-error", "local"], { input });
+      await pipe.waitForBytes(1);
       await new Promise((resolve) => setTimeout(resolve, 300));
       await server.stop();
-      const result = await pipe.done;
+      const result = await pipe.exited;
       expect(result.stderr).toMatch(/^tbucket: warning: store redis:\/\/127\.0\.0\.1:\d+: lost Redis \(.*\); going on with a private bucket at 256kib\/s, burst 26214\n$/);
       expect(result.code).toBe(0);
       expect(result.stdout.equals(input)).toBe(true);

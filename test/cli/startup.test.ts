@@ -1,26 +1,16 @@
-import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { TBUCKET } from "../helpers/cli.js";
+import { fixture, start, TBUCKET } from "../helpers/cli.js";
 
 /** Preloaded into tbucket: prints on exit every package it required from node_modules. */
-const RECORD_REQUIRES = fileURLToPath(new URL("../fixtures/record-requires.cjs", import.meta.url));
+const RECORD_REQUIRES = fixture("record-requires.cjs");
 
-function requiredPackages(args: string[], input = ""): Promise<{ code: number | null; packages: string[] }> {
-  const child = spawn(process.execPath, ["--require", RECORD_REQUIRES, TBUCKET, ...args]);
-  let stderr = "";
-  child.stderr.on("data", (chunk) => (stderr += chunk));
-  child.stdout.resume();
-  child.stdin.end(input);
-  return new Promise((resolve) =>
-    child.on("close", (code) => {
-      const line = stderr.split("\n").find((l) => l.startsWith("required: "));
-      resolve({ code, packages: line ? (JSON.parse(line.slice("required: ".length)) as string[]) : ["(no record)"] });
-    }),
-  );
+async function requiredPackages(args: string[], input = ""): Promise<{ code: number | null; packages: string[] }> {
+  const { code, stderr } = await start(process.execPath, ["--require", RECORD_REQUIRES, TBUCKET, ...args], { input }).exited;
+  const line = stderr.split("\n").find((l) => l.startsWith("required: "));
+  return { code, packages: line ? (JSON.parse(line.slice("required: ".length)) as string[]) : ["(no record)"] };
 }
 
 describe("start-up loads only what the command needs", () => {

@@ -1,8 +1,7 @@
-import { execFile } from "node:child_process";
 import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
+import { start } from "../helpers/cli.js";
 
 const root = fileURLToPath(new URL("../../", import.meta.url));
 const readme = readFileSync(`${root}README.md`, "utf8");
@@ -15,8 +14,9 @@ describe("README", () => {
     const path = `${root}dist/readme-example.mjs`;
     writeFileSync(path, block!);
     try {
-      const { stdout } = await promisify(execFile)(process.execPath, [path]);
-      expect(stdout).toBe(["true", "false", "200", "false", "4", "65536 65536", ""].join("\n"));
+      const result = await start(process.execPath, [path]).exited;
+      expect([result.code, result.stderr]).toEqual([0, ""]);
+      expect(result.stdout.toString()).toBe(["true", "false", "200", "false", "4", "65536 65536", ""].join("\n"));
     } finally {
       rmSync(path, { force: true });
     }

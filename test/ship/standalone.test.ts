@@ -1,13 +1,13 @@
 // The standalone executable, as a user on a machine without Node gets it: built
 // once, copied alone into an empty folder, run with an empty environment.
-import { spawn, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
-import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, openSync, closeSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { runCli } from "../helpers/cli.js";
+import { type CliResult, runCli, start } from "../helpers/cli.js";
 import { startRedisServer, type RedisServer } from "../helpers/redis-server.js";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
@@ -32,35 +32,18 @@ afterAll(() => {
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
-interface Result {
-  code: number | null;
-  stdout: Buffer;
-  stderr: string;
-  elapsedMs: number;
-}
-
 /**
  * Runs the copied executable in its empty folder with no environment (as `env -i` does), unless `env`
  * adds some. TMPDIR alone is set, to the test's folder: a shared key unpacks the SQLite addon there.
  */
-function runExe(args: string[], options: { stdinFile?: string; input?: string; env?: Record<string, string>; cwd?: string } = {}): Promise<Result> {
-  const stdinFd = options.stdinFile ? openSync(options.stdinFile, "r") : undefined;
-  const startedMs = performance.now();
-  const child = spawn(exe, args, { cwd: options.cwd ?? join(dir, "bin"), env: { TMPDIR: dir, ...options.env }, stdio: [stdinFd ?? "pipe", "pipe", "pipe"] });
-  if (stdinFd !== undefined) closeSync(stdinFd);
-  else child.stdin!.end(options.input ?? "");
-  const stdout: Buffer[] = [];
-  const stderr: Buffer[] = [];
-  child.stdout!.on("data", (chunk: Buffer) => stdout.push(chunk));
-  child.stderr!.on("data", (chunk: Buffer) => stderr.push(chunk));
-  const timer = setTimeout(() => child.kill("SIGKILL"), 30_000);
-  return new Promise((resolve, reject) => {
-    child.on("error", reject);
-    child.on("close", (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout: Buffer.concat(stdout), stderr: Buffer.concat(stderr).toString("utf8"), elapsedMs: performance.now() - startedMs });
-    });
-  });
+function runExe(args: string[], options: { stdinFile?: string; input?: string; env?: Record<string, string>; cwd?: string } = {}): Promise<CliResult> {
+  return start(exe, args, {
+    input: options.input,
+    stdin: options.stdinFile ? { file: options.stdinFile } : "close",
+    bareEnv: true,
+    env: { TMPDIR: dir, ...options.env },
+    cwd: options.cwd ?? join(dir, "bin"),
+  }).exited;
 }
 
 function dataFile(name: string, bytes: number): { path: string; content: Buffer } {
@@ -88,15 +71,10 @@ describe("the standalone executable, alone in an empty folder, with an empty env
 
   it("a fast pipe (48 MiB, read on the event loop, through 1 MiB pipes) gives identical bytes", async () => {
     const { path, content } = dataFile("long.bin", 48 * 1024 * 1024 + 5);
-    const child = spawn("sh", ["-c", `cat '${path}' | '${exe}' --rate inf | sha256sum`], { env: {} , stdio: ["ignore", "pipe", "pipe"] });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (chunk) => (stdout += chunk));
-    child.stderr.on("data", (chunk) => (stderr += chunk));
-    const code = await new Promise((resolve) => child.on("close", resolve));
+    const { code, stdout, stderr } = await start("sh", ["-c", `cat '${path}' | '${exe}' --rate inf | sha256sum`], { bareEnv: true, env: {}, stdin: "close" }).exited;
     expect(stderr).toBe("");
     expect(code).toBe(0);
-    expect(stdout.split(" ")[0]).toBe(createHash("sha256").update(content).digest("hex"));
+    expect(stdout.toString().split(" ")[0]).toBe(createHash("sha256").update(content).digest("hex"));
   });
 
   it("a throttled pipe keeps the bytes and the rate (timers work inside the executable)", async () => {

@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { FakeClock } from "../../src/core/clock.js";
 import { TokenBucket } from "../../src/core/token-bucket.js";
 import { type BucketConfig, type BucketStore, StoreError } from "../../src/store/bucket-store.js";
+import { FailoverLimiter } from "../../src/store/failover-limiter.js";
 import { MemoryStore } from "../../src/store/memory-store.js";
 import { SharedLimiter } from "../../src/store/shared-limiter.js";
 
@@ -14,15 +15,9 @@ async function setup(config: BucketConfig) {
   return { clock, store };
 }
 
-/** Lets every pending promise chain run (store calls, sleeps resolved by advance). */
-const settle = () => new Promise<void>((resolve) => setImmediate(resolve));
-
-/** Moves the fake clock in 1 ms steps, letting the loops react between steps. */
+/** Moves the fake clock in 1 ms steps; each advance lets the loops react before it returns. */
 async function runFor(clock: FakeClock, ms: number): Promise<void> {
-  for (let i = 0; i < ms; i++) {
-    await clock.advance(1);
-    await settle();
-  }
+  for (let i = 0; i < ms; i++) await clock.advance(1);
 }
 
 interface Admission {
@@ -103,7 +98,7 @@ describe("SharedLimiter", () => {
     await limiter.wait(1);
     let done = false;
     void limiter.wait(1).then(() => (done = true));
-    await settle();
+    await clock.advance(0);
     // At 1/s the second token comes at 1000 ms; at 100/s from 100 ms on it comes far sooner.
     await runFor(clock, 100);
     await store.configure("k", { rate: 100, burst: 1, kind: "count" });
@@ -122,7 +117,7 @@ describe("SharedLimiter", () => {
       await limiter.wait(1);
       let doneAtMs: number | undefined;
       void limiter.wait(1).then(() => (doneAtMs = clock.now() - T0));
-      await settle();
+      await clock.advance(0);
       await runFor(clock, 50);
       await store.configure("k", { rate: 0, burst: 1, kind: "count" });
       await runFor(clock, 5000);
@@ -170,7 +165,7 @@ describe("SharedLimiter", () => {
       expect((await store.read("k"))?.tokens).toBe(-1);
       controller.abort();
       expect(await waiting).toBe(controller.signal.reason);
-      await settle();
+      await clock.advance(0);
       expect((await store.read("k"))?.tokens).toBe(0);
       await limiter.close();
     });
@@ -205,6 +200,20 @@ describe("SharedLimiter", () => {
     await expect(limiter.wait(6)).rejects.toThrow("Requested 6 tokens, more than the burst of 5");
   });
 
+  it("rejects a wait under way with the StoreError when a poll fails, and every wait after it", async () => {
+    const config: BucketConfig = { rate: 1, burst: 1, kind: "count" };
+    const { clock, store } = await setup(config);
+    const broken = failingAfter(store, 2);
+    const limiter = new SharedLimiter({ store: broken, key: "k", config, clock, pollMs: 500 });
+    await limiter.wait(1);
+    // Its token is 1 s away: the wait sleeps in steps of pollMs and reads the key between them, which fails.
+    const waiting = limiter.wait(1).catch((error: unknown) => error);
+    await runFor(clock, 600);
+    const error = await waiting;
+    expect(error).toBeInstanceOf(StoreError);
+    await expect(limiter.wait(1)).rejects.toBe(error);
+  });
+
   it("rejects with the StoreError when the store fails, and never takes from it again", async () => {
     const config: BucketConfig = { rate: 1000, burst: 100, kind: "bytes" };
     const { clock, store } = await setup(config);
@@ -219,15 +228,9 @@ describe("SharedLimiter", () => {
     const { clock, store } = await setup(config);
     const broken = failingAfter(store, 1);
     const calls: string[] = [];
-    const limiter = new SharedLimiter({
-      store: broken,
-      key: "k",
-      config,
-      clock,
-      onStoreError: (error, settings) => {
-        calls.push(`${error.message} ${settings.rate}/${settings.burst}`);
-        return new TokenBucket({ rate: settings.rate, burst: settings.burst, tokens: 0, clock });
-      },
+    const limiter = new FailoverLimiter(new SharedLimiter({ store: broken, key: "k", config, clock }), (error, settings) => {
+      calls.push(`${error.message} ${settings.rate}/${settings.burst}`);
+      return new TokenBucket({ rate: settings.rate, burst: settings.burst, tokens: 0, clock });
     });
     await limiter.wait(20);
     const pending = limiter.wait(100);
@@ -237,7 +240,7 @@ describe("SharedLimiter", () => {
     await runFor(clock, 5);
     await again;
     expect(calls).toEqual(["store memory: lost 1000/100"]);
-    expect(limiter.isLocal).toBe(true);
+    expect(limiter.failedOver).toBe(true);
   });
 
   it("hands over once when a poll and a take fail together (real timers)", async () => {
@@ -245,21 +248,16 @@ describe("SharedLimiter", () => {
     const lost = () => new Promise<never>((_, reject) => setTimeout(() => reject(new StoreError("lost", "store memory: lost", { storeUrl: "memory:" })), 20));
     const store: BucketStore = { ...failingAfter(new MemoryStore(), 0), take: lost, read: lost };
     let calls = 0;
-    const limiter = new SharedLimiter({
-      store,
-      key: "k",
-      config,
-      pollMs: 1,
-      onStoreError: (_error, settings) => {
-        calls++;
-        return new TokenBucket({ rate: settings.rate, burst: settings.burst });
-      },
+    const shared = new SharedLimiter({ store, key: "k", config, pollMs: 1 });
+    const limiter = new FailoverLimiter(shared, (_error, settings) => {
+      calls++;
+      return new TokenBucket({ rate: settings.rate, burst: settings.burst });
     });
     await new Promise((resolve) => setTimeout(resolve, 5));
-    limiter.startPolling();
+    shared.startPolling();
     await limiter.wait(10);
     await new Promise((resolve) => setTimeout(resolve, 50));
-    limiter.close();
+    shared.close();
     expect(calls).toBe(1);
   });
 
@@ -272,7 +270,7 @@ describe("SharedLimiter", () => {
       await limiter.wait(1);
       const abort = new AbortController();
       const waiting = limiter.wait(1, abort.signal);
-      await settle();
+      await clock.advance(0);
       expect((await store.read("k"))?.tokens).toBe(-1);
       await runFor(clock, 2000);
       abort.abort();
@@ -280,7 +278,7 @@ describe("SharedLimiter", () => {
       expect((await store.read("k"))?.tokens).toBeCloseTo(0.02, 9);
       // The limiter goes on as before: the next wait reserves afresh.
       const again = limiter.wait(1);
-      await settle();
+      await clock.advance(0);
       expect((await store.read("k"))?.tokens).toBeCloseTo(-0.98, 9);
       await limiter.close();
       expect((await store.read("k"))?.tokens).toBeCloseTo(0.02, 9);
@@ -290,12 +288,12 @@ describe("SharedLimiter", () => {
 
     it("when tryWait is aborted", async () => {
       const config: BucketConfig = { rate: 10, burst: 1, kind: "count" };
-      const { store } = await setup(config);
-      const limiter = new SharedLimiter({ store, key: "k", config, clock: new FakeClock(T0) });
+      const { clock, store } = await setup(config);
+      const limiter = new SharedLimiter({ store, key: "k", config, clock });
       await limiter.wait(1);
       const abort = new AbortController();
       const waiting = limiter.tryWait(1, 5000, abort.signal);
-      await settle();
+      await clock.advance(0);
       expect((await store.read("k"))?.tokens).toBe(-1);
       abort.abort();
       await expect(waiting).rejects.toThrow();
@@ -308,7 +306,7 @@ describe("SharedLimiter", () => {
       const mine = new SharedLimiter({ store, key: "k", config, clock, leaseMs: 20 });
       await store.take("k", 10);
       const waiting = mine.wait(5);
-      await settle();
+      await clock.advance(0);
       // Another process reserves after my lease of 5: its 3 stay taken.
       expect((await store.take("k", 3))?.waitMs).toBe(80);
       await mine.close();

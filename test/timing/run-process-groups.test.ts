@@ -1,9 +1,8 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "vitest";
-import { runCli, runShell, TBUCKET } from "../helpers/cli.js";
+import { fixture, runCli, runShell, sleep, startCli, TBUCKET } from "../helpers/cli.js";
 import { tempDirs } from "../helpers/temp-dir.js";
-import { fixture, sleep, startCli } from "../run/start-cli.js";
 
 // Issue 12: run signalled only the processes it spawned. A job's grandchildren outlived
 // tbucket (orphaned under PID 1), and a job waiting on one kept tbucket waiting too.

@@ -1,9 +1,8 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "vitest";
-import { runCli } from "../helpers/cli.js";
+import { fixture, runCli } from "../helpers/cli.js";
 import { tempDirs } from "../helpers/temp-dir.js";
-import { fixture } from "../run/start-cli.js";
 
 const tempDir = tempDirs("run");
 

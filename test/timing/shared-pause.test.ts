@@ -1,9 +1,8 @@
-import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { runCli, TBUCKET } from "../helpers/cli.js";
+import { type Running, runCli, sleep, startCli } from "../helpers/cli.js";
 
 /**
  * `tbucket key set NAME --rate 0` pauses every pipe and run on the key, and
@@ -21,40 +20,10 @@ beforeAll(() => {
 
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-interface Running {
-  child: ChildProcess;
-  received: Array<{ atMs: number; bytes: number }>;
-  stderr: () => string;
-  exited: Promise<number | null>;
-}
+/** tbucket on the key, fed endlessly (`feed`) or with standard input closed. */
+const start = (args: string[], feed: boolean): Running => startCli(args, { stdin: feed ? "endless" : "close", env, timeoutMs: 120_000 });
 
-function start(args: string[], feed: boolean): Running {
-  const child = spawn(process.execPath, [TBUCKET, ...args], { env: { ...process.env, NO_COLOR: "1", ...env } });
-  const received: Running["received"] = [];
-  child.stdout!.on("data", (chunk: Buffer) => received.push({ atMs: performance.now(), bytes: chunk.length }));
-  let stderr = "";
-  child.stderr!.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
-  child.stdin!.on("error", () => {});
-  if (feed) {
-    const block = Buffer.alloc(1024 * 1024, 0x61);
-    const write = () => {
-      while (child.stdin!.writable && child.stdin!.write(block));
-    };
-    child.stdin!.on("drain", write);
-    write();
-  } else {
-    child.stdin!.end();
-  }
-  const exited = new Promise<number | null>((resolve) => child.on("close", (code) => resolve(code)));
-  return { child, received, stderr: () => stderr, exited };
-}
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-function bytesBetween(running: Running, fromMs: number, toMs: number): number {
-  return running.received.filter((r) => r.atMs >= fromMs && r.atMs < toMs).reduce((sum, r) => sum + r.bytes, 0);
-}
-
+/** When the first output after `afterMs` came. */
 async function waitForOutput(running: Running, afterMs: number, timeoutMs: number): Promise<number> {
   const deadline = performance.now() + timeoutMs;
   for (;;) {
@@ -82,7 +51,7 @@ async function expectPauseAndResume(running: Running, key: string, resumeRate: s
     await sleep(1000);
     const pausedFrom = performance.now();
     await sleep(1500);
-    const whilePaused = bytesBetween(running, pausedFrom, performance.now());
+    const whilePaused = running.bytesBetween(pausedFrom, performance.now());
     // Unpaused, this window would carry about 1.5 s of the rate.
     expect(whilePaused, running.stderr()).toBeLessThanOrEqual(unitBytes);
     const resumedAt = performance.now();
@@ -90,10 +59,10 @@ async function expectPauseAndResume(running: Running, key: string, resumeRate: s
     const firstAfter = await waitForOutput(running, resumedAt, 3000);
     expect(firstAfter - resumedAt).toBeLessThan(3000);
     await sleep(1500);
-    const afterResume = bytesBetween(running, firstAfter, firstAfter + 1000);
+    const afterResume = running.bytesBetween(firstAfter, firstAfter + 1000);
     expect(afterResume, running.stderr()).toBeGreaterThanOrEqual(0.4 * paceUnits * unitBytes);
   } finally {
-    running.child.kill("SIGTERM");
+    running.signal("SIGTERM");
     await running.exited;
   }
 }

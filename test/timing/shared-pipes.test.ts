@@ -1,9 +1,8 @@
-import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { runCli, TBUCKET } from "../helpers/cli.js";
+import { type Running, runCli, sleep, startCli } from "../helpers/cli.js";
 import { type RedisServer, startRedisServer } from "../helpers/redis-server.js";
 
 const MIB = 1024 * 1024;
@@ -12,36 +11,7 @@ const BURST = RATE / 10; // the pipe's default: 100 ms of the rate
 const LEASE = (RATE * 20) / 1000; // 20 ms of the rate per round trip
 
 /** A running `tbucket` fed from an endless source, with every byte it writes timestamped. */
-interface Pipe {
-  child: ChildProcess;
-  /** Bytes received so far, and when each chunk came. */
-  received: Array<{ atMs: number; bytes: number }>;
-  exited: Promise<{ code: number | null; stderr: string }>;
-}
-
-function startPipe(args: string[], env: NodeJS.ProcessEnv = {}): Pipe {
-  const child = spawn(process.execPath, [TBUCKET, ...args], { env: { ...process.env, NO_COLOR: "1", ...env } });
-  const received: Pipe["received"] = [];
-  child.stdout!.on("data", (chunk: Buffer) => received.push({ atMs: performance.now(), bytes: chunk.length }));
-  let stderr = "";
-  child.stderr!.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
-  // Endless input: write a MiB whenever the pipe wants more.
-  const block = Buffer.alloc(MIB, 0x61);
-  const feed = () => {
-    while (child.stdin!.writable && child.stdin!.write(block));
-  };
-  child.stdin!.on("drain", feed);
-  child.stdin!.on("error", () => {});
-  feed();
-  const exited = new Promise<{ code: number | null; stderr: string }>((resolve) => child.on("close", (code) => resolve({ code, stderr })));
-  return { child, received, exited };
-}
-
-function bytesBetween(pipe: Pipe, fromMs: number, toMs: number): number {
-  return pipe.received.filter((r) => r.atMs >= fromMs && r.atMs < toMs).reduce((sum, r) => sum + r.bytes, 0);
-}
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const startPipe = (args: string[], env: NodeJS.ProcessEnv = {}): Running => startCli(args, { stdin: "endless", env, timeoutMs: 120_000 });
 
 async function waitUntil(condition: () => boolean, timeoutMs: number, what: string): Promise<void> {
   const deadline = performance.now() + timeoutMs;
@@ -64,7 +34,7 @@ async function expectSharedEnvelope(store: string): Promise<void> {
     const windowMs = 3000;
     const fromMs = performance.now() + 100;
     await sleep(windowMs + 250);
-    const shares = pipes.map((p) => bytesBetween(p, fromMs, fromMs + windowMs));
+    const shares = pipes.map((p) => p.bytesBetween(fromMs, fromMs + windowMs));
     const total = shares.reduce((a, b) => a + b, 0);
     const ideal = (RATE * windowMs) / 1000;
     const detail = `shares ${shares.join(", ")}; total ${total}, rate·T ${ideal}`;
@@ -73,7 +43,7 @@ async function expectSharedEnvelope(store: string): Promise<void> {
     expect(total, detail).toBeGreaterThanOrEqual(0.97 * ideal);
     for (const share of shares) expect(share / total, detail).toBeGreaterThanOrEqual(0.15);
   } finally {
-    for (const p of pipes) p.child.kill("SIGTERM");
+    for (const p of pipes) p.signal("SIGTERM");
     await Promise.all(pipes.map((p) => p.exited));
   }
 }
@@ -91,9 +61,9 @@ async function expectLiveChange(store: string): Promise<void> {
     expect(set.code).toBe(0);
     const changedMs = performance.now();
     await sleep(2100);
-    const before = bytesBetween(pipe, beforeFromMs, beforeFromMs + 600) / 0.6;
+    const before = pipe.bytesBetween(beforeFromMs, beforeFromMs + 600) / 0.6;
     // From 1 s after the change on, the full new rate.
-    const after = bytesBetween(pipe, changedMs + 1000, changedMs + 2000);
+    const after = pipe.bytesBetween(changedMs + 1000, changedMs + 2000);
     const detail = `before ${before} B/s, after ${after} B/s`;
     expect(before, detail).toBeGreaterThan(0.85 * MIB);
     expect(before, detail).toBeLessThan(1.15 * MIB + 65536 / 0.6);
@@ -102,7 +72,7 @@ async function expectLiveChange(store: string): Promise<void> {
     expect(after, detail).toBeGreaterThan(3.2 * MIB);
     expect(after, detail).toBeLessThan(4.4 * MIB + 65536);
   } finally {
-    pipe.child.kill("SIGTERM");
+    pipe.signal("SIGTERM");
     await pipe.exited;
   }
 }

@@ -14,7 +14,11 @@ Examples:
   tbucket completion zsh > "\${fpath[1]}/_tbucket"        # zsh, then start a new shell
   tbucket completion fish > ~/.config/fish/completions/tbucket.fish`;
 
-export function registerCompletion(program: Command, onExit: (code: number) => void): void {
+/**
+ * `defaultCommand` is the command that runs when none is named (commander keeps
+ * it private): its options are completed at the top level too.
+ */
+export function registerCompletion(program: Command, onExit: (code: number) => void, defaultCommand?: string): void {
   program
     .command("completion")
     .description("print a shell completion script for bash, zsh or fish")
@@ -24,7 +28,7 @@ export function registerCompletion(program: Command, onExit: (code: number) => v
     .action(async (shell: string | undefined) => {
       const checked = parseCompletionShell(shell);
       const { printCompletion } = await import("../actions/completion.js");
-      onExit(printCompletion(program, checked));
+      onExit(printCompletion(program, defaultCommand, checked));
     });
 }
 

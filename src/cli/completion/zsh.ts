@@ -1,0 +1,75 @@
+import { allCommands, type CommandSpec, type OptionSpec, optionNames } from "./command-tree.js";
+import { header, singleQuoteForShell } from "./shell-script.js";
+
+// zsh: one _arguments function per command, dispatching to its subcommands.
+
+function zshFunctionName(spec: CommandSpec): string {
+  return ["_tbucket", ...spec.path.map((name) => name.replace(/[^\w]/g, "_"))].join("__");
+}
+
+/** Text inside an _arguments `[description]` or a `:message:`, inside single quotes. */
+function zshEscape(text: string): string {
+  return text.replace(/\\/g, "\\\\").replace(/'/g, `'\\''`).replace(/([[\]:])/g, "\\$1");
+}
+
+function zshOptionSpecs(option: OptionSpec): string[] {
+  const names = optionNames(option);
+  const exclusive = option.repeatable ? "*" : names.length > 1 ? `(${names.join(" ")})` : "";
+  let value = "";
+  if (option.value !== "none") {
+    const action = option.files ? "_files" : option.choices.length > 0 ? `(${option.choices.map(zshEscape).join(" ")})` : " ";
+    value = `${option.value === "optional" ? "::" : ":"}${zshEscape(option.valueName)}:${action}`;
+  }
+  return names.map((name) => `'${exclusive}${name}[${zshEscape(option.description)}]${value}'`);
+}
+
+function zshFunction(spec: CommandSpec): string {
+  const lines = spec.options.flatMap(zshOptionSpecs);
+  const hasSubcommands = spec.subcommands.length > 0;
+  if (hasSubcommands) lines.push(`'1: :->command'`, `'*:: :->args'`);
+  else if (spec.operands.kind === "files") lines.push(`'*:file:_files'`);
+  else if (spec.operands.kind === "command") lines.push(`'1:command:_command_names -e'`, `'*::arguments:_normal'`);
+  else if (spec.operands.kind === "words") lines.push(`'*:argument:${spec.operands.values.length > 0 ? `(${spec.operands.values.map(zshEscape).join(" ")})` : " "}'`);
+
+  const body = [`${zshFunctionName(spec)}() {`, `  local curcontext="$curcontext" state state_descr line ret=1`, `  typeset -A opt_args`];
+  body.push(`  _arguments -s -S -C \\`, ...lines.map((line) => `    ${line} \\`), `    && ret=0`);
+  if (hasSubcommands) {
+    const described = spec.subcommands.map((sub) => `    '${zshEscape(sub.path.at(-1)!)}:${zshEscape(sub.description).replace(/\\:/g, ":")}'`);
+    const fallback = spec.operands.kind === "files" ? "_files && ret=0" : "_message 'no more arguments'";
+    body.push(
+      `  case $state in`,
+      `    command)`,
+      `      local -a commands=(`,
+      ...described.map((line) => `  ${line}`),
+      `      )`,
+      `      _describe -t commands 'tbucket command' commands && ret=0`,
+      ...(spec.operands.kind === "files" ? [`      _files && ret=0`] : []),
+      `      ;;`,
+      `    args)`,
+      `      curcontext="\${curcontext%:*:*}:tbucket-$words[1]:"`,
+      `      case $words[1] in`,
+      ...spec.subcommands.map((sub) => `        ${singleQuoteForShell(sub.path.at(-1)!)}) ${zshFunctionName(sub)} && ret=0 ;;`),
+      `        *) ${fallback} ;;`,
+      `      esac`,
+      `      ;;`,
+      `  esac`,
+    );
+  }
+  body.push(`  return ret`, `}`);
+  return body.join("\n");
+}
+
+/** The zsh completion script for the command tree (autoloadable from $fpath, or sourced). */
+export function zshScript(root: CommandSpec): string {
+  return `#compdef tbucket
+${header("zsh", "#", "source <(tbucket completion zsh)   (after compinit)", 'tbucket completion zsh > "${fpath[1]}/_tbucket"')}
+${allCommands(root).map(zshFunction).join("\n\n")}
+
+# Autoloaded from $fpath: complete now. Sourced: register the function.
+if [[ $zsh_eval_context[-1] == loadautofunc ]]; then
+  _tbucket "$@"
+else
+  compdef _tbucket tbucket
+fi
+`;
+}
