@@ -109,8 +109,11 @@ export async function runPipe(config: PipeConfig): Promise<number> {
   process.once("SIGINT", onSignal);
   process.once("SIGTERM", onSignal);
 
+  const turnTaken = eventLoopTurns();
   try {
     for (;;) {
+      // A copy that never waits (a file at --rate inf) still lets signals and progress through.
+      await turnTaken();
       // While throttled, let a slice's worth of input gather before taking it.
       await throttle.settle();
       const { value: chunk, done } = await chunks.next();
@@ -138,6 +141,35 @@ export async function runPipe(config: PipeConfig): Promise<number> {
   }
   await close();
   return finish(unreadable ? EXIT.failure : EXIT.ok);
+}
+
+/**
+ * How often a loop that never has to wait gives the event loop a turn: a
+ * signal or the progress line is then never held longer than this.
+ */
+const EVENT_LOOP_TURN_MS = 10;
+
+/**
+ * Returns a function to await once a round: it resolves at once, except once
+ * EVENT_LOOP_TURN_MS have passed without the event loop getting a turn, when it
+ * waits for one (setImmediate). Awaiting a promise that is already resolved
+ * runs no timers, I/O callbacks or signal handlers.
+ */
+function eventLoopTurns(): () => Promise<void> | undefined {
+  let turnAtMs = performance.now();
+  let turn: Promise<void> | undefined;
+  return () => {
+    const nowMs = performance.now();
+    if (nowMs - turnAtMs < EVENT_LOOP_TURN_MS) return undefined;
+    turn ??= new Promise<void>((resolve) =>
+      setImmediate(() => {
+        turn = undefined;
+        turnAtMs = performance.now();
+        resolve();
+      }),
+    );
+    return turn;
+  };
 }
 
 /** `emit` with its failures told as standard output's (see standardOutputFailure). */
