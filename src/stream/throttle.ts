@@ -130,6 +130,24 @@ export class Throttle {
     }
   }
 
+  /**
+   * For a copy that never sees the bytes (splice(2) in the kernel): pays for
+   * the next slice, at most `most` bytes, and returns its size, to be moved
+   * whole and then told with `sent`. Bytes mode only; unlimited, it is `most`.
+   */
+  async grant(most: number, signal?: AbortSignal): Promise<number> {
+    signal?.throwIfAborted();
+    const tokens = Math.min(most, this.#sliceTokens());
+    await this.#take(tokens, signal);
+    return tokens;
+  }
+
+  /** Counts bytes that went out after a `grant`. */
+  sent(bytes: number): void {
+    this.#stats.bytes += bytes;
+    this.#lastActiveMs = this.#now();
+  }
+
   async #emit(segment: Buffer, emit: Emit): Promise<void> {
     this.#stats.bytes += segment.length;
     if (this.cost === "bytes" && this.#countRecords) this.#countRecordStarts(segment);

@@ -1,10 +1,12 @@
-import { statSync } from "node:fs";
+import { fstatSync, statSync } from "node:fs";
 import { isatty } from "node:tty";
 import type { Limiter } from "../../core/limiter.js";
-import { knownTotalBytes, readSources, sourceNames, STDIN_NAME } from "../../stream/read-sources.js";
-import { enlargePipes } from "../../stream/pipe-capacity.js";
+import { isPipe, knownTotalBytes, readDescriptor, readSources, sourceDescriptors, sourceNames, STDIN_NAME } from "../../stream/read-sources.js";
+import { describePipeRefusal, setPipeCapacity } from "../../stream/pipe-capacity.js";
+import { nativeIo, type NativeIo } from "../../stream/native-io.js";
+import { SpliceProgress, spliceThrough, SpliceUnsupported } from "../../stream/splice-copy.js";
 import { createFdWriter } from "../../stream/fd-writer.js";
-import { type Emit, PIPE_BUFFER_BYTES, Throttle } from "../../stream/throttle.js";
+import { type Emit, Throttle } from "../../stream/throttle.js";
 import { defaultPipeBurst, type PipeConfig } from "../commands/pipe.js";
 import { EXIT, ReaderGone } from "../errors.js";
 import { openLimiter } from "../limiter-for.js";
@@ -32,17 +34,6 @@ function readAheadBytesFor(rate: number, kind: PipeConfig["kind"]): number {
   return Math.min(MAX_READ_AHEAD_BYTES, Math.max(MIN_READ_AHEAD_BYTES, Math.ceil(rate / 100)));
 }
 
-/** Unlimited, or more than a pipe's 64 KiB a slice (10 ms of the rate): from about 6.5 MB/s. */
-function outgrowsPipes(rate: number, kind: PipeConfig["kind"]): boolean {
-  return rate === Infinity || (kind === "bytes" && rate / 100 > PIPE_BUFFER_BYTES);
-}
-
-/**
- * Larger pipes are asked for once this much has gone through: starting perl
- * for the call costs about 30 ms of CPU, more than a short copy.
- */
-const LARGE_PIPES_AFTER_BYTES = 1024 * 1024;
-
 /** Copies the sources to standard output through the bucket; resolves to the exit status. */
 export async function runPipe(config: PipeConfig): Promise<number> {
   const { limiter, close } = await openLimiter({
@@ -60,17 +51,16 @@ export async function runPipe(config: PipeConfig): Promise<number> {
     delimiter: config.delimiter,
     // Counting lines costs a scan of every byte: only when someone will see the count.
     countRecords: config.stats !== undefined || wantsProgress(config),
+    // (Through splice(2) the bytes are never seen, and lines not counted.)
   });
-  let pipesToEnlarge = outgrowsPipes(limiter.rate, config.kind);
-  const chunks = readSources(config.files, {
-    readAheadBytes: readAheadBytesFor(limiter.rate, config.kind),
-    onError: (name, error) => {
-      unreadable = true;
-      writeStandardError(`tbucket: ${describeFileError(name, error)}\n`);
-    },
-    stdinStream: () => process.stdin,
-    outputFd: 1,
-  });
+  const readAheadBytes = readAheadBytesFor(limiter.rate, config.kind);
+  const onError = (name: string, error: NodeJS.ErrnoException) => {
+    unreadable = true;
+    writeStandardError(`tbucket: ${describeFileError(name, error)}\n`);
+  };
+  sizePipes(config, limiter.rate);
+  const io = spliceable(config) ? nativeIo() : undefined;
+  const moving = new SpliceProgress();
   // Writes go straight to descriptor 1: done when the call returns, blocking while the reader is slow.
   let writtenBytes = 0;
   const writeOut = failingAsStandardOutput(
@@ -80,13 +70,14 @@ export async function runPipe(config: PipeConfig): Promise<number> {
 
   const snapshot = (): PipeStats => ({
     // What standard output took: a slice that failed to go out is not counted.
-    bytes: writtenBytes,
-    records: throttle.stats.records,
+    bytes: writtenBytes + moving.bytes,
+    records: io ? undefined : throttle.stats.records,
     elapsedMs: performance.now() - startedMs,
     waitedMs: throttle.stats.waitedMs,
     rate: limiter.rate,
     burst: limiter.burst,
     kind: config.kind,
+    zeroCopy: io !== undefined,
   });
   const progress = await startProgress(config, limiter, snapshot);
   const finish = (code: number): number => {
@@ -110,19 +101,25 @@ export async function runPipe(config: PipeConfig): Promise<number> {
   process.once("SIGTERM", onSignal);
 
   const turnTaken = eventLoopTurns();
-  try {
-    for (;;) {
+  const copyChunks = async (chunks: AsyncIterable<Buffer> | Iterable<Buffer>) => {
+    for await (const chunk of chunks) {
+      await throttle.pass(chunk, writeOut);
       // A copy that never waits (a file at --rate inf) still lets signals and progress through.
       await turnTaken();
-      // While throttled, let a slice's worth of input gather before taking it.
+      // While throttled, let a slice's worth of input gather before taking the next.
       await throttle.settle();
-      const { value: chunk, done } = await chunks.next();
-      if (done) break;
-      await throttle.pass(chunk, writeOut);
-      if (pipesToEnlarge && throttle.stats.bytes >= LARGE_PIPES_AFTER_BYTES) {
-        pipesToEnlarge = false;
-        enlargePipes({ input: sourceNames(config.files).includes(STDIN_NAME), output: true });
-      }
+    }
+  };
+  try {
+    if (io) {
+      await spliceSources(io, config.files, { onError, throttle, moving, onMoved: (bytes) => (writtenBytes += bytes), copyChunks, readAheadBytes }).catch(
+        (error: unknown) => {
+          throw error instanceof Error && "syscall" in error ? standardOutputFailure(error, writtenBytes + moving.bytes) : error;
+        },
+      );
+    } else {
+      await throttle.settle();
+      await copyChunks(readSources(config.files, { readAheadBytes, onError, stdinStream: () => process.stdin, outputFd: 1 }));
     }
   } catch (error) {
     // A reader that went away (`| head -c 10`) is a normal way for a pipe to end, stats and all;
@@ -141,6 +138,83 @@ export async function runPipe(config: PipeConfig): Promise<number> {
   }
   await close();
   return finish(unreadable ? EXIT.failure : EXIT.ok);
+}
+
+/**
+ * The byte rate from which a larger pipe pays off by default: pipes of 64 KiB
+ * cost a wake-up of both sides every 64 KiB. Measured here (docs/benchmarks.md):
+ * at --rate inf a 1 MiB pipe made a 1 GiB splice copy ... faster; at 10 MiB/s it made
+ * no difference.
+ */
+const LARGE_PIPE_FROM_RATE = 50 * 1024 * 1024;
+/** The capacity asked for by default above that rate: /proc/sys/fs/pipe-max-size's default. */
+const LARGE_PIPE_BYTES = 1024 * 1024;
+
+/**
+ * Sets the capacity of the pipes on standard input (when read) and output: as
+ * --pipe-size says, or by default 1 MiB from LARGE_PIPE_FROM_RATE on. A size
+ * asked for that cannot be had is said on standard error; the default is an
+ * optimisation, and a refusal of it goes unsaid.
+ */
+function sizePipes(config: PipeConfig, rate: number): void {
+  const asked = config.pipeSizeBytes;
+  const bytes = asked ?? (config.kind === "bytes" && rate >= LARGE_PIPE_FROM_RATE ? LARGE_PIPE_BYTES : undefined);
+  if (bytes === undefined) return;
+  const fds = sourceNames(config.files).includes(STDIN_NAME) ? [0, 1] : [1];
+  for (const sizing of setPipeCapacity(fds, bytes)) {
+    if (asked === undefined) continue;
+    const stream = sizing.fd === 0 ? "standard input" : "standard output";
+    if (sizing.outcome === "refused") {
+      writeStandardError(`tbucket: --pipe-size: ${stream} keeps its size: ${describePipeRefusal(sizing.errno)}; ask for less\n`);
+    } else if (sizing.outcome === "unavailable") {
+      writeStandardError(`tbucket: --pipe-size: pipes keep their size: tbucket's native part is missing here (${NATIVE_HINT})\n`);
+      return;
+    }
+  }
+}
+
+const NATIVE_HINT = "TBUCKET_NATIVE=0, not Linux, or not built at install; npm rebuild tbucket builds it";
+
+/**
+ * Whether bytes can go from the sources to standard output by splice(2): byte
+ * costs (--lines must see the bytes), standard output a pipe and every source
+ * a file or pipe, or standard output a file and the input a pipe.
+ */
+function spliceable(config: PipeConfig): boolean {
+  if (config.cost !== "bytes") return false;
+  if (isPipe(1)) return true;
+  const names = sourceNames(config.files);
+  return names.length === 1 && names[0] === STDIN_NAME && isPipe(0) && regularFile(1);
+}
+
+function regularFile(fd: number): boolean {
+  try {
+    return fstatSync(fd).isFile();
+  } catch {
+    return false;
+  }
+}
+
+interface SpliceSourcesOptions {
+  onError(name: string, error: NodeJS.ErrnoException): void;
+  throttle: Throttle;
+  moving: SpliceProgress;
+  onMoved(bytes: number): void;
+  /** The JavaScript path, for a source splice(2) refuses (a terminal, a file system without it). */
+  copyChunks(chunks: AsyncIterable<Buffer> | Iterable<Buffer>): Promise<void>;
+  readAheadBytes: number;
+}
+
+/** Each source in turn to standard output by splice(2); one that refuses it is read and written instead. */
+async function spliceSources(io: NativeIo, names: readonly string[], options: SpliceSourcesOptions): Promise<void> {
+  for await (const { fd } of sourceDescriptors(names, { onError: options.onError, outputFd: 1 })) {
+    try {
+      await spliceThrough(io, fd, 1, options.throttle, options.moving, options.onMoved);
+    } catch (error) {
+      if (!(error instanceof SpliceUnsupported)) throw error;
+      await options.copyChunks(readDescriptor(fd, options.readAheadBytes));
+    }
+  }
 }
 
 /**

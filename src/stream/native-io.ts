@@ -1,0 +1,70 @@
+import { fileURLToPath } from "node:url";
+
+/**
+ * tbucket's native part (native/tbucket_io.c, built by node-gyp at install):
+ * the system calls Node.js has no binding for. Failures come back as a
+ * negative errno, never as exceptions.
+ */
+export interface NativeIo {
+  /** The capacity of the pipe on `fd`, or -errno (-EBADF: not a pipe). */
+  pipeSize(fd: number): number;
+  /** Asks for a pipe capacity of at least `bytes`: the capacity granted, or -errno. */
+  setPipeSize(fd: number, bytes: number): number;
+  /**
+   * Moves `bytes` from `fdIn` to `fdOut` in the kernel with splice(2), in the
+   * thread pool, or fewer if the input ends first (`eof`); one side must be a pipe.
+   * `progress[0]` holds what has moved so far while it runs.
+   */
+  splice(fdIn: number, fdOut: number, bytes: number, progress: Float64Array, done: (negativeErrno: number, moved: number, eof: boolean) => void): void;
+}
+
+/** Set to 0 to copy through the JavaScript path even where the native part exists. */
+export const NATIVE_ENV = "TBUCKET_NATIVE";
+
+/** Where node-gyp puts the addon, from the bundle in dist/ and from the modules in dist/stream or src/stream. */
+const BUILT_PATHS = ["../build/Release/tbucket_io.node", "../../build/Release/tbucket_io.node"];
+
+declare global {
+  /** The standalone executable's copy of the addon on disk (see sea-entry.ts), made when first asked for. */
+  var TBUCKET_IO_NATIVE_PATH: string | undefined;
+}
+
+let loaded: NativeIo | null | undefined;
+
+/** The native part, or undefined where it is missing, not for this system, or turned off by TBUCKET_NATIVE=0. */
+export function nativeIo(): NativeIo | undefined {
+  if (loaded === undefined) loaded = load() ?? null;
+  return loaded ?? undefined;
+}
+
+function load(): NativeIo | undefined {
+  if (process.platform !== "linux" || process.env[NATIVE_ENV] === "0") return undefined;
+  for (const path of [embeddedPath(), ...builtPaths()]) {
+    if (path === undefined) continue;
+    try {
+      const module = { exports: {} as NativeIo };
+      process.dlopen(module, path);
+      return module.exports;
+    } catch {
+      // Not there (not built, or another layout): try the next, then do without.
+    }
+  }
+  return undefined;
+}
+
+function embeddedPath(): string | undefined {
+  try {
+    return globalThis.TBUCKET_IO_NATIVE_PATH;
+  } catch {
+    // The standalone executable could not write its copy (TMPDIR not writable): do without.
+    return undefined;
+  }
+}
+
+function builtPaths(): string[] {
+  try {
+    return BUILT_PATHS.map((path) => fileURLToPath(new URL(path, import.meta.url)));
+  } catch {
+    return [];
+  }
+}
