@@ -1,3 +1,4 @@
+import { fstatSync } from "node:fs";
 import { nativeIo } from "./native-io.js";
 
 /** What a Linux pipe holds unless asked otherwise. */
@@ -22,8 +23,11 @@ const EPERM = 1;
  * and anything above 64 KiB once the user's pipes hold pipe-user-pages-soft.
  */
 export function setPipeCapacity(fds: readonly number[], bytes: number): PipeSizing[] {
-  const io = nativeIo();
+  const pipes = fds.filter(isFifo);
+  // Loaded only for a pipe: the standalone executable writes it to disk first.
+  const io = pipes.length > 0 ? nativeIo() : undefined;
   return fds.map((fd): PipeSizing => {
+    if (!pipes.includes(fd)) return { fd, outcome: "unchanged" };
     if (!io) return { fd, outcome: "unavailable" };
     const current = io.pipeSize(fd);
     if (current < 0 || current >= bytes) return { fd, outcome: "unchanged" };
@@ -36,4 +40,12 @@ export function setPipeCapacity(fds: readonly number[], bytes: number): PipeSizi
 export function describePipeRefusal(errno: number): string {
   if (errno === EPERM) return "more than /proc/sys/fs/pipe-max-size, or over this user's pipe quota";
   return `error ${errno}`;
+}
+
+function isFifo(fd: number): boolean {
+  try {
+    return fstatSync(fd).isFIFO();
+  } catch {
+    return false;
+  }
 }
