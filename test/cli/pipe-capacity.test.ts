@@ -65,7 +65,7 @@ describe("tbucket pipe: pipe capacity on Linux", () => {
 
   it("--pipe-size without the native part says so in one line and copies as before", async () => {
     const input = randomBytes(3 * MiB + 5);
-    const result = await runCli(["--rate", "inf", "--pipe-size", "1m"], { input, env: { TBUCKET_NATIVE: "0" } });
+    const result = await runShell(`cat | ${tbucket("--rate", "inf", "--pipe-size", "1m")} | cat`, { input, env: { TBUCKET_NATIVE: "0" } });
     expect(result.code).toBe(0);
     expect(result.stderr).toMatch(/^tbucket: --pipe-size: pipes keep their size: tbucket's native part is missing here \(.*\)\n$/);
     expect(result.stdout.equals(input)).toBe(true);
