@@ -14,6 +14,11 @@ export interface PipeStats {
   kind: RateKind;
   /** The bytes went from input to output inside the kernel (splice(2)), never through tbucket's memory. */
   zeroCopy?: boolean;
+  /**
+   * Set when the burst is smaller than a slice and one timer tick of the rate:
+   * the smallest burst that can keep the rate, which this one may not.
+   */
+  smallestSteadyBurst?: number;
 }
 
 /** The --stats summary: one text line, or one JSON object, each ending in a newline. */
@@ -31,6 +36,7 @@ export function formatPipeStats(stats: PipeStats, format: StatsFormat): string {
       rateUnit: stats.kind === "bytes" ? "bytes/s" : "lines/s",
       burst: stats.burst,
       zeroCopy: stats.zeroCopy ?? false,
+      ...(stats.smallestSteadyBurst === undefined ? {} : { burstBelowTimerTick: true, smallestSteadyBurst: stats.smallestSteadyBurst }),
     })}\n`;
   }
   const limit =
@@ -43,7 +49,11 @@ export function formatPipeStats(stats: PipeStats, format: StatsFormat): string {
     `tbucket: ${stats.bytes.toLocaleString("en-US")} bytes (${humanBytes(stats.bytes)})` +
     (stats.records === undefined ? " " : `, ${stats.records.toLocaleString("en-US")} lines `) +
     `in ${humanDuration(stats.elapsedMs)}, average ${humanByteRate(averageBytesPerSecond)}` +
-    ` (${Math.round(averageBytesPerSecond).toLocaleString("en-US")} B/s); waited ${humanDuration(stats.waitedMs)} for tokens; ${limit}\n`
+    ` (${Math.round(averageBytesPerSecond).toLocaleString("en-US")} B/s); waited ${humanDuration(stats.waitedMs)} for tokens; ${limit}` +
+    (stats.smallestSteadyBurst === undefined
+      ? ""
+      : `; burst smaller than one timer tick of the rate, which it may not keep: --burst ${Math.ceil(stats.smallestSteadyBurst / 1024)}k can`) +
+    "\n"
   );
 }
 

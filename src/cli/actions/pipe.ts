@@ -78,6 +78,7 @@ export async function runPipe(config: PipeConfig): Promise<number> {
     burst: limiter.burst,
     kind: config.kind,
     zeroCopy: io !== undefined,
+    smallestSteadyBurst: burstBelowTimerTick(throttle, config.kind),
   });
   const progress = await startProgress(config, limiter, snapshot);
   const finish = (code: number): number => {
@@ -245,6 +246,12 @@ function eventLoopTurns(): () => Promise<void> | undefined {
     );
     return turn;
   };
+}
+
+/** The smallest burst that keeps a byte rate, when the bucket's is smaller (Throttle.smallestSteadyBurst). */
+function burstBelowTimerTick(throttle: Throttle, kind: PipeConfig["kind"]): number | undefined {
+  const steady = kind === "bytes" ? throttle.smallestSteadyBurst() : undefined;
+  return steady !== undefined && throttle.limiter.burst < steady ? steady : undefined;
 }
 
 /** `emit` with its failures told as standard output's (see standardOutputFailure). */
