@@ -194,6 +194,20 @@ describe("tbucket pipe: endings", () => {
     );
   });
 
+  it("--stats says when the burst is smaller than one timer tick of the rate, and which burst can keep it", async () => {
+    const input = randomBytes(64 * 1024);
+    const json = await runCli(["--rate", "100mb", "--burst", "8k", "--stats", "json"], { input });
+    expect(json.stdout.equals(input)).toBe(true);
+    // 14 ms of 100 MiB/s: a 10 ms slice and a 4 ms tick.
+    expect(JSON.parse(json.stderr)).toMatchObject({ burst: 8192, burstBelowTimerTick: true, smallestSteadyBurst: 1_468_007 });
+    const text = await runCli(["--rate", "100mb", "--burst", "8k", "--stats"], { input });
+    expect(text.stderr).toMatch(/burst 8,192 B; burst smaller than one timer tick of the rate, which it may not keep: --burst 1434k can\n$/);
+    const enough = await runCli(["--rate", "100mb", "--burst", "1434k", "--stats", "json"], { input });
+    expect(JSON.parse(enough.stderr)).not.toHaveProperty("burstBelowTimerTick");
+    const byDefault = await runCli(["--rate", "100mb", "--stats", "json"], { input });
+    expect(JSON.parse(byDefault.stderr)).not.toHaveProperty("burstBelowTimerTick");
+  });
+
   it("--progress on a non-terminal writes plain progress lines with the percentage of --size", async () => {
     const result = await runCli(["--rate", "inf", "--progress", "--size", "8"], { input: "12345678" });
     expect(result.stdout.toString()).toBe("12345678");
