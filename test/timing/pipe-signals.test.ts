@@ -111,7 +111,7 @@ describe.each([
   ])("while blocked writing to a reader that stalled (| sleep)%s", async (_title, progress) => {
     const out = join(dir, `stalled-reader-${signal}-${progress.length}`);
     // The reader sleeps, then keeps what was in the pipe: tbucket blocks in write(2) meanwhile.
-    const result = await signalDuring(`TB --rate 100mb ${progress.join(" ")} --stats json < "${inputPath}" | (sleep 3; cat > "${out}")`, signal, 1300);
+    const result = await signalDuring(`TB --rate 100mb ${progress.join(" ")} --stats json < "${inputPath}" | (sleep 3.5; cat > "${out}")`, signal, 1700);
     expect(result.status).toBe(status);
     expect(result.ms).toBeLessThan(WITHIN_MS);
     // One plain progress line a second while blocked, and one more with the stats.
