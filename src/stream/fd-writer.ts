@@ -1,4 +1,4 @@
-import { fstatSync, write, writeSync } from "node:fs";
+import { fstatSync, statSync, write, writeSync } from "node:fs";
 import type { Emit } from "./throttle.js";
 
 /** How long to wait before trying a full non-blocking descriptor again. */
@@ -11,8 +11,8 @@ const RETRY_MS = 1;
  * descriptor (as the shell hands them over) blocks there while the reader is
  * slow or stalled, which is the backpressure, and the event loop stays free to
  * handle Ctrl-C, SIGTERM and the progress line meanwhile. A regular file or a
- * disk never waits for a reader, and a hop to another thread for each write
- * would cost more than the write: those are written inline.
+ * disk (or /dev/null) never waits for a reader, and a hop to another thread
+ * for each write would cost more than the write: those are written inline.
  *
  * A descriptor that some other program made non-blocking answers EAGAIN when
  * full; then the rest is retried after a short timer rather than spinning.
@@ -58,13 +58,21 @@ export function createFdWriter(fd: number, onWritten?: (bytes: number) => void):
   return (segment) => writeFrom(segment, 0);
 }
 
-/** A regular file or a block device: a write never waits for a reader. */
-function writesWithoutWaiting(fd: number): boolean {
+/** A regular file, a block device or /dev/null: a write never waits for a reader. */
+export function writesWithoutWaiting(fd: number): boolean {
   try {
     const stats = fstatSync(fd);
-    return stats.isFile() || stats.isBlockDevice();
+    return stats.isFile() || stats.isBlockDevice() || (stats.isCharacterDevice() && stats.rdev === devNullRdev());
   } catch {
     return false;
+  }
+}
+
+function devNullRdev(): number | undefined {
+  try {
+    return statSync("/dev/null").rdev;
+  } catch {
+    return undefined;
   }
 }
 

@@ -1,6 +1,8 @@
 import { randomBytes } from "node:crypto";
 import { spawnSync } from "node:child_process";
-import { existsSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { runCli, runShell, TBUCKET } from "../helpers/cli.js";
@@ -90,6 +92,25 @@ describe("tbucket pipe: pipe capacity on Linux", () => {
       expect(result.code).toBe(0);
       expect(result.stdout.equals(input)).toBe(true);
       expect(JSON.parse(result.stderr)).toMatchObject({ bytes: input.length, zeroCopy });
+    }
+  });
+
+  it("splices a pipe into a file or /dev/null too, byte for byte, and a file into a pipe", async () => {
+    const input = randomBytes(2 * MiB + 3);
+    const dir = mkdtempSync(join(tmpdir(), "tbucket-splice-"));
+    try {
+      const inputPath = join(dir, "in");
+      writeFileSync(inputPath, input);
+      const toFile = await runShell(`cat | ${tbucket("--rate", "20mb", "--stats", "json")} > '${join(dir, "out")}'`, { input });
+      expect(JSON.parse(toFile.stderr)).toMatchObject({ bytes: input.length, zeroCopy: true });
+      expect(readFileSync(join(dir, "out")).equals(input)).toBe(true);
+      const toNull = await runShell(`cat | ${tbucket("--rate", "inf", "--stats", "json")} > /dev/null`, { input });
+      expect(JSON.parse(toNull.stderr)).toMatchObject({ bytes: input.length, zeroCopy: true });
+      const fromFile = await runShell(`${tbucket("--rate", "inf", "--stats", "json", inputPath, inputPath)} | cat`);
+      expect(JSON.parse(fromFile.stderr)).toMatchObject({ bytes: 2 * input.length, zeroCopy: true });
+      expect(fromFile.stdout.equals(Buffer.concat([input, input]))).toBe(true);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 

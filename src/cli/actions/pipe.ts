@@ -1,11 +1,11 @@
-import { fstatSync, statSync } from "node:fs";
+import { statSync } from "node:fs";
 import { isatty } from "node:tty";
 import type { Limiter } from "../../core/limiter.js";
 import { isPipe, knownTotalBytes, readDescriptor, readSources, sourceDescriptors, sourceNames, STDIN_NAME } from "../../stream/read-sources.js";
 import { describePipeRefusal, setPipeCapacity } from "../../stream/pipe-capacity.js";
 import { nativeIo, type NativeIo } from "../../stream/native-io.js";
 import { SpliceProgress, spliceThrough, SpliceUnsupported } from "../../stream/splice-copy.js";
-import { createFdWriter } from "../../stream/fd-writer.js";
+import { createFdWriter, writesWithoutWaiting } from "../../stream/fd-writer.js";
 import { type Emit, Throttle } from "../../stream/throttle.js";
 import { defaultPipeBurst, type PipeConfig } from "../commands/pipe.js";
 import { EXIT, ReaderGone } from "../errors.js";
@@ -50,8 +50,8 @@ export async function runPipe(config: PipeConfig): Promise<number> {
     cost: config.cost,
     delimiter: config.delimiter,
     // Counting lines costs a scan of every byte: only when someone will see the count.
-    countRecords: config.stats !== undefined || wantsProgress(config),
     // (Through splice(2) the bytes are never seen, and lines not counted.)
+    countRecords: config.stats !== undefined || wantsProgress(config),
   });
   const readAheadBytes = readAheadBytesFor(limiter.rate, config.kind);
   const onError = (name: string, error: NodeJS.ErrnoException) => {
@@ -61,7 +61,8 @@ export async function runPipe(config: PipeConfig): Promise<number> {
   sizePipes(config, limiter.rate);
   const io = spliceable(config) ? nativeIo() : undefined;
   const moving = new SpliceProgress();
-  // Writes go straight to descriptor 1: done when the call returns, blocking while the reader is slow.
+  // Writes go to descriptor 1 whole, a pipe's from the thread pool (see createFdWriter), so
+  // a reader that stalls blocks the copy but never the signals or the progress line.
   let writtenBytes = 0;
   const writeOut = failingAsStandardOutput(
     createFdWriter(1, (bytes) => (writtenBytes += bytes)),
@@ -179,22 +180,15 @@ const NATIVE_HINT = "TBUCKET_NATIVE=0, not Linux, or not built at install; npm r
 
 /**
  * Whether bytes can go from the sources to standard output by splice(2): byte
- * costs (--lines must see the bytes), standard output a pipe and every source
- * a file or pipe, or standard output a file and the input a pipe.
+ * costs (--lines must see the bytes), and standard output a pipe, or standard
+ * input a pipe going to a file or /dev/null. A source splice(2) then refuses
+ * (a terminal) is read and written instead.
  */
 function spliceable(config: PipeConfig): boolean {
   if (config.cost !== "bytes") return false;
   if (isPipe(1)) return true;
   const names = sourceNames(config.files);
-  return names.length === 1 && names[0] === STDIN_NAME && isPipe(0) && regularFile(1);
-}
-
-function regularFile(fd: number): boolean {
-  try {
-    return fstatSync(fd).isFile();
-  } catch {
-    return false;
-  }
+  return names.length === 1 && names[0] === STDIN_NAME && isPipe(0) && writesWithoutWaiting(1);
 }
 
 interface SpliceSourcesOptions {
