@@ -141,11 +141,49 @@ static napi_value splice_async(napi_env env, napi_callback_info info) {
   return NULL;
 }
 
+// spliceNow(fdIn, fdOut, bytes): on the calling thread, moves up to `bytes` without waiting
+// (SPLICE_F_NONBLOCK: a pipe that is empty or full stops it). Returns [moved, negErrno, eof];
+// negErrno is -EAGAIN when it stopped because a pipe would have blocked.
+static napi_value splice_now(napi_env env, napi_callback_info info) {
+  size_t argc = 3;
+  napi_value argv[3], result, value;
+  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  int fd_in = int_arg(env, argv[0], -1);
+  int fd_out = int_arg(env, argv[1], -1);
+  double bytes = 0;
+  napi_get_value_double(env, argv[2], &bytes);
+  int64_t want = bytes > (double)INT64_MAX ? INT64_MAX : (int64_t)bytes;
+  int64_t moved = 0;
+  int error = 0, eof = 0;
+  while (moved < want) {
+    int64_t left = want - moved;
+    ssize_t step = splice(fd_in, NULL, fd_out, NULL, left > INT_MAX ? INT_MAX : (size_t)left, SPLICE_F_MOVE | SPLICE_F_MORE | SPLICE_F_NONBLOCK);
+    if (step > 0) {
+      moved += step;
+    } else if (step == 0) {
+      eof = 1;
+      break;
+    } else if (errno != EINTR) {
+      error = errno;
+      break;
+    }
+  }
+  CHECK(napi_create_array_with_length(env, 3, &result));
+  CHECK(napi_create_double(env, (double)moved, &value));
+  CHECK(napi_set_element(env, result, 0, value));
+  CHECK(napi_create_int32(env, -error, &value));
+  CHECK(napi_set_element(env, result, 1, value));
+  CHECK(napi_get_boolean(env, eof, &value));
+  CHECK(napi_set_element(env, result, 2, value));
+  return result;
+}
+
 static napi_value init(napi_env env, napi_value exports) {
   napi_property_descriptor properties[] = {
       {"pipeSize", NULL, pipe_size, NULL, NULL, NULL, napi_enumerable, NULL},
       {"setPipeSize", NULL, set_pipe_size, NULL, NULL, NULL, napi_enumerable, NULL},
       {"splice", NULL, splice_async, NULL, NULL, NULL, napi_enumerable, NULL},
+      {"spliceNow", NULL, splice_now, NULL, NULL, NULL, napi_enumerable, NULL},
   };
   CHECK(napi_define_properties(env, exports, sizeof properties / sizeof properties[0], properties));
   return exports;

@@ -16,6 +16,11 @@ export interface NativeIo {
    * `progress[0]` holds what has moved so far while it runs.
    */
   splice(fdIn: number, fdOut: number, bytes: number, progress: Float64Array, done: (negativeErrno: number, moved: number, eof: boolean) => void): void;
+  /**
+   * Moves up to `bytes` on this thread without waiting (SPLICE_F_NONBLOCK):
+   * [moved, -errno (-EAGAIN: a pipe was empty or full), eof].
+   */
+  spliceNow(fdIn: number, fdOut: number, bytes: number): [moved: number, negativeErrno: number, eof: boolean];
 }
 
 /** Set to 0 to copy through the JavaScript path even where the native part exists. */

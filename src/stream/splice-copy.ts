@@ -1,4 +1,5 @@
 import type { NativeIo } from "./native-io.js";
+import type { EventLoopTurns } from "./event-loop-turns.js";
 import type { Throttle } from "./throttle.js";
 
 /**
@@ -20,19 +21,39 @@ export class SpliceUnsupported extends Error {}
  * finds splice(2) refused (nothing has moved then: copy another way).
  *
  * `moving.bytes` is what the move under way has moved so far (a signal may end
- * the process in the middle of one); `onMoved` hears of each move once done.
+ * the process in the middle of one).
  */
-export async function spliceThrough(io: NativeIo, fdIn: number, fdOut: number, throttle: Throttle, moving: SpliceProgress, onMoved: (bytes: number) => void): Promise<void> {
+export async function spliceThrough(io: NativeIo, fdIn: number, fdOut: number, options: SpliceThroughOptions): Promise<void> {
+  const { throttle, moving, onMoved, turns } = options;
   let first = true;
   for (;;) {
     const granted = await throttle.grant(UNLIMITED_JOB_BYTES);
-    const { moved, eof } = await spliceOnce(io, fdIn, fdOut, granted, moving.counter, first);
-    first = false;
-    moving.counter[0] = 0;
-    throttle.sent(moved);
-    onMoved(moved);
-    if (eof) return;
+    if (throttle.lastTakeWaited) turns.mark();
+    for (let left = granted; left > 0; ) {
+      const pending = spliceOnce(io, fdIn, fdOut, left, moving.counter, first);
+      // A move in the thread pool is waited for on the event loop.
+      if (pending instanceof Promise) turns.mark();
+      const { moved, eof } = await pending;
+      first &&= moved === 0;
+      moving.counter[0] = 0;
+      throttle.sent(moved);
+      onMoved(moved);
+      if (eof) return;
+      left -= moved;
+      // Moves that never wait (pipes that keep up) still let signals and progress through.
+      await turns.next();
+    }
   }
+}
+
+export interface SpliceThroughOptions {
+  throttle: Throttle;
+  /** What the move under way has moved so far. */
+  moving: SpliceProgress;
+  /** Hears of each move once done. */
+  onMoved(bytes: number): void;
+  /** Gives the event loop a turn between moves that never wait. */
+  turns: EventLoopTurns;
 }
 
 /** What the splice(2) under way has moved so far, written by the thread that moves. */
@@ -44,7 +65,23 @@ export class SpliceProgress {
   }
 }
 
-function spliceOnce(io: NativeIo, fdIn: number, fdOut: number, bytes: number, counter: Float64Array, first: boolean): Promise<{ moved: number; eof: boolean }> {
+/**
+ * Moves up to `bytes`: on this thread as far as the pipes allow without
+ * waiting, which in a steady copy is all of it; if nothing can move now, in
+ * the thread pool, where waiting for a reader or writer blocks no one.
+ */
+function spliceOnce(io: NativeIo, fdIn: number, fdOut: number, bytes: number, counter: Float64Array, first: boolean): { moved: number; eof: boolean } | Promise<{ moved: number; eof: boolean }> {
+  const [moved, negativeErrno, eof] = io.spliceNow(fdIn, fdOut, bytes);
+  if (moved > 0 || eof) return { moved, eof };
+  if (negativeErrno === -EAGAIN) return spliceInPool(io, fdIn, fdOut, bytes, counter, first);
+  const error = errnoError(-negativeErrno);
+  if (first && error.code === "EINVAL") throw new SpliceUnsupported(error.message);
+  throw error;
+}
+
+const EAGAIN = 11;
+
+function spliceInPool(io: NativeIo, fdIn: number, fdOut: number, bytes: number, counter: Float64Array, first: boolean): Promise<{ moved: number; eof: boolean }> {
   return new Promise((resolve, reject) => {
     io.splice(fdIn, fdOut, bytes, counter, (negativeErrno, moved, eof) => {
       if (negativeErrno === 0) return resolve({ moved, eof });

@@ -63,6 +63,7 @@ export class Throttle {
   readonly #clock: Clock;
   #inRecord = false;
   #stats: ThrottleStats = { bytes: 0, records: 0, waitedMs: 0 };
+  #lastTakeWaited = false;
 
   constructor(options: ThrottleOptions) {
     this.limiter = options.limiter;
@@ -71,6 +72,14 @@ export class Throttle {
     this.#sliceMs = options.sliceMs ?? DEFAULT_SLICE_MS;
     this.#countRecords = options.countRecords ?? false;
     this.#clock = options.clock ?? systemClock;
+  }
+
+  /**
+   * Whether the last take found too few tokens and slept for them (a timer, so
+   * the event loop had a turn); false for a take the bucket covered at once.
+   */
+  get lastTakeWaited(): boolean {
+    return this.#lastTakeWaited;
   }
 
   /** What has gone through so far. */
@@ -166,6 +175,8 @@ export class Throttle {
     if (n <= 0 || this.limiter.rate === Infinity) return;
     const started = performance.now();
     const { limiter } = this;
+    // A limiter that cannot tell its level (a shared store) may answer without a turn: unknown, so no.
+    this.#lastTakeWaited = limiter.tokens ? limiter.tokens() < n : false;
     await limiter.wait(n, signal);
     if (limiter.tokens) {
       const spilled = Math.min(n, limiter.tokens() + n - limiter.burst);

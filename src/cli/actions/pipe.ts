@@ -5,6 +5,7 @@ import { isPipe, knownTotalBytes, readDescriptor, readSources, sourceDescriptors
 import { describePipeRefusal, setPipeCapacity } from "../../stream/pipe-capacity.js";
 import { nativeIo, type NativeIo } from "../../stream/native-io.js";
 import { SpliceProgress, spliceThrough, SpliceUnsupported } from "../../stream/splice-copy.js";
+import { eventLoopTurns, type EventLoopTurns } from "../../stream/event-loop-turns.js";
 import { createFdWriter, writesWithoutWaiting } from "../../stream/fd-writer.js";
 import { type Emit, Throttle } from "../../stream/throttle.js";
 import { defaultPipeBurst, type PipeConfig } from "../commands/pipe.js";
@@ -102,19 +103,21 @@ export async function runPipe(config: PipeConfig): Promise<number> {
   process.once("SIGINT", onSignal);
   process.once("SIGTERM", onSignal);
 
-  const turnTaken = eventLoopTurns();
+  const turns = eventLoopTurns();
   const copyChunks = async (chunks: AsyncIterable<Buffer> | Iterable<Buffer>) => {
     for await (const chunk of chunks) {
       await throttle.pass(chunk, writeOut);
       // A copy that never waits (a file at --rate inf) still lets signals and progress through.
-      await turnTaken();
+      if (throttle.lastTakeWaited) turns.mark();
+      await turns.next();
       // While throttled, let a slice's worth of input gather before taking the next.
       await throttle.settle();
     }
   };
   try {
     if (io) {
-      await spliceSources(io, config.files, { onError, throttle, moving, onMoved: (bytes) => (writtenBytes += bytes), copyChunks, readAheadBytes }).catch(
+      const onMoved = (bytes: number) => (writtenBytes += bytes);
+      await spliceSources(io, config.files, { onError, throttle, moving, onMoved, turns, copyChunks, readAheadBytes }).catch(
         (error: unknown) => {
           throw error instanceof Error && "syscall" in error ? standardOutputFailure(error, writtenBytes + moving.bytes) : error;
         },
@@ -196,6 +199,7 @@ interface SpliceSourcesOptions {
   throttle: Throttle;
   moving: SpliceProgress;
   onMoved(bytes: number): void;
+  turns: EventLoopTurns;
   /** The JavaScript path, for a source splice(2) refuses (a terminal, a file system without it). */
   copyChunks(chunks: AsyncIterable<Buffer> | Iterable<Buffer>): Promise<void>;
   readAheadBytes: number;
@@ -205,41 +209,12 @@ interface SpliceSourcesOptions {
 async function spliceSources(io: NativeIo, names: readonly string[], options: SpliceSourcesOptions): Promise<void> {
   for await (const { fd } of sourceDescriptors(names, { onError: options.onError, outputFd: 1 })) {
     try {
-      await spliceThrough(io, fd, 1, options.throttle, options.moving, options.onMoved);
+      await spliceThrough(io, fd, 1, options);
     } catch (error) {
       if (!(error instanceof SpliceUnsupported)) throw error;
       await options.copyChunks(readDescriptor(fd, options.readAheadBytes));
     }
   }
-}
-
-/**
- * How often a loop that never has to wait gives the event loop a turn: a
- * signal or the progress line is then never held longer than this.
- */
-const EVENT_LOOP_TURN_MS = 10;
-
-/**
- * Returns a function to await once a round: it resolves at once, except once
- * EVENT_LOOP_TURN_MS have passed without the event loop getting a turn, when it
- * waits for one (setImmediate). Awaiting a promise that is already resolved
- * runs no timers, I/O callbacks or signal handlers.
- */
-function eventLoopTurns(): () => Promise<void> | undefined {
-  let turnAtMs = performance.now();
-  let turn: Promise<void> | undefined;
-  return () => {
-    const nowMs = performance.now();
-    if (nowMs - turnAtMs < EVENT_LOOP_TURN_MS) return undefined;
-    turn ??= new Promise<void>((resolve) =>
-      setImmediate(() => {
-        turn = undefined;
-        turnAtMs = performance.now();
-        resolve();
-      }),
-    );
-    return turn;
-  };
 }
 
 /** The smallest burst that keeps a byte rate, when the bucket's is smaller (Throttle.smallestSteadyBurst). */
