@@ -62,10 +62,11 @@ function tools(rate) {
 
 const quote = (words) => words.map((w) => `'${w.replaceAll("'", `'\\''`)}'`).join(" ");
 
-/** Runs `producer | TOOL`, reading TOOL's output here; returns arrivals and TOOL's CPU and RSS. */
+/** Runs `producer | TOOL | cat`, reading cat's output here; returns arrivals and TOOL's CPU and RSS. */
 function measure(producer, tool) {
   const timeFile = join(work, "time.txt");
-  const script = `${producer} | /usr/bin/time -o '${timeFile}' -f '%U %S %M' ${quote(tool.argv)}`;
+  // Through cat, so that the tool writes to a pipe, as in a shell (Node.js reads a child's output from a socket).
+  const script = `${producer} | /usr/bin/time -o '${timeFile}' -f '%U %S %M' ${quote(tool.argv)} | cat`;
   return new Promise((resolve, reject) => {
     const child = spawn("bash", ["-c", script], { stdio: ["ignore", "pipe", "inherit"] });
     const times = [];
@@ -238,13 +239,13 @@ function pacers(rate) {
   ];
 }
 
-async function engineTable() {
+async function engineTable(onlyRates) {
   const rounds = quick ? 1 : 3;
   console.log(`## CPU for 10 s against pv and cstream, pipe to pipe: \`head -c N /dev/zero | X | cat > /dev/null\`, median (range) of ${rounds} rounds\n`);
   console.log("Then one more run of each read by this script, which timestamps what arrives: steady rate, envelope, longest gap.\n");
   console.log("| rate | X | CPU user+sys | vs pv | steady rate vs target | worst window over b + r·T | longest gap | peak RSS |");
   console.log("|---|---|---|---|---|---|---|---|");
-  for (const rate of [100 * MiB, MiB]) {
+  for (const rate of onlyRates ?? [100 * MiB, MiB]) {
     const tools = pacers(rate);
     const cpuRuns = tools.map(() => []);
     // Round robin, so that a busy moment of the machine does not fall on one tool only.

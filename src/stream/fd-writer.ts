@@ -19,7 +19,15 @@ const RETRY_MS = 1;
  * `onWritten` hears of every byte the descriptor took, so that a failed write
  * can say how far it got.
  */
-export function createFdWriter(fd: number, onWritten?: (bytes: number) => void): Emit {
+/** An Emit to a file descriptor, which can tell whether a write is under way in the thread pool. */
+export interface FdWriter extends Emit {
+  /** Resolves when the write under way in the thread pool is done (or failed); undefined when none is. */
+  inFlight(): Promise<void> | undefined;
+  /** Starts no more writes: each one asked for from now on waits for ever (the process is ending). */
+  hold(): void;
+}
+
+export function createFdWriter(fd: number, onWritten?: (bytes: number) => void): FdWriter {
   const inline = writesWithoutWaiting(fd);
   const written = (bytes: number): void => onWritten?.(bytes);
   const retryLater = (segment: Buffer, from: number): Promise<void> =>
@@ -40,7 +48,21 @@ export function createFdWriter(fd: number, onWritten?: (bytes: number) => void):
     }
   };
 
-  const writeInPool = (segment: Buffer, from: number): Promise<void> =>
+  let inFlight: Promise<void> | undefined;
+  const writeInPool = (segment: Buffer, from: number): Promise<void> => {
+    const writing = writeOnceInPool(segment, from);
+    const done = writing.then(
+      () => undefined,
+      () => undefined,
+    );
+    inFlight = done;
+    void done.then(() => {
+      if (inFlight === done) inFlight = undefined;
+    });
+    return writing;
+  };
+
+  const writeOnceInPool = (segment: Buffer, from: number): Promise<void> =>
     new Promise<number>((resolve, reject) => {
       write(fd, segment, from, segment.length - from, null, (error, bytes) => (error ? reject(error) : resolve(bytes)));
     }).then(
@@ -55,7 +77,14 @@ export function createFdWriter(fd: number, onWritten?: (bytes: number) => void):
       },
     );
 
-  return (segment) => writeFrom(segment, 0);
+  let held = false;
+  const emit = (segment: Buffer) => (held ? new Promise<void>(() => {}) : writeFrom(segment, 0));
+  return Object.assign(emit, {
+    inFlight: () => inFlight,
+    hold: () => {
+      held = true;
+    },
+  });
 }
 
 /** A regular file, a block device or /dev/null: a write never waits for a reader. */

@@ -140,6 +140,8 @@ describe("tbucket pipe: endings", () => {
     const stats = JSON.parse(stderr);
     expect(stats.bytes).toBeGreaterThan(0);
     expect(stats.bytes).toBeLessThan(1024 * 1024);
+    // The stats count exactly what the reader got: a write done when the signal came counts, none starts after.
+    expect(stats.bytes).toBe(stdoutBytes);
     const shell = await runShell(`"${process.execPath}" "${TBUCKET}" --rate 1k < /dev/zero > /dev/null & sleep 0.5; kill -INT $!; wait $!; echo $?`);
     expect(shell.stdout.toString().trim()).toBe("130");
   });

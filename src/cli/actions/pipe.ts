@@ -65,10 +65,8 @@ export async function runPipe(config: PipeConfig): Promise<number> {
   // Writes go to descriptor 1 whole, a pipe's from the thread pool (see createFdWriter), so
   // a reader that stalls blocks the copy but never the signals or the progress line.
   let writtenBytes = 0;
-  const writeOut = failingAsStandardOutput(
-    createFdWriter(1, (bytes) => (writtenBytes += bytes)),
-    () => writtenBytes,
-  );
+  const fdWriter = createFdWriter(1, (bytes) => (writtenBytes += bytes));
+  const writeOut = failingAsStandardOutput(fdWriter, () => writtenBytes);
 
   const snapshot = (): PipeStats => ({
     // What standard output took: a slice that failed to go out is not counted.
@@ -92,13 +90,23 @@ export async function runPipe(config: PipeConfig): Promise<number> {
   // Ctrl-C (and SIGTERM) end at once, after the stats, by the same signal, as cat does: the
   // shell reports 128 + its number (130, 143), and a read still waiting for input (on a
   // terminal, or a stalled pipe) cannot hold the exit, as it would hold process.exit.
+  // A write under way in the thread pool gets SIGNAL_GRACE_MS to be counted: it may be done
+  // in the kernel (its reader already holding it) before its end reaches the event loop. A
+  // stalled reader's write never ends; then the stats count what was done. A second signal
+  // ends it at once.
   const onSignal = (signal: NodeJS.Signals) => {
-    const code = finish(signal === "SIGINT" ? EXIT.interrupted : 143);
     process.off("SIGINT", onSignal);
     process.off("SIGTERM", onSignal);
-    process.kill(process.pid, signal);
-    // Reached only if some other listener kept the signal from ending the process.
-    setImmediate(() => process.exit(code));
+    const end = () => {
+      const code = finish(signal === "SIGINT" ? EXIT.interrupted : 143);
+      process.kill(process.pid, signal);
+      // Reached only if some other listener kept the signal from ending the process.
+      setImmediate(() => process.exit(code));
+    };
+    fdWriter.hold();
+    const writing = fdWriter.inFlight();
+    if (!writing) return setImmediate(end);
+    void Promise.race([writing, new Promise((resolve) => setTimeout(resolve, SIGNAL_GRACE_MS))]).then(() => setImmediate(end));
   };
   process.once("SIGINT", onSignal);
   process.once("SIGTERM", onSignal);
@@ -119,7 +127,7 @@ export async function runPipe(config: PipeConfig): Promise<number> {
       const onMoved = (bytes: number) => (writtenBytes += bytes);
       await spliceSources(io, config.files, { onError, throttle, moving, onMoved, turns, copyChunks, readAheadBytes }).catch(
         (error: unknown) => {
-          throw error instanceof Error && "syscall" in error ? standardOutputFailure(error, writtenBytes + moving.bytes) : error;
+          throw (error as NodeJS.ErrnoException).syscall === "splice" ? standardOutputFailure(error, writtenBytes + moving.bytes) : error;
         },
       );
     } else {
@@ -144,6 +152,9 @@ export async function runPipe(config: PipeConfig): Promise<number> {
   await close();
   return finish(unreadable ? EXIT.failure : EXIT.ok);
 }
+
+/** How long a signal waits for a write under way to be counted (see onSignal). */
+const SIGNAL_GRACE_MS = 20;
 
 /**
  * The byte rate from which a larger pipe pays off by default: pipes of 64 KiB
@@ -184,13 +195,15 @@ const NATIVE_HINT = "TBUCKET_NATIVE=0, not Linux, or not built at install; npm r
 /**
  * Whether bytes can go from the sources to standard output by splice(2): byte
  * costs (--lines must see the bytes), and standard output a pipe, or standard
- * input a pipe going to a file or /dev/null. A source splice(2) then refuses
- * (a terminal) is read and written instead.
+ * input a pipe going to a file or /dev/null; standard input, if read, a pipe
+ * or a file (a terminal is read through Node.js, which copes with one made
+ * non-blocking). A named source splice(2) then refuses is read and written instead.
  */
 function spliceable(config: PipeConfig): boolean {
   if (config.cost !== "bytes") return false;
-  if (isPipe(1)) return true;
   const names = sourceNames(config.files);
+  if (names.includes(STDIN_NAME) && !isPipe(0) && !writesWithoutWaiting(0)) return false;
+  if (isPipe(1)) return true;
   return names.length === 1 && names[0] === STDIN_NAME && isPipe(0) && writesWithoutWaiting(1);
 }
 
@@ -207,12 +220,18 @@ interface SpliceSourcesOptions {
 
 /** Each source in turn to standard output by splice(2); one that refuses it is read and written instead. */
 async function spliceSources(io: NativeIo, names: readonly string[], options: SpliceSourcesOptions): Promise<void> {
-  for await (const { fd } of sourceDescriptors(names, { onError: options.onError, outputFd: 1 })) {
+  for await (const { name, fd } of sourceDescriptors(names, { onError: options.onError, outputFd: 1 })) {
     try {
       await spliceThrough(io, fd, 1, options);
     } catch (error) {
       if (!(error instanceof SpliceUnsupported)) throw error;
-      await options.copyChunks(readDescriptor(fd, options.readAheadBytes));
+      try {
+        await options.copyChunks(readDescriptor(fd, options.readAheadBytes));
+      } catch (readError) {
+        // A failed write is standard output's (already said so); a failed read is the source's.
+        if ((readError as NodeJS.ErrnoException).syscall !== "read") throw readError;
+        options.onError(name, readError as NodeJS.ErrnoException);
+      }
     }
   }
 }
