@@ -6,6 +6,7 @@
 //   node bench/pipe.mjs --quick    # 1 MiB/s and 10 MiB/s only, 3 s runs
 //   node bench/pipe.mjs --only 100 # the 100 MiB/s rows only
 //   node bench/pipe.mjs --only inf # the no-limit table only
+//   node bench/pipe.mjs --only rates # the rate and stall tables (issue 2's figures)
 //   node bench/pipe.mjs --only engine # CPU against pv and cstream, --rate inf against cat,
 //                                     # signals, processes started (about 6 minutes)
 //
@@ -24,7 +25,7 @@ const NODE_FLOOR = fileURLToPath(new URL("./node-floor.mjs", import.meta.url));
 const quick = process.argv.includes("--quick");
 const onlyIndex = process.argv.indexOf("--only");
 const onlyArg = onlyIndex > 0 ? process.argv[onlyIndex + 1] : undefined;
-const onlyMiBps = onlyArg === undefined || onlyArg === "inf" ? undefined : Number(onlyArg);
+const onlyMiBps = onlyArg === undefined || Number.isNaN(Number(onlyArg)) ? undefined : Number(onlyArg);
 const MiB = 1024 * 1024;
 const work = mkdtempSync(join(tmpdir(), "tbucket-bench-"));
 
@@ -350,6 +351,10 @@ try {
   console.log(`# tbucket pipe benchmark (${new Date().toISOString().slice(0, 10)}, node ${process.version}, ${quick ? "quick" : "full"})\n`);
   if (onlyArg === "inf") await unlimitedTable();
   else if (onlyArg === "engine") await engineTable();
+  else if (onlyArg === "rates") {
+    await rateTable();
+    await stallTable();
+  }
   else {
     await rateTable();
     if (onlyArg === undefined) {

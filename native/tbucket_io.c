@@ -7,6 +7,8 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -46,6 +48,30 @@ static napi_value set_pipe_size(napi_env env, napi_callback_info info) {
   CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
   int result = fcntl(int_arg(env, argv[0], -1), F_SETPIPE_SZ, int_arg(env, argv[1], 0));
   return number(env, result < 0 ? -errno : result);
+}
+
+// bytesReadable(fd): what a read of fd would find now (FIONREAD: a pipe's content, a file's
+// rest), -ENODATA at the end of the input, or -errno.
+static napi_value bytes_readable(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1];
+  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  int fd = int_arg(env, argv[0], -1);
+  struct stat stats;
+  if (fstat(fd, &stats) < 0) return number(env, -errno);
+  if (S_ISREG(stats.st_mode)) {
+    // FIONREAD's int cannot hold a large file's rest: size and position, in 64 bits.
+    off_t position = lseek(fd, 0, SEEK_CUR);
+    if (position < 0) return number(env, -errno);
+    return number(env, stats.st_size > position ? (double)(stats.st_size - position) : -ENODATA);
+  }
+  int bytes = 0;
+  if (ioctl(fd, FIONREAD, &bytes) < 0) return number(env, -errno);
+  if (bytes > 0) return number(env, bytes);
+  // Nothing now: at its end (a pipe whose writers are gone), or not yet.
+  struct pollfd ready = {.fd = fd, .events = POLLIN};
+  if (poll(&ready, 1, 0) == 1 && (ready.revents & POLLHUP) && !(ready.revents & POLLIN)) return number(env, -ENODATA);
+  return number(env, 0);
 }
 
 typedef struct {
@@ -184,6 +210,7 @@ static napi_value init(napi_env env, napi_value exports) {
       {"setPipeSize", NULL, set_pipe_size, NULL, NULL, NULL, napi_enumerable, NULL},
       {"splice", NULL, splice_async, NULL, NULL, NULL, napi_enumerable, NULL},
       {"spliceNow", NULL, splice_now, NULL, NULL, NULL, napi_enumerable, NULL},
+      {"bytesReadable", NULL, bytes_readable, NULL, NULL, NULL, napi_enumerable, NULL},
   };
   CHECK(napi_define_properties(env, exports, sizeof properties / sizeof properties[0], properties));
   return exports;

@@ -21,6 +21,11 @@ export interface NativeIo {
    * [moved, -errno (-EAGAIN: a pipe was empty or full), eof].
    */
   spliceNow(fdIn: number, fdOut: number, bytes: number): [moved: number, negativeErrno: number, eof: boolean];
+  /**
+   * What a read of `fd` would find now (FIONREAD: a pipe's content, a file's
+   * rest): 0 when nothing yet, -ENODATA (-61) at the end of the input, or -errno.
+   */
+  bytesReadable(fd: number): number;
 }
 
 /** Set to 0 to copy through the JavaScript path even where the native part exists. */

@@ -27,7 +27,11 @@ export async function spliceThrough(io: NativeIo, fdIn: number, fdOut: number, o
   const { throttle, moving, onMoved, turns } = options;
   let first = true;
   for (;;) {
-    const granted = await throttle.grant(UNLIMITED_JOB_BYTES);
+    // Pay for what is there to move, as the JavaScript path pays for what it read: a slice
+    // granted for the last few bytes of the input would hold them back a slice's time.
+    const ready = io.bytesReadable(fdIn);
+    if (ready === -ENODATA) return;
+    const granted = await throttle.grant(ready > 0 ? Math.min(ready, UNLIMITED_JOB_BYTES) : UNLIMITED_JOB_BYTES);
     if (throttle.lastTakeWaited) turns.mark();
     for (let left = granted; left > 0; ) {
       const pending = spliceOnce(io, fdIn, fdOut, left, moving.counter, first);
@@ -80,6 +84,8 @@ function spliceOnce(io: NativeIo, fdIn: number, fdOut: number, bytes: number, co
 }
 
 const EAGAIN = 11;
+/** bytesReadable's answer at the end of the input. */
+const ENODATA = 61;
 
 function spliceInPool(io: NativeIo, fdIn: number, fdOut: number, bytes: number, counter: Float64Array, first: boolean): Promise<{ moved: number; eof: boolean }> {
   return new Promise((resolve, reject) => {

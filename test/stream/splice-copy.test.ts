@@ -13,7 +13,7 @@ const EINVAL = 22;
  * A kernel stand-in: an input of `inputBytes`, moved on request. `stalls` says which calls
  * of spliceNow find a pipe empty or full (EAGAIN), so the move goes to the thread pool.
  */
-function fakeIo(inputBytes: number, options: { stalls?: (call: number) => boolean; refuse?: boolean } = {}) {
+function fakeIo(inputBytes: number, options: { stalls?: (call: number) => boolean; refuse?: boolean; unknownReadable?: boolean } = {}) {
   let left = inputBytes;
   const calls: Array<{ how: "now" | "pool"; asked: number; moved: number }> = [];
   const move = (asked: number) => {
@@ -23,6 +23,7 @@ function fakeIo(inputBytes: number, options: { stalls?: (call: number) => boolea
   };
   const io: NativeIo = {
     pipeSize: () => 65536,
+    bytesReadable: () => (options.unknownReadable ? -25 : left > 0 ? left : -61),
     setPipeSize: (_fd, bytes) => bytes,
     spliceNow(_in, _out, bytes) {
       if (options.refuse) return [0, -EINVAL, false];
@@ -66,13 +67,20 @@ describe("spliceThrough", () => {
     const throttle = new Throttle({ limiter: new TokenBucket({ rate: 100_000, burst: 10_000, clock }) });
     const { io, calls } = fakeIo(25_500);
     expect(await copy(io, throttle, clock)).toBe(25_500);
-    // Slices of 1,000; the last, cut short by the end of the input, asks for its rest once more.
-    expect(calls.slice(0, 25).every((call) => call.asked === 1000)).toBe(true);
-    expect(calls.slice(25).map((call) => call.asked)).toEqual([1000, 500]);
+    // Slices of 1,000, and the 500 left: paid for what is there, not a whole slice.
+    expect(calls.map((call) => call.asked)).toEqual([...Array(25).fill(1000), 500]);
     expect(throttle.stats.bytes).toBe(25_500);
     // 25,500 bytes through a 10,000-byte burst at 100,000 B/s take about 155 ms.
     expect(clock.now()).toBeGreaterThanOrEqual(155);
     expect(clock.now()).toBeLessThanOrEqual(165);
+  });
+
+  it("where the input cannot say what it holds, pays a whole slice for the last bytes and asks for the rest once more", async () => {
+    const clock = new FakeClock();
+    const throttle = new Throttle({ limiter: new TokenBucket({ rate: 100_000, burst: 10_000, clock }) });
+    const { io, calls } = fakeIo(2500, { unknownReadable: true });
+    expect(await copy(io, throttle, clock)).toBe(2500);
+    expect(calls.map((call) => call.asked)).toEqual([1000, 1000, 1000, 500]);
   });
 
   it("moves the rest of a slice in the thread pool when a pipe would block, and counts it once", async () => {
