@@ -106,9 +106,12 @@ static void splice_execute(napi_env env, void* data) {
     } else if (errno == EINTR) {
       continue;
     } else if (errno == EAGAIN) {
-      // Either side may be the one that is not ready.
-      struct pollfd both[2] = {{.fd = job->fd_in, .events = POLLIN}, {.fd = job->fd_out, .events = POLLOUT}};
-      poll(both, 2, 100);
+      // A descriptor some other program made non-blocking: wait for the side that is not ready
+      // (the output if it is full, else the input), never spinning on the one that is.
+      struct pollfd out = {.fd = job->fd_out, .events = POLLOUT};
+      struct pollfd in = {.fd = job->fd_in, .events = POLLIN};
+      if (poll(&out, 1, 0) == 1 && (out.revents & POLLOUT)) poll(&in, 1, 100);
+      else poll(&out, 1, 100);
     } else {
       job->error = errno;
       return;

@@ -14,9 +14,10 @@ export class SpliceUnsupported extends Error {}
 
 /**
  * Copies `fdIn` to `fdOut` through the throttle without the bytes ever
- * entering this process: each slice is paid for first, then moved whole in
- * the kernel with splice(2), in the thread pool, so a blocked side never
- * holds the event loop. Resolves at the end of the input; rejects with the
+ * entering this process: each slice (at most what the input holds) is paid
+ * for first, then moved whole in the kernel with splice(2): on this thread
+ * while no pipe would block, in the thread pool otherwise, so a blocked side
+ * never holds the event loop. Resolves at the end of the input; rejects with the
  * errno error of a failed move, or SpliceUnsupported if the very first move
  * finds splice(2) refused (nothing has moved then: copy another way).
  *
