@@ -11,7 +11,7 @@
 // (--entry swaps the bundle's entry point, to try the SEA machinery on a small program.)
 import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { builtinModules, createRequire } from "node:module";
 import { dirname, join, relative, resolve } from "node:path";
@@ -36,6 +36,7 @@ const work = mkdtempSync(join(tmpdir(), "tbucket-sea-"));
 // The postject sentinel Node looks for to know a blob was injected (node/src/node_sea.cc).
 const SEA_FUSE = "NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2";
 const ADDON_ASSET = "better_sqlite3.node";
+const IO_ADDON_ASSET = "tbucket_io.node";
 
 /**
  * Modules replaced in the bundle. `bindings` is better-sqlite3's search of the disk for
@@ -84,6 +85,22 @@ const addon = {
 };
 log(`SQLite addon: ${mib(addonBefore)} -> ${mib(addon.sizeBytes)} after strip`);
 
+// 1b. tbucket's own native part (splice, pipe sizes), built by `npm ci` (scripts/build-native.mjs);
+// built here if missing. Without it the executable copies through the JavaScript path.
+const ioAddonSource = join(root, "build", "Release", IO_ADDON_ASSET);
+if (!existsSync(ioAddonSource)) run(process.execPath, [join(root, "scripts", "build-native.mjs")]);
+let ioAddon;
+const ioAddonPath = join(work, IO_ADDON_ASSET);
+if (existsSync(ioAddonSource)) {
+  copyFileSync(ioAddonSource, ioAddonPath);
+  if (!noStrip) stripFile(ioAddonPath, ["--strip-unneeded"]);
+  const ioBytes = readFileSync(ioAddonPath);
+  ioAddon = { assetKey: IO_ADDON_ASSET, sizeBytes: ioBytes.length, sha256: createHash("sha256").update(ioBytes).digest("hex").slice(0, 16) };
+  log(`native part: ${ioBytes.length} bytes`);
+} else {
+  log("native part not built: the executable copies through the JavaScript path");
+}
+
 // 2. One CommonJS bundle. Lazy `await import("./x.js")` of static relative paths are
 // bundled by esbuild (no splitting) and stay lazy: each module runs when first imported.
 const esbuild = await import("esbuild");
@@ -114,6 +131,7 @@ const result = await esbuild
   define: {
     TBUCKET_VERSION: JSON.stringify(version),
     TBUCKET_SEA_ADDON: JSON.stringify(addon),
+    TBUCKET_SEA_IO_ADDON: ioAddon ? JSON.stringify(ioAddon) : "undefined",
     "import.meta.url": "__tbucket_import_meta_url",
     // better-sqlite3 loads a nativeBinding path with __non_webpack_require__ when it is a function.
     __non_webpack_require__: "__tbucket_require",
@@ -144,7 +162,7 @@ writeFileSync(
       disableExperimentalSEAWarning: true,
       // V8's compiled code for the bundle, made at build time: less to compile at each start.
       useCodeCache: !noCodeCache,
-      assets: { [ADDON_ASSET]: addonPath },
+      assets: { [ADDON_ASSET]: addonPath, ...(ioAddon ? { [IO_ADDON_ASSET]: ioAddonPath } : {}) },
     },
     null,
     2,

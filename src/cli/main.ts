@@ -1,14 +1,11 @@
 import { CommanderError } from "commander";
 import { CliError, EXIT, ReaderGone } from "./errors.js";
+import { type BuildAssets, setBuildAssets } from "./build-assets.js";
 import { createProgram } from "./program.js";
-import { setStoreOpenOptions } from "./store-opener.js";
 import { ignoreStandardErrorFailures, writeStandardError, writeStandardOutput } from "./standard-streams.js";
 
 /** What an entry point knows of its build. */
-export interface MainOptions {
-  /** Where SQLite's compiled addon is, asked only when a SQLite store opens (the standalone executable carries its own). */
-  sqliteNativeBinding?: () => string;
-}
+export type MainOptions = BuildAssets;
 
 /**
  * The one entry point: parses argv, runs the command, and turns every error
@@ -17,7 +14,7 @@ export interface MainOptions {
  */
 export async function main(argv: readonly string[], options: MainOptions = {}): Promise<number> {
   ignoreStandardErrorFailures();
-  if (options.sqliteNativeBinding) setStoreOpenOptions({ sqliteNativeBinding: options.sqliteNativeBinding });
+  setBuildAssets(options);
   let exitCode: number = EXIT.ok;
   const program = createProgram((code) => (exitCode = code));
   applyErrorHandling(program);

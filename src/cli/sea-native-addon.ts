@@ -2,8 +2,10 @@ import { closeSync, fsyncSync, lstatSync, mkdirSync, openSync, renameSync, statS
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
-/** What the standalone build knows about the SQLite addon it carries as a SEA asset. */
+/** What the standalone build knows about a native addon it carries as a SEA asset (SQLite's, tbucket's own). */
 export interface EmbeddedAddon {
+  /** What it is, for messages: "the SQLite addon". */
+  label?: string;
   /** The SEA asset's key. */
   assetKey: string;
   /** Bytes of the addon, to tell a complete copy from a partial one. */
@@ -16,16 +18,17 @@ export interface EmbeddedAddon {
 }
 
 /**
- * Native addons load only from a file, so the standalone executable writes the
+ * Native addons load only from a file, so the standalone executable writes an
  * addon it carries to `$TMPDIR/tbucket-<uid>/tbucket-<version>-<sha>.node` the
- * first time SQLite is used, and reuses it afterwards. The folder is private
+ * first time it is needed, and reuses it afterwards. The folder is private
  * (0700, owned by the user, checked), so no other user can plant a library
  * there; the file is written under a temporary name and renamed, so two
  * processes starting at once never load a half-written file.
  */
 export function materializeAddon(addon: EmbeddedAddon, baseDir: string = tmpdir()): string {
   const dir = join(baseDir, `tbucket-${process.getuid?.() ?? "user"}`);
-  ensurePrivateDir(dir);
+  const label = addon.label ?? "the SQLite addon";
+  ensurePrivateDir(dir, label);
   const path = join(dir, `tbucket-${addon.version}-${addon.sha256}.node`);
   const existing = statOrUndefined(path);
   if (existing?.isFile() && existing.size === addon.sizeBytes) return path;
@@ -47,17 +50,17 @@ export function materializeAddon(addon: EmbeddedAddon, baseDir: string = tmpdir(
     } catch {
       // Nothing was written.
     }
-    throw new Error(`cannot write the SQLite addon to ${dir}: ${(error as Error).message}; set TMPDIR to a writable folder`);
+    throw new Error(`cannot write ${label} to ${dir}: ${(error as Error).message}; set TMPDIR to a writable folder`);
   }
   return path;
 }
 
-function ensurePrivateDir(dir: string): void {
+function ensurePrivateDir(dir: string, label: string): void {
   try {
     mkdirSync(dir, { mode: 0o700 });
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== "EEXIST") {
-      throw new Error(`cannot create ${dir} for the SQLite addon: ${(error as Error).message}; set TMPDIR to a writable folder`);
+      throw new Error(`cannot create ${dir} for ${label}: ${(error as Error).message}; set TMPDIR to a writable folder`);
     }
   }
   // lstat: a symbolic link planted by someone else must not be followed.

@@ -1,28 +1,52 @@
-import { spawn } from "node:child_process";
+import { fstatSync } from "node:fs";
+import { type NativeIo, nativeIo } from "./native-io.js";
 
-/** Linux's fcntl(2) command that sets a pipe's capacity. */
-const F_SETPIPE_SZ = 1031;
-/** The most an unprivileged process may ask for by default (/proc/sys/fs/pipe-max-size). */
-const LARGE_PIPE_BYTES = 1024 * 1024;
+/** What a Linux pipe holds unless asked otherwise. */
+export const DEFAULT_PIPE_BYTES = 64 * 1024;
+
+/** What became of a request for a pipe's capacity. */
+export type PipeSizing =
+  | { fd: number; outcome: "set"; bytes: number }
+  /** Not a pipe, or already that large. */
+  | { fd: number; outcome: "unchanged" }
+  | { fd: number; outcome: "refused"; errno: number }
+  /** No native part here (another system, not built, or TBUCKET_NATIVE=0). */
+  | { fd: number; outcome: "unavailable" };
+
+const EPERM = 1;
 
 /**
- * Asks Linux to let the pipes on standard input and output hold `bytes`
- * instead of 64 KiB. A fast stream through 64 KiB pipes costs a wake-up of
- * both sides for every 64 KiB; through 1 MiB pipes, one a slice. At 100 MiB/s
- * that is most of the context switches and about a third of the CPU here.
- *
- * Node.js has no fcntl(2), so perl (part of every Debian system) makes the
- * call on the descriptors it inherits, in the background. Where perl is
- * missing, a descriptor is not a pipe, or the kernel refuses (a user over
- * its pipe quota), the pipes keep their size and nothing else changes.
+ * Asks Linux for pipes of at least `bytes` on the descriptors that are pipes,
+ * with fcntl(F_SETPIPE_SZ) through tbucket's native part; nothing else is
+ * started. A pipe is never shrunk. The kernel refuses more than
+ * /proc/sys/fs/pipe-max-size (1 MiB by default) to an unprivileged process,
+ * and anything above 64 KiB once the user's pipes hold pipe-user-pages-soft.
+ * `loadIo` finds the native part (the CLI's build may carry its own).
  */
-export function enlargePipes({ input, output }: { input: boolean; output: boolean }, bytes = LARGE_PIPE_BYTES): void {
-  if (process.platform !== "linux" || (!input && !output)) return;
-  const script = `fcntl(STDIN, ${F_SETPIPE_SZ}, ${bytes}) if -p STDIN; fcntl(STDOUT, ${F_SETPIPE_SZ}, ${bytes}) if -p STDOUT;`;
+export function setPipeCapacity(fds: readonly number[], bytes: number, loadIo: () => NativeIo | undefined = nativeIo): PipeSizing[] {
+  const pipes = fds.filter(isFifo);
+  // Loaded only for a pipe: the standalone executable writes it to disk first.
+  const io = pipes.length > 0 ? loadIo() : undefined;
+  return fds.map((fd): PipeSizing => {
+    if (!pipes.includes(fd)) return { fd, outcome: "unchanged" };
+    if (!io) return { fd, outcome: "unavailable" };
+    const current = io.pipeSize(fd);
+    if (current < 0 || current >= bytes) return { fd, outcome: "unchanged" };
+    const granted = io.setPipeSize(fd, bytes);
+    return granted < 0 ? { fd, outcome: "refused", errno: -granted } : { fd, outcome: "set", bytes: granted };
+  });
+}
+
+/** Why the kernel refused, in words. */
+export function describePipeRefusal(errno: number): string {
+  if (errno === EPERM) return "more than /proc/sys/fs/pipe-max-size, or over this user's pipe quota";
+  return `error ${errno}`;
+}
+
+function isFifo(fd: number): boolean {
   try {
-    const child = spawn("perl", ["-e", script], { stdio: [input ? 0 : "ignore", output ? 1 : "ignore", "ignore"] });
-    child.on("error", () => {});
+    return fstatSync(fd).isFIFO();
   } catch {
-    // Some systems refuse to start processes at all: the pipes stay as they are.
+    return false;
   }
 }

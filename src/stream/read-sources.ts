@@ -101,6 +101,53 @@ async function* readStdin(options: ReadSourcesOptions): AsyncGenerator<Buffer> {
   }
 }
 
+/** An open source, for a copy that moves its bytes without reading them (splice). */
+export interface SourceDescriptor {
+  name: string;
+  fd: number;
+}
+
+/**
+ * Each named source in turn as an open descriptor (standard input as 0), with
+ * readSources' checks: a source that cannot be opened or is the output goes
+ * to `onError` and is skipped. A descriptor is closed when the consumer asks
+ * for the next.
+ */
+export async function* sourceDescriptors(names: readonly string[], options: Pick<ReadSourcesOptions, "onError" | "outputFd">): AsyncGenerator<SourceDescriptor> {
+  for (const name of sourceNames(names)) {
+    let fd: number;
+    try {
+      fd = name === STDIN_NAME ? 0 : await openAsync(name, "r");
+      if (options.outputFd !== undefined && copiesOntoItself(fd, options.outputFd)) {
+        if (fd !== 0) await closeAsync(fd);
+        throw new InputIsOutputError(name);
+      }
+    } catch (error) {
+      options.onError(name, error as NodeJS.ErrnoException);
+      continue;
+    }
+    try {
+      yield { name, fd };
+    } finally {
+      if (fd !== 0) await closeAsync(fd);
+    }
+  }
+}
+
+/**
+ * The bytes of an open descriptor, which stays open: as readSources reads it,
+ * except a pipe, read in the thread pool (PipeReadAhead would close it).
+ */
+export function readDescriptor(fd: number, readAheadBytes: number): Iterable<Buffer> | AsyncIterable<Buffer> {
+  const reading = readingFor(fd);
+  return chunksOf(fd, reading === "event-loop" ? "thread-pool" : reading, readAheadBytes);
+}
+
+/** Whether a descriptor is a pipe (a FIFO): one side of every splice(2). */
+export function isPipe(fd: number): boolean {
+  return safeFstat(fd)?.isFIFO() ?? false;
+}
+
 /** One buffer at a time, synchronously. */
 function* readInline(fd: number, bufferBytes: number): Generator<Buffer> {
   const buffer = Buffer.allocUnsafeSlow(bufferBytes);

@@ -34,21 +34,13 @@ export type Emit = (segment: Buffer) => void | Promise<void>;
 
 const DEFAULT_SLICE_MS = 10;
 /**
- * A pacer that had its data ready since its last grant asks for the next as of
- * that grant's due time, making up for being held up: a timer waking late, a
- * busy core, Node.js warming up in its first half second. Never for more than
- * this, so a window can hold at most this much of the rate above the burst.
- * 10 ms was too little: on a busy 2-core machine the first half second of a
- * run at 100 MiB/s with `--burst 8k` fell behind by tens of milliseconds, at
- * times more than 50 (-0.5 to -1.3 % over the run).
+ * How late a timer may wake on a busy machine: a pacer sleeps for its tokens,
+ * and tokens the bucket would hold beyond its burst meanwhile are lost (the
+ * pacer may never take more than the bucket holds, or a window could exceed
+ * burst + rate x T). A burst smaller than the slice plus this much of the rate
+ * cannot keep the rate.
  */
-const MAX_CATCH_UP_MS = 100;
-/**
- * A longer pause between slices means the input paused: no catching up, so
- * idle time earns no more than the burst. A shorter wait for input (a pipe
- * refilling on a busy machine) is made up for like any other hold-up.
- */
-const CONTINUITY_GAP_MS = 20;
+export const TIMER_TICK_MS = 4;
 /** What a Linux pipe holds unless asked otherwise, and so what one read from it gives at most. */
 export const PIPE_BUFFER_BYTES = 64 * 1024;
 
@@ -71,10 +63,7 @@ export class Throttle {
   readonly #clock: Clock;
   #inRecord = false;
   #stats: ThrottleStats = { bytes: 0, records: 0, waitedMs: 0 };
-  /** When the last grant was due, while slices follow each other without a pause. */
-  #dueMs: number | undefined;
-  /** When the last grant or write ended: a longer pause than CONTINUITY_GAP_MS ends catching up. */
-  #lastActiveMs = -Infinity;
+  #lastTakeWaited = false;
 
   constructor(options: ThrottleOptions) {
     this.limiter = options.limiter;
@@ -83,6 +72,14 @@ export class Throttle {
     this.#sliceMs = options.sliceMs ?? DEFAULT_SLICE_MS;
     this.#countRecords = options.countRecords ?? false;
     this.#clock = options.clock ?? systemClock;
+  }
+
+  /**
+   * Whether the last take found too few tokens and slept for them (a timer, so
+   * the event loop had a turn); false for a take the bucket covered at once.
+   */
+  get lastTakeWaited(): boolean {
+    return this.#lastTakeWaited;
   }
 
   /** What has gone through so far. */
@@ -94,8 +91,8 @@ export class Throttle {
    * For a consumer that reads ahead in the background: waits until the bucket
    * holds half a slice, so that what is read meanwhile goes out in one write
    * instead of one sleep and one write per small read. Half, not whole: the
-   * rest is then paid as of its due time, so a late timer costs no rate even
-   * when the slice is the whole burst. A slice no larger than a pipe's buffer
+   * rest is reserved while the bucket still has room, so tokens that come in
+   * while a timer wakes late are kept instead of spilling over the burst. A slice no larger than a pipe's buffer
    * (64 KiB) needs no settling: one read already holds it, and settling would
    * only add a sleep.
    */
@@ -130,32 +127,62 @@ export class Throttle {
     }
   }
 
+  /**
+   * For a copy that never sees the bytes (splice(2) in the kernel): pays for
+   * the next slice, at most `most` bytes, and returns its size, to be moved
+   * whole and then told with `sent`. Bytes mode only; unlimited, it is `most`.
+   */
+  async grant(most: number, signal?: AbortSignal): Promise<number> {
+    signal?.throwIfAborted();
+    const tokens = Math.min(most, this.#sliceTokens());
+    await this.#take(tokens, signal);
+    return tokens;
+  }
+
+  /** Counts bytes that went out after a `grant`. */
+  sent(bytes: number): void {
+    this.#stats.bytes += bytes;
+  }
+
+  /**
+   * The smallest burst that can keep the rate when timers wake TIMER_TICK_MS
+   * late: a slice (10 ms of the rate) and a tick of the rate beyond it.
+   * Undefined when unlimited or counting records.
+   */
+  smallestSteadyBurst(): number | undefined {
+    const { rate } = this.limiter;
+    if (rate === Infinity || this.cost === "records") return undefined;
+    return Math.ceil((rate * (this.#sliceMs + TIMER_TICK_MS)) / 1000);
+  }
+
   async #emit(segment: Buffer, emit: Emit): Promise<void> {
     this.#stats.bytes += segment.length;
     if (this.cost === "bytes" && this.#countRecords) this.#countRecordStarts(segment);
     const pending = emit(segment);
     if (pending) await pending;
-    this.#lastActiveMs = this.#now();
   }
 
+  /**
+   * Takes `n` tokens for a slice that goes out when this resolves. A bucket
+   * debits a reservation when it is due; a pacer whose timer wakes late sends
+   * it later, when the bucket may have refilled up to its burst meanwhile.
+   * Sent then on top of a full bucket, the slice could make a window exceed
+   * burst + rate x T: so whatever the bucket holds beyond what it would hold
+   * had the slice been taken now is taken too, and the late pacer gets no
+   * more than the bucket holds.
+   */
   async #take(n: number, signal: AbortSignal | undefined): Promise<void> {
     if (n <= 0 || this.limiter.rate === Infinity) return;
     const started = performance.now();
     const { limiter } = this;
-    if (limiter.waitAt && limiter.now) {
-      const nowMs = limiter.now();
-      const continuing = this.#dueMs !== undefined && nowMs - this.#lastActiveMs <= CONTINUITY_GAP_MS;
-      const asOfMs = continuing ? Math.max(this.#dueMs!, nowMs - MAX_CATCH_UP_MS) : nowMs;
-      this.#dueMs = await limiter.waitAt(asOfMs, n, signal);
-      this.#lastActiveMs = limiter.now();
-    } else {
-      await limiter.wait(n, signal);
+    // A limiter that cannot tell its level (a shared store) may answer without a turn: unknown, so no.
+    this.#lastTakeWaited = limiter.tokens ? limiter.tokens() < n : false;
+    await limiter.wait(n, signal);
+    if (limiter.tokens) {
+      const spilled = Math.min(n, limiter.tokens() + n - limiter.burst);
+      if (spilled > 0) await limiter.wait(spilled, signal);
     }
     this.#stats.waitedMs += performance.now() - started;
-  }
-
-  #now(): number {
-    return this.limiter.now?.() ?? performance.now();
   }
 
   /** Where the next write ends and what it costs. */

@@ -105,11 +105,13 @@ describe("tbucket pipe: endings", () => {
     const pipe = startCli(["--rate", "10k", "--stats-format", "json"], { input: Buffer.alloc(1024 * 1024), stdin: "open" });
     await pipe.waitForBytes(1);
     pipe.signal("SIGINT");
-    const { code, signal, stderr } = await pipe.exited;
+    const { code, signal, stderr, stdout } = await pipe.exited;
     expect({ code, signal }).toEqual({ code: null, signal: "SIGINT" });
     const stats = JSON.parse(stderr);
     expect(stats.bytes).toBeGreaterThan(0);
     expect(stats.bytes).toBeLessThan(1024 * 1024);
+    // The stats count exactly what the reader got: a write done when the signal came counts, none starts after.
+    expect(stats.bytes).toBe(stdout.length);
     const shell = await runShell(`"${process.execPath}" "${TBUCKET}" --rate 1k < /dev/zero > /dev/null & sleep 0.5; kill -INT $!; wait $!; echo $?`);
     expect(shell.stdout.toString().trim()).toBe("130");
   });
@@ -173,6 +175,20 @@ describe("tbucket pipe: endings", () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+
+  it("--stats says when the burst is smaller than one timer tick of the rate, and which burst can keep it", async () => {
+    const input = randomBytes(64 * 1024);
+    const json = await runCli(["--rate", "100mb", "--burst", "8k", "--stats-format", "json"], { input });
+    expect(json.stdout.equals(input)).toBe(true);
+    // 14 ms of 100 MiB/s: a 10 ms slice and a 4 ms tick.
+    expect(JSON.parse(json.stderr)).toMatchObject({ burst: 8192, burstBelowTimerTick: true, smallestSteadyBurst: 1_468_007 });
+    const text = await runCli(["--rate", "100mb", "--burst", "8k", "--stats"], { input });
+    expect(text.stderr).toMatch(/burst 8,192 B; burst smaller than one timer tick of the rate, which it may not keep: --burst 1434k can\n$/);
+    const enough = await runCli(["--rate", "100mb", "--burst", "1434k", "--stats-format", "json"], { input });
+    expect(JSON.parse(enough.stderr)).not.toHaveProperty("burstBelowTimerTick");
+    const byDefault = await runCli(["--rate", "100mb", "--stats-format", "json"], { input });
+    expect(JSON.parse(byDefault.stderr)).not.toHaveProperty("burstBelowTimerTick");
   });
 
   it("--progress on a non-terminal writes plain progress lines with the percentage of --size", async () => {

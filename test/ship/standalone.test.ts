@@ -142,6 +142,31 @@ describe("shared buckets from the standalone executable", () => {
     expect(elapsedMs).toBeGreaterThanOrEqual(((320 - 32 - 2 * 5.12) / 256) * 1000 * 0.95);
   });
 
+  it("carries its native part: a pipe to a pipe goes by splice(2) and 1 MiB pipes, the part written once to TMPDIR", async () => {
+    const { path, content } = dataFile("spliced.bin", 8 * 1024 * 1024 + 3);
+    const tmp = mkdtempSync(join(tmpdir(), "tbucket-ship-io-"));
+    const pipeline = async (env: string) => {
+      const script = `cat '${path}' | ${env} '${exe}' --rate inf --stats-format json | sha256sum`;
+      const { code, stdout, stderr } = await start("sh", ["-c", script], { bareEnv: true, env: { TMPDIR: tmp, PATH: "/usr/bin:/bin" }, stdin: "close" }).exited;
+      return { code, stdout: stdout.toString(), stderr };
+    };
+    try {
+      const digest = createHash("sha256").update(content).digest("hex");
+      const spliced = await pipeline("");
+      expect(spliced.code).toBe(0);
+      expect(spliced.stdout.split(" ")[0]).toBe(digest);
+      expect(JSON.parse(spliced.stderr)).toMatchObject({ bytes: content.length, zeroCopy: true });
+      const privateDir = join(tmp, `tbucket-${process.getuid!()}`);
+      expect(readdirSync(privateDir)).toHaveLength(1);
+      // The same executable, told to do without: the JavaScript path, the same bytes.
+      const plain = await pipeline("TBUCKET_NATIVE=0");
+      expect(plain.stdout.split(" ")[0]).toBe(digest);
+      expect(JSON.parse(plain.stderr)).toMatchObject({ bytes: content.length, zeroCopy: false });
+    } finally {
+      rmSync(tmp, { recursive: true, force: true });
+    }
+  });
+
   it("writes the SQLite addon once into a private folder of TMPDIR and reuses it", async () => {
     const tmp = mkdtempSync(join(tmpdir(), "tbucket-ship-tmp-"));
     try {

@@ -1,10 +1,14 @@
 import { statSync } from "node:fs";
 import { isatty } from "node:tty";
 import type { Limiter } from "../../core/limiter.js";
-import { knownTotalBytes, readSources, sourceNames, STDIN_NAME } from "../../stream/read-sources.js";
-import { enlargePipes } from "../../stream/pipe-capacity.js";
-import { createFdWriter } from "../../stream/fd-writer.js";
-import { type Emit, PIPE_BUFFER_BYTES, Throttle } from "../../stream/throttle.js";
+import { isPipe, knownTotalBytes, readDescriptor, readSources, sourceDescriptors, sourceNames, STDIN_NAME } from "../../stream/read-sources.js";
+import { describePipeRefusal, setPipeCapacity } from "../../stream/pipe-capacity.js";
+import { nativeIo, type NativeIo } from "../../stream/native-io.js";
+import { buildAssets } from "../build-assets.js";
+import { SpliceProgress, spliceThrough, SpliceUnsupported } from "../../stream/splice-copy.js";
+import { eventLoopTurns, type EventLoopTurns } from "../../stream/event-loop-turns.js";
+import { createFdWriter, writesWithoutWaiting } from "../../stream/fd-writer.js";
+import { type Emit, Throttle } from "../../stream/throttle.js";
 import { defaultPipeBurst, type PipeConfig } from "../commands/pipe.js";
 import { EXIT, ReaderGone } from "../errors.js";
 import { openLimiter } from "../limiter-for.js";
@@ -32,17 +36,6 @@ function readAheadBytesFor(rate: number, kind: PipeConfig["kind"]): number {
   return Math.min(MAX_READ_AHEAD_BYTES, Math.max(MIN_READ_AHEAD_BYTES, Math.ceil(rate / 100)));
 }
 
-/** Unlimited, or more than a pipe's 64 KiB a slice (10 ms of the rate): from about 6.5 MB/s. */
-function outgrowsPipes(rate: number, kind: PipeConfig["kind"]): boolean {
-  return rate === Infinity || (kind === "bytes" && rate / 100 > PIPE_BUFFER_BYTES);
-}
-
-/**
- * Larger pipes are asked for once this much has gone through: starting perl
- * for the call costs about 30 ms of CPU, more than a short copy.
- */
-const LARGE_PIPES_AFTER_BYTES = 1024 * 1024;
-
 /** Copies the sources to standard output through the bucket; resolves to the exit status. */
 export async function runPipe(config: PipeConfig): Promise<number> {
   const { limiter, close } = await openLimiter({
@@ -60,34 +53,34 @@ export async function runPipe(config: PipeConfig): Promise<number> {
     cost: config.cost,
     delimiter: config.delimiter,
     // Counting lines costs a scan of every byte: only when someone will see the count.
+    // (Through splice(2) the bytes are never seen, and lines not counted.)
     countRecords: config.stats !== undefined || wantsProgress(config),
   });
-  let pipesToEnlarge = outgrowsPipes(limiter.rate, config.kind);
-  const chunks = readSources(config.files, {
-    readAheadBytes: readAheadBytesFor(limiter.rate, config.kind),
-    onError: (name, error) => {
-      unreadable = true;
-      writeStandardError(`tbucket: ${describeFileError(name, error)}\n`);
-    },
-    stdinStream: () => process.stdin,
-    outputFd: 1,
-  });
-  // Writes go straight to descriptor 1: done when the call returns, blocking while the reader is slow.
+  const readAheadBytes = readAheadBytesFor(limiter.rate, config.kind);
+  const onError = (name: string, error: NodeJS.ErrnoException) => {
+    unreadable = true;
+    writeStandardError(`tbucket: ${describeFileError(name, error)}\n`);
+  };
+  sizePipes(config, limiter.rate);
+  const io = spliceable(config) ? nativeIo(buildAssets().ioNativePath) : undefined;
+  const moving = new SpliceProgress();
+  // Writes go to descriptor 1 whole, a pipe's from the thread pool (see createFdWriter), so
+  // a reader that stalls blocks the copy but never the signals or the progress line.
   let writtenBytes = 0;
-  const writeOut = failingAsStandardOutput(
-    createFdWriter(1, (bytes) => (writtenBytes += bytes)),
-    () => writtenBytes,
-  );
+  const fdWriter = createFdWriter(1, (bytes) => (writtenBytes += bytes));
+  const writeOut = failingAsStandardOutput(fdWriter, () => writtenBytes);
 
   const snapshot = (): PipeStats => ({
     // What standard output took: a slice that failed to go out is not counted.
-    bytes: writtenBytes,
-    records: throttle.stats.records,
+    bytes: writtenBytes + moving.bytes,
+    records: io ? undefined : throttle.stats.records,
     elapsedMs: performance.now() - startedMs,
     waitedMs: throttle.stats.waitedMs,
     rate: limiter.rate,
     burst: limiter.burst,
     kind: config.kind,
+    zeroCopy: io !== undefined,
+    smallestSteadyBurst: burstBelowTimerTick(throttle, config.kind),
   });
   const progress = await startProgress(config, limiter, snapshot);
   const finish = (code: number): number => {
@@ -99,33 +92,54 @@ export async function runPipe(config: PipeConfig): Promise<number> {
   // Ctrl-C (and SIGTERM) end at once, after the stats, by the same signal, as cat does: the
   // shell reports 128 + its number (130, 143), and a read still waiting for input (on a
   // terminal, or a stalled pipe) cannot hold the exit, as it would hold process.exit.
-  // A shared key first gets back the tokens of a wait cut short (close gives back a lease not yet due).
+  // A write under way in the thread pool gets SIGNAL_GRACE_MS to be counted: it may be done
+  // in the kernel (its reader already holding it) before its end reaches the event loop. A
+  // stalled reader's write never ends; then the stats count what was done. A shared key then
+  // gets back the tokens of a wait cut short (close gives back a lease not yet due). A second
+  // signal ends it at once.
   const onSignal = (signal: NodeJS.Signals) => {
-    const code = finish(signal === "SIGINT" ? EXIT.interrupted : signal === "SIGHUP" ? 129 : 143);
     process.off("SIGINT", onSignal);
     process.off("SIGTERM", onSignal);
     process.off("SIGHUP", onSignal);
-    void close().finally(() => {
-      process.kill(process.pid, signal);
-      // Reached only if some other listener kept the signal from ending the process.
-      setImmediate(() => process.exit(code));
-    });
+    const end = () => {
+      const code = finish(signal === "SIGINT" ? EXIT.interrupted : signal === "SIGHUP" ? 129 : 143);
+      void close().finally(() => {
+        process.kill(process.pid, signal);
+        // Reached only if some other listener kept the signal from ending the process.
+        setImmediate(() => process.exit(code));
+      });
+    };
+    fdWriter.hold();
+    const writing = fdWriter.inFlight();
+    if (!writing) return setImmediate(end);
+    void Promise.race([writing, new Promise((resolve) => setTimeout(resolve, SIGNAL_GRACE_MS))]).then(() => setImmediate(end));
   };
   process.once("SIGINT", onSignal);
   process.once("SIGTERM", onSignal);
   process.once("SIGHUP", onSignal);
 
-  try {
-    for (;;) {
-      // While throttled, let a slice's worth of input gather before taking it.
-      await throttle.settle();
-      const { value: chunk, done } = await chunks.next();
-      if (done) break;
+  const turns = eventLoopTurns();
+  const copyChunks = async (chunks: AsyncIterable<Buffer> | Iterable<Buffer>) => {
+    for await (const chunk of chunks) {
       await throttle.pass(chunk, writeOut);
-      if (pipesToEnlarge && throttle.stats.bytes >= LARGE_PIPES_AFTER_BYTES) {
-        pipesToEnlarge = false;
-        enlargePipes({ input: sourceNames(config.files).includes(STDIN_NAME), output: true });
-      }
+      // A copy that never waits (a file at --rate inf) still lets signals and progress through.
+      if (throttle.lastTakeWaited) turns.mark();
+      await turns.next();
+      // While throttled, let a slice's worth of input gather before taking the next.
+      await throttle.settle();
+    }
+  };
+  try {
+    if (io) {
+      const onMoved = (bytes: number) => (writtenBytes += bytes);
+      await spliceSources(io, config.files, { onError, throttle, moving, onMoved, turns, copyChunks, readAheadBytes }).catch(
+        (error: unknown) => {
+          throw (error as NodeJS.ErrnoException).syscall === "splice" ? standardOutputFailure(error, writtenBytes + moving.bytes) : error;
+        },
+      );
+    } else {
+      await throttle.settle();
+      await copyChunks(readSources(config.files, { readAheadBytes, onError, stdinStream: () => process.stdin, outputFd: 1 }));
     }
   } catch (error) {
     // A reader that went away (`| head -c 10`) is a normal way for a pipe to end, stats and all;
@@ -145,6 +159,95 @@ export async function runPipe(config: PipeConfig): Promise<number> {
   }
   await close();
   return finish(unreadable ? EXIT.failure : EXIT.ok);
+}
+
+/** How long a signal waits for a write under way to be counted (see onSignal). */
+const SIGNAL_GRACE_MS = 20;
+
+/**
+ * The byte rate from which a larger pipe pays off by default: pipes of 64 KiB
+ * cost a wake-up of both sides every 64 KiB. Measured here (2 cores, splice):
+ * 1 GiB at --rate inf took 0.38-0.49 s through 1 MiB pipes against 0.63-0.74 s
+ * through 64 KiB ones; 500 MiB at 100 MiB/s cost 0.10-0.16 s of CPU against
+ * 0.19-0.21 s; 50 MiB at 10 MiB/s cost the same either way (0.11-0.14 s).
+ */
+const LARGE_PIPE_FROM_RATE = 50 * 1024 * 1024;
+/** The capacity asked for by default above that rate: /proc/sys/fs/pipe-max-size's default. */
+const LARGE_PIPE_BYTES = 1024 * 1024;
+
+/**
+ * Sets the capacity of the pipes on standard input (when read) and output: as
+ * --pipe-size says, or by default 1 MiB from LARGE_PIPE_FROM_RATE on. A size
+ * asked for that cannot be had is said on standard error; the default is an
+ * optimisation, and a refusal of it goes unsaid.
+ */
+function sizePipes(config: PipeConfig, rate: number): void {
+  const asked = config.pipeSizeBytes;
+  const bytes = asked ?? (config.kind === "bytes" && rate >= LARGE_PIPE_FROM_RATE ? LARGE_PIPE_BYTES : undefined);
+  if (bytes === undefined) return;
+  const fds = sourceNames(config.files).includes(STDIN_NAME) ? [0, 1] : [1];
+  for (const sizing of setPipeCapacity(fds, bytes, () => nativeIo(buildAssets().ioNativePath))) {
+    if (asked === undefined) continue;
+    const stream = sizing.fd === 0 ? "standard input" : "standard output";
+    if (sizing.outcome === "refused") {
+      writeStandardError(`tbucket: --pipe-size: ${stream} keeps its size: ${describePipeRefusal(sizing.errno)}; ask for less\n`);
+    } else if (sizing.outcome === "unavailable") {
+      writeStandardError(`tbucket: --pipe-size: pipes keep their size: tbucket's native part is missing here (${NATIVE_HINT})\n`);
+      return;
+    }
+  }
+}
+
+const NATIVE_HINT = "TBUCKET_NATIVE=0, not Linux, or not built at install; npm rebuild tbucket builds it";
+
+/**
+ * Whether bytes can go from the sources to standard output by splice(2): byte
+ * costs (--lines must see the bytes), and standard output a pipe, or standard
+ * input a pipe going to a file or /dev/null; standard input, if read, a pipe
+ * or a file (a terminal is read through Node.js, which copes with one made
+ * non-blocking). A named source splice(2) then refuses is read and written instead.
+ */
+function spliceable(config: PipeConfig): boolean {
+  if (config.cost !== "bytes") return false;
+  const names = sourceNames(config.files);
+  if (names.includes(STDIN_NAME) && !isPipe(0) && !writesWithoutWaiting(0)) return false;
+  if (isPipe(1)) return true;
+  return names.length === 1 && names[0] === STDIN_NAME && isPipe(0) && writesWithoutWaiting(1);
+}
+
+interface SpliceSourcesOptions {
+  onError(name: string, error: NodeJS.ErrnoException): void;
+  throttle: Throttle;
+  moving: SpliceProgress;
+  onMoved(bytes: number): void;
+  turns: EventLoopTurns;
+  /** The JavaScript path, for a source splice(2) refuses (a terminal, a file system without it). */
+  copyChunks(chunks: AsyncIterable<Buffer> | Iterable<Buffer>): Promise<void>;
+  readAheadBytes: number;
+}
+
+/** Each source in turn to standard output by splice(2); one that refuses it is read and written instead. */
+async function spliceSources(io: NativeIo, names: readonly string[], options: SpliceSourcesOptions): Promise<void> {
+  for await (const { name, fd } of sourceDescriptors(names, { onError: options.onError, outputFd: 1 })) {
+    try {
+      await spliceThrough(io, fd, 1, options);
+    } catch (error) {
+      if (!(error instanceof SpliceUnsupported)) throw error;
+      try {
+        await options.copyChunks(readDescriptor(fd, options.readAheadBytes));
+      } catch (readError) {
+        // A failed write is standard output's (already said so); a failed read is the source's.
+        if ((readError as NodeJS.ErrnoException).syscall !== "read") throw readError;
+        options.onError(name, readError as NodeJS.ErrnoException);
+      }
+    }
+  }
+}
+
+/** The smallest burst that keeps a byte rate, when the bucket's is smaller (Throttle.smallestSteadyBurst). */
+function burstBelowTimerTick(throttle: Throttle, kind: PipeConfig["kind"]): number | undefined {
+  const steady = kind === "bytes" ? throttle.smallestSteadyBurst() : undefined;
+  return steady !== undefined && throttle.limiter.burst < steady ? steady : undefined;
 }
 
 /** `emit` with its failures told as standard output's (see standardOutputFailure). */

@@ -14,6 +14,8 @@ export interface PipeConfig extends ReportOptions {
   cost: CostMode;
   delimiter: number;
   sizeBytes: number | undefined;
+  /** --pipe-size: the capacity asked for standard input's and output's pipes; undefined: tbucket decides. */
+  pipeSizeBytes: number | undefined;
   shared: SharedBucketOptions;
 }
 
@@ -23,6 +25,7 @@ interface PipeFlags extends ReportFlags, SharedBucketFlags {
   lines?: boolean;
   null?: boolean;
   size?: string;
+  pipeSize?: string;
 }
 
 const EXAMPLES = `
@@ -55,6 +58,7 @@ export function registerPipe(program: Command, onExit: (code: number) => void): 
     .option("-s, --size <size>", "expected total bytes, for the percentage and ETA of --progress")
     .option("-p, --progress", "show progress on standard error (default: when it is a terminal and standard output is not)")
     .option("-q, --quiet", "no progress")
+    .option("--pipe-size <size>", "capacity to ask for the pipes on standard input and output, up to 1m unprivileged (default: 1m from 50mb/s on, else as they are)")
     .addOption(statsOption())
     .addOption(statsFormatOption());
   addSharedBucketOptions(command)
@@ -64,6 +68,16 @@ export function registerPipe(program: Command, onExit: (code: number) => void): 
       const { runPipe } = await import("../actions/pipe.js");
       onExit(await runPipe(config));
     });
+}
+
+/** Linux's smallest pipe is one page, its largest 2 GiB (to root, past /proc/sys/fs/pipe-max-size). */
+const MIN_PIPE_BYTES = 4096;
+const MAX_PIPE_BYTES = 2 ** 31 - 4096;
+
+function parsePipeSize(text: string): number {
+  const bytes = parseByteSize(text);
+  if (bytes < MIN_PIPE_BYTES || bytes > MAX_PIPE_BYTES) throw new Error(`must be from 4k to 2g, not ${text}`);
+  return bytes;
 }
 
 /** Turns the pipe's flags into a checked configuration; every mistake is a UsageError. */
@@ -96,6 +110,7 @@ export function parsePipeOptions(files: string[], flags: PipeFlags): PipeConfig 
     cost: !lines ? "bytes" : kind === "count" ? "records" : "record-bytes",
     delimiter: flags.null ? 0 : 10,
     sizeBytes: flags.size === undefined ? undefined : parseOption("--size", flags.size, parseByteSize),
+    pipeSizeBytes: flags.pipeSize === undefined ? undefined : parseOption("--pipe-size", flags.pipeSize, parsePipeSize),
     progress,
     stats,
     shared,

@@ -1,0 +1,156 @@
+// Ctrl-C and SIGTERM end the pipe at once in every state it can be in: waiting for tokens,
+// blocked writing to a reader that stalled, blocked reading from a writer that stalled, and
+// copying flat out. tbucket runs in a shell pipeline, as a user runs it; the signal goes to
+// tbucket alone, and the time is taken until it has gone.
+import { spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { TBUCKET } from "../helpers/cli.js";
+
+/** Generous for a loaded 2-core machine: by hand it is 10-30 ms (see the report in docs/benchmarks.md). */
+const WITHIN_MS = 1000;
+
+let dir: string;
+let input: Buffer;
+let inputPath: string;
+
+beforeAll(() => {
+  dir = mkdtempSync(join(tmpdir(), "tbucket-signals-"));
+  input = randomBytes(16 * 1024 * 1024);
+  inputPath = join(dir, "input");
+  writeFileSync(inputPath, input);
+});
+
+afterAll(() => {
+  rmSync(dir, { recursive: true, force: true });
+});
+
+interface Signalled {
+  /** tbucket's status as the shell sees it: 128 + the signal's number. */
+  status: number;
+  /** From the signal to the end of tbucket. */
+  ms: number;
+  stderr: string;
+}
+
+/**
+ * Runs a bash `pipeline` in which `TB` stands for tbucket, sends `signal` to tbucket after
+ * `afterMs`, and waits for the pipeline to end. tbucket reports its pid on descriptor 3,
+ * and the pipeline its status.
+ */
+async function signalDuring(pipeline: string, signal: NodeJS.Signals, afterMs: number, env: NodeJS.ProcessEnv = {}): Promise<Signalled> {
+  const position = pipeline.split("|").findIndex((command) => command.includes("TB"));
+  const tb = `sh -c 'echo "pid $$" >&3; exec "$0" "$@"' "${process.execPath}" "${TBUCKET}"`;
+  const script = `${pipeline.replaceAll("TB", () => tb)}; echo "status \${PIPESTATUS[${position}]}" >&3`;
+  const child = spawn("bash", ["-c", script], { stdio: ["ignore", "ignore", "pipe", "pipe"], env: { ...process.env, ...env } });
+  let said = "";
+  let stderr = "";
+  child.stdio[3]!.on("data", (chunk) => (said += chunk));
+  child.stderr!.on("data", (chunk) => (stderr += chunk));
+  const closed = new Promise<void>((resolve) => child.on("close", () => resolve()));
+  await new Promise((resolve) => setTimeout(resolve, afterMs));
+  const pid = Number(/pid (\d+)/.exec(said)?.[1]);
+  expect(pid, `no pid in "${said}"; stderr: ${stderr}`).toBeGreaterThan(0);
+  const sentMs = performance.now();
+  process.kill(pid, signal);
+  let ms = Infinity;
+  for (let i = 0; i < 10_000; i++) {
+    try {
+      process.kill(pid, 0);
+    } catch {
+      ms = performance.now() - sentMs;
+      break;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 2));
+  }
+  await closed;
+  return { status: Number(/status (\d+)/.exec(said)?.[1]), ms, stderr };
+}
+
+/** The bytes of `--stats-format json` on standard error, after any progress lines. */
+function statsBytes(stderr: string): number {
+  // The shell may add its own line ("Terminated").
+  const line = stderr.trim().split("\n").findLast((text) => text.startsWith("{"))!;
+  return (JSON.parse(line) as { bytes: number }).bytes;
+}
+
+/** Plain progress lines (one a second when standard error is not a terminal). */
+function progressLines(stderr: string): number {
+  return stderr.split("\n").filter((line) => line.includes("limit") && !line.startsWith("{")).length;
+}
+
+function expectPrefixOfInput(outPath: string, atLeast: number): Buffer {
+  const out = readFileSync(outPath);
+  expect(out.length).toBeGreaterThanOrEqual(atLeast);
+  expect(out.equals(input.subarray(0, out.length))).toBe(true);
+  return out;
+}
+
+describe.each([
+  ["SIGTERM", 143],
+  ["SIGINT", 130],
+] as const)("tbucket pipe: %s ends it at once", (signal, status) => {
+  it("while it waits for tokens", async () => {
+    const out = join(dir, `tokens-${signal}`);
+    const result = await signalDuring(`TB --rate 1mb --stats-format json < "${inputPath}" > "${out}"`, signal, 700);
+    expect(result.status).toBe(status);
+    expect(result.ms).toBeLessThan(WITHIN_MS);
+    const bytes = statsBytes(result.stderr);
+    expect(bytes).toBeGreaterThan(0);
+    expect(expectPrefixOfInput(out, bytes).length).toBe(bytes);
+  });
+
+  it.each([
+    ["", []],
+    // Progress on standard error loads a module that makes a piped standard output non-blocking.
+    [", the progress line still moving", ["--progress"]],
+  ])("while blocked writing to a reader that stalled (| sleep)%s", async (_title, progress) => {
+    const out = join(dir, `stalled-reader-${signal}-${progress.length}`);
+    // The reader sleeps, then keeps what was in the pipe: tbucket blocks in write(2) meanwhile.
+    const result = await signalDuring(`TB --rate 100mb ${progress.join(" ")} --stats-format json < "${inputPath}" | (sleep 3.5; cat > "${out}")`, signal, 1700);
+    expect(result.status).toBe(status);
+    expect(result.ms).toBeLessThan(WITHIN_MS);
+    // One plain progress line a second while blocked, and one more with the stats.
+    if (progress.length > 0) expect(progressLines(result.stderr)).toBeGreaterThanOrEqual(2);
+    expectPrefixOfInput(out, statsBytes(result.stderr));
+  });
+
+  it("while blocked reading a FIFO that no writer opened", async () => {
+    const fifo = join(dir, `fifo-${signal}`);
+    execFileSync("mkfifo", [fifo]);
+    const result = await signalDuring(`TB --rate inf --stats-format json "${fifo}" | cat > /dev/null`, signal, 700);
+    expect(result.status).toBe(status);
+    expect(result.ms).toBeLessThan(WITHIN_MS);
+    expect(statsBytes(result.stderr)).toBe(0);
+  });
+
+  it("while blocked reading a pipe whose writer stalled", async () => {
+    const out = join(dir, `stalled-writer-${signal}`);
+    const result = await signalDuring(`(printf abc; sleep 2) | TB --rate inf --stats-format json > "${out}"`, signal, 700);
+    expect(result.status).toBe(status);
+    expect(result.ms).toBeLessThan(WITHIN_MS);
+    expect(statsBytes(result.stderr)).toBe(3);
+    expect(readFileSync(out, "utf8")).toBe("abc");
+  });
+
+  it.each([
+    ["to /dev/null", "> /dev/null"],
+    ["into a pipe", "| cat > /dev/null"],
+  ])("while copying a 20 GB sparse file flat out (--rate inf) %s, the progress line still moving", async (_where, output) => {
+    const sparse = join(dir, `sparse-${signal}`);
+    execFileSync("truncate", ["-s", "20G", sparse]);
+    try {
+      const result = await signalDuring(`TB --rate inf --progress --stats-format json "${sparse}" ${output}`, signal, 2300);
+      expect(result.status).toBe(status);
+      expect(result.ms).toBeLessThan(WITHIN_MS);
+      expect(progressLines(result.stderr)).toBeGreaterThanOrEqual(2);
+      expect(statsBytes(result.stderr)).toBeGreaterThan(1024 * 1024);
+    } finally {
+      rmSync(sparse, { force: true });
+    }
+  });
+});
