@@ -34,7 +34,8 @@ afterAll(() => {
 
 /**
  * Runs the copied executable in its empty folder with no environment (as `env -i` does), unless `env`
- * adds some. TMPDIR alone is set, to the test's folder: a shared key unpacks the SQLite addon there.
+ * adds some. TMPDIR alone is set, to the test's folder: a shared key unpacks the SQLite addon there,
+ * and a pipe the native part.
  */
 function runExe(args: string[], options: { stdinFile?: string; input?: string; env?: Record<string, string>; cwd?: string } = {}): Promise<CliResult> {
   return start(exe, args, {
@@ -71,7 +72,7 @@ describe("the standalone executable, alone in an empty folder, with an empty env
 
   it("a fast pipe (48 MiB, read on the event loop, through 1 MiB pipes) gives identical bytes", async () => {
     const { path, content } = dataFile("long.bin", 48 * 1024 * 1024 + 5);
-    const { code, stdout, stderr } = await start("sh", ["-c", `cat '${path}' | '${exe}' --rate inf | sha256sum`], { bareEnv: true, env: {}, stdin: "close" }).exited;
+    const { code, stdout, stderr } = await start("sh", ["-c", `cat '${path}' | '${exe}' --rate inf | sha256sum`], { bareEnv: true, env: { TMPDIR: dir }, stdin: "close" }).exited;
     expect(stderr).toBe("");
     expect(code).toBe(0);
     expect(stdout.toString().split(" ")[0]).toBe(createHash("sha256").update(content).digest("hex"));
