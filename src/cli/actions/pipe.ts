@@ -20,8 +20,8 @@ import type { ProgressDisplay } from "../progress.js";
 const MAX_READ_AHEAD_BYTES = 1024 * 1024;
 const MIN_READ_AHEAD_BYTES = 64 * 1024;
 /**
- * Unlimited, bytes go straight through: cat's 128 KiB stays in the processor's
- * cache. 1 MiB copied a file to a pipe about 20 % slower here.
+ * Unlimited, bytes go straight through in cat's 128 KiB, which stays in the
+ * processor's cache; larger reads were slower (docs/benchmarks.md, "No limit").
  */
 const UNLIMITED_READ_BYTES = 128 * 1024;
 
@@ -166,10 +166,9 @@ const SIGNAL_GRACE_MS = 20;
 
 /**
  * The byte rate from which a larger pipe pays off by default: pipes of 64 KiB
- * cost a wake-up of both sides every 64 KiB. Measured here (2 cores, splice):
- * 1 GiB at --rate inf took 0.38-0.49 s through 1 MiB pipes against 0.63-0.74 s
- * through 64 KiB ones; 500 MiB at 100 MiB/s cost 0.10-0.16 s of CPU against
- * 0.19-0.21 s; 50 MiB at 10 MiB/s cost the same either way (0.11-0.14 s).
+ * cost a wake-up of both sides every 64 KiB, which matters at 100 MiB/s and
+ * not at 10 (docs/benchmarks.md, "Pipe sizes"). Below it, pipes are left as
+ * they are, charging nothing to the user's pipe quota.
  */
 const LARGE_PIPE_FROM_RATE = 50 * 1024 * 1024;
 /** The capacity asked for by default above that rate: /proc/sys/fs/pipe-max-size's default. */
