@@ -16,15 +16,6 @@ export interface Limiter {
    * Optional: callers without it fall back to aborting `wait` after `maxWaitMs`.
    */
   tryWait?(n: number, maxWaitMs: number, signal?: AbortSignal): Promise<boolean>;
-  /**
-   * Optional, with `now`: like `wait`, but as if asked at `asOfMs` on the
-   * limiter's clock (no later than now); resolves to when the tokens were due.
-   * A pacer whose data was ready since its previous grant asks as of that
-   * grant's due time, so a timer that wakes late costs it no rate.
-   */
-  waitAt?(asOfMs: number, n: number, signal?: AbortSignal): Promise<number>;
-  /** The limiter's clock, for `waitAt`. */
-  now?(): number;
   /** The current level, where it is known without a round trip (progress display). */
   tokens?(): number;
 }

@@ -209,9 +209,9 @@ export class TokenBucket {
 
   /**
    * Waits for `n` tokens as if asked at `asOfMs` (no later than now), and
-   * resolves to the time they were due. A caller whose data was ready since
-   * its previous grant asks as of that grant's due time, so that its own timer
-   * waking late costs no rate. Times before the last update count as the last update.
+   * resolves to the time they were due. Times before the last update count as
+   * the last update. Asking as of an earlier time credits the caller with time
+   * it slept, so the window after it may exceed burst + rate x T.
    */
   async waitAt(asOfMs: number, n = 1, signal?: AbortSignal): Promise<number> {
     signal?.throwIfAborted();

@@ -10,7 +10,7 @@ import { eventLoopTurns, type EventLoopTurns } from "../../stream/event-loop-tur
 import { createFdWriter, writesWithoutWaiting } from "../../stream/fd-writer.js";
 import { type Emit, Throttle } from "../../stream/throttle.js";
 import { defaultPipeBurst, type PipeConfig } from "../commands/pipe.js";
-import { EXIT, ReaderGone } from "../errors.js";
+import { EXIT, ReaderGone, signalExitStatus } from "../errors.js";
 import { openLimiter } from "../limiter-for.js";
 import { describeFileError } from "../file-errors.js";
 import { formatPipeStats, type PipeStats } from "../pipe-stats.js";
@@ -97,12 +97,13 @@ export async function runPipe(config: PipeConfig): Promise<number> {
   // stalled reader's write never ends; then the stats count what was done. A shared key then
   // gets back the tokens of a wait cut short (close gives back a lease not yet due). A second
   // signal ends it at once.
+  const stopListening = () => {
+    for (const signal of ENDING_SIGNALS) process.off(signal, onSignal);
+  };
   const onSignal = (signal: NodeJS.Signals) => {
-    process.off("SIGINT", onSignal);
-    process.off("SIGTERM", onSignal);
-    process.off("SIGHUP", onSignal);
+    stopListening();
     const end = () => {
-      const code = finish(signal === "SIGINT" ? EXIT.interrupted : signal === "SIGHUP" ? 129 : 143);
+      const code = finish(signalExitStatus(signal));
       void close().finally(() => {
         process.kill(process.pid, signal);
         // Reached only if some other listener kept the signal from ending the process.
@@ -114,9 +115,7 @@ export async function runPipe(config: PipeConfig): Promise<number> {
     if (!writing) return setImmediate(end);
     void Promise.race([writing, new Promise((resolve) => setTimeout(resolve, SIGNAL_GRACE_MS))]).then(() => setImmediate(end));
   };
-  process.once("SIGINT", onSignal);
-  process.once("SIGTERM", onSignal);
-  process.once("SIGHUP", onSignal);
+  for (const signal of ENDING_SIGNALS) process.once(signal, onSignal);
 
   const turns = eventLoopTurns();
   const copyChunks = async (chunks: AsyncIterable<Buffer> | Iterable<Buffer>) => {
@@ -153,13 +152,14 @@ export async function runPipe(config: PipeConfig): Promise<number> {
     await close();
     throw error;
   } finally {
-    process.off("SIGINT", onSignal);
-    process.off("SIGTERM", onSignal);
-    process.off("SIGHUP", onSignal);
+    stopListening();
   }
   await close();
   return finish(unreadable ? EXIT.failure : EXIT.ok);
 }
+
+/** The signals that end the pipe, after its stats, by the same signal. */
+const ENDING_SIGNALS: readonly NodeJS.Signals[] = ["SIGINT", "SIGTERM", "SIGHUP"];
 
 /** How long a signal waits for a write under way to be counted (see onSignal). */
 const SIGNAL_GRACE_MS = 20;

@@ -14,12 +14,9 @@ import { ProcessGroups } from "../../run/process-groups.js";
 import { createProcessLauncher } from "../../run/process-launcher.js";
 import { formatProgress, formatStatsText, formatSummary, runStats } from "../../run/run-report.js";
 import type { RunConfig } from "../commands/run.js";
-import { EXIT, RuntimeError } from "../errors.js";
+import { EXIT, RuntimeError, signalExitStatus } from "../errors.js";
 import { describeFileError, describeWriteError, writeErrorReason } from "../file-errors.js";
 import { openLimiter } from "../limiter-for.js";
-
-/** 128 + the signal's number, as shells report it. */
-const SIGNAL_EXIT: Partial<Record<NodeJS.Signals, number>> = { SIGHUP: 129, SIGINT: EXIT.interrupted, SIGQUIT: 131, SIGTERM: 143 };
 
 /** The signal jobs get when tbucket receives one: a hang-up ends them as SIGTERM would (some jobs take SIGHUP as "reload"). */
 const FORWARDED: Partial<Record<NodeJS.Signals, NodeJS.Signals>> = { SIGHUP: "SIGTERM" };
@@ -246,7 +243,7 @@ async function launchAll(
   }
   if (interruptedBy !== undefined) {
     process.stderr.write(`tbucket: run: interrupted: ${formatSummary(result.counts)}\n`);
-    return SIGNAL_EXIT[interruptedBy] ?? EXIT.interrupted;
+    return signalExitStatus(interruptedBy);
   }
   if (result.spawnFailure) {
     const name = config.shell ? "/bin/sh" : config.command[0]!;
