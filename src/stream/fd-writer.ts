@@ -4,6 +4,14 @@ import type { Emit } from "./throttle.js";
 /** How long to wait before trying a full non-blocking descriptor again. */
 const RETRY_MS = 1;
 
+/** An Emit to a file descriptor, which can tell whether a write is under way in the thread pool. */
+export interface FdWriter extends Emit {
+  /** Resolves when the write under way in the thread pool is done (or failed); undefined when none is. */
+  inFlight(): Promise<void> | undefined;
+  /** Starts no more writes: each one asked for from now on waits for ever (the process is ending). */
+  hold(): void;
+}
+
 /**
  * An Emit that writes each slice whole to a file descriptor with write(2).
  *
@@ -19,14 +27,6 @@ const RETRY_MS = 1;
  * `onWritten` hears of every byte the descriptor took, so that a failed write
  * can say how far it got.
  */
-/** An Emit to a file descriptor, which can tell whether a write is under way in the thread pool. */
-export interface FdWriter extends Emit {
-  /** Resolves when the write under way in the thread pool is done (or failed); undefined when none is. */
-  inFlight(): Promise<void> | undefined;
-  /** Starts no more writes: each one asked for from now on waits for ever (the process is ending). */
-  hold(): void;
-}
-
 export function createFdWriter(fd: number, onWritten?: (bytes: number) => void): FdWriter {
   const inline = writesWithoutWaiting(fd);
   const written = (bytes: number): void => onWritten?.(bytes);

@@ -1,6 +1,10 @@
+import { constants } from "node:os";
 import type { NativeIo } from "./native-io.js";
 import type { EventLoopTurns } from "./event-loop-turns.js";
 import type { Throttle } from "./throttle.js";
+
+/** A pipe empty or full (splice); the end of the input (bytesReadable). */
+const { EAGAIN, ENODATA } = constants.errno;
 
 /**
  * How much one splice job moves when unlimited: enough that handing jobs to
@@ -84,10 +88,6 @@ function spliceOnce(io: NativeIo, fdIn: number, fdOut: number, bytes: number, co
   throw error;
 }
 
-const EAGAIN = 11;
-/** bytesReadable's answer at the end of the input. */
-const ENODATA = 61;
-
 function spliceInPool(io: NativeIo, fdIn: number, fdOut: number, bytes: number, counter: Float64Array, first: boolean): Promise<{ moved: number; eof: boolean }> {
   return new Promise((resolve, reject) => {
     io.splice(fdIn, fdOut, bytes, counter, (negativeErrno, moved, eof) => {
@@ -101,7 +101,8 @@ function spliceInPool(io: NativeIo, fdIn: number, fdOut: number, bytes: number, 
   });
 }
 
-const ERRNO_CODES: Record<number, string> = { 1: "EPERM", 4: "EINTR", 5: "EIO", 9: "EBADF", 11: "EAGAIN", 22: "EINVAL", 27: "EFBIG", 28: "ENOSPC", 32: "EPIPE", 104: "ECONNRESET", 122: "EDQUOT" };
+/** Each errno's name (EPIPE for 32), from the system's own table. */
+const ERRNO_CODES: Record<number, string> = Object.fromEntries(Object.entries(constants.errno).map(([code, errno]) => [errno, code]));
 
 /** An error shaped as Node's own for a failed system call. */
 function errnoError(errno: number): NodeJS.ErrnoException {
