@@ -74,11 +74,18 @@ function chunksOf(fd: number, reading: Reading, readAheadBytes: number): Iterabl
   }
 }
 
+/** Throws InputIsOutputError when copying `fd` to the output would never end (see copiesOntoItself). */
+function refuseCopyOntoItself(fd: number, name: string, options: Pick<ReadSourcesOptions, "outputFd">): void {
+  if (options.outputFd !== undefined && copiesOntoItself(fd, options.outputFd)) throw new InputIsOutputError(name);
+}
+
 async function* readPath(path: string, options: ReadSourcesOptions): AsyncGenerator<Buffer> {
   const fd = await openAsync(path, "r");
-  if (options.outputFd !== undefined && copiesOntoItself(fd, options.outputFd)) {
+  try {
+    refuseCopyOntoItself(fd, path, options);
+  } catch (error) {
     await closeAsync(fd);
-    throw new InputIsOutputError(path);
+    throw error;
   }
   const reading = readingFor(fd);
   try {
@@ -90,7 +97,7 @@ async function* readPath(path: string, options: ReadSourcesOptions): AsyncGenera
 }
 
 async function* readStdin(options: ReadSourcesOptions): AsyncGenerator<Buffer> {
-  if (options.outputFd !== undefined && copiesOntoItself(0, options.outputFd)) throw new InputIsOutputError(STDIN_NAME);
+  refuseCopyOntoItself(0, STDIN_NAME, options);
   try {
     yield* chunksOf(0, readingFor(0), options.readAheadBytes);
   } catch (error) {
@@ -118,9 +125,11 @@ export async function* sourceDescriptors(names: readonly string[], options: Pick
     let fd: number;
     try {
       fd = name === STDIN_NAME ? 0 : await openAsync(name, "r");
-      if (options.outputFd !== undefined && copiesOntoItself(fd, options.outputFd)) {
+      try {
+        refuseCopyOntoItself(fd, name, options);
+      } catch (error) {
         if (fd !== 0) await closeAsync(fd);
-        throw new InputIsOutputError(name);
+        throw error;
       }
     } catch (error) {
       options.onError(name, error as NodeJS.ErrnoException);
