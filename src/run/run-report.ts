@@ -51,6 +51,11 @@ export interface LostOutput {
   lines: number;
 }
 
+/** `3 lines (12 bytes) of job output not written`. */
+export function describeLostOutput(lost: LostOutput): string {
+  return `${plural(lost.lines, "line")} (${plural(lost.bytes, "byte")}) of job output not written`;
+}
+
 export function runStats(result: RunResult, rate: number, burst: number, lost: LostOutput = { bytes: 0, lines: 0 }): RunStats {
   const { counts } = result;
   const launches = counts.started + counts.retried;
@@ -79,7 +84,7 @@ export function formatStatsText(stats: RunStats): string {
     ["jobs:", `${stats.started} started, ${stats.succeeded} succeeded, ${stats.failed} failed, ${stats.skipped} skipped, ${stats.retried} retried`],
     ["launches:", `${stats.launches} in ${humanDuration(stats.elapsedSeconds * 1000)} (${stats.launchRate}/s; limit ${limit})`],
     ["waited:", `${humanDuration(stats.waitSeconds * 1000)} for tokens in total`],
-    ...(stats.lostBytes > 0 ? [["lost:", `${plural(stats.lostLines, "line")} (${plural(stats.lostBytes, "byte")}) of job output not written`]] : []),
+    ...(stats.lostBytes > 0 ? [["lost:", describeLostOutput({ lines: stats.lostLines, bytes: stats.lostBytes })]] : []),
   ];
   return alignColumns(rows, { gap: " " }).join("\n") + "\n";
 }

@@ -1,7 +1,6 @@
 import { open, type FileHandle } from "node:fs/promises";
 import { writeSync, closeSync, openSync } from "node:fs";
 import { performance } from "node:perf_hooks";
-import { plural } from "../../core/format.js";
 import type { Limiter } from "../../core/limiter.js";
 import { formatCountRate } from "../../core/units.js";
 import { jobSource, readLines } from "../../run/job-source.js";
@@ -12,7 +11,7 @@ import { OutputLock } from "../../run/output-lock.js";
 import { OutputSink } from "../../run/output-sink.js";
 import { ProcessGroups } from "../../run/process-groups.js";
 import { createProcessLauncher } from "../../run/process-launcher.js";
-import { formatProgress, formatStatsText, formatSummary, runStats } from "../../run/run-report.js";
+import { describeLostOutput, formatProgress, formatStatsText, formatSummary, runStats } from "../../run/run-report.js";
 import type { RunConfig } from "../commands/run.js";
 import { EXIT, RuntimeError, signalExitStatus } from "../errors.js";
 import { describeFileError, describeWriteError, writeErrorReason } from "../file-errors.js";
@@ -233,7 +232,7 @@ async function launchAll(
   if (outputFailure?.code === "EPIPE") return EXIT.ok;
   if (outputFailure) {
     const [why, fix] = writeErrorReason(outputFailure);
-    const lost = `${describeLost(stdout.lostLines, stdout.lostBytes)} of job output not written`;
+    const lost = describeLostOutput({ lines: stdout.lostLines, bytes: stdout.lostBytes });
     process.stderr.write(`tbucket: run: standard output: ${why}; ${lost}; ${fix}\n`);
     return EXIT.failure;
   }
@@ -276,10 +275,6 @@ const JOB_SPAWN_ADVICE: Record<string, string> = {
   EEMPTY: "; an empty item cannot be the command name",
   ENUL: "; remove NUL bytes from the items",
 };
-
-function describeLost(lines: number, bytes: number): string {
-  return `${plural(lines, "line")} (${plural(bytes, "byte")})`;
-}
 
 interface RunProgress {
   meter: LaunchRateMeter;
