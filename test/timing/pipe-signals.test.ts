@@ -38,14 +38,14 @@ interface Signalled {
 }
 
 /**
- * Runs a bash `pipeline` in which `TB` stands for tbucket, sends `signal` to tbucket after
- * `afterMs`, and waits for the pipeline to end. tbucket reports its pid on descriptor 3,
- * and the pipeline its status.
+ * Runs a bash `pipeline` in which `{tbucket}` stands for tbucket (braces, which no temporary
+ * path holds), sends `signal` to tbucket after `afterMs`, and waits for the pipeline to end.
+ * tbucket reports its pid on descriptor 3, and the pipeline its status.
  */
 async function signalDuring(pipeline: string, signal: NodeJS.Signals, afterMs: number, env: NodeJS.ProcessEnv = {}): Promise<Signalled> {
-  const position = pipeline.split("|").findIndex((command) => command.includes("TB"));
+  const position = pipeline.split("|").findIndex((command) => command.includes("{tbucket}"));
   const tb = `sh -c 'echo "pid $$" >&3; exec "$0" "$@"' "${process.execPath}" "${TBUCKET}"`;
-  const script = `${pipeline.replaceAll("TB", () => tb)}; echo "status \${PIPESTATUS[${position}]}" >&3`;
+  const script = `${pipeline.replaceAll("{tbucket}", () => tb)}; echo "status \${PIPESTATUS[${position}]}" >&3`;
   const child = spawn("bash", ["-c", script], { stdio: ["ignore", "ignore", "pipe", "pipe"], env: { ...process.env, ...env } });
   let said = "";
   let stderr = "";
@@ -96,7 +96,7 @@ describe.each([
 ] as const)("tbucket pipe: %s ends it at once", (signal, status) => {
   it("while it waits for tokens", async () => {
     const out = join(dir, `tokens-${signal}`);
-    const result = await signalDuring(`TB --rate 1mb --stats-format json < "${inputPath}" > "${out}"`, signal, 700);
+    const result = await signalDuring(`{tbucket} --rate 1mb --stats-format json < "${inputPath}" > "${out}"`, signal, 700);
     expect(result.status).toBe(status);
     expect(result.ms).toBeLessThan(WITHIN_MS);
     const bytes = statsBytes(result.stderr);
@@ -111,7 +111,7 @@ describe.each([
   ])("while blocked writing to a reader that stalled (| sleep)%s", async (_title, progress) => {
     const out = join(dir, `stalled-reader-${signal}-${progress.length}`);
     // The reader sleeps, then keeps what was in the pipe: tbucket blocks in write(2) meanwhile.
-    const result = await signalDuring(`TB --rate 100mb ${progress.join(" ")} --stats-format json < "${inputPath}" | (sleep 3.5; cat > "${out}")`, signal, 1700);
+    const result = await signalDuring(`{tbucket} --rate 100mb ${progress.join(" ")} --stats-format json < "${inputPath}" | (sleep 3.5; cat > "${out}")`, signal, 1700);
     expect(result.status).toBe(status);
     expect(result.ms).toBeLessThan(WITHIN_MS);
     // One plain progress line a second while blocked, and one more with the stats.
@@ -122,7 +122,7 @@ describe.each([
   it("while blocked reading a FIFO that no writer opened", async () => {
     const fifo = join(dir, `fifo-${signal}`);
     execFileSync("mkfifo", [fifo]);
-    const result = await signalDuring(`TB --rate inf --stats-format json "${fifo}" | cat > /dev/null`, signal, 700);
+    const result = await signalDuring(`{tbucket} --rate inf --stats-format json "${fifo}" | cat > /dev/null`, signal, 700);
     expect(result.status).toBe(status);
     expect(result.ms).toBeLessThan(WITHIN_MS);
     expect(statsBytes(result.stderr)).toBe(0);
@@ -130,7 +130,7 @@ describe.each([
 
   it("while blocked reading a pipe whose writer stalled", async () => {
     const out = join(dir, `stalled-writer-${signal}`);
-    const result = await signalDuring(`(printf abc; sleep 2) | TB --rate inf --stats-format json > "${out}"`, signal, 700);
+    const result = await signalDuring(`(printf abc; sleep 2) | {tbucket} --rate inf --stats-format json > "${out}"`, signal, 700);
     expect(result.status).toBe(status);
     expect(result.ms).toBeLessThan(WITHIN_MS);
     expect(statsBytes(result.stderr)).toBe(3);
@@ -144,7 +144,7 @@ describe.each([
     const sparse = join(dir, `sparse-${signal}`);
     execFileSync("truncate", ["-s", "20G", sparse]);
     try {
-      const result = await signalDuring(`TB --rate inf --progress --stats-format json "${sparse}" ${output}`, signal, 2300);
+      const result = await signalDuring(`{tbucket} --rate inf --progress --stats-format json "${sparse}" ${output}`, signal, 2300);
       expect(result.status).toBe(status);
       expect(result.ms).toBeLessThan(WITHIN_MS);
       expect(progressLines(result.stderr)).toBeGreaterThanOrEqual(2);
