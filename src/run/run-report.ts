@@ -1,4 +1,4 @@
-import { alignColumns, humanCountRate, humanDuration, plural } from "../core/format.js";
+import { alignColumns, humanDuration, plural } from "../core/format.js";
 import { formatCountRate } from "../core/units.js";
 import type { RunCounts, RunResult } from "./job-runner.js";
 
@@ -6,23 +6,6 @@ import type { RunCounts, RunResult } from "./job-runner.js";
 export function formatSummary(counts: Readonly<RunCounts>): string {
   return `${counts.started} started, ${counts.succeeded} succeeded, ${counts.failed} failed, ${counts.skipped} skipped, ${counts.retried} retried`;
 }
-
-/** The progress line: counts and the recent launch rate against the limit. */
-export function formatProgress(counts: Readonly<RunCounts>, launchesPerSecond: number, limitPerSecond: number, total?: number): string {
-  const done = counts.succeeded + counts.failed;
-  const of = total === undefined || !Number.isFinite(total) ? "" : `/${total}`;
-  const limit = limitPerSecond === Infinity ? "no limit" : limitPerSecond === 0 ? "paused" : `limit ${humanCountRate(limitPerSecond)}`;
-  const parts = [
-    `${counts.started}${of} started`,
-    `${counts.running} running`,
-    `${done} done`,
-    `${counts.failed} failed`,
-    ...(counts.skipped > 0 ? [`${counts.skipped} skipped`] : []),
-    `${humanCountRate(launchesPerSecond)} (${limit})`,
-  ];
-  return parts.join(" · ");
-}
-
 
 export interface RunStats {
   started: number;

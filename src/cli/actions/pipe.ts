@@ -16,6 +16,7 @@ import { describeFileError } from "../file-errors.js";
 import { formatPipeStats, type PipeStats } from "../pipe-stats.js";
 import { standardOutputFailure, writeStandardError } from "../standard-streams.js";
 import type { ProgressDisplay } from "../progress.js";
+import { refusingBinaryOnTerminal } from "../binary-guard.js";
 
 const MAX_READ_AHEAD_BYTES = 1024 * 1024;
 const MIN_READ_AHEAD_BYTES = 64 * 1024;
@@ -52,9 +53,8 @@ export async function runPipe(config: PipeConfig): Promise<number> {
     limiter,
     cost: config.cost,
     delimiter: config.delimiter,
-    // Counting lines costs a scan of every byte: only when someone will see the count.
-    // (Through splice(2) the bytes are never seen, and lines not counted.)
-    countRecords: config.stats !== undefined || wantsProgress(config),
+    // Lines are counted in line mode only: newlines in bytes (random binary) are not lines to anyone.
+    countRecords: config.cost !== "bytes",
   });
   const readAheadBytes = readAheadBytesFor(limiter.rate, config.kind);
   const onError = (name: string, error: NodeJS.ErrnoException) => {
@@ -68,12 +68,14 @@ export async function runPipe(config: PipeConfig): Promise<number> {
   // a reader that stalls blocks the copy but never the signals or the progress line.
   let writtenBytes = 0;
   const fdWriter = createFdWriter(1, (bytes) => (writtenBytes += bytes));
-  const writeOut = failingAsStandardOutput(fdWriter, () => writtenBytes);
+  const failingWrite = failingAsStandardOutput(fdWriter, () => writtenBytes);
+  // isatty(1), not process.stdout.isTTY (see wantsProgress).
+  const writeOut = isatty(1) && !config.force ? refusingBinaryOnTerminal(failingWrite) : failingWrite;
 
   const snapshot = (): PipeStats => ({
     // What standard output took: a slice that failed to go out is not counted.
     bytes: writtenBytes + moving.bytes,
-    records: io ? undefined : throttle.stats.records,
+    records: config.cost === "bytes" ? undefined : throttle.stats.records,
     elapsedMs: performance.now() - startedMs,
     waitedMs: throttle.stats.waitedMs,
     rate: limiter.rate,
@@ -272,7 +274,8 @@ async function startProgress(config: PipeConfig, limiter: Limiter, read: () => P
   if (!wantsProgress(config)) return undefined;
   const { startProgressDisplay } = await import("../progress.js");
   const totalBytes = config.sizeBytes ?? knownTotalBytes(config.files, statSafe);
-  return startProgressDisplay({ read, totalBytes, level: () => limiter.tokens?.(), stream: process.stderr });
+  const stream = process.stderr;
+  return startProgressDisplay({ read, totalBytes, level: () => limiter.tokens?.(), key: config.shared.key, name: config.name, stream, env: process.env });
 }
 
 function statSafe(name: string) {

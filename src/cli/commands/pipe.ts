@@ -17,6 +17,10 @@ export interface PipeConfig extends ReportOptions {
   /** --pipe-size: the capacity asked for standard input's and output's pipes; undefined: tbucket decides. */
   pipeSizeBytes: number | undefined;
   shared: SharedBucketOptions;
+  /** -N: names the progress line. */
+  name: string | undefined;
+  /** --force: binary data goes to a terminal too. */
+  force: boolean;
 }
 
 interface PipeFlags extends ReportFlags, SharedBucketFlags {
@@ -26,6 +30,8 @@ interface PipeFlags extends ReportFlags, SharedBucketFlags {
   null?: boolean;
   size?: string;
   pipeSize?: string;
+  name?: string;
+  force?: boolean;
 }
 
 const EXAMPLES = `
@@ -58,6 +64,8 @@ export function registerPipe(program: Command, onExit: (code: number) => void): 
     .option("-s, --size <size>", "expected total bytes, for the percentage and ETA of --progress")
     .option("-p, --progress", "show progress on standard error (default: when it is a terminal and standard output is not)")
     .option("-q, --quiet", "no progress")
+    .option("-N, --name <name>", "prefix the progress line with <name>; named tbuckets in one pipeline each keep a line")
+    .option("--force", "write to a terminal even input that looks binary")
     .option("--pipe-size <size>", "capacity to ask for the pipes on standard input and output, up to 1m unprivileged (default: 1m from 50mb/s on, else as they are)")
     .addOption(statsOption())
     .addOption(statsFormatOption());
@@ -114,5 +122,7 @@ export function parsePipeOptions(files: string[], flags: PipeFlags): PipeConfig 
     progress,
     stats,
     shared,
+    name: flags.name,
+    force: Boolean(flags.force),
   };
 }
