@@ -14,7 +14,7 @@ export interface ProgressField {
 }
 
 /** Why a field may go, in the order they go: pv drops its bar first; we drop what a user needs least. */
-export const DROP = { average: 1, bucket: 2, limit: 3, elapsed: 4, percentage: 5, secondary: 6, note: 7 } as const;
+export const DROP = { average: 1, bucket: 2, limit: 3, elapsed: 4, percentage: 5, secondary: 6 } as const;
 
 const SEPARATOR = "  ";
 

@@ -1,7 +1,7 @@
 import { humanByteRate, humanBytes, humanCountRate, humanDuration } from "../core/format.js";
 import type { PipeStats } from "./pipe-stats.js";
 import { steadyRate } from "./pipe-stats.js";
-import { DROP, fitFields, type ProgressField, startProgressLine } from "./progress-line.js";
+import { DROP, fitFields, type ProgressField, progressStyle, startProgressLine } from "./progress-line.js";
 import { joinProgressRows } from "./progress-rows.js";
 import { RateWindow } from "./rate-window.js";
 
@@ -68,7 +68,7 @@ export function startProgressDisplay(options: ProgressOptions): ProgressDisplay 
     stream: options.stream,
     env: options.env,
     name: options.name,
-    row: options.name !== undefined && options.stream.isTTY ? joinProgressRows(options.stream, options.env) : undefined,
+    row: options.name !== undefined && progressStyle(options.stream, options.env) === "redraw" ? joinProgressRows(options.stream, options.env) : undefined,
     describe(width) {
       const stats = read();
       return describeProgress(stats, { ...meter.record(stats), level: options.level(), totalBytes: options.totalBytes, key: options.key }, width);
@@ -96,7 +96,8 @@ export function describeProgress(stats: PipeStats, view: ProgressView, width = I
   // Above the limit only while the burst goes out: said so, not left to look like a broken limit.
   const inBurst = limited && stats.rate > 0 && view.currentRate > stats.rate * 1.02;
   fields.push({ text: perSecond(view.currentRate) });
-  if (inBurst) fields.push({ text: "(burst)", dropRank: DROP.note });
+  // Goes with the limit: without the limit on the line there is nothing to explain.
+  if (inBurst) fields.push({ text: "(burst)", dropRank: DROP.limit });
   const average = steadyRate(stats);
   if (average !== undefined) fields.push({ text: `avg ${perSecond(average)}`, dropRank: DROP.average });
   const key = view.key === undefined ? "" : `, key "${view.key}"`;
