@@ -86,7 +86,8 @@ export function startProgressLine(options: ProgressLineOptions): ProgressLine {
   // Progress that cannot be shown (standard error full or closed) is no reason to fail the work.
   stream.on("error", () => {});
   const style = progressStyle(stream, env);
-  const prefix = options.name === undefined ? "" : `${options.name}: `;
+  // A name's control characters (a newline, an escape) would break the line: shown as "?".
+  const prefix = options.name === undefined ? "" : `${options.name.replace(/[\x00-\x1f\x7f]/g, "?")}: `;
   const text = () => {
     const width = progressWidth(stream, env);
     return (prefix + options.describe(Math.max(0, width - prefix.length))).slice(0, width);

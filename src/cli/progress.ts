@@ -111,7 +111,9 @@ export function describeProgress(stats: PipeStats, view: ProgressView, width = I
     fields.push({ text: `bucket ${Math.round((Math.max(0, view.level) / stats.burst) * 100)}%`, dropRank: DROP.bucket });
   }
   fields.push({ text: humanDuration(stats.elapsedMs), dropRank: DROP.elapsed });
+  // The other unit last: bytes for a line rate, lines for --lines with a byte rate.
   if (lines) fields.push({ text: humanBytes(stats.bytes), dropRank: DROP.secondary });
+  else if (stats.records !== undefined) fields.push({ text: `${stats.records} lines`, dropRank: DROP.secondary });
   if (view.totalBytes !== undefined && view.totalBytes > 0) {
     const share = Math.min(1, stats.bytes / view.totalBytes);
     fields.push({ text: `${(share * 100).toFixed(1)}%`, dropRank: DROP.percentage });

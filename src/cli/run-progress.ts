@@ -23,6 +23,8 @@ export interface RunProgressOptions {
   progress: ProgressMode;
   /** --key: said next to the limit. */
   key?: string;
+  /** -N: the line's name. */
+  name?: string;
 }
 
 /** The run's progress line (progress-line.ts), when asked for or when standard error is a terminal and standard output is not. */
@@ -49,6 +51,7 @@ export function startRunProgress(options: RunProgressOptions, limiter: Limiter):
       line = startProgressLine({
         stream: process.stderr,
         env: process.env,
+        name: options.name,
         describe: (width) =>
           fitFields(
             runProgressFields(runner.counts, {

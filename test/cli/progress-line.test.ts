@@ -62,6 +62,12 @@ describe("the progress line on a terminal and elsewhere", () => {
     }
   });
 
+  it("shows a name's control characters as ?, so that a name cannot break the line", () => {
+    const stream = fakeStream(undefined);
+    startProgressLine({ stream, env: {}, name: "a\nb\x1b[2J", describe: () => "1 B" }).stop();
+    expect(stream.written).toBe("a?b?[2J: 1 B\n");
+  });
+
   it("knows which terminals redraw, and their width", () => {
     expect(progressStyle(fakeStream(80), { TERM: "xterm" })).toBe("redraw");
     expect(progressStyle(fakeStream(80), { TERM: "dumb" })).toBe("plain");

@@ -45,6 +45,12 @@ describe("the pipe's progress line", () => {
     expect(line).toBe("41 lines  10.0 lines/s  avg 10.0 lines/s  limit 10.0/s  4.0 s  82 B");
   });
 
+  it("adds the lines last for --lines with a byte rate", () => {
+    expect(describeProgress(stats({ bytes: 2 * MiB, records: 300, elapsedMs: 2000, burst: MiB }), view())).toBe(
+      "2.00 MiB  1.00 MiB/s  avg 512.00 KiB/s  limit 1.00 MiB/s  2.0 s  300 lines",
+    );
+  });
+
   it("says the limit is a shared key's, and paused when the key is paused (issue 15, point 8)", () => {
     expect(describeProgress(stats({ bytes: MiB, elapsedMs: 1000, rate: 2 * MiB }), view({ key: "backup" }))).toContain(
       `limit 2.00 MiB/s, key "backup"`,

@@ -59,9 +59,11 @@ describe("named progress lines (-N) in one pipeline", () => {
     expect(readdirSync(runtime)).toEqual([]);
   });
 
-  it("a name prefixes the plain lines where the terminal cannot redraw", async () => {
+  it("a name prefixes the plain lines where the terminal cannot redraw, run's too", async () => {
     const result = await runInTerminal(`printf abc | tbucket -N in --rate inf --progress > /dev/null`, { env: { TERM: "dumb" } });
     expect(result.stdout.toString()).toMatch(/^in: 3 B {2}.+\r\n$/);
+    const run = await runInTerminal(`tbucket run -N jobs --count 2 --rate inf --progress -- true`, { env: { TERM: "dumb" } });
+    expect(run.stdout.toString()).toMatch(/^jobs: 2\/2 started · .+\r\n$/);
   });
 });
 
@@ -74,6 +76,11 @@ describe("binary data to a terminal", () => {
     expect([forced.code, forced.stdout.toString()]).toEqual([0, "a\0b"]);
     const text = await runInTerminal(`printf 'plain text\\n' | tbucket --rate inf`);
     expect([text.code, text.stdout.toString()]).toEqual([0, "plain text\r\n"]);
+  });
+
+  it("goes through with -0, whose NUL bytes are the records' own ends", async () => {
+    const records = await runInTerminal(`printf 'a\\0b\\0' | tbucket -0 --rate inf`);
+    expect([records.code, records.stdout.toString()]).toEqual([0, "a\0b\0"]);
   });
 
   it("is written when standard output is not a terminal", async () => {

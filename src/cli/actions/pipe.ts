@@ -69,8 +69,8 @@ export async function runPipe(config: PipeConfig): Promise<number> {
   let writtenBytes = 0;
   const fdWriter = createFdWriter(1, (bytes) => (writtenBytes += bytes));
   const failingWrite = failingAsStandardOutput(fdWriter, () => writtenBytes);
-  // isatty(1), not process.stdout.isTTY (see wantsProgress).
-  const writeOut = isatty(1) && !config.force ? refusingBinaryOnTerminal(failingWrite) : failingWrite;
+  // isatty(1), not process.stdout.isTTY (see wantsProgress). With -0 the NUL bytes are the user's own separators.
+  const writeOut = isatty(1) && !config.force && config.delimiter !== 0 ? refusingBinaryOnTerminal(failingWrite) : failingWrite;
 
   const snapshot = (): PipeStats => ({
     // What standard output took: a slice that failed to go out is not counted.

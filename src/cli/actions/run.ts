@@ -137,7 +137,7 @@ async function launchAll(
   items: Items | undefined,
   jobLog: JobLog | undefined,
 ): Promise<number> {
-  const progress = startRunProgress({ progress: config.progress, key: config.shared.key }, limiter);
+  const progress = startRunProgress({ progress: config.progress, key: config.shared.key, name: config.name }, limiter);
   // Set once the runner exists: a failed write of job output stops the run.
   let onOutputFailure = (_error: NodeJS.ErrnoException) => {};
   const lock = new OutputLock();

@@ -28,9 +28,12 @@ export interface RunConfig extends ReportOptions {
   joblog: string | undefined;
   shell: boolean;
   shared: SharedBucketOptions;
+  /** -N: names the progress line. */
+  name: string | undefined;
 }
 
 interface RunFlags extends ReportFlags, SharedBucketFlags {
+  name?: string;
   rate?: string;
   burst?: string;
   jobs: string;
@@ -81,6 +84,7 @@ export function registerRun(program: Command, onExit: (code: number) => void): v
     .option("--shell", "run the command with /bin/sh -c; items are shell-quoted")
     .option("-p, --progress", "show progress on standard error (default: when it is a terminal and standard output is not)")
     .option("-q, --quiet", "no progress")
+    .option("-N, --name <name>", "prefix the progress line with <name>")
     .addOption(statsOption())
     .addOption(statsFormatOption());
   addSharedBucketOptions(command)
@@ -156,6 +160,7 @@ export function parseRunOptions(words: string[], flags: RunFlags): RunConfig {
     progress,
     stats,
     shared,
+    name: flags.name,
   };
 }
 
