@@ -65,7 +65,7 @@ export function formatPipeStats(stats: PipeStats, format: StatsFormat): string {
         ? `limit ${humanByteRate(stats.rate)} = ${Math.round(stats.rate).toLocaleString("en-US")} B/s, burst ${stats.burst.toLocaleString("en-US")} B`
         : `limit ${stats.rate}/s, burst ${stats.burst}`;
   const pastBurst =
-    steady === undefined ? "" : `, ${stats.kind === "bytes" ? humanByteRate(steady) : humanCountRate(steady)} past the burst`;
+    steady === undefined ? "" : `, ${stats.kind === "bytes" ? humanByteRate(steady) : humanCountRate(steady).replace("/", " lines/")} past the burst`;
   const lineRate = linesPerSecond === undefined ? "" : `${humanCountRate(linesPerSecond).replace("/", " lines/")} and `;
   return (
     `tbucket: ${stats.bytes.toLocaleString("en-US")} bytes (${humanBytes(stats.bytes)})` +

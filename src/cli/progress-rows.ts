@@ -22,6 +22,8 @@ export function joinProgressRows(stream: NodeJS.WriteStream, env: NodeJS.Process
     const terminal = fstatSync((stream as { fd?: number }).fd ?? 2).rdev;
     path = join(env.XDG_RUNTIME_DIR || tmpdir(), `tbucket-progress-${userInfo().uid}-${terminal}-${processGroup()}`);
     if (!entries(path).some((entry) => entry.live)) removeQuietly(path);
+    // Writable, before a line is made for it.
+    appendFileSync(path, "", { mode: 0o600 });
     stream.write("\n");
     appendFileSync(path, `${process.pid}\n`, { mode: 0o600 });
   } catch {

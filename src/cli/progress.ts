@@ -117,7 +117,8 @@ export function describeProgress(stats: PipeStats, view: ProgressView, width = I
   if (view.totalBytes !== undefined && view.totalBytes > 0) {
     const share = Math.min(1, stats.bytes / view.totalBytes);
     fields.push({ text: `${(share * 100).toFixed(1)}%`, dropRank: DROP.percentage });
-    const pace = limited && !lines ? Math.min(stats.rate, view.etaBytesPerSecond) : view.etaBytesPerSecond;
+    // Never faster than the limit (the window may still hold the burst); none while paused.
+    const pace = limited && !lines ? Math.min(stats.rate, view.etaBytesPerSecond) : stats.rate === 0 ? 0 : view.etaBytesPerSecond;
     if (share < 1 && pace > 0) fields.push({ text: `ETA ${humanDuration(((view.totalBytes - stats.bytes) / pace) * 1000)}` });
   }
   return fitFields(fields, width);
