@@ -12,15 +12,15 @@ const tempDir = tempDirs("progress-plain");
 describe("progress where the terminal cannot redraw", () => {
   it("TERM=dumb: a plain line a second, no carriage returns or escapes, the last at the end", async () => {
     const dir = tempDir();
-    // 300 KiB at 100 KiB/s: about 3 s.
-    writeFileSync(join(dir, "in"), randomBytes(300 * 1024));
+    // 400 KiB at 100 KiB/s: about 4 s, for at least two lines before the last.
+    writeFileSync(join(dir, "in"), randomBytes(400 * 1024));
     const result = await runInTerminal(`tbucket --rate 100k --progress "$IN" > /dev/null`, { env: { TERM: "dumb", IN: join(dir, "in") } });
     expect(result.code).toBe(0);
     const screen = result.stdout.toString();
     expect(screen).not.toMatch(/\x1b|\r(?!\n)/);
     const lines = screen.split("\r\n").filter((line) => line !== "");
     expect(lines.length, screen).toBeGreaterThanOrEqual(3);
-    expect(lines.at(-1)).toMatch(/^300\.00 KiB {2}.+100\.0%$/);
+    expect(lines.at(-1)).toMatch(/^400\.00 KiB {2}.+100\.0%$/);
     for (const line of lines.slice(0, -1)) expect(line).toMatch(/ETA/);
   });
 });
