@@ -1,4 +1,4 @@
-import { open } from "node:fs/promises";
+import { open, stat } from "node:fs/promises";
 
 const CHUNK_BYTES = 1024 * 1024;
 
@@ -11,12 +11,13 @@ const CHUNK_BYTES = 1024 * 1024;
 export async function countFileLines(path: string): Promise<number | undefined> {
   let handle;
   try {
+    // Checked before opening: opening a FIFO would wait for its writer.
+    if (!(await stat(path)).isFile()) return undefined;
     handle = await open(path, "r");
   } catch {
     return undefined;
   }
   try {
-    if (!(await handle.stat()).isFile()) return undefined;
     const buffer = Buffer.allocUnsafe(CHUNK_BYTES);
     let lines = 0;
     let last = 10;
