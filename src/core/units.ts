@@ -169,6 +169,16 @@ export function parseAnyRate(text: string, options: RateParseOptions = {}): Pars
   throw new UnitError(`"${text}" is not a rate; ${RATE_EXAMPLE}`);
 }
 
+/** A rate of a known kind: a byte rate for bytes, a count rate for counts. */
+export function parseRateOfKind(kind: RateKind, text: string, options: RateParseOptions = {}): number {
+  return kind === "bytes" ? parseByteRate(text, options) : parseCountRate(text, options);
+}
+
+/** A bucket size of a known kind: whole bytes, or a whole count of at least 1. */
+export function parseSizeOfKind(kind: RateKind, text: string): number {
+  return kind === "bytes" ? parseByteSize(text) : parseCount(text);
+}
+
 /** A duration in milliseconds: `250ms`, `2s`, `1.5m`, `1h`, or a bare number of seconds. */
 export function parseDuration(text: string): number {
   const parts = split(text);
@@ -238,6 +248,3 @@ export function formatCountRate(perSecond: number): string {
 export function formatDuration(ms: number): string {
   return `${ms}ms`;
 }
-
-// Formatting for people moved to format.ts; pipe-stats.ts and progress.ts still import it from here.
-export { humanByteRate, humanBytes, humanDuration } from "./format.js";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { parseSimulateOptions } from "../../src/cli/commands/simulate.js";
+import { parseSimulateOptions } from "../../src/cli/simulate/options.js";
 
 describe("simulate options (parsed apart from behaviour)", () => {
   it("resolves rates and bursts by the cost unit: counts, or bytes with --cost bytes", () => {

@@ -14,10 +14,10 @@ import { renderSummaryText } from "../../simulate/render/summary-text.js";
 import { buildSummary } from "../../simulate/summary.js";
 import { checkRowCount, chooseStepMs, rowCount, TooManyRowsError } from "../../simulate/timeline.js";
 import { createTraceReport, TraceError, TraceOptionError, type TraceReport, traceArrivals } from "../../simulate/trace-reader.js";
-import type { SimulateConfig } from "../commands/simulate.js";
+import type { SimulateConfig } from "./options.js";
 import { RuntimeError, UsageError } from "../errors.js";
 import { describeFileError } from "../file-errors.js";
-import { describeSkippedLine, describeTooManyRows, describeTraceError, describeTraceOptionError, SKIP_BAD_FLAG } from "../simulate-errors.js";
+import { describeSkippedLine, describeTooManyRows, describeTraceError, describeTraceOptionError, SKIP_BAD_FLAG } from "./errors.js";
 
 /** Runs `tbucket simulate`: arrivals in, decisions of the core bucket out, in the chosen format. */
 export async function runSimulate(config: SimulateConfig): Promise<number> {

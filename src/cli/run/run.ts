@@ -12,10 +12,10 @@ import { OutputSink } from "../../run/output-sink.js";
 import { ProcessGroups } from "../../run/process-groups.js";
 import { createProcessLauncher } from "../../run/process-launcher.js";
 import { describeLostOutput, formatProgress, formatStatsText, formatSummary, runStats } from "../../run/run-report.js";
-import type { RunConfig } from "../commands/run.js";
+import type { RunConfig } from "./options.js";
 import { EXIT, RuntimeError, signalExitStatus } from "../errors.js";
 import { describeFileError, describeWriteError, writeErrorReason } from "../file-errors.js";
-import { openLimiter } from "../limiter-for.js";
+import { openLimiter } from "../open-limiter.js";
 
 /** The signal jobs get when tbucket receives one: a hang-up ends them as SIGTERM would (some jobs take SIGHUP as "reload"). */
 const FORWARDED: Partial<Record<NodeJS.Signals, NodeJS.Signals>> = { SIGHUP: "SIGTERM" };
@@ -41,7 +41,6 @@ export async function runRun(config: RunConfig): Promise<number> {
       kind: "count",
       rate: config.rate,
       burst: config.burst,
-      defaultBurst: () => 1,
       shared: config.shared,
       command: "run",
     });

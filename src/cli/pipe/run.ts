@@ -9,9 +9,9 @@ import { SpliceProgress, spliceThrough, SpliceUnsupported } from "../../stream/s
 import { eventLoopTurns, type EventLoopTurns } from "../../stream/event-loop-turns.js";
 import { createFdWriter, writesWithoutWaiting } from "../../stream/fd-writer.js";
 import { type Emit, Throttle } from "../../stream/throttle.js";
-import { defaultPipeBurst, type PipeConfig } from "../commands/pipe.js";
+import type { PipeConfig } from "./options.js";
 import { EXIT, ReaderGone, signalExitStatus } from "../errors.js";
-import { openLimiter } from "../limiter-for.js";
+import { openLimiter } from "../open-limiter.js";
 import { describeFileError } from "../file-errors.js";
 import { formatPipeStats, type PipeStats } from "../pipe-stats.js";
 import { standardOutputFailure, writeStandardError } from "../standard-streams.js";
@@ -42,7 +42,6 @@ export async function runPipe(config: PipeConfig): Promise<number> {
     kind: config.kind,
     rate: config.rate,
     burst: config.burst,
-    defaultBurst: (rate) => defaultPipeBurst(config.kind, rate),
     shared: config.shared,
     command: "pipe",
   });
