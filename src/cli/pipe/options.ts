@@ -1,10 +1,12 @@
 import { parseAnyRate, parseByteRate, parseByteSize, parseSizeOfKind, type RateKind } from "../../core/units.js";
+import { STDIN_NAME } from "../../stream/read-sources.js";
 import type { CostMode } from "../../stream/throttle-stream.js";
 import { parseOption, UsageError } from "../errors.js";
 import { parseReportOptions, type ReportFlags, type ReportOptions } from "../report-options.js";
 import { parseSharedBucketOptions, type SharedBucketFlags, type SharedBucketOptions } from "../shared-options.js";
 
 export interface PipeConfig extends ReportOptions {
+  /** The sources in order, `-` for standard input; none named on the command line is standard input alone, as for cat. */
   files: string[];
   /** Tokens per second (bytes, or lines with --lines and a count rate); undefined: from --key. */
   rate: number | undefined;
@@ -61,7 +63,7 @@ export function parsePipeOptions(files: string[], flags: PipeFlags): PipeConfig 
   }
   const { progress, stats } = parseReportOptions(flags);
   return {
-    files,
+    files: files.length === 0 ? [STDIN_NAME] : files,
     rate,
     burst,
     kind,
