@@ -13,6 +13,7 @@ import {
   parseDuration,
   parseRateOfKind,
   parseSizeOfKind,
+  rateKindOf,
   UnitError,
 } from "../../src/core/units.js";
 import { defaultBurst } from "../../src/core/default-burst.js";
@@ -234,5 +235,21 @@ describe("the default burst", () => {
     expect(defaultBurst("bytes", 5)).toBe(1);
     expect(defaultBurst("bytes", Infinity)).toBe(1024 ** 2);
     expect(defaultBurst("count", 600)).toBe(1);
+  });
+});
+
+describe("the kind a rate's unit names", () => {
+  it.each([
+    ["5/s", "count"],
+    ["300/m", "count"],
+    ["1mb", "bytes"],
+    ["10mbit", "bytes"],
+    ["0mb", "bytes"],
+    ["1e300mb", "bytes"],
+    ["inf", undefined],
+    ["5 apples", undefined],
+    ["", undefined],
+  ])("%j is %s", (text, kind) => {
+    expect(rateKindOf(text)).toBe(kind);
   });
 });

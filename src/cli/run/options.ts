@@ -1,4 +1,4 @@
-import { parseCount, parseCountRate, parseDuration } from "../../core/units.js";
+import { parseCount, parseCountRate, parseDuration, rateKindOf } from "../../core/units.js";
 import { takesItems } from "../../run/command-template.js";
 import type { OutputMode } from "../../run/job-output.js";
 import { parseOption, UsageError } from "../errors.js";
@@ -62,13 +62,9 @@ export function parseRunOptions(words: string[], flags: RunFlags): RunConfig {
   let rate: number | undefined;
   if (flags.rate !== undefined) {
     rate = parseOption("--rate", flags.rate, (text) => {
-      try {
-        // 0 pauses a shared key; a private bucket at 0 would never launch.
-        return parseCountRate(text, { allowZero: shared.key !== undefined });
-      } catch (error) {
-        if (/byte rate/.test((error as Error).message)) throw new Error(`"${text}" is a byte rate; ${BYTE_RATE_HINT}`);
-        throw error;
-      }
+      if (rateKindOf(text) === "bytes") throw new Error(`"${text}" is a byte rate; ${BYTE_RATE_HINT}`);
+      // 0 pauses a shared key; a private bucket at 0 would never launch.
+      return parseCountRate(text, { allowZero: shared.key !== undefined });
     });
   } else if (shared.key === undefined) {
     throw new UsageError(`--rate: missing; try "tbucket run --rate 5 -- <command>", or --key to use a shared bucket`);
