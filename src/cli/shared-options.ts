@@ -32,11 +32,17 @@ export function parseSharedBucketOptions(options: SharedBucketFlags): SharedBuck
   if (onStoreError !== "fail" && onStoreError !== "local") {
     throw new UsageError(`--on-store-error: "${onStoreError}" is not a mode; try "fail" or "local"`);
   }
-  if (options.key !== undefined && !/^[\w.:@/-]{1,200}$/.test(options.key)) {
-    throw new UsageError(`--key: "${options.key}" is not a key name; use letters, digits and . _ - : @ / (at most 200), e.g. "backups"`);
-  }
+  if (options.key !== undefined) checkKeyName("--key", options.key);
   if (options.store !== undefined && options.key === undefined) {
     throw new UsageError(`--store: needs --key; try "--key backups --store ${options.store}"`);
   }
   return { key: options.key, store: options.store, onStoreError };
+}
+
+/** A shared bucket's name, the same for --key and `tbucket key`; anything else is a UsageError prefixed with `what`. */
+export function checkKeyName(what: string, name: string): string {
+  if (!/^[\w.:@/-]{1,200}$/.test(name)) {
+    throw new UsageError(`${what}: "${name}" is not a key name; use letters, digits and . _ - : @ / (at most 200), e.g. "backups"`);
+  }
+  return name;
 }

@@ -1,5 +1,6 @@
 import { parseRateOfKind, parseSizeOfKind, type RateKind } from "../../core/units.js";
 import { parseOption, UsageError } from "../errors.js";
+import { checkKeyName } from "../shared-options.js";
 
 /** What `tbucket key <subcommand>` was asked to do, checked. */
 export type KeyRequest =
@@ -19,10 +20,7 @@ export interface KeyFlags {
 
 /** The same names --key accepts. */
 export function checkKey(name: string): string {
-  if (!/^[\w.:@/-]{1,200}$/.test(name)) {
-    throw new UsageError(`key: "${name}" is not a key name; use letters, digits and . _ - : @ / (at most 200), e.g. "backups"`);
-  }
-  return name;
+  return checkKeyName("key", name);
 }
 
 /** Checks `key set`'s flags as far as can be done without the store (the rate's kind may depend on the stored key). */
