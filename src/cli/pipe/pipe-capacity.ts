@@ -1,8 +1,8 @@
 import { fstatSync } from "node:fs";
-import { type NativeIo, nativeIo } from "../../stream/native-io.js";
+import type { NativeIo } from "../../stream/native-io.js";
 import { STDIN_NAME } from "../../stream/read-sources.js";
-import { buildAssets } from "../build-assets.js";
 import { writeStandardError } from "../standard-streams.js";
+import { loadNativeIo } from "./native-part.js";
 import type { PipeConfig } from "./options.js";
 
 /**
@@ -34,7 +34,7 @@ export function sizePipes(config: PipeConfig, rate: number): void {
   const bytes = asked ?? (config.kind === "bytes" && rate >= LARGE_PIPE_FROM_RATE ? LARGE_PIPE_BYTES : undefined);
   if (bytes === undefined) return;
   const fds = config.files.includes(STDIN_NAME) ? [0, 1] : [1];
-  for (const sizing of setPipeCapacity(fds, bytes, () => nativeIo(buildAssets().ioNativePath))) {
+  for (const sizing of setPipeCapacity(fds, bytes, loadNativeIo)) {
     if (asked === undefined) continue;
     const stream = sizing.fd === 0 ? "standard input" : "standard output";
     if (sizing.outcome === "refused") {
@@ -65,7 +65,7 @@ const EPERM = 1;
  * and anything above 64 KiB once the user's pipes hold pipe-user-pages-soft.
  * `loadIo` finds the native part (the CLI's build may carry its own).
  */
-function setPipeCapacity(fds: readonly number[], bytes: number, loadIo: () => NativeIo | undefined = nativeIo): PipeSizing[] {
+function setPipeCapacity(fds: readonly number[], bytes: number, loadIo: () => NativeIo | undefined): PipeSizing[] {
   const pipes = fds.filter(isFifo);
   // Loaded only for a pipe: the standalone executable writes it to disk first.
   const io = pipes.length > 0 ? loadIo() : undefined;

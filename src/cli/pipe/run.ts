@@ -2,8 +2,7 @@ import { statSync } from "node:fs";
 import { isatty } from "node:tty";
 import type { Limiter } from "../../core/limiter.js";
 import { isPipe, knownTotalBytes, readDescriptor, readSources, sourceDescriptors, STDIN_NAME } from "../../stream/read-sources.js";
-import { nativeIo, type NativeIo } from "../../stream/native-io.js";
-import { buildAssets } from "../build-assets.js";
+import type { NativeIo } from "../../stream/native-io.js";
 import { SpliceProgress, spliceThrough, SpliceUnsupported } from "../../stream/splice-copy.js";
 import { eventLoopTurns, type EventLoopTurns } from "../../stream/event-loop-turns.js";
 import { createFdWriter, writesWithoutWaiting } from "../../stream/fd-writer.js";
@@ -14,6 +13,7 @@ import { openLimiter } from "../open-limiter.js";
 import { describeFileError } from "../file-errors.js";
 import { formatPipeStats, type PipeStats } from "../pipe-stats.js";
 import { standardOutputFailure, writeStandardError } from "../standard-streams.js";
+import { loadNativeIo } from "./native-part.js";
 import { sizePipes } from "./pipe-capacity.js";
 import type { ProgressDisplay } from "../progress.js";
 
@@ -61,7 +61,7 @@ export async function runPipe(config: PipeConfig): Promise<number> {
     writeStandardError(`tbucket: ${describeFileError(name, error)}\n`);
   };
   sizePipes(config, limiter.rate);
-  const io = spliceable(config) ? nativeIo(buildAssets().ioNativePath) : undefined;
+  const io = spliceable(config) ? loadNativeIo() : undefined;
   const moving = new SpliceProgress();
   // Writes go to descriptor 1 whole, a pipe's from the thread pool (see createFdWriter), so
   // a reader that stalls blocks the copy but never the signals or the progress line.
