@@ -11,11 +11,14 @@ export interface SharedBucketOptions {
   onStoreError: "fail" | "local";
 }
 
+/** --store's help, the same wherever a store is named. */
+export const STORE_HELP = "where shared buckets live: sqlite:, sqlite:<path>, redis://host:port[/db] (default: $TBUCKET_STORE or sqlite:)";
+
 /** Declares --key, --store and --on-store-error, the same on every command that takes tokens. */
 export function addSharedBucketOptions(command: Command): Command {
   return command
     .option("--key <name>", "share the bucket named <name> with every tbucket process on the same store")
-    .option("--store <url>", "where shared buckets live: sqlite:, sqlite:<path>, redis://host:port[/db] (default: $TBUCKET_STORE or sqlite:)")
+    .option("--store <url>", STORE_HELP)
     .option("--on-store-error <mode>", "when the store cannot be reached: fail (exit 1) or local (warn, go on with a private bucket)", "fail");
 }
 

@@ -1,5 +1,6 @@
 import type { Command } from "commander";
 import { UsageError } from "../errors.js";
+import { STORE_HELP } from "../shared-options.js";
 import { checkKey, type KeyFlags, type KeyRequest, parseKeySet } from "./options.js";
 
 const EXAMPLES = `
@@ -14,8 +15,6 @@ Examples:
   tbucket key list --store redis://10.0.0.5:6379
   tbucket key show backups --json
   tbucket key delete backups`;
-
-const STORE_HELP = "where shared buckets live: sqlite:, sqlite:<path>, redis://host:port[/db] (default: $TBUCKET_STORE or sqlite:)";
 
 /** Declares `tbucket key` and its subcommands; the store loads only when one runs. */
 export function registerKey(program: Command, onExit: (code: number) => void): void {

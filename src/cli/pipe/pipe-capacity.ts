@@ -5,11 +5,9 @@ import { writeStandardError } from "../standard-streams.js";
 import { loadNativeIo } from "./native-part.js";
 import type { PipeConfig } from "./options.js";
 
-/**
- * How big the pipes on tbucket's standard input and output are: a policy of
- * the process (which descriptors, how big, from which rate), applied before
- * the copy starts.
- */
+// How big the pipes on tbucket's standard input and output are is a policy of
+// the process (which descriptors, how big, from which rate), applied before the
+// copy starts; the library's streams never resize what they are given.
 
 /**
  * The byte rate from which a larger pipe pays off by default: pipes of 64 KiB
