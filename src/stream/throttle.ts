@@ -18,7 +18,7 @@ export interface ThrottleOptions {
   sliceMs?: number;
   /** In `bytes` mode, count records too (for statistics); record modes always count. */
   countRecords?: boolean;
-  /** For `settle`: the clock the limiter runs on. */
+  /** The clock the limiter runs on: `settle` sleeps on it and `waitedMs` is measured on it. */
   clock?: Clock;
 }
 
@@ -98,7 +98,7 @@ export class Throttle {
    */
   async settle(signal?: AbortSignal): Promise<void> {
     const { limiter } = this;
-    if (limiter.rate === Infinity || limiter.rate === 0 || !limiter.tokens) return;
+    if (limiter.rate === Infinity || limiter.rate === 0) return;
     const sliceTokens = this.#sliceTokens();
     if (this.cost === "bytes" && sliceTokens <= PIPE_BUFFER_BYTES) return;
     const missing = sliceTokens / 2 - limiter.tokens();
@@ -173,16 +173,13 @@ export class Throttle {
    */
   async #take(n: number, signal: AbortSignal | undefined): Promise<void> {
     if (n <= 0 || this.limiter.rate === Infinity) return;
-    const started = performance.now();
+    const startedMs = this.#clock.now();
     const { limiter } = this;
-    // A limiter that cannot tell its level (a shared store) may answer without a turn: unknown, so no.
-    this.#lastTakeWaited = limiter.tokens ? limiter.tokens() < n : false;
+    this.#lastTakeWaited = limiter.tokens() < n;
     await limiter.wait(n, signal);
-    if (limiter.tokens) {
-      const spilled = Math.min(n, limiter.tokens() + n - limiter.burst);
-      if (spilled > 0) await limiter.wait(spilled, signal);
-    }
-    this.#stats.waitedMs += performance.now() - started;
+    const spilled = Math.min(n, limiter.tokens() + n - limiter.burst);
+    if (spilled > 0) await limiter.wait(spilled, signal);
+    this.#stats.waitedMs += this.#clock.now() - startedMs;
   }
 
   /** Where the next write ends and what it costs. */
