@@ -6,9 +6,14 @@
  * knows (or tests for) where tokens come from.
  */
 export interface Limiter {
-  /** Tokens per second; Infinity for no limit, 0 while paused. May change while running. */
+  /**
+   * Tokens per second; Infinity for no limit, 0 while paused. May change while
+   * running: a shared bucket learns of a change at its next round trip (a take
+   * or a poll of the key's settings), so until then `rate` and `burst` are the
+   * settings as last read.
+   */
   readonly rate: number;
-  /** The most tokens one wait may ask for. May change while running. */
+  /** The most tokens one wait may ask for. May change while running, as `rate`. */
   readonly burst: number;
   /**
    * Resolves when `n` tokens (at most the burst) may be used; rejects with
@@ -19,6 +24,9 @@ export interface Limiter {
   /**
    * Like `wait`, but resolves false at once, taking nothing, when the wait
    * would be longer than `maxWaitMs` (x/time/rate's Reserve with a limit).
+   * Rejects as `wait` does. A shared bucket serves its callers one at a time:
+   * a tryWait made while another wait on the same limiter is under way is
+   * answered once that wait is done.
    */
   tryWait(n: number, maxWaitMs: number, signal?: AbortSignal): Promise<boolean>;
   /**
