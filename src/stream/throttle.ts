@@ -1,5 +1,6 @@
 import { type Clock, systemClock } from "../core/clock.js";
 import type { Limiter } from "../core/limiter.js";
+import { TokenBucket } from "../core/token-bucket.js";
 import { RecordScanner } from "./record-scanner.js";
 
 /**
@@ -19,7 +20,10 @@ export interface ThrottleOptions {
   sliceMs?: number;
   /** In `bytes` mode, count records too (for statistics); record modes always count. */
   countRecords?: boolean;
-  /** The clock the limiter runs on: `settle` sleeps on it and `waitedMs` is measured on it. */
+  /**
+   * The clock the limiter runs on: `settle` sleeps on it and `waitedMs` is
+   * measured on it. By default a TokenBucket's own clock, else the system's.
+   */
   clock?: Clock;
 }
 
@@ -71,7 +75,7 @@ export class Throttle {
     this.#records = new RecordScanner(options.delimiter ?? 10);
     this.#sliceMs = options.sliceMs ?? DEFAULT_SLICE_MS;
     this.#countRecords = options.countRecords ?? false;
-    this.#clock = options.clock ?? systemClock;
+    this.#clock = options.clock ?? (options.limiter instanceof TokenBucket ? options.limiter.clock : systemClock);
   }
 
   /**
