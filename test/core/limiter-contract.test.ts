@@ -193,6 +193,18 @@ for (const [name, make] of Object.entries(FIXTURES)) {
       expect(await limiter.tryWait(5, 0)).toBe(true);
     });
 
+    it("rejects a count that is negative or not a number with a RangeError, taking nothing", async () => {
+      const { limiter, clock } = await setup();
+      const t0 = clock.now();
+      for (const n of [-1, Number.NaN, Infinity]) {
+        await expect(limiter.wait(n)).rejects.toBeInstanceOf(RangeError);
+        await expect(limiter.tryWait(n, 1000)).rejects.toBeInstanceOf(RangeError);
+      }
+      await limiter.wait(5);
+      expect(await limiter.tryWait(1, 99)).toBe(false);
+      expect(clock.now()).toBe(t0);
+    });
+
     it("an aborted wait rejects with the signal's reason and gives back the tokens not yet due", async () => {
       const { limiter, clock } = await setup();
       const t0 = clock.now();
