@@ -184,6 +184,7 @@ export class Throttle {
     if (n <= 0 || this.limiter.rate === Infinity) return;
     const startedMs = this.#clock.now();
     const { limiter } = this;
+    // A shared bucket's level is as last read: the guess may be off for the rest of one lease.
     this.#lastTakeWaited = limiter.tokens() < n;
     await limiter.wait(n, signal);
     const spilled = Math.min(n, limiter.tokens() + n - limiter.burst);

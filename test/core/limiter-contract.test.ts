@@ -109,7 +109,7 @@ const FIXTURES: Record<string, () => Promise<Fixture>> = {
     store.broken = true;
     // The first wait meets the failure and is carried on by the fallback; then the fallback refills.
     await limiter.wait(1);
-    if (!fallback) throw new Error("the failover limiter did not fail over");
+    if (!fallback || !limiter.failedOver) throw new Error("the failover limiter did not fail over");
     await clock.advance(100);
     const bucket = fallback;
     return {
