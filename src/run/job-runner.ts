@@ -268,36 +268,13 @@ export class JobRunner {
     try {
       let ok = true;
       if (!Number.isFinite(this.#maxWaitMs)) await limiter.wait(1, signal);
-      else if (limiter.tryWait) ok = await limiter.tryWait(1, this.#maxWaitMs, signal);
-      else ok = await this.#waitAtMost(limiter, this.#maxWaitMs, signal);
+      else ok = await limiter.tryWait(1, this.#maxWaitMs, signal);
       return { ok, waitMs: this.#clock.now() - beforeMs };
     } catch (error) {
       if (signal.aborted) return ABORTED;
       this.#limiterError ??= { error };
       this.stop("limiter-error");
       return FAILED;
-    }
-  }
-
-  /** For limiters that cannot say in advance how long a wait is: give up after `maxWaitMs`. */
-  async #waitAtMost(limiter: Limiter, maxWaitMs: number, signal: AbortSignal): Promise<boolean> {
-    const giveUp = new AbortController();
-    const onStop = () => giveUp.abort();
-    signal.addEventListener("abort", onStop, { once: true });
-    const timer = this.#clock.sleep(maxWaitMs, giveUp.signal).then(
-      () => giveUp.abort(),
-      () => {},
-    );
-    try {
-      await limiter.wait(1, giveUp.signal);
-      return true;
-    } catch (error) {
-      if (signal.aborted || !giveUp.signal.aborted) throw error;
-      return false;
-    } finally {
-      signal.removeEventListener("abort", onStop);
-      giveUp.abort();
-      await timer;
     }
   }
 }

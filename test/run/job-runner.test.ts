@@ -94,21 +94,6 @@ describe("JobRunner --max-wait", () => {
     expect(relative()).toEqual([0, 500, 1000]);
     expect(result.counts.skipped).toBe(0);
   });
-
-  it("falls back to giving up after the limit with a limiter that has no tryWait", async () => {
-    const { clock, runner, records } = setup({
-      rate: 2,
-      count: 2,
-      extra: { maxWaitMs: 400 },
-      limiter: (clock) => {
-        const bucket = new TokenBucket({ rate: 2, burst: 1, clock });
-        return { rate: 2, burst: 1, wait: (n, signal) => bucket.wait(n, signal) };
-      },
-    });
-    const result = await drive(clock, runner.run());
-    expect(result.counts).toMatchObject({ started: 1, skipped: 1 });
-    expect(records[1]).toMatchObject({ number: 2, skipped: true, attempts: 0, waitMs: 400 });
-  });
 });
 
 describe("JobRunner retries", () => {
@@ -221,6 +206,10 @@ describe("JobRunner stopping", () => {
           if (++calls > 2) throw new Error("store unreachable");
           await bucket.wait(n, signal);
         },
+        tryWait: async () => {
+          throw new Error("not used without --max-wait");
+        },
+        tokens: () => bucket.tokens(),
       };
     };
     const { clock, runner, fake, records } = setup({

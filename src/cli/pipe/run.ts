@@ -236,7 +236,7 @@ async function startProgress(config: PipeConfig, limiter: Limiter, read: () => P
   if (!wantsProgress(config)) return undefined;
   const { startProgressDisplay } = await import("../progress.js");
   const totalBytes = config.sizeBytes ?? knownTotalBytes(config.files, statSafe);
-  return startProgressDisplay({ read, totalBytes, level: () => limiter.tokens?.(), stream: process.stderr });
+  return startProgressDisplay({ read, totalBytes, level: () => limiter.tokens(), stream: process.stderr });
 }
 
 function statSafe(name: string) {
