@@ -25,6 +25,12 @@ export interface ThrottleOptions {
    * measured on it. By default a TokenBucket's own clock, else the system's.
    */
   clock?: Clock;
+  /**
+   * In `bytes` mode, the most one read of the source gives (a pipe's buffer):
+   * a slice no larger is already whole after one read and needs no settling.
+   * By default 0: `settle` always waits for half a slice.
+   */
+  oneReadBytes?: number;
 }
 
 export interface ThrottleStats {
@@ -46,8 +52,6 @@ const DEFAULT_SLICE_MS = 10;
  * cannot keep the rate.
  */
 export const TIMER_TICK_MS = 4;
-/** What a Linux pipe holds unless asked otherwise, and so what one read from it gives at most. */
-export const PIPE_BUFFER_BYTES = 64 * 1024;
 
 /**
  * Throttle cuts chunks into slices and pays for each from a limiter before
@@ -66,6 +70,7 @@ export class Throttle {
   readonly #sliceMs: number;
   readonly #countRecords: boolean;
   readonly #clock: Clock;
+  readonly #oneReadBytes: number;
   #stats: ThrottleStats = { bytes: 0, records: 0, waitedMs: 0 };
   #lastTakeWaited = false;
 
@@ -75,6 +80,7 @@ export class Throttle {
     this.#records = new RecordScanner(options.delimiter ?? 10);
     this.#sliceMs = options.sliceMs ?? DEFAULT_SLICE_MS;
     this.#countRecords = options.countRecords ?? false;
+    this.#oneReadBytes = options.oneReadBytes ?? 0;
     this.#clock = options.clock ?? (options.limiter instanceof TokenBucket ? options.limiter.clock : systemClock);
   }
 
@@ -101,15 +107,15 @@ export class Throttle {
    * holds half a slice, so that what is read meanwhile goes out in one write
    * instead of one sleep and one write per small read. Half, not whole: the
    * rest is reserved while the bucket still has room, so tokens that come in
-   * while a timer wakes late are kept instead of spilling over the burst. A slice no larger than a pipe's buffer
-   * (64 KiB) needs no settling: one read already holds it, and settling would
-   * only add a sleep.
+   * while a timer wakes late are kept instead of spilling over the burst. A
+   * slice no larger than one read (`oneReadBytes`) needs no settling: one read
+   * already holds it, and settling would only add a sleep.
    */
   async settle(signal?: AbortSignal): Promise<void> {
     const { limiter } = this;
     if (limiter.rate === Infinity || limiter.rate === 0) return;
     const sliceTokens = this.#sliceTokens();
-    if (this.cost === "bytes" && sliceTokens <= PIPE_BUFFER_BYTES) return;
+    if (this.cost === "bytes" && sliceTokens <= this.#oneReadBytes) return;
     const missing = sliceTokens / 2 - limiter.tokens();
     if (missing > 0) await this.#clock.sleep((missing / limiter.rate) * 1000, signal);
   }

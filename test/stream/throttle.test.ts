@@ -183,7 +183,7 @@ describe("Throttle.settle", () => {
   async function settleTakesMs(rate: number, burst: number): Promise<number> {
     const clock = new FakeClock();
     const bucket = new TokenBucket({ rate, burst, clock });
-    const throttle = new Throttle({ limiter: bucket, clock });
+    const throttle = new Throttle({ limiter: bucket, clock, oneReadBytes: 64 * 1024 });
     bucket.allowAt(0, burst); // empty the bucket
     let settled = false;
     void throttle.settle().then(() => (settled = true));

@@ -17,6 +17,8 @@ import { loadNativeIo } from "./native-part.js";
 import { sizePipes } from "./pipe-capacity.js";
 import type { ProgressDisplay } from "../progress.js";
 
+/** What a Linux pipe holds unless asked otherwise, and so what one read from it gives at most. */
+const PIPE_BUFFER_BYTES = 64 * 1024;
 const MAX_READ_AHEAD_BYTES = 1024 * 1024;
 const MIN_READ_AHEAD_BYTES = 64 * 1024;
 /**
@@ -54,6 +56,7 @@ export async function runPipe(config: PipeConfig): Promise<number> {
     // Counting lines costs a scan of every byte: only when someone will see the count.
     // (Through splice(2) the bytes are never seen, and lines not counted.)
     countRecords: config.stats !== undefined || wantsProgress(config),
+    oneReadBytes: PIPE_BUFFER_BYTES,
   });
   const readAheadBytes = readAheadBytesFor(limiter.rate, config.kind);
   const onError = (name: string, error: NodeJS.ErrnoException) => {
