@@ -153,7 +153,7 @@ describe("JobRunner stopping", () => {
     const result = await drive(clock, done);
     expect(fake.signals).toEqual(["SIGINT", "SIGINT", "SIGINT"]);
     expect(fake.startsMs).toHaveLength(3);
-    expect(result).toMatchObject({ stoppedBy: "signal", counts: { started: 3, failed: 3, running: 0 } });
+    expect(result).toMatchObject({ stoppedBy: "signal", counts: { started: 3, failed: 0, interrupted: 3, running: 0 } });
   });
 
   it("killAfterMs: jobs that ignore the forwarded signal are killed that long after it, and only then", async () => {
@@ -168,7 +168,7 @@ describe("JobRunner stopping", () => {
     const result = await drive(clock, done);
     expect(clock.now() - 1000).toBe(5000);
     expect(fake.signals).toEqual(["SIGTERM", "SIGTERM", "SIGKILL", "SIGKILL"]);
-    expect(result.counts).toMatchObject({ started: 2, failed: 2, running: 0 });
+    expect(result.counts).toMatchObject({ started: 2, failed: 0, interrupted: 2, running: 0 });
   });
 
   it("killAfterMs: no kill is left pending once the jobs have ended", async () => {
@@ -189,7 +189,7 @@ describe("JobRunner stopping", () => {
     runner.stop("signal", "SIGINT");
     const result = await drive(clock, done);
     expect(fake.startsMs).toHaveLength(1);
-    expect(result.counts).toMatchObject({ started: 1, failed: 1, retried: 0 });
+    expect(result.counts).toMatchObject({ started: 1, failed: 0, interrupted: 1, retried: 0 });
   });
 
   it("stops launching when the command is missing: every job would fail alike", async () => {
