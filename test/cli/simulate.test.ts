@@ -2,7 +2,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { runCli } from "../helpers/cli.js";
+import { runCli, runShell, TBUCKET } from "../helpers/cli.js";
 
 const HAND = ["simulate", "--rate", "5", "--burst", "10", "--arrivals", "steady 8/s for 7.5s"];
 const dir = mkdtempSync(join(tmpdir(), "tbucket-simulate-"));
@@ -88,10 +88,39 @@ describe("tbucket simulate: formats", () => {
   });
 
   it("--chart adds the terminal chart to the summary", async () => {
-    const out = await ok([...HAND, "--format", "summary", "--chart"]);
-    expect(out).toContain("throughput    6.13/s admitted\n");
-    expect(out).toContain("bucket level at the end of each step (tokens; burst 10)\n10 ┤");
-    expect(out).toContain("arrivals per step: admitted █, refused ░");
+    const result = await runCli([...HAND, "--format", "summary", "--chart"], { env: { COLUMNS: "" } });
+    const out = result.stdout.toString();
+    expect(out).toContain("throughput    6.13/s admitted");
+    expect(out).toContain("bucket level at the end of each 0.2 s (tokens; burst 10)\n10 ┤");
+    expect(out).toContain("arrivals per 0.2 s: admitted █, refused ░");
+    // Not a terminal, no $COLUMNS: 80 columns.
+    const chart = out.split("\n").slice(out.split("\n").indexOf("bucket level at the end of each 0.2 s (tokens; burst 10)"));
+    expect(Math.max(...chart.map((line) => [...line].length))).toBeLessThanOrEqual(80);
+    expect(chart).toContain(`   └${"─".repeat(76)}`);
+  });
+
+  // Regression (issue 15, point 10): at 40 columns the chart's rows wrapped ("2\n0 s").
+  it("on a terminal 40 columns wide, the summary's chart fits it", async () => {
+    // script(1) gives tbucket a pseudo-terminal; stty sets its width. Paths come in through the environment.
+    const result = await runShell(
+      `script -qfec 'stty cols 40 rows 60; "$TB" simulate --rate 5 --burst 10 --arrivals "steady 8/s for 7.5s"' /dev/null`,
+      { env: { TB: TBUCKET, COLUMNS: "" } },
+    );
+    expect(result.code).toBe(0);
+    const lines = result.stdout.toString().replace(/\r/g, "").trimEnd().split("\n");
+    const chart = lines.slice(lines.indexOf("bucket level at the end of each 0.4 s"));
+    expect(chart.length).toBeGreaterThan(20);
+    expect(Math.max(...chart.map((line) => [...line].length))).toBeLessThanOrEqual(40);
+  });
+
+  it("--chart fits $COLUMNS when standard output is no terminal", async () => {
+    const result = await runCli([...HAND, "--format", "summary", "--chart"], { env: { COLUMNS: "40" } });
+    expect(result.code).toBe(0);
+    const lines = result.stdout.toString().trimEnd().split("\n");
+    const chart = lines.slice(lines.indexOf("bucket level at the end of each 0.4 s"));
+    expect(chart.length).toBeGreaterThan(20);
+    expect(Math.max(...chart.map((line) => [...line].length))).toBeLessThanOrEqual(40);
+    expect(lines.at(-1)).toMatch(/^ +0 s +7\.6 s$/);
   });
 
   it("--svg writes a self-contained plot next to the usual output", async () => {
