@@ -196,6 +196,27 @@ describe("tbucket simulate: formats", () => {
     expect(json).toMatchObject({ search: "rate", burst: 10, answer: 6.78, below: { value: 6.77, meets: false } });
   });
 
+  // Regression (issue 15, point 9): steady 8/s at rate 5 got "burst 60" with no word that it holds for 20 s only.
+  it("--suggest says when the arrivals outpace the rate: the burst holds for the trace's length only", async () => {
+    const text = await ok(["simulate", "-r", "5", "--arrivals", "steady 8/s for 20s", "--suggest"]);
+    expect(text.split("\n").slice(0, 7)).toEqual([
+      "target      refused <= 1%, drop, rate 5/s",
+      "suggestion  burst 60: refused 0.63%",
+      "            burst 59 does not meet it: refused 1.25%",
+      "note        the arrivals average 8/s, above the rate 5/s:",
+      "            the burst meets the target for these 20 s only, none for ever;",
+      "            a longer run needs more (--rate auto searches a rate instead)",
+      "searched    18 simulations",
+    ]);
+    const json = JSON.parse(await ok(["simulate", "-r", "5", "--arrivals", "steady 8/s for 20s", "--suggest", "--format", "json"]));
+    expect(json).toMatchObject({ search: "burst", rate: 5, duration: 20, arrivalRate: 8, outpacesRate: true, answer: 60 });
+    // Arrivals within the rate: no note.
+    const within = await ok(["simulate", "-r", "10", "--arrivals", "steady 8/s for 20s", "--suggest"]);
+    expect(within).not.toContain("note");
+    const withinJson = JSON.parse(await ok(["simulate", "-r", "10", "--arrivals", "steady 8/s for 20s", "--suggest", "--format", "json"]));
+    expect(withinJson).toMatchObject({ arrivalRate: 8, outpacesRate: false });
+  });
+
   it("--help ends with examples", async () => {
     const out = await ok(["simulate", "--help"]);
     expect(out).toMatch(/Examples:\n  tbucket simulate --rate 5 --burst 10 --arrivals "steady 8\/s for 20s"\n/);

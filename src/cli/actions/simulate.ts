@@ -123,7 +123,8 @@ async function runSuggest(config: SimulateConfig, source: ArrivalSource, output:
     const { burst: _unused, ...options } = simulatorOptions(config, fixed, 1);
     suggestion = suggest.suggestBurst(store, options, target);
   }
-  const context = { unit: config.costUnit, policy, fixed };
+  const arrivalRate = durationMs > 0 ? store.totalCost / (durationMs / 1000) : 0;
+  const context = { unit: config.costUnit, policy, fixed, durationMs, arrivalRate };
   if (config.format === "json") output.write(`${JSON.stringify(render.suggestionToJson(suggestion, context), null, 2)}\n`);
   else if (config.format === "csv") output.write(render.renderSuggestionCsv(suggestion));
   else output.write(render.renderSuggestionText(suggestion, context));
