@@ -30,7 +30,7 @@ describe("tbucket simulate: formats", () => {
         "arrivals      60 over 7.5 s (8/s)",
         "admitted      46  (76.67%)",
         "refused       14  (23.33%), the first at 3.125 s",
-        "throughput    6.13/s admitted",
+        "throughput    6.13/s admitted over 7.5 s (the burst included)",
         "bucket empty  47.00% of the time",
         "",
       ].join("\n"),
@@ -83,14 +83,22 @@ describe("tbucket simulate: formats", () => {
     const json = JSON.parse(await ok([...HAND, "--format", "json", "--policy", "queue"]));
     expect(json).toMatchObject({ rate: 5, burst: 10, policy: "queue", events: 60, admitted: 60, refused: 0, duration: 7.5, step: 0.2 });
     expect(json.wait.max).toBe(2.625); // the 60th waits (60 − 10 − 5 × 7.375) / 5 s
+    // Regression (issue 15, point 9): throughput was measured over the arrivals' 7.5 s (8/s), though the
+    // queue served the last one at 7.375 + 2.625 = 10 s: 60 admitted over 10 s.
+    expect(json).toMatchObject({ throughput: 6, throughputOver: 10 });
     expect(json.steps).toHaveLength(38);
     expect(json.steps[0]).toEqual({ t: 0, arrived: 2, admitted: 2, refused: 0, level: 9, maxWait: 0 });
+  });
+
+  it("queue: throughput over the time until the last admitted arrival was served", async () => {
+    const out = await ok([...HAND, "--format", "summary", "--policy", "queue"]);
+    expect(out).toContain("\nthroughput     6/s admitted over 10 s, until the last admitted one was served (the burst included)\n");
   });
 
   it("--chart adds the terminal chart to the summary", async () => {
     const result = await runCli([...HAND, "--format", "summary", "--chart"], { env: { COLUMNS: "" } });
     const out = result.stdout.toString();
-    expect(out).toContain("throughput    6.13/s admitted");
+    expect(out).toContain("throughput    6.13/s admitted over 7.5 s (the burst included)");
     expect(out).toContain("bucket level at the end of each 0.2 s (tokens; burst 10)\n10 ┤");
     expect(out).toContain("arrivals per 0.2 s: admitted █, refused ░");
     // Not a terminal, no $COLUMNS: 80 columns.
@@ -159,7 +167,7 @@ describe("tbucket simulate: formats", () => {
         "arrivals      5 over 1 s (5/s)",
         "admitted      4  (80.00%), 4.88 KiB (5000 B)",
         "refused       1  (20.00%), the first at 0 s",
-        "throughput    4.88 KiB/s admitted",
+        "throughput    4.88 KiB/s admitted over 1 s",
         "keys          2 seen, 3 evictions",
         "most refused  10.0.0.1: 1 of 3 refused",
         "",
