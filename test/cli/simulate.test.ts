@@ -136,7 +136,11 @@ describe("tbucket simulate: formats", () => {
     await ok([...HAND, "--format", "summary", "--svg", file]);
     const svg = readFileSync(file, "utf8");
     expect(svg.startsWith(`<?xml version="1.0" encoding="UTF-8"?>\n<svg xmlns="http://www.w3.org/2000/svg"`)).toBe(true);
-    for (const series of ["level", "admitted", "refused", "wait"]) expect(svg).toContain(`data-series="${series}"`);
+    for (const series of ["level", "admitted", "refused", "refill"]) expect(svg).toContain(`data-series="${series}"`);
+    // Drop never waits: no wait panel.
+    expect(svg).not.toContain(`data-series="wait"`);
+    await ok([...HAND, "--format", "summary", "--policy", "queue", "--svg", file]);
+    expect(readFileSync(file, "utf8")).toContain(`data-series="wait"`);
   });
 
   it("the same input and seed give byte-identical output; another seed does not", async () => {

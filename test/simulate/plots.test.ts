@@ -49,8 +49,8 @@ describe("the SVG plot", () => {
     const elements = parseXml(svg);
     expect(elements[0]).toMatchObject({ name: "svg", attributes: { xmlns: "http://www.w3.org/2000/svg", viewBox: "0 0 960 680" } });
     const series = elements.filter((e) => e.attributes["data-series"]).map((e) => e.attributes["data-series"]);
-    expect(series).toEqual(["burst", "level", "admitted", "refused", "wait"]);
-    for (const label of ["level (tokens)", "arrivals per step", "max wait (s)", "time (s), steps of 0.2 s", ">admitted<", ">refused<", ">max wait<"]) {
+    expect(series).toEqual(["burst", "level", "admitted", "refused", "refill", "wait"]);
+    for (const label of ["level (tokens)", "arrivals per step", "max wait (s)", "time (s), steps of 0.2 s", ">admitted<", ">refused<", ">max wait<", ">rate × step<"]) {
       expect(svg).toContain(label);
     }
     expect(svg).not.toMatch(/<script|href=|@import|url\(/);
@@ -64,7 +64,23 @@ describe("the SVG plot", () => {
     const svg = renderSvgPlot(steps, { summary, stepMs: 200 });
     const refusedBars = /data-series="refused"[^>]*>(.*?)<\/g>/.exec(svg)![1]!.match(/<rect/g) ?? [];
     expect(refusedBars).toHaveLength(steps.filter((s) => s.refused > 0).length);
-    expect(svg).toContain("drop never waits");
+  });
+
+  // Regression (issue 15, point 9): drop had an empty "drop never waits" panel, and nothing to hold the bars against.
+  it("drop: two panels, no wait; the arrivals panel draws rate × step, the refill the bars compare with", async () => {
+    const { summary, steps } = await simulated("drop");
+    const svg = renderSvgPlot(steps, { summary, stepMs: 200 });
+    const elements = parseXml(svg);
+    expect(elements.filter((e) => e.attributes["data-series"]).map((e) => e.attributes["data-series"])).toEqual(["burst", "level", "admitted", "refused", "refill"]);
+    expect(elements.filter((e) => e.name === "g" && e.attributes["data-panel"] !== undefined)).toHaveLength(2);
+    expect(svg).not.toContain("drop never waits");
+    expect(svg).not.toContain("max wait");
+    // 5/s × 0.2 s = 1 arrival a step: the line sits on the y tick labelled 1.
+    expect(svg).toContain(">rate × step = 1<");
+    const line = /data-series="refill"><line [^>]*y1="([\d.]+)"/.exec(svg)![1];
+    const tick = new RegExp(`<line x1="84" x2="936" y1="([\\d.]+)" y2="[\\d.]+" stroke="#e3e5e8"/>\\s*<text x="76" y="[\\d.]+" text-anchor="end">1</text>`).exec(svg);
+    expect(tick, "a y tick labelled 1").not.toBeNull();
+    expect(line).toBe(tick![1]);
   });
 });
 
