@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { chartWidth } from "../../src/cli/actions/simulate.js";
 import { parseSimulateOptions } from "../../src/cli/commands/simulate.js";
 
 describe("simulate options (parsed apart from behaviour)", () => {
@@ -64,5 +65,14 @@ describe("simulate options (parsed apart from behaviour)", () => {
     [{ rate: "5", arrivals: "burst 1", suggest: true, target: "fast" }, `--target: "fast" is not a target; try "reject<=1%" or "p99wait<=500ms"`],
   ])("refuses %j", (flags, message) => {
     expect(() => parseSimulateOptions(flags)).toThrow(message);
+  });
+});
+
+describe("the chart's width", () => {
+  it("is the terminal's, else $COLUMNS when a whole number, else 80", () => {
+    expect(chartWidth({ isTTY: true, columns: 40 }, { COLUMNS: "120" })).toBe(40);
+    expect(chartWidth({ isTTY: false }, { COLUMNS: "120" })).toBe(120);
+    expect(chartWidth({ isTTY: true, columns: 0 }, {})).toBe(80);
+    for (const columns of ["", "wide", "-3", "0", "12.5"]) expect(chartWidth({}, { COLUMNS: columns })).toBe(80);
   });
 });
