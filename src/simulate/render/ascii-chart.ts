@@ -16,7 +16,7 @@ export interface AsciiChartOptions {
 }
 
 /** Fewer columns than this for the plot itself and the chart is drawn this wide anyway: narrower says nothing. */
-const MIN_PLOT_COLUMNS = 16;
+const MIN_PLOT_COLUMNS = 10;
 /** A step drawn wider than this many columns adds nothing but width. */
 const MAX_REPEAT = 4;
 
