@@ -108,6 +108,10 @@ export function parseSimulateOptions(flags: SimulateFlags): SimulateConfig {
   }
 
   let burst: number | undefined;
+  if (flags.burst !== undefined && suggest && ratePerSecond !== "auto") {
+    // It would be ignored: the search tries every burst.
+    throw new UsageError(`--burst: not with --suggest at a fixed rate, which searches the burst; leave --burst out, or give --rate auto to search the rate for this burst`);
+  }
   if (flags.burst !== undefined) {
     burst = parseOption("--burst", flags.burst, (text) => parseSizeOfKind(costUnit, text));
   } else if (!suggest || ratePerSecond === "auto") {
