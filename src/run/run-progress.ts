@@ -25,7 +25,7 @@ export interface RunProgressField {
  * launch (ETA) at the pace of the recent launches, never above the limit.
  */
 export function runProgressFields(counts: Readonly<RunCounts>, view: RunProgressView): RunProgressField[] {
-  const done = counts.succeeded + counts.failed;
+  const done = counts.succeeded + counts.failed + counts.interrupted;
   const total = view.total !== undefined && Number.isFinite(view.total) ? view.total : undefined;
   const key = view.key === undefined ? "" : `, key "${view.key}"`;
   const limit = view.limitPerSecond === Infinity ? "no limit" : view.limitPerSecond === 0 ? "paused" : `limit ${humanCountRate(view.limitPerSecond)}`;
@@ -35,6 +35,7 @@ export function runProgressFields(counts: Readonly<RunCounts>, view: RunProgress
     { text: `${done} done`, dropRank: 6 },
     // None failed is the news a narrow line can spare; failures stay.
     counts.failed === 0 ? { text: "0 failed", dropRank: 4 } : { text: `${counts.failed} failed` },
+    ...(counts.interrupted > 0 ? [{ text: `${counts.interrupted} interrupted` }] : []),
     ...(counts.skipped > 0 ? [{ text: `${counts.skipped} skipped` }] : []),
     { text: humanCountRate(view.launchesPerSecond) },
     view.limitPerSecond === 0 ? { text: `${limit}${key}` } : { text: `${limit}${key}`, dropRank: 3 },

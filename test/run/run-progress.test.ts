@@ -2,10 +2,13 @@ import { describe, expect, it } from "vitest";
 import { fitFields } from "../../src/cli/progress-line.js";
 import { formatProgress, PROGRESS_SEPARATOR, runProgressFields } from "../../src/run/run-progress.js";
 
-const counts = { started: 12, running: 2, succeeded: 8, failed: 1, skipped: 1, retried: 3 };
+const counts = { started: 12, running: 2, succeeded: 8, failed: 1, interrupted: 0, skipped: 1, retried: 3 };
 
 describe("run's progress line", () => {
-  it("shows the counts, the launch rate and the limit", () => {
+  it("shows the counts, the launch rate and the limit; interrupted jobs when there are some", () => {
+    expect(formatProgress({ ...counts, interrupted: 2 }, { launchesPerSecond: 5, limitPerSecond: 5 })).toBe(
+      "12 started · 2 running · 11 done · 1 failed · 2 interrupted · 1 skipped · 5.0/s · limit 5.0/s",
+    );
     expect(formatProgress({ ...counts, skipped: 0 }, { launchesPerSecond: 0.5, limitPerSecond: 1 / 60 })).toBe(
       "12 started · 2 running · 9 done · 1 failed · 30.0/min · limit 1.0/min",
     );

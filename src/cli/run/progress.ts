@@ -1,14 +1,13 @@
 import { performance } from "node:perf_hooks";
-import type { Limiter } from "../core/limiter.js";
-import type { JobRunner } from "../run/job-runner.js";
-import { LaunchRateMeter } from "../run/launch-rate-meter.js";
-import { PROGRESS_SEPARATOR, runProgressFields } from "../run/run-progress.js";
-import { countFileLines } from "./count-lines.js";
-import { fitFields, type ProgressLine, startProgressLine } from "./progress-line.js";
-import type { ProgressMode } from "./report-options.js";
+import type { Limiter } from "../../core/limiter.js";
+import type { JobRunner } from "../../run/job-runner.js";
+import type { LaunchRateMeter } from "../../run/launch-rate-meter.js";
+import { PROGRESS_SEPARATOR, runProgressFields } from "../../run/run-progress.js";
+import { countFileLines } from "../count-lines.js";
+import { fitFields, type ProgressLine, startProgressLine } from "../progress-line.js";
+import type { ProgressMode } from "../report-options.js";
 
 export interface RunProgress {
-  meter: LaunchRateMeter;
   /** Around job output to the same terminal: clears the line before it and draws it again after. */
   aroundWrite: ((write: () => boolean) => boolean) | undefined;
   /**
@@ -28,13 +27,11 @@ export interface RunProgressOptions {
 }
 
 /** The run's progress line (progress-line.ts), when asked for or when standard error is a terminal and standard output is not. */
-export function startRunProgress(options: RunProgressOptions, limiter: Limiter): RunProgress | undefined {
+export function startRunProgress(options: RunProgressOptions, limiter: Limiter, meter: LaunchRateMeter): RunProgress | undefined {
   const wanted = options.progress === "on" || (options.progress === "auto" && process.stderr.isTTY && !process.stdout.isTTY);
   if (!wanted) return undefined;
-  const meter = new LaunchRateMeter();
   let line: ProgressLine | undefined;
   return {
-    meter,
     aroundWrite(write) {
       line?.clear();
       const ok = write();

@@ -11,11 +11,12 @@ import { OutputSink } from "../../run/output-sink.js";
 import { ProcessGroups } from "../../run/process-groups.js";
 import { createProcessLauncher } from "../../run/process-launcher.js";
 import { describeLostOutput, formatStatsText, formatSummary, runStats } from "../../run/run-report.js";
-import { startRunProgress } from "../run-progress.js";
-import type { RunConfig } from "../commands/run.js";
+import { LaunchRateMeter } from "../../run/launch-rate-meter.js";
+import { startRunProgress } from "./progress.js";
+import type { RunConfig } from "./options.js";
 import { EXIT, RuntimeError, signalExitStatus } from "../errors.js";
 import { describeFileError, describeWriteError, writeErrorReason } from "../file-errors.js";
-import { openLimiter } from "../limiter-for.js";
+import { openLimiter } from "../open-limiter.js";
 
 /** The signal jobs get when tbucket receives one: a hang-up ends them as SIGTERM would (some jobs take SIGHUP as "reload"). */
 const FORWARDED: Partial<Record<NodeJS.Signals, NodeJS.Signals>> = { SIGHUP: "SIGTERM" };
@@ -41,7 +42,6 @@ export async function runRun(config: RunConfig): Promise<number> {
       kind: "count",
       rate: config.rate,
       burst: config.burst,
-      defaultBurst: () => 1,
       shared: config.shared,
       command: "run",
     });
@@ -137,7 +137,9 @@ async function launchAll(
   items: Items | undefined,
   jobLog: JobLog | undefined,
 ): Promise<number> {
-  const progress = startRunProgress({ progress: config.progress, key: config.shared.key, name: config.name }, limiter);
+  // The meter gives --stats its rate after the burst, and the progress line its recent rate.
+  const meter = new LaunchRateMeter(limiter.rate === Infinity ? 1 : limiter.burst);
+  const progress = startRunProgress({ progress: config.progress, key: config.shared.key, name: config.name }, limiter, meter);
   // Set once the runner exists: a failed write of job output stops the run.
   let onOutputFailure = (_error: NodeJS.ErrnoException) => {};
   const lock = new OutputLock();
@@ -169,7 +171,7 @@ async function launchAll(
     retries: config.retries,
     durationMs: config.durationMs,
     killAfterMs: config.killAfterMs,
-    onLaunch: (_job, _attempt, atMs) => progress?.meter.record(atMs),
+    onLaunch: (_job, _attempt, atMs, askedMs) => meter.record(atMs, askedMs),
     onJobEnd: (record) => {
       // A job log that cannot be written stops launching: jobs would run unrecorded.
       if (jobLog && !jobLog.write(formatJobLogLine(record, toEpochMs))) runner.stop("output-error");
@@ -222,7 +224,8 @@ async function launchAll(
   process.off("exit", killLeftovers);
 
   if (config.stats !== undefined) {
-    const stats = runStats(result, limiter.rate, limiter.burst, { bytes: stdout.lostBytes + stderr.lostBytes, lines: stdout.lostLines + stderr.lostLines });
+    const lost = { bytes: stdout.lostBytes + stderr.lostBytes, lines: stdout.lostLines + stderr.lostLines };
+    const stats = runStats(result, limiter.rate, limiter.burst, meter.steadyPerSecond(), lost);
     process.stderr.write(config.stats === "json" ? `${JSON.stringify(stats)}\n` : formatStatsText(stats));
   }
   // A store lost mid-run: after the stats, the one line that says so.
@@ -240,8 +243,10 @@ async function launchAll(
     process.stderr.write(`tbucket: run: ${jobLog.failure}\n`);
     return EXIT.failure;
   }
+  // --stats has given the counts already: they are not repeated.
+  const counts = config.stats === undefined ? `: ${formatSummary(result.counts)}` : "";
   if (interruptedBy !== undefined) {
-    process.stderr.write(`tbucket: run: interrupted: ${formatSummary(result.counts)}\n`);
+    process.stderr.write(`tbucket: run: interrupted${counts}\n`);
     return signalExitStatus(interruptedBy);
   }
   if (result.spawnFailure) {
@@ -262,8 +267,8 @@ async function launchAll(
     process.stderr.write(`tbucket: run: "${name}": command not found; check the name and your PATH\n`);
     return EXIT.notFound;
   }
-  if (result.counts.failed > 0 || result.counts.skipped > 0) {
-    process.stderr.write(`tbucket: run: ${formatSummary(result.counts)}\n`);
+  if (result.counts.failed > 0 || result.counts.skipped > 0 || result.counts.interrupted > 0) {
+    if (config.stats === undefined) process.stderr.write(`tbucket: run: ${formatSummary(result.counts)}\n`);
     return EXIT.failure;
   }
   return EXIT.ok;
