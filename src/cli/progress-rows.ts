@@ -6,10 +6,11 @@ import type { ProgressRow } from "./progress-line.js";
 /**
  * Rows for the named progress lines of one shell pipeline on one terminal
  * (`tbucket -N in < f | gzip | tbucket -N out > f.gz`), the problem pv -c
- * solves. The processes of a pipeline share a terminal and a process group;
- * each named one makes room for its line with a newline, then appends its
- * pid to a small file named after both (in XDG_RUNTIME_DIR, or the temporary
- * folder), and its row is its place in that file. It draws its line that
+ * solves. Each named one on a terminal makes room for its line with a
+ * newline, then appends its pid to a small file named after the terminal,
+ * as pv -c keys its shared memory on it (not the process group: `timeout`
+ * and job control give a pipeline's members groups of their own), in
+ * XDG_RUNTIME_DIR or the temporary folder; its row is its place in that file. It draws its line that
  * many rows up from the cursor (the line under the block) and puts the
  * cursor back, in one write. The last to leave removes the file.
  *
@@ -20,7 +21,7 @@ export function joinProgressRows(stream: NodeJS.WriteStream, env: NodeJS.Process
   let path: string;
   try {
     const terminal = fstatSync((stream as { fd?: number }).fd ?? 2).rdev;
-    path = join(env.XDG_RUNTIME_DIR || tmpdir(), `tbucket-progress-${userInfo().uid}-${terminal}-${processGroup()}`);
+    path = join(env.XDG_RUNTIME_DIR || tmpdir(), `tbucket-progress-${userInfo().uid}-${terminal}`);
     if (!entries(path).some((entry) => entry.live)) removeQuietly(path);
     // Writable, before a line is made for it.
     appendFileSync(path, "", { mode: 0o600 });
@@ -79,17 +80,6 @@ function running(pid: number): boolean {
     return true;
   } catch (error) {
     return (error as NodeJS.ErrnoException).code === "EPERM";
-  }
-}
-
-/** The process group (from /proc on Linux); elsewhere the parent, which a pipeline's processes share too. */
-function processGroup(): number {
-  try {
-    const stat = readFileSync("/proc/self/stat", "utf8");
-    // The fields after the command name, which may hold spaces, in parentheses: state, ppid, pgrp.
-    return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[2]);
-  } catch {
-    return process.ppid;
   }
 }
 

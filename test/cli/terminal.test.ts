@@ -64,6 +64,21 @@ describe("named progress lines (-N) in one pipeline", () => {
     expect(readdirSync(runtime)).toEqual([]);
   });
 
+  it("keep a row each when ended by a signal, in process groups of their own (timeout), and leave nothing behind", async () => {
+    const dir = tempDir();
+    const runtime = join(dir, "runtime");
+    writeFileSync(join(dir, "in"), randomBytes(1024 * 1024));
+    const result = await runInTerminal(
+      `mkdir "$XDG_RUNTIME_DIR"; echo before; timeout -s INT 1.5 "$TBUCKET_NODE" "$TBUCKET_BIN" -N reader --rate 100k "$IN" | timeout 1.5 "$TBUCKET_NODE" "$TBUCKET_BIN" -N writer --rate 50k > /dev/null; echo after`,
+      { columns: 80, env: { IN: join(dir, "in"), XDG_RUNTIME_DIR: runtime } },
+    );
+    const rows = drawScreen(result.stdout.toString(), 80);
+    expect(rows[0]).toBe("before");
+    expect(rows.slice(1, 3).map((row) => row.split(":")[0]).sort()).toEqual(["reader", "writer"]);
+    expect(rows.slice(3)).toEqual(["after"]);
+    expect(readdirSync(runtime)).toEqual([]);
+  });
+
   it("a name prefixes the plain lines where the terminal cannot redraw, run's too", async () => {
     const result = await runInTerminal(`printf abc | tbucket -N in --rate inf --progress > /dev/null`, { env: { TERM: "dumb" } });
     expect(result.stdout.toString()).toMatch(/^in: 3 B {2}.+\r\n$/);
