@@ -18,6 +18,7 @@ export function registerCompletion(program: Command, onExit: (code: number) => v
   program
     .command("completion")
     .description("print a shell completion script for bash, zsh or fish")
+    .usage("<bash|zsh|fish>")
     // The choices are listed for help and completion; parseCompletionShell checks them, with a better message.
     .addArgument(new Argument("[shell]", "the shell").choices(COMPLETION_SHELLS).argParser((value: string) => value))
     .addHelpText("after", EXAMPLES)

@@ -21,6 +21,7 @@ export function registerKey(program: Command, onExit: (code: number) => void): v
   const key = program
     .command("key")
     .description("list, show, set or delete shared buckets (--key) and change a running transfer's rate")
+    .usage("<command> [options]")
     .addHelpText("after", EXAMPLES)
     .argument("[subcommand]")
     .action((subcommand: string | undefined) => {
@@ -37,7 +38,7 @@ export function registerKey(program: Command, onExit: (code: number) => void): v
     .command("list")
     .description("list every shared bucket in the store: rate, burst, level")
     .option("--store <url>", STORE_HELP)
-    .option("--json", "print a JSON array", false)
+    .option("--json", "print a JSON array")
     .addHelpText("after", "\nExamples:\n  tbucket key list\n  tbucket key list --store redis://10.0.0.5:6379 --json")
     .action(async (flags: KeyFlags) => run({ action: "list", store: flags.store, json: Boolean(flags.json) }));
 
@@ -45,8 +46,9 @@ export function registerKey(program: Command, onExit: (code: number) => void): v
     .command("show")
     .description("show one shared bucket's settings and level")
     .argument("<key>", "the bucket's name")
+    .usage("<key> [options]")
     .option("--store <url>", STORE_HELP)
-    .option("--json", "print a JSON object", false)
+    .option("--json", "print a JSON object")
     .addHelpText("after", "\nExamples:\n  tbucket key show backups\n  tbucket key show api --store sqlite:/var/lib/tbucket.db --json")
     .action(async (name: string, flags: KeyFlags) => run({ action: "show", key: checkKey(name), store: flags.store, json: Boolean(flags.json) }));
 
@@ -54,11 +56,12 @@ export function registerKey(program: Command, onExit: (code: number) => void): v
     .command("set")
     .description("create a shared bucket or change its rate or burst; running processes follow within a second")
     .argument("<key>", "the bucket's name")
+    .usage("<key> [options]")
     .option("-r, --rate <rate>", "byte rate (20mb, 10mbit) or count rate (5/s, 600/m); 0 pauses; a new key needs it")
     .option("-b, --burst <size>", "capacity (default for a new key: 100 ms of a byte rate, 1 for a count rate)")
     .option("--kind <kind>", "bytes or count, when the rate alone does not say (a bare number is a count for a new key)")
     .option("--store <url>", STORE_HELP)
-    .option("--json", "print the bucket as a JSON object", false)
+    .option("--json", "print the bucket as a JSON object")
     .addHelpText(
       "after",
       "\nExamples:\n  tbucket key set backups --rate 20mb --burst 4mb\n  tbucket key set backups --rate 40mb      # turn running pipes up\n  tbucket key set api --rate 5/s --burst 10",
@@ -69,8 +72,9 @@ export function registerKey(program: Command, onExit: (code: number) => void): v
     .command("delete")
     .description("forget a shared bucket")
     .argument("<key>", "the bucket's name")
+    .usage("<key> [options]")
     .option("--store <url>", STORE_HELP)
-    .option("--json", "print {\"key\",\"deleted\"} as JSON", false)
+    .option("--json", "print {\"key\",\"deleted\"} as JSON")
     .addHelpText("after", "\nExamples:\n  tbucket key delete backups\n  tbucket key delete api --store redis://10.0.0.5:6379")
     .action(async (name: string, flags: KeyFlags) => run({ action: "delete", key: checkKey(name), store: flags.store, json: Boolean(flags.json) }));
 }
