@@ -2,6 +2,7 @@ import { Command } from "commander";
 import { registerCompletion } from "./completion/register.js";
 import { helpTextConfiguration, showDefaultCommandOptions } from "./help-text.js";
 import { registerKey } from "./key/register.js";
+import { checkNotMistypedCommand, commandNames } from "./mistyped-command.js";
 import { registerPipe } from "./pipe/register.js";
 import { registerRun } from "./run/register.js";
 import { registerSimulate } from "./simulate/register.js";
@@ -35,6 +36,10 @@ export function createProgram(onExit: (code: number) => void): Command {
   registerSimulate(program, onExit);
   registerKey(program, onExit);
   registerCompletion(program, onExit, DEFAULT_COMMAND);
+  // Before the pipe parses its options: `tbucket simulte --arrivals x` is a mistyped command, not an unknown option.
+  program.hook("preSubcommand", (root, command) => {
+    if (command.name() === DEFAULT_COMMAND) checkNotMistypedCommand(root.args[0], commandNames(root));
+  });
   program.addHelpText(
     "after",
     `
