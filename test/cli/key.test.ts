@@ -119,6 +119,7 @@ describe("tbucket key", () => {
       [["set", "x", "--burst", "5", "--store", store], `tbucket: --rate: a new key needs a rate; try "tbucket key set x --rate 5/s"\n`],
       [["set", "x", "--rate", "fast", "--store", store], `tbucket: --rate: "fast" is not a rate; try "1mb" or "5/s"\n`],
       [["set", "x", "--rate", "1mb", "--kind", "count", "--store", store], `tbucket: --rate: "1mb" is a byte rate, not a count rate; try "5", "300/m" or "1/10s"\n`],
+      [["set", "x", "--rate", "1mb", "--kind", "byte", "--store", store], `tbucket: --kind: "byte" is not a kind; try "bytes" or "count"\n`],
       [["set", "no spaces", "--rate", "1mb"], `tbucket: key: "no spaces" is not a key name; use letters, digits and . _ - : @ / (at most 200), e.g. "backups"\n`],
       [["list", "--store", "ftp://x"], `tbucket: --store: "ftp://x" is not a store; try "sqlite:", "sqlite:/path/buckets.db" or "redis://host:6379"\n`],
       [["frob"], `tbucket: key: "frob" is not a key subcommand; try "tbucket key list", "tbucket key show <key>", "tbucket key set <key> --rate 20mb" or "tbucket key delete <key>"\n`],

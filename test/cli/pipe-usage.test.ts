@@ -25,7 +25,7 @@ describe("tbucket pipe: bad input gets one clear line and status 2", () => {
     [["--rate", "1mb", "--burst", "0"], `tbucket: --burst: "0" is not a size: it must be more than zero; try "8k", "4mb" or "1000"`],
     [["--lines", "--rate", "10/s", "--burst", "2.5"], `tbucket: --burst: "2.5" is not a whole number 1 or more; try "1" or "10"`],
     [["--rate", "1mb", "--size", "big"], `tbucket: --size: "big" is not a size; try "8k", "4mb" or "1000"`],
-    [["--rate", "1mb", "--stats-format", "xml"], `tbucket: --stats-format: "xml" is not a format; try "--stats-format text" or "--stats-format json"`],
+    [["--rate", "1mb", "--stats-format", "xml"], `tbucket: --stats-format: "xml" is not a format; try "text" or "json"`],
     [["--rate", "1mb", "-p", "-q"], `tbucket: --progress and --quiet: choose one`],
     [[], `tbucket: --rate: missing; try "tbucket --rate 1mb" (or --lines --rate 100/s), or --key to use a shared bucket`],
     [["--rat", "1mb"], `tbucket: unknown option '--rat'; did you mean --rate?`],

@@ -1,7 +1,8 @@
 import type { Command } from "commander";
+import { choiceOption } from "../choice-option.js";
 import { UsageError } from "../errors.js";
 import { STORE_HELP } from "../shared-options.js";
-import { checkKey, type KeyFlags, type KeyRequest, parseKeySet } from "./options.js";
+import { checkKey, type KeyFlags, type KeyRequest, KINDS, parseKeySet } from "./options.js";
 
 const EXAMPLES = `
 Store: --store sqlite: (default, $XDG_STATE_HOME/tbucket/buckets.db), sqlite:<path>,
@@ -59,7 +60,7 @@ export function registerKey(program: Command, onExit: (code: number) => void): v
     .usage("<key> [options]")
     .option("-r, --rate <rate>", "byte rate (20mb, 10mbit) or count rate (5/s, 600/m); 0 pauses; a new key needs it")
     .option("-b, --burst <size>", "capacity (default for a new key: 100 ms of a byte rate, 1 for a count rate)")
-    .option("--kind <kind>", "bytes or count, when the rate alone does not say (a bare number is a count for a new key)")
+    .addOption(choiceOption("--kind <kind>", "bytes or count, when the rate alone does not say (a bare number is a count for a new key)", KINDS, "a kind"))
     .option("--store <url>", STORE_HELP)
     .option("--json", "print the bucket as a JSON object")
     .addHelpText(
