@@ -102,7 +102,7 @@ describe("--help on every command", () => {
       const command = commandAt(path);
       const options = section(text, "Options:").join("\n");
       // A command's option shows in its help; the top level's also shows the pipe's main options (tested above).
-      for (const option of command.options) expect(options, `${usage}: ${option.flags}`).toContain(`  ${option.flags}`);
+      for (const option of command.options.filter((declared) => !declared.hidden)) expect(options, `${usage}: ${option.flags}`).toContain(`  ${option.flags}`);
       expect(options).toContain("-h, --help");
 
       const examples = section(text, "Examples:");

@@ -24,6 +24,7 @@ export function bashScript(root: CommandSpec): string {
       if (option.value === "none") continue;
       const patterns = optionNames(option).map((name) => singleQuoteForShell(`${spec.path.join(" ")}:${name}`)).join("|");
       if (option.files) valueRows.push([patterns, "echo @files"]);
+      else if (option.keys) valueRows.push([patterns, "echo @keys"]);
       else if (option.choices.length > 0) valueRows.push([patterns, `echo ${singleQuoteForShell(option.choices.join(" "))}`]);
     }
   }
@@ -50,7 +51,15 @@ __tbucket_takes_value() {
   return 1
 }
 
-# The values to offer for option $2 of command path $1: words, @files, or nothing.
+# The shared buckets' names, from the store named on the line (--store) or the default one; nothing if it cannot say.
+__tbucket_keys() {
+  local store="" pattern='--store[= ]+([^ ]+)'
+  # From the line as typed: COMP_WORDS splits sqlite:/path at the colon.
+  [[ $COMP_LINE =~ $pattern ]] && store="\${BASH_REMATCH[1]}"
+  "\${COMP_WORDS[0]}" completion --keys \${store:+--store "$store"} 2>/dev/null
+}
+
+# The values to offer for option $2 of command path $1: words, @files, @keys, or nothing.
 __tbucket_values() {
   case "$1:$2" in
 ${cases(valueRows)}
@@ -65,7 +74,7 @@ ${operandCases}
 }
 
 _tbucket() {
-  local cur="\${COMP_WORDS[COMP_CWORD]}" prev="" opt="" path="" word i dashdash=0 positional=0
+  local cur="\${COMP_WORDS[COMP_CWORD]}" prev="" opt="" path="" word i dashdash=0 positional=0 commands=1
   ((COMP_CWORD > 0)) && prev="\${COMP_WORDS[COMP_CWORD-1]}"
   COMPREPLY=()
   for ((i = 1; i < COMP_CWORD; i++)); do
@@ -75,9 +84,11 @@ _tbucket() {
     if [[ $word == = ]]; then ((i++)); continue; fi
     if [[ $word == -* ]]; then
       if [[ "\${COMP_WORDS[i+1]}" != = ]] && __tbucket_takes_value "$path" "$word"; then ((i++)); fi
+      # As commander reads it: after an option, a word is an operand (tbucket --stats run reads the file run), not a command.
+      commands=0
       continue
     fi
-    if ((positional == 0)) && [[ " $(__tbucket_subcommands "$path") " == *" $word "* ]]; then
+    if ((positional == 0 && commands == 1)) && [[ " $(__tbucket_subcommands "$path") " == *" $word "* ]]; then
       path="\${path:+$path }$word"
     else
       positional=1
@@ -107,6 +118,10 @@ _tbucket() {
     values=$(__tbucket_values "$path" "$opt")
     case $values in
       @files) return ;;
+      @keys)
+        compopt +o default 2>/dev/null
+        COMPREPLY=($(compgen -W "$(__tbucket_keys)" -- "$cur"))
+        ;;
       "") compopt +o default 2>/dev/null ;; # a rate, a size, a duration: nothing to guess
       *) COMPREPLY=($(compgen -W "$values" -- "$cur")) ;;
     esac
@@ -119,7 +134,7 @@ _tbucket() {
     return
   fi
   local words=""
-  ((positional == 0)) && words=$(__tbucket_subcommands "$path")
+  ((positional == 0 && commands == 1)) && words=$(__tbucket_subcommands "$path")
   case $operands in
     files)
       # Commands and file names together; with no command matching, bash's own file completion.
@@ -129,6 +144,11 @@ _tbucket() {
         local IFS=$'\\n'
         COMPREPLY+=($(compgen -f -- "$cur"))
       fi
+      ;;
+    keys)
+      compopt +o default 2>/dev/null
+      COMPREPLY=($(compgen -W "$words" -- "$cur"))
+      ((positional == 0)) && COMPREPLY+=($(compgen -W "$(__tbucket_keys)" -- "$cur"))
       ;;
     command)
       compopt +o default 2>/dev/null
