@@ -11,7 +11,7 @@ export function helpTextConfiguration(): HelpConfiguration {
     optionDescription: (option: Option) => describeWithExtras(option.description, option.argChoices, shownDefault(option)),
     argumentDescription: (argument: Argument) =>
       describeWithExtras(argument.description, argument.argChoices, argument.defaultValue === undefined ? undefined : String(argument.defaultValue)),
-    // The operands its own usage line shows; every command has options.
+    // Every command has options: the list shows what else it takes, as its usage line does.
     subcommandTerm: (command: Command) => `${command.name()} ${command.usage().replace(/^\[options\] ?| ?\[options\]$/, "")}`.trimEnd(),
   };
 }

@@ -23,7 +23,8 @@ export function commandNames(program: Command): string[] {
 /** Mistakes as a typist makes them: a letter left out, added, changed, or two swapped. */
 const MAX_EDITS = 2;
 
-function nearestName(word: string, names: readonly string[]): string | undefined {
+/** The name `word` is most likely a mistyping of (within two edits), if any. */
+export function nearestName(word: string, names: readonly string[]): string | undefined {
   let best: { name: string; edits: number } | undefined;
   for (const name of names) {
     const edits = editDistance(word.toLowerCase(), name);

@@ -26,6 +26,7 @@ export function createProgram(onExit: (code: number) => void): Command {
     )
     .version(version(), "-V, --version", "print the version")
     .helpOption("-h, --help", "show help")
+    .helpCommand("help [command]", "show a command's help, as tbucket <command> --help does")
     .usage("[options] [file...]\n       tbucket <command> [options]")
     .enablePositionalOptions()
     .showSuggestionAfterError(true)

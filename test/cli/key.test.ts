@@ -123,6 +123,8 @@ describe("tbucket key", () => {
       [["set", "no spaces", "--rate", "1mb"], `tbucket: key: "no spaces" is not a key name; use letters, digits and . _ - : @ / (at most 200), e.g. "backups"\n`],
       [["list", "--store", "ftp://x"], `tbucket: --store: "ftp://x" is not a store; try "sqlite:", "sqlite:/path/buckets.db" or "redis://host:6379"\n`],
       [["frob"], `tbucket: key: "frob" is not a key subcommand; try "tbucket key list", "tbucket key show <key>", "tbucket key set <key> --rate 20mb" or "tbucket key delete <key>"\n`],
+      [["lst"], `tbucket: key: "lst" is not a key subcommand; did you mean "tbucket key list"?\n`],
+      [["help", "set"], `tbucket: key: "help" is not a key subcommand; try "tbucket key list", "tbucket key show <key>", "tbucket key set <key> --rate 20mb" or "tbucket key delete <key>"\n`],
     ];
     const results = await Promise.all(cases.map(([args]) => key(args)));
     expect(results.map((r) => [r.code, r.stderr])).toEqual(cases.map(([, stderr]) => [2, stderr]));

@@ -1,6 +1,7 @@
 import type { Command } from "commander";
 import { choiceOption } from "../choice-option.js";
 import { UsageError } from "../errors.js";
+import { nearestName } from "../mistyped-command.js";
 import { STORE_HELP } from "../shared-options.js";
 import { checkKey, type KeyFlags, type KeyRequest, KINDS, parseKeySet } from "./options.js";
 
@@ -17,6 +18,8 @@ Examples:
   tbucket key show backups --json
   tbucket key delete backups`;
 
+const KEY_SUBCOMMANDS = ["list", "show", "set", "delete"];
+
 /** Declares `tbucket key` and its subcommands; the store loads only when one runs. */
 export function registerKey(program: Command, onExit: (code: number) => void): void {
   const key = program
@@ -24,8 +27,10 @@ export function registerKey(program: Command, onExit: (code: number) => void): v
     .description("list, show, set or delete shared buckets (--key) and change a running transfer's rate")
     .usage("<command> [options]")
     .addHelpText("after", EXAMPLES)
-    .argument("[subcommand]")
-    .action((subcommand: string | undefined) => {
+    .argument("[subcommand...]")
+    .action(([subcommand]: string[]) => {
+      const nearest = subcommand === undefined ? undefined : nearestName(subcommand, KEY_SUBCOMMANDS);
+      if (nearest !== undefined) throw new UsageError(`key: "${subcommand}" is not a key subcommand; did you mean "tbucket key ${nearest}"?`);
       const what = subcommand === undefined ? "which one?" : `"${subcommand}" is not a key subcommand;`;
       throw new UsageError(`key: ${what} try "tbucket key list", "tbucket key show <key>", "tbucket key set <key> --rate 20mb" or "tbucket key delete <key>"`);
     });
