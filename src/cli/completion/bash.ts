@@ -74,14 +74,30 @@ ${operandCases}
 }
 
 _tbucket() {
-  local cur="\${COMP_WORDS[COMP_CWORD]}" prev="" opt="" path="" word i dashdash=0 positional=0 commands=1
-  ((COMP_CWORD > 0)) && prev="\${COMP_WORDS[COMP_CWORD-1]}"
+  # tenant:api and sqlite:/path arrive as several words when : is in COMP_WORDBREAKS:
+  # the word being completed is all of them, from COMP_WORDS[start] to the cursor's.
+  local start=$COMP_CWORD cur="" i
+  while ((start > 1)) && [[ \${COMP_WORDS[start]} == : || \${COMP_WORDS[start-1]} == : ]]; do ((start--)); done
+  for ((i = start; i <= COMP_CWORD; i++)); do cur+="\${COMP_WORDS[i]}"; done
   COMPREPLY=()
-  for ((i = 1; i < COMP_CWORD; i++)); do
+  __tbucket_complete "$start" "$cur"
+  # Bash replaces only what follows the last colon: offer that part of each candidate.
+  if ((start < COMP_CWORD)) && [[ $cur == *:* ]]; then
+    local typed="\${cur%"\${cur##*:}"}"
+    for ((i = 0; i < \${#COMPREPLY[@]}; i++)); do COMPREPLY[i]="\${COMPREPLY[i]#"$typed"}"; done
+  fi
+}
+
+# Fills COMPREPLY for the word $2, which starts at COMP_WORDS[$1].
+__tbucket_complete() {
+  local start=$1 cur=$2 prev="" opt="" path="" word i dashdash=0 positional=0 commands=1
+  ((start > 0)) && prev="\${COMP_WORDS[start-1]}"
+  for ((i = 1; i < start; i++)); do
     word="\${COMP_WORDS[i]}"
     if [[ $word == -- ]]; then dashdash=$i; break; fi
-    # --rate=1mb arrives as three words when = is in COMP_WORDBREAKS: skip = and the value.
-    if [[ $word == = ]]; then ((i++)); continue; fi
+    # --rate=1mb arrives as three words when = is in COMP_WORDBREAKS: skip = and the value;
+    # and sqlite:/path as three when : is: the colon and what follows belong to the word before.
+    if [[ $word == = || $word == : ]]; then ((i++)); continue; fi
     if [[ $word == -* ]]; then
       if [[ "\${COMP_WORDS[i+1]}" != = ]] && __tbucket_takes_value "$path" "$word"; then ((i++)); fi
       # As commander reads it: after an option, a word is an operand (tbucket --stats run reads the file run), not a command.
@@ -101,15 +117,15 @@ _tbucket() {
     # After --: the command to launch, then its own arguments (files by default).
     if [[ $operands == command ]]; then
       if declare -F _command_offset >/dev/null; then _command_offset $((dashdash + 1)); return; fi
-      ((COMP_CWORD == dashdash + 1)) && COMPREPLY=($(compgen -c -- "$cur"))
+      ((start == dashdash + 1)) && COMPREPLY=($(compgen -c -- "$cur"))
     fi
     return
   fi
 
   if [[ $cur == = && $prev == -* ]]; then
     opt=$prev cur=""
-  elif [[ $prev == = ]] && ((COMP_CWORD >= 2)); then
-    opt="\${COMP_WORDS[COMP_CWORD-2]}"
+  elif [[ $prev == = ]] && ((start >= 2)); then
+    opt="\${COMP_WORDS[start-2]}"
   elif [[ $prev == -* ]] && __tbucket_takes_value "$path" "$prev"; then
     opt=$prev
   fi
