@@ -1,9 +1,11 @@
 import type { Command } from "commander";
+import { choiceOption } from "./choice-option.js";
 import { UsageError } from "./errors.js";
 
 /** Whether to show progress: asked for, refused, or decided by whether standard error is a terminal. */
 export type ProgressMode = "auto" | "on" | "off";
-export type StatsFormat = "text" | "json";
+export const STATS_FORMATS = ["text", "json"] as const;
+export type StatsFormat = (typeof STATS_FORMATS)[number];
 
 export interface ReportOptions {
   progress: ProgressMode;
@@ -33,18 +35,14 @@ export function addReportOptions(command: Command): Command {
     .option("-q, --quiet", "no progress")
     .option("-N, --name <name>", "prefix the progress line with <name>; named tbuckets in one pipeline keep a line each")
     .option("--stats", "print a summary on standard error at the end (text; --stats-format json for JSON)")
-    .option("--stats-format <text|json>", "the summary's format, text or json (implies --stats)");
+    .addOption(choiceOption("--stats-format <format>", "the summary's format, text or json (implies --stats)", STATS_FORMATS, "a format"));
 }
 
 /** Checks -p/--progress, -q/--quiet, -N/--name, --stats and --stats-format, the same on every command that has them. */
 export function parseReportOptions(flags: ReportFlags): ReportOptions {
   if (flags.progress && flags.quiet) throw new UsageError(`--progress and --quiet: choose one`);
   let stats: StatsFormat | undefined = flags.stats ? "text" : undefined;
-  if (flags.statsFormat !== undefined) {
-    if (flags.statsFormat !== "text" && flags.statsFormat !== "json") {
-      throw new UsageError(`--stats-format: "${flags.statsFormat}" is not a format; try "--stats-format text" or "--stats-format json"`);
-    }
-    stats = flags.statsFormat;
-  }
+  // choiceOption has checked it.
+  if (flags.statsFormat !== undefined) stats = flags.statsFormat as StatsFormat;
   return { progress: flags.progress ? "on" : flags.quiet ? "off" : "auto", stats, name: flags.name };
 }
