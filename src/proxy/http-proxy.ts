@@ -1,5 +1,6 @@
 import type { Clock } from "../core/clock.js";
 import type { BucketStore, StoreError } from "../store/bucket-store.js";
+import { HttpProxy } from "./http-proxy-server.js";
 
 /** Whose bucket a request takes from: the client's address, a header's value, or one bucket for all. */
 export type HttpKeyRule = { by: "ip" } | { by: "header"; name: string } | { by: "all" };
@@ -73,21 +74,36 @@ export interface RunningHttpProxy {
   close(drainMs: number): Promise<void>;
 }
 
-/**
- * Starts the HTTP reverse proxy. Rejects with node's listen error (its `code`
- * is EADDRINUSE, EACCES, EADDRNOTAVAIL...) when the address cannot be taken,
- * and with a TypeError or RangeError naming the option for bad options.
- */
-export async function startHttpProxy(options: HttpProxyOptions): Promise<RunningHttpProxy> {
-  void options;
-  throw new Error("startHttpProxy: not yet");
-}
+export const DEFAULT_HEADERS_TIMEOUT_MS = 30_000;
+export const DEFAULT_BACKEND_TIMEOUT_MS = 60_000;
 
 /**
  * Checks a backend address, `http://HOST:PORT[/prefix]`: throws a TypeError
- * saying what is wrong (not http, no host, a query or fragment) for the CLI to word.
+ * saying what is wrong (not a URL, not http, a query or fragment) for the CLI to word.
  */
 export function parseHttpTarget(text: string): URL {
-  void text;
-  throw new Error("parseHttpTarget: not yet");
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    throw new TypeError(`"${text}" is not a URL; expected http://HOST:PORT`);
+  }
+  if (url.protocol !== "http:") throw new TypeError(`"${text}" is not an http:// address (${url.protocol.slice(0, -1)} is not proxied); expected http://HOST:PORT`);
+  if (url.hostname === "") throw new TypeError(`"${text}" names no host; expected http://HOST:PORT`);
+  if (url.username !== "" || url.password !== "") throw new TypeError(`"${text}" holds a user name or password, which the proxy would not send; expected http://HOST:PORT`);
+  if (url.search !== "" || url.hash !== "") throw new TypeError(`"${text}" has a query or fragment; expected http://HOST:PORT[/prefix]`);
+  return url;
+}
+
+/**
+ * Starts the HTTP reverse proxy: every request goes through the rate-limit
+ * middleware (tbucket/http) and, when let through, to the backend, bodies
+ * streamed both ways. Rejects with node's listen error (its `code` is
+ * EADDRINUSE, EACCES, EADDRNOTAVAIL...) when the address cannot be taken,
+ * and with a TypeError or RangeError naming the option for bad options.
+ */
+export async function startHttpProxy(options: HttpProxyOptions): Promise<RunningHttpProxy> {
+  const proxy = new HttpProxy(options);
+  await proxy.listen();
+  return proxy;
 }
