@@ -25,8 +25,9 @@ export interface StoreBuckets {
  * the middleware's rate and burst; a key already in the store keeps its own
  * settings, so `tbucket key set NAME:<client>` gives one client another
  * limit, live. With `onStoreError: "local"`, the first failure switches every
- * key, present and future, to a private bucket that starts empty (the shared
- * one may just have been drained), and the store is not asked again.
+ * key, present and future, to a private bucket, and the store is not asked
+ * again: a key that was in use starts empty (its shared bucket may just have
+ * been drained), a key met afterwards starts full, as a new bucket does.
  */
 export function storeLimiters(buckets: StoreBuckets, settings: { rate: number; burst: number; clock?: Clock }): KeyLimiterSource {
   const local = buckets.onStoreError === "local";
@@ -36,13 +37,14 @@ export function storeLimiters(buckets: StoreBuckets, settings: { rate: number; b
     failed = true;
     buckets.onError?.(error);
   };
-  const privateBucket = (config: { rate: number; burst: number }): TokenBucket =>
-    new TokenBucket({ rate: config.rate, burst: config.burst, tokens: 0, clock: settings.clock });
+  /** A key met after the failure starts full, as a new bucket does; one that was in use starts empty. */
+  const privateBucket = (config: { rate: number; burst: number }, wasInUse: boolean): TokenBucket =>
+    new TokenBucket({ rate: config.rate, burst: config.burst, tokens: wasInUse ? 0 : config.burst, clock: settings.clock });
 
   const sharedOf = new WeakMap<KeyLimiter, SharedLimiter>();
   return {
     async open(client: string): Promise<KeyLimiter> {
-      if (failed && local) return privateBucket(settings);
+      if (failed && local) return privateBucket(settings, false);
       const key = `${buckets.name}:${client}`;
       let config: BucketConfig;
       try {
@@ -52,13 +54,13 @@ export function storeLimiters(buckets: StoreBuckets, settings: { rate: number; b
         if (!(error instanceof StoreError)) throw error;
         failure(error);
         if (!local) throw error;
-        return privateBucket(settings);
+        return privateBucket(settings, false);
       }
       const shared = new SharedLimiter({ store: buckets.store, key, config, clock: settings.clock });
       const limiter = new FailoverLimiter(shared, (error, last) => {
         failure(error);
         if (!local) throw error;
-        return privateBucket(last);
+        return privateBucket(last, true);
       });
       sharedOf.set(limiter, shared);
       return limiter;
