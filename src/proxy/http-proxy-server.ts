@@ -289,7 +289,11 @@ export class HttpProxy implements RunningHttpProxy {
       this.#end(req, status);
     };
     socket.once("close", () => end(499));
-    res.once("finish", () => end(res.statusCode));
+    // Only an answer of the proxy's own (429, 503) finishes this response: the connection ends with it.
+    res.once("finish", () => {
+      end(res.statusCode);
+      socket.end();
+    });
     this.#limit(req, res, (error) => {
       if (error !== undefined) {
         this.#sendError(res, error instanceof StoreError ? 503 : 500, "the rate limit's store cannot be reached");

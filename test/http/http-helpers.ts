@@ -1,15 +1,15 @@
 import { createServer, type IncomingHttpHeaders, request, type RequestListener, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
+import type { AddressInfo, Socket } from "node:net";
 import { afterEach } from "vitest";
 
-/** Servers a test started, closed after it. */
+/** Servers a test started, and their connections (upgraded ones too), closed after it. */
 const servers: Server[] = [];
+const connections = new Set<Socket>();
 
 afterEach(async () => {
-  const closing = servers.splice(0).map((server) => new Promise<void>((resolve) => {
-    server.closeAllConnections();
-    server.close(() => resolve());
-  }));
+  for (const socket of connections) socket.destroy();
+  connections.clear();
+  const closing = servers.splice(0).map((server) => new Promise<void>((resolve) => server.close(() => resolve())));
   await Promise.all(closing);
 });
 
@@ -17,6 +17,10 @@ afterEach(async () => {
 export async function listen(listener: RequestListener): Promise<{ server: Server; url: string; port: number }> {
   const server = createServer(listener);
   servers.push(server);
+  server.on("connection", (socket: Socket) => {
+    connections.add(socket);
+    socket.once("close", () => connections.delete(socket));
+  });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const { port } = server.address() as AddressInfo;
   return { server, url: `http://127.0.0.1:${port}`, port };
