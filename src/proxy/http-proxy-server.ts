@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { Agent, createServer, type IncomingMessage, request as httpRequest, type Server, ServerResponse } from "node:http";
 import type { Socket } from "node:net";
 import { pipeline } from "node:stream";
@@ -17,6 +18,9 @@ import {
   parseHttpTarget,
   type RunningHttpProxy,
 } from "./http-proxy.js";
+
+/** Longer header keys are held by their hash: 100,000 keys of 16 KiB each would be 1.6 GB. */
+const MAX_KEY_CHARS = 256;
 
 /** What the proxy remembers of a request between the decision and the access log. */
 interface RequestRecord {
@@ -49,6 +53,7 @@ export class HttpProxy implements RunningHttpProxy {
   readonly #bodyBuckets: KeyTable<TokenBucket> | undefined;
   readonly #tunnels = new Set<Socket>();
   readonly #backendTimeoutMs: number;
+  #accessLog: NodeJS.WritableStream | undefined;
   #active = 0;
   #idle: (() => void) | undefined;
   #address: { host: string; port: number } | undefined;
@@ -83,6 +88,11 @@ export class HttpProxy implements RunningHttpProxy {
       new TokenBucket({ rate: bytesPerSecond, burst: burstBytes });
       this.#bodyBuckets = new KeyTable<TokenBucket>({ maxKeys, isSpent: (bucket) => bucket.tokens() >= bucket.burst });
     }
+    this.#accessLog = options.accessLog;
+    // A log that fails (a closed pipe, a full disk) stops being written; requests go on. Its owner hears of it too.
+    this.#accessLog?.on("error", () => {
+      this.#accessLog = undefined;
+    });
     this.#agent = new Agent({ keepAlive: true, maxFreeSockets: 256, scheduling: "lifo" });
     const headersTimeoutMs = options.headersTimeoutMs ?? DEFAULT_HEADERS_TIMEOUT_MS;
     this.#server = createServer({
@@ -146,7 +156,7 @@ export class HttpProxy implements RunningHttpProxy {
       const value = req.headers[per.name.toLowerCase()];
       const text = Array.isArray(value) ? value[0] : value;
       // Without the header a client is known by its address, so that leaving it out is no way around the limit.
-      if (text !== undefined && text !== "") return text;
+      if (text !== undefined && text !== "") return text.length <= MAX_KEY_CHARS ? text : `sha256:${createHash("sha256").update(text).digest("base64url")}`;
     }
     return this.#clientOf(req);
   }
@@ -177,7 +187,7 @@ export class HttpProxy implements RunningHttpProxy {
     if (!record) return;
     this.#records.delete(req);
     this.#active--;
-    this.#options.accessLog?.write(accessLogLine({ ...record, req, status }));
+    if (this.#accessLog?.writable) this.#accessLog.write(accessLogLine({ ...record, req, status }));
     if (this.#active === 0) this.#idle?.();
   }
 
@@ -215,7 +225,14 @@ export class HttpProxy implements RunningHttpProxy {
     });
     backendReq.once("response", (backendRes) => {
       clearTimeout(timer);
-      res.writeHead(backendRes.statusCode ?? 502, backendRes.statusMessage, endToEndHeaders(backendRes.headers));
+      try {
+        res.writeHead(backendRes.statusCode ?? 502, backendRes.statusMessage, endToEndHeaders(backendRes.headers));
+      } catch (error) {
+        // A header node will not send on (an invalid character): the backend's answer cannot be passed on.
+        backendRes.destroy();
+        this.#sendError(res, 502, `the backend's answer cannot be passed on (${(error as NodeJS.ErrnoException).code ?? "invalid"})`);
+        return;
+      }
       const body = this.#shapeBody(record.key);
       backendRes.on("data", (chunk: Buffer) => {
         record.bytes += chunk.length;
@@ -227,7 +244,7 @@ export class HttpProxy implements RunningHttpProxy {
       if (body) pipeline(backendRes, body, res, done);
       else pipeline(backendRes, res, done);
     });
-    backendReq.once("error", (error) => {
+    backendReq.on("error", (error) => {
       clearTimeout(timer);
       if (res.headersSent) {
         res.destroy();
@@ -278,7 +295,9 @@ export class HttpProxy implements RunningHttpProxy {
    * two sockets are joined until either side closes.
    */
   #onUpgrade(req: IncomingMessage, socket: Socket, head: Buffer): void {
-    const record = this.#begin(req);
+    this.#begin(req);
+    // Node stops watching an upgraded socket: a reset from the client must not go unhandled.
+    socket.on("error", () => socket.destroy());
     const res = new ServerResponse(req);
     res.shouldKeepAlive = false;
     res.assignSocket(socket);
@@ -314,7 +333,9 @@ export class HttpProxy implements RunningHttpProxy {
     });
     const timer = setTimeout(() => backendReq.destroy(new BackendTimeout()), this.#backendTimeoutMs);
     socket.once("close", () => backendReq.destroy());
+    let answered = false;
     backendReq.once("upgrade", (backendRes, backendSocket, backendHead) => {
+      answered = true;
       clearTimeout(timer);
       const lines = [`HTTP/1.1 ${backendRes.statusCode} ${backendRes.statusMessage}`];
       for (let i = 0; i < backendRes.rawHeaders.length; i += 2) lines.push(`${backendRes.rawHeaders[i]}: ${backendRes.rawHeaders[i + 1]}`);
@@ -326,13 +347,13 @@ export class HttpProxy implements RunningHttpProxy {
       end(101);
       socket.pipe(backendSocket).pipe(socket);
       // A reset on either side resets the other.
-      socket.on("error", () => backendSocket.destroy());
       backendSocket.on("error", () => socket.destroy());
       backendSocket.once("close", () => socket.destroy());
       socket.once("close", () => backendSocket.destroy());
     });
     backendReq.once("response", (backendRes) => {
       // The backend declined the upgrade: its answer goes back as it is, and the connection ends.
+      answered = true;
       clearTimeout(timer);
       const lines = [`HTTP/1.1 ${backendRes.statusCode} ${backendRes.statusMessage}`];
       const headers = endToEndHeaders(backendRes.headers);
@@ -342,8 +363,12 @@ export class HttpProxy implements RunningHttpProxy {
       backendRes.pipe(socket);
       end(backendRes.statusCode ?? 502);
     });
-    backendReq.once("error", (error) => {
+    backendReq.on("error", (error) => {
       clearTimeout(timer);
+      if (answered) {
+        socket.destroy();
+        return;
+      }
       const status = error instanceof BackendTimeout ? 504 : 502;
       const body = `${status === 504 ? "Gateway Timeout" : "Bad Gateway"}\n`;
       if (socket.writable) socket.end(`HTTP/1.1 ${status} ${status === 504 ? "Gateway Timeout" : "Bad Gateway"}\r\ncontent-type: text/plain\r\ncontent-length: ${body.length}\r\nconnection: close\r\n\r\n${body}`);
@@ -352,14 +377,14 @@ export class HttpProxy implements RunningHttpProxy {
     backendReq.end();
   }
 
-  /** A request node could not parse (400), or whose headers came too slowly (408): answered, and the connection closed. */
+  /** A request node could not parse (400), with headers too large (431) or too slow (408): answered, and the connection closed. */
   #onClientError(error: NodeJS.ErrnoException, socket: Socket): void {
     if (!socket.writable || (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage?.headersSent) {
       socket.destroy();
       return;
     }
-    const timeout = error.code === "ERR_HTTP_REQUEST_TIMEOUT";
-    const status = timeout ? "408 Request Timeout" : "400 Bad Request";
+    const status =
+      error.code === "ERR_HTTP_REQUEST_TIMEOUT" ? "408 Request Timeout" : error.code === "HPE_HEADER_OVERFLOW" ? "431 Request Header Fields Too Large" : "400 Bad Request";
     socket.end(`HTTP/1.1 ${status}\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`);
   }
 }

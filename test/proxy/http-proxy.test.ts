@@ -1,6 +1,7 @@
 import { once } from "node:events";
 import { request } from "node:http";
-import { connect, type Socket } from "node:net";
+import { connect, createServer as createTcpServer, type Socket } from "node:net";
+import { PassThrough, Writable } from "node:stream";
 import { afterEach, describe, expect, it } from "vitest";
 import { parseAccessLogLine, type ParsedLine } from "../../src/simulate/trace-line.js";
 import { type HttpProxyOptions, parseHttpTarget, type RequestDecision, type RunningHttpProxy, startHttpProxy } from "../../src/proxy/http-proxy.js";
@@ -108,10 +109,14 @@ describe("the HTTP proxy", () => {
     finish!();
     await ended;
     expect(body.join("")).toBe("first part\nrest\n");
-    const upload = request(`${url}/up`, { agent: false, method: "POST" });
+    let uploaded = "";
+    const upload = request(`${url}/up`, { agent: false, method: "POST" }, (res) => {
+      res.on("data", (chunk: Buffer) => (uploaded += chunk));
+    });
     upload.write(Buffer.alloc(64 * 1024, 1));
     await until(() => uploadedFirst, "the first part of the upload at the backend");
     upload.end();
+    await until(() => uploaded === "done", "the answer to the upload");
   });
 
   it("answers 502 while the backend is down and stays up, then serves it again", async () => {
@@ -243,7 +248,8 @@ describe("the HTTP proxy", () => {
   it("writes an access log line per request in Combined Log Format with the decision, which the trace reader takes as it is", async () => {
     const backend = await listen((_req, res) => res.end("12345"));
     const lines: string[] = [];
-    const accessLog = { write: (line: string) => lines.push(line) } as unknown as NodeJS.WritableStream;
+    const accessLog = new PassThrough();
+    accessLog.on("data", (line: Buffer) => lines.push(line.toString()));
     const { url } = await proxyTo(backend.url, { rate: 0.001, burst: 1, accessLog });
     await get(`${url}/a"b`, { "user-agent": 'evil"agent', referer: "http://r/" });
     await get(`${url}/again`);
@@ -255,6 +261,46 @@ describe("the HTTP proxy", () => {
       parseAccessLogLine(line.trimEnd(), { costField: undefined, keyField: undefined, costBytes: true, wantKeys: true }, out);
       expect(out.key).toBe("127.0.0.1");
     }
+  });
+
+  it("goes on serving when the access log fails (a closed pipe), writing no more to it", async () => {
+    const backend = await listen((_req, res) => res.end("ok"));
+    let writes = 0;
+    const accessLog = new Writable({
+      write(_chunk, _encoding, callback) {
+        writes++;
+        callback(Object.assign(new Error("write EPIPE"), { code: "EPIPE" }));
+      },
+    });
+    accessLog.on("error", () => {});
+    const { url } = await proxyTo(backend.url, { accessLog });
+    for (let i = 0; i < 3; i++) expect((await get(url)).status).toBe(200);
+    expect(writes).toBe(1);
+  });
+
+  it("answers 431 to headers larger than node takes, and 502 to a backend that answers garbage", async () => {
+    const garbage = createTcpServer((socket) => socket.end("SMTP READY\r\n\r\n"));
+    await new Promise<void>((resolve) => garbage.listen(0, "127.0.0.1", resolve));
+    try {
+      const { proxy, url } = await proxyTo(`http://127.0.0.1:${(garbage.address() as { port: number }).port}`);
+      const big = await raw(proxy.address.port);
+      big.write(`GET / HTTP/1.1\r\nHost: x\r\nX-Big: ${"a".repeat(20_000)}\r\n\r\n`);
+      await big.closed;
+      expect(big.text()).toMatch(/^HTTP\/1\.1 431 Request Header Fields Too Large\r\n/);
+      expect((await get(url)).status).toBe(502);
+    } finally {
+      garbage.close();
+    }
+  });
+
+  it("holds long header keys by their hash, so the table stays small whatever clients send", async () => {
+    const backend = await listen((_req, res) => res.end());
+    const { proxy, url } = await proxyTo(backend.url, { rate: 0.001, burst: 1, per: { by: "header", name: "x-api-key" }, maxKeys: 10 });
+    const long = "k".repeat(10_000);
+    expect((await get(url, { "x-api-key": long })).status).toBe(200);
+    expect((await get(url, { "x-api-key": long })).status).toBe(429);
+    for (let i = 0; i < 50; i++) await get(url, { "x-api-key": `${long}${i}` });
+    expect(proxy.liveKeys()).toBe(10);
   });
 
   it("rejects with EADDRINUSE when the port is taken", async () => {
