@@ -237,12 +237,17 @@ export class HttpProxy implements RunningHttpProxy {
       backendRes.on("data", (chunk: Buffer) => {
         record.bytes += chunk.length;
       });
-      const done = (error: Error | null | undefined) => {
-        // Cut short: only closing the connection tells the client its body is incomplete.
-        if (error) res.destroy();
-      };
-      if (body) pipeline(backendRes, body, res, done);
-      else pipeline(backendRes, res, done);
+      if (body) {
+        pipeline(backendRes, body, res, (error) => {
+          // Cut short: only closing the connection tells the client its body is incomplete.
+          if (error) res.destroy();
+        });
+        return;
+      }
+      backendRes.pipe(res);
+      backendRes.once("close", () => {
+        if (!backendRes.complete) res.destroy();
+      });
     });
     backendReq.on("error", (error) => {
       clearTimeout(timer);
@@ -254,7 +259,17 @@ export class HttpProxy implements RunningHttpProxy {
       if (error instanceof BackendTimeout) this.#sendError(res, 504, "the backend did not answer in time");
       else this.#sendError(res, 502, `the backend cannot be reached (${(error as NodeJS.ErrnoException).code ?? error.message})`);
     });
-    pipeline(req, backendReq, () => {});
+    // Without a body the request ends with its headers: piping it would make the backend request
+    // chunked, its final empty chunk a second small packet that Nagle and delayed ACKs hold back.
+    if (!hasBody(req)) {
+      req.resume();
+      backendReq.end();
+      return;
+    }
+    req.pipe(backendReq);
+    req.once("close", () => {
+      if (!req.complete) backendReq.destroy();
+    });
   }
 
   /** A throttle on the key's body-rate bucket, or none. */
@@ -387,6 +402,12 @@ export class HttpProxy implements RunningHttpProxy {
       error.code === "ERR_HTTP_REQUEST_TIMEOUT" ? "408 Request Timeout" : error.code === "HPE_HEADER_OVERFLOW" ? "431 Request Header Fields Too Large" : "400 Bad Request";
     socket.end(`HTTP/1.1 ${status}\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`);
   }
+}
+
+/** Whether a request has a body to send on (RFC 9112 6.3: a length, or a transfer coding). */
+function hasBody(req: IncomingMessage): boolean {
+  const length = req.headers["content-length"];
+  return req.headers["transfer-encoding"] !== undefined || (length !== undefined && length !== "0");
 }
 
 /** The backend took longer than the backend timeout to start its answer. */
