@@ -6,7 +6,7 @@ import { type Clock, systemClock } from "../core/clock.js";
 import { TokenBucket } from "../core/token-bucket.js";
 import { KeyTable } from "../http/key-table.js";
 import { type GateResult, rateLimit, type RateLimitMiddleware } from "../http/rate-limit.js";
-import { clientAddress, TrustedProxies } from "../http/trusted-proxies.js";
+import { clientAddress, plainAddress, TrustedProxies } from "../http/trusted-proxies.js";
 import { StoreError } from "../store/bucket-store.js";
 import { ThrottleStream } from "../stream/throttle-stream.js";
 import { accessLogLine } from "./access-log.js";
@@ -176,7 +176,9 @@ export class HttpProxy implements RunningHttpProxy {
   }
 
   #begin(req: IncomingMessage): RequestRecord {
-    const record: RequestRecord = { startedAtMs: Date.now(), client: this.#clientOf(req), key: undefined, decision: "admitted", waitMs: 0, bytes: 0 };
+    // Read now: a socket that closes forgets its address. Only a log needs it.
+    const client = this.#accessLog ? this.#clientOf(req) : "-";
+    const record: RequestRecord = { startedAtMs: Date.now(), client, key: undefined, decision: "admitted", waitMs: 0, bytes: 0 };
     this.#records.set(req, record);
     this.#active++;
     return record;
@@ -215,7 +217,7 @@ export class HttpProxy implements RunningHttpProxy {
       port: this.#target.port || 80,
       method: req.method,
       path: this.#backendPath(req.url ?? "/"),
-      headers: backendRequestHeaders(req.headers, req.socket.remoteAddress),
+      headers: backendRequestHeaders(req.headers, peerOf(req)),
     });
     const timer = setTimeout(() => backendReq.destroy(new BackendTimeout()), this.#backendTimeoutMs);
     // The client hung up: the backend's work is not wanted any more.
@@ -344,7 +346,7 @@ export class HttpProxy implements RunningHttpProxy {
       port: this.#target.port || 80,
       method: req.method,
       path: this.#backendPath(req.url ?? "/"),
-      headers: backendRequestHeaders(req.headers, req.socket.remoteAddress, ["upgrade", "connection"]),
+      headers: backendRequestHeaders(req.headers, peerOf(req), ["upgrade", "connection"]),
     });
     const timer = setTimeout(() => backendReq.destroy(new BackendTimeout()), this.#backendTimeoutMs);
     socket.once("close", () => backendReq.destroy());
@@ -402,6 +404,12 @@ export class HttpProxy implements RunningHttpProxy {
       error.code === "ERR_HTTP_REQUEST_TIMEOUT" ? "408 Request Timeout" : error.code === "HPE_HEADER_OVERFLOW" ? "431 Request Header Fields Too Large" : "400 Bad Request";
     socket.end(`HTTP/1.1 ${status}\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`);
   }
+}
+
+/** The address the request came from, IPv4 as IPv4 (a dual-stack socket says ::ffff:10.0.0.1). */
+function peerOf(req: IncomingMessage): string | undefined {
+  const address = req.socket.remoteAddress;
+  return address === undefined ? undefined : plainAddress(address);
 }
 
 /** Whether a request has a body to send on (RFC 9112 6.3: a length, or a transfer coding). */
