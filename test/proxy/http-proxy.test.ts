@@ -1,10 +1,12 @@
 import { once } from "node:events";
-import { request } from "node:http";
+import { Agent, request } from "node:http";
 import { connect, createServer as createTcpServer, type Socket } from "node:net";
 import { PassThrough, Writable } from "node:stream";
 import { afterEach, describe, expect, it } from "vitest";
 import { parseAccessLogLine, type ParsedLine } from "../../src/simulate/trace-line.js";
 import { type HttpProxyOptions, parseHttpTarget, type RequestDecision, type RunningHttpProxy, startHttpProxy } from "../../src/proxy/http-proxy.js";
+import { StoreError } from "../../src/store/bucket-store.js";
+import { MemoryStore } from "../../src/store/memory-store.js";
 import { get, listen, until } from "../http/http-helpers.js";
 
 const proxies: RunningHttpProxy[] = [];
@@ -315,6 +317,54 @@ describe("the HTTP proxy", () => {
     expect((await get(url, { "x-api-key": long })).status).toBe(429);
     for (let i = 0; i < 50; i++) await get(url, { "x-api-key": `${long}${i}` });
     expect(proxy.liveKeys()).toBe(10);
+  });
+
+  it("holds at most maxKeys clients, however many distinct ones come", async () => {
+    const backend = await listen((_req, res) => res.end());
+    const { proxy, url } = await proxyTo(backend.url, { rate: 1, burst: 5, trustProxy: ["127.0.0.1"], maxKeys: 100 });
+    const agent = new Agent({ keepAlive: true, maxSockets: 8 });
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: 8 }, async () => {
+        while (next < 2000) {
+          const client = `10.1.${next >> 8}.${next++ & 255}`;
+          await new Promise<void>((resolve, reject) => {
+            request(url, { agent, headers: { "x-forwarded-for": client } }, (res) => res.resume().on("end", resolve)).on("error", reject).end();
+          });
+        }
+      }),
+    );
+    agent.destroy();
+    expect(proxy.liveKeys()).toBe(100);
+  });
+
+  it("shares each client's limit with another proxy through a store: a client alternating between them gets burst + rate x T in all", async () => {
+    const backend = await listen((_req, res) => res.end());
+    const store = new MemoryStore();
+    const shared = { store, name: "api", onStoreError: "fail" as const };
+    const { url: one } = await proxyTo(backend.url, { rate: 0.001, burst: 2, shared });
+    const { url: two } = await proxyTo(backend.url, { rate: 0.001, burst: 2, shared });
+    const statuses = [];
+    for (const url of [one, two, one, two]) statuses.push((await get(url)).status);
+    expect(statuses).toEqual([200, 200, 429, 429]);
+    expect((await store.read("api:127.0.0.1"))?.tokens).toBeLessThan(1);
+  });
+
+  it("answers 503 while a shared store fails under onStoreError fail, telling the observer", async () => {
+    const backend = await listen((_req, res) => res.end());
+    const store = new MemoryStore();
+    store.read = async () => {
+      throw new StoreError("lost", "store memory: gone", { storeUrl: "memory:" });
+    };
+    const errors: StoreError[] = [];
+    const { url } = await proxyTo(backend.url, {
+      rate: 10,
+      burst: 2,
+      shared: { store, name: "api", onStoreError: "fail" },
+      observer: { decision: () => {}, bytes: () => {}, storeError: (error) => errors.push(error) },
+    });
+    expect(await get(url)).toMatchObject({ status: 503, body: "Service Unavailable: the rate limit's store cannot be reached\n" });
+    expect(errors).toHaveLength(1);
   });
 
   it("rejects with EADDRINUSE when the port is taken", async () => {
