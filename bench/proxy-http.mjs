@@ -12,8 +12,8 @@
 //   node bench/proxy-http.mjs --seconds 5     # shorter runs for 1 and 4
 //
 // Needs `npm run build`. Installs nginx and wrk (Debian packages) with apt-get when missing, as root.
-// bench/proxy.mjs imports measureHttpProxy and may pass `startProxy` to run the proxy its own way
-// (the `tbucket proxy` command): (options) => Promise<{ port, pid, stop() }>.
+// bench/proxy.mjs imports runHttpBenchmarks (or measureHttpProxy, for the figures), and may pass
+// `startProxy` to run the proxy its own way (the `tbucket proxy` command): (options) => Promise<{ port, pid, stop() }>.
 import { execFileSync, spawn } from "node:child_process";
 import { once } from "node:events";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -358,9 +358,16 @@ function table(f, { rate, burst }) {
   ].join("\n");
 }
 
+/** Runs the measurements and prints their table: what bench/proxy.mjs calls. */
+export async function runHttpBenchmarks(options = {}) {
+  const { text } = await measureHttpProxy(options);
+  console.log(text);
+}
+
+export default runHttpBenchmarks;
+
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   const args = process.argv.slice(2);
   const seconds = args.includes("--seconds") ? Number(args[args.indexOf("--seconds") + 1]) : 10;
-  const { text } = await measureHttpProxy({ seconds });
-  console.log(text);
+  await runHttpBenchmarks({ seconds });
 }
