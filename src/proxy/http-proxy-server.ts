@@ -5,7 +5,7 @@ import { pipeline } from "node:stream";
 import { type Clock, systemClock } from "../core/clock.js";
 import { TokenBucket } from "../core/token-bucket.js";
 import { KeyTable } from "../http/key-table.js";
-import { type GateResult, rateLimit, type RateLimitMiddleware } from "../http/rate-limit.js";
+import { DEFAULT_MAX_KEYS, type GateResult, rateLimit, type RateLimitMiddleware } from "../http/rate-limit.js";
 import { clientAddress, plainAddress, TrustedProxies } from "../http/trusted-proxies.js";
 import { StoreError } from "../store/bucket-store.js";
 import { ThrottleStream } from "../stream/throttle-stream.js";
@@ -65,7 +65,7 @@ export class HttpProxy implements RunningHttpProxy {
     this.#backendTimeoutMs = options.backendTimeoutMs ?? DEFAULT_BACKEND_TIMEOUT_MS;
     this.#trusted = options.trustProxy && options.trustProxy.length > 0 ? new TrustedProxies(options.trustProxy) : undefined;
     const per = options.per ?? { by: "ip" };
-    const maxKeys = options.maxKeys ?? 100_000;
+    const maxKeys = options.maxKeys ?? DEFAULT_MAX_KEYS;
     this.#limit = rateLimit({
       rate: options.rate,
       burst: options.burst,
@@ -257,7 +257,6 @@ export class HttpProxy implements RunningHttpProxy {
         res.destroy();
         return;
       }
-      record.decision = record.decision === "admitted" || record.decision === "queued" ? record.decision : "failed";
       if (error instanceof BackendTimeout) this.#sendError(res, 504, "the backend did not answer in time");
       else this.#sendError(res, 502, `the backend cannot be reached (${(error as NodeJS.ErrnoException).code ?? error.message})`);
     });
