@@ -11,13 +11,11 @@ import { StoreError } from "../store/bucket-store.js";
 import { ThrottleStream } from "../stream/throttle-stream.js";
 import { accessLogLine } from "./access-log.js";
 import { backendRequestHeaders, endToEndHeaders } from "./forward-headers.js";
-import {
-  DEFAULT_BACKEND_TIMEOUT_MS,
-  DEFAULT_HEADERS_TIMEOUT_MS,
-  type HttpProxyOptions,
-  parseHttpTarget,
-  type RunningHttpProxy,
-} from "./http-proxy.js";
+import type { HttpProxyOptions, RunningHttpProxy } from "./http-proxy.js";
+import { parseHttpTarget } from "./http-target.js";
+
+const DEFAULT_HEADERS_TIMEOUT_MS = 30_000;
+const DEFAULT_BACKEND_TIMEOUT_MS = 60_000;
 
 /** Longer header keys are held by their hash: 100,000 keys of 16 KiB each would be 1.6 GB. */
 const MAX_KEY_CHARS = 256;
