@@ -350,6 +350,14 @@ describe("the HTTP proxy", () => {
     expect(proxy.liveKeys()).toBe(100);
   });
 
+  it("lets go of keys whose buckets refilled while the proxy is idle", async () => {
+    const backend = await listen((_req, res) => res.end());
+    const { proxy, url } = await proxyTo(backend.url, { rate: 100, burst: 1, trustProxy: ["127.0.0.1"] });
+    for (let i = 0; i < 5; i++) await get(url, { "x-forwarded-for": `10.2.0.${i}` });
+    expect(proxy.liveKeys()).toBe(5);
+    await until(() => proxy.liveKeys() === 0, "the keys to go");
+  });
+
   it("shares each client's limit with another proxy through a store: a client alternating between them gets burst + rate x T in all", async () => {
     const backend = await listen((_req, res) => res.end());
     const store = new MemoryStore();
