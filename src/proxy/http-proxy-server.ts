@@ -11,7 +11,7 @@ import { StoreError } from "../store/bucket-store.js";
 import { ThrottleStream } from "../stream/throttle-stream.js";
 import { accessLogLine } from "./access-log.js";
 import { backendRequestHeaders, endToEndHeaders } from "./forward-headers.js";
-import type { HttpProxyOptions, RunningHttpProxy } from "./http-proxy.js";
+import type { HttpProxyOptions, RunningHttpProxy } from "./http-proxy-options.js";
 import { parseHttpTarget } from "./http-target.js";
 
 const DEFAULT_HEADERS_TIMEOUT_MS = 30_000;
