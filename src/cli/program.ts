@@ -2,6 +2,7 @@ import { Command } from "commander";
 import { registerCompletion } from "./commands/completion.js";
 import { registerKey } from "./commands/key.js";
 import { registerPipe } from "./commands/pipe.js";
+import { registerProxy } from "./proxy/register.js";
 import { registerRun } from "./commands/run.js";
 import { registerSimulate } from "./commands/simulate.js";
 import { version } from "./version.js";
@@ -24,6 +25,7 @@ export function createProgram(onExit: (code: number) => void): Command {
   registerRun(program, onExit);
   registerSimulate(program, onExit);
   registerKey(program, onExit);
+  registerProxy(program, onExit);
   registerCompletion(program, onExit, DEFAULT_COMMAND);
   program.addHelpText(
     "after",
