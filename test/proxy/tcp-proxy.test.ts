@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import { readFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { runCli, sleep } from "../helpers/cli.js";
@@ -120,6 +121,30 @@ describe("tbucket proxy (TCP): bytes", () => {
     expect(proxy.running.done()).toBe(false);
     const result = await stopProxy(proxy);
     expect(result.code).toBe(0);
+  });
+});
+
+describe("tbucket proxy (TCP): backpressure", () => {
+  it("holds back a client that sends as fast as it can, through TCP flow control, without buffering in the proxy", async () => {
+    let received = 0;
+    const { port } = await backend((socket) => socket.on("data", (chunk: Buffer) => (received += chunk.length)));
+    const proxy = await startProxy(["--to", `127.0.0.1:${port}`, "--up", "100k"]);
+    const client = await connectTo(proxy.port);
+    client.on("error", () => {});
+    const block = Buffer.alloc(256 * 1024, 0x61);
+    let accepted = 0;
+    const feed = () => {
+      while (!client.destroyed && client.write(block)) accepted += block.length;
+    };
+    client.on("drain", feed);
+    feed();
+    await sleep(1500);
+    const rssKib = Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${proxy.running.pid}/status`, "utf8"))?.[1]);
+    client.destroy();
+    // Unshaped, loopback takes gigabytes in that time; shaped, the kernel's socket buffers fill and writes wait.
+    expect(accepted).toBeLessThan(64 * 1024 * 1024);
+    expect(received).toBeLessThanOrEqual(100 * 1024 * 1.6 + 10 * 1024);
+    expect(rssKib).toBeLessThan(150 * 1024);
   });
 });
 
