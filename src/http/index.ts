@@ -1,0 +1,9 @@
+/**
+ * tbucket/http: rate limiting for node:http, Express and Connect, on the same
+ * token bucket as the rest of tbucket, with per-client buckets, an honest
+ * Retry-After, and shared stores for limits that several servers enforce together.
+ */
+export { DEFAULT_MAX_KEYS, type GateDecision, type GateResult, rateLimit, type RateLimitMiddleware, type RateLimitOptions } from "./rate-limit.js";
+export type { StoreBuckets } from "./store-limiters.js";
+export { clientAddress, TrustedProxies, TrustProxyError } from "./trusted-proxies.js";
+export { rateLimitPolicy, rateLimitState, retryAfterSeconds } from "./rate-limit-fields.js";

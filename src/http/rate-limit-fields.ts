@@ -1,0 +1,56 @@
+/**
+ * The response fields of draft-ietf-httpapi-ratelimit-headers (Structured
+ * Field lists, draft 11 and later), for a token bucket of `rate` requests a
+ * second and `burst` at once:
+ *
+ *   RateLimit-Policy: "default";q=50;w=1    the sustained quota: q requests per w seconds
+ *   RateLimit: "default";r=9;t=1            r requests left now; the bucket is full again in t seconds
+ *
+ * Both q and w are whole numbers (the draft allows no fractions): w is the
+ * fewest seconds in which the rate earns at least one request, and q what it
+ * earns in them, rounded down so that a client pacing itself by q/w is never
+ * refused. A refused request's RateLimit says r=0 with t equal to Retry-After,
+ * since the draft asks that Retry-After not point before the effective
+ * window's end.
+ */
+
+/** The policy's name in both fields. */
+export const POLICY_NAME = "default";
+
+/** `"default";q=..;w=..`, or undefined at an infinite rate (no limit to advertise). */
+export function rateLimitPolicy(rate: number): string | undefined {
+  if (rate === Infinity) return undefined;
+  if (!(rate > 0)) return `"${POLICY_NAME}";q=0`;
+  const windowSeconds = rate >= 1 ? 1 : Math.ceil(1 / rate);
+  return `"${POLICY_NAME}";q=${Math.floor(rate * windowSeconds + 1e-9)};w=${windowSeconds}`;
+}
+
+/**
+ * `"default";r=..;t=..` for a bucket at `level` tokens: whole requests left,
+ * and whole seconds (rounded up) until it is full again. Undefined at an infinite rate.
+ */
+export function rateLimitState(level: number, rate: number, burst: number): string | undefined {
+  if (rate === Infinity) return undefined;
+  const remaining = Math.max(0, Math.floor(level + 1e-9));
+  const missing = burst - level;
+  const fullInSeconds = missing <= 1e-9 ? 0 : rate > 0 ? Math.ceil(missing / rate - 1e-9) : undefined;
+  return `"${POLICY_NAME}";r=${remaining}${fullInSeconds === undefined ? "" : `;t=${fullInSeconds}`}`;
+}
+
+/** The RateLimit field of a refused request: nothing left until Retry-After. */
+export function rateLimitRefused(retryAfterSeconds: number): string {
+  return `"${POLICY_NAME}";r=0;t=${retryAfterSeconds}`;
+}
+
+/**
+ * Retry-After in whole seconds from a wait in milliseconds: rounded up, so a
+ * client that waits exactly that long finds the token there, and never 0,
+ * which would invite an immediate retry that is refused again.
+ */
+export function retryAfterSeconds(waitMs: number): number {
+  if (!Number.isFinite(waitMs)) return MAX_RETRY_AFTER_SECONDS;
+  return Math.min(MAX_RETRY_AFTER_SECONDS, Math.max(1, Math.ceil(waitMs / 1000)));
+}
+
+/** A paused bucket (rate 0) has no honest answer; a day asks the client to come back much later. */
+export const MAX_RETRY_AFTER_SECONDS = 86_400;

@@ -1,0 +1,121 @@
+import { BlockList, isIP } from "node:net";
+
+/**
+ * The addresses whose forwarding headers are believed: a request that comes
+ * straight from one of them may say, in X-Forwarded-For or Forwarded, whom it
+ * forwards for. Anyone else could write those headers to get a fresh bucket
+ * with every request, so theirs are never read.
+ */
+export class TrustedProxies {
+  readonly #list: BlockList;
+  readonly entries: readonly string[];
+
+  constructor(cidrs: readonly string[]) {
+    this.#list = new BlockList();
+    this.entries = cidrs.map((cidr) => cidr.trim());
+    for (const cidr of this.entries) addCidr(this.#list, cidr);
+  }
+
+  /** Whether `address` (IPv4, IPv6 or IPv4-mapped IPv6) is one of them. */
+  has(address: string): boolean {
+    const plain = plainAddress(address);
+    const family = isIP(plain);
+    if (family === 0) return false;
+    return this.#list.check(plain, family === 4 ? "ipv4" : "ipv6");
+  }
+}
+
+/** Thrown for a trust-proxy entry that is not an address or a CIDR; `entry` is the text at fault. */
+export class TrustProxyError extends RangeError {
+  readonly code = "ETRUSTPROXY";
+  constructor(
+    readonly entry: string,
+    why: string,
+  ) {
+    super(`"${entry}" is not an address or a CIDR: ${why}; expected e.g. 127.0.0.1, 10.0.0.0/8 or ::1`);
+    this.name = "TrustProxyError";
+  }
+}
+
+function addCidr(list: BlockList, cidr: string): void {
+  const slash = cidr.indexOf("/");
+  const address = plainAddress(slash === -1 ? cidr : cidr.slice(0, slash));
+  const family = isIP(address);
+  if (family === 0) throw new TrustProxyError(cidr, `"${address}" is not an IP address`);
+  const type = family === 4 ? "ipv4" : "ipv6";
+  const maxPrefix = family === 4 ? 32 : 128;
+  if (slash === -1) {
+    list.addAddress(address, type);
+    return;
+  }
+  const prefixText = cidr.slice(slash + 1);
+  const prefix = Number(prefixText);
+  if (!/^\d{1,3}$/.test(prefixText) || prefix > maxPrefix) {
+    throw new TrustProxyError(cidr, `the prefix length must be 0 to ${maxPrefix}`);
+  }
+  list.addSubnet(address, prefix, type);
+}
+
+/** `::ffff:10.0.0.1` is 10.0.0.1: a dual-stack socket reports IPv4 clients that way. */
+export function plainAddress(address: string): string {
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
+  return mapped ? mapped[1]! : address;
+}
+
+/**
+ * The addresses a request was forwarded for, the client first: X-Forwarded-For
+ * when present, else the `for=` of Forwarded (RFC 7239), ports and brackets
+ * removed. Values that are not addresses (`unknown`, `_hidden`) are kept as
+ * they are, for the caller to stop at.
+ */
+export function forwardedChain(headers: { "x-forwarded-for"?: string | string[]; forwarded?: string | string[] }): string[] {
+  const xff = joined(headers["x-forwarded-for"]);
+  if (xff !== undefined) return xff.split(",").map((hop) => hop.trim()).filter((hop) => hop !== "");
+  const forwarded = joined(headers.forwarded);
+  if (forwarded === undefined) return [];
+  const chain: string[] = [];
+  for (const element of forwarded.split(",")) {
+    for (const pair of element.split(";")) {
+      const match = /^\s*for\s*=\s*(.*?)\s*$/i.exec(pair);
+      if (match) chain.push(nodeAddress(match[1]!));
+    }
+  }
+  return chain;
+}
+
+/** `"[2001:db8::1]:4711"` → 2001:db8::1, `192.0.2.60:80` → 192.0.2.60. */
+function nodeAddress(value: string): string {
+  const unquoted = value.replace(/^"(.*)"$/, "$1");
+  const bracketed = /^\[([^\]]+)\](?::\d+)?$/.exec(unquoted);
+  if (bracketed) return bracketed[1]!;
+  const withPort = /^(\d+\.\d+\.\d+\.\d+):\d+$/.exec(unquoted);
+  return withPort ? withPort[1]! : unquoted;
+}
+
+function joined(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value.join(",") : value;
+}
+
+/**
+ * The client's address: the peer's, unless the peer is a trusted proxy; then
+ * the forwarding chain is walked from the nearest hop back, and the first
+ * address that is not a trusted proxy is the client. A hop that is not an
+ * address ends the walk at the last trusted one.
+ */
+export function clientAddress(
+  peer: string | undefined,
+  headers: { "x-forwarded-for"?: string | string[]; forwarded?: string | string[] },
+  trusted: TrustedProxies | undefined,
+): string | undefined {
+  if (peer === undefined) return undefined;
+  let address = plainAddress(peer);
+  if (!trusted || !trusted.has(address)) return address;
+  const chain = forwardedChain(headers);
+  for (let i = chain.length - 1; i >= 0; i--) {
+    const hop = plainAddress(chain[i]!);
+    if (isIP(hop) === 0) return address;
+    address = hop;
+    if (!trusted.has(hop)) return hop;
+  }
+  return address;
+}

@@ -1,0 +1,57 @@
+import type { IncomingMessage } from "node:http";
+
+const MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+
+/** What one access-log line says about a request. */
+export interface AccessLogEntry {
+  /** The client's address (the key's address when per ip). */
+  client: string;
+  /** When the request came, ms since the epoch. */
+  startedAtMs: number;
+  req: IncomingMessage;
+  status: number;
+  /** Response body bytes sent. */
+  bytes: number;
+  /** admitted, queued, refused, cancelled, or failed (the backend could not be reached). */
+  decision: string;
+  /** How long the request waited for its turn. */
+  waitMs: number;
+}
+
+/**
+ * One line in Combined Log Format, as nginx and Apache write it, in UTC, with
+ * the decision and the wait in ms appended:
+ *
+ *   127.0.0.1 - - [01/Dec/2026:02:49:13 +0000] "GET /a HTTP/1.1" 429 39 "-" "curl/8.5.0" refused 0
+ *
+ * `tbucket simulate --trace` reads it as it is. Quotes, backslashes and
+ * control characters in the quoted fields are escaped (\" \\ \xHH), so a
+ * client cannot forge a line or a field.
+ */
+export function accessLogLine(entry: AccessLogEntry): string {
+  const { req } = entry;
+  const request = `${req.method ?? "-"} ${req.url ?? "-"} HTTP/${req.httpVersion}`;
+  return (
+    `${entry.client} - - [${clfTime(entry.startedAtMs)}] "${escapeField(request)}" ${entry.status} ${entry.bytes > 0 ? entry.bytes : "-"} ` +
+    `"${escapeField(headerText(req.headers.referer))}" "${escapeField(headerText(req.headers["user-agent"]))}" ${entry.decision} ${Math.round(entry.waitMs)}\n`
+  );
+}
+
+/** `01/Dec/2026:02:49:13 +0000`. */
+export function clfTime(epochMs: number): string {
+  const date = new Date(epochMs);
+  const two = (n: number) => String(n).padStart(2, "0");
+  return `${two(date.getUTCDate())}/${MONTHS[date.getUTCMonth()]}/${date.getUTCFullYear()}:${two(date.getUTCHours())}:${two(date.getUTCMinutes())}:${two(date.getUTCSeconds())} +0000`;
+}
+
+function headerText(value: string | string[] | undefined): string {
+  if (value === undefined || value === "") return "-";
+  return Array.isArray(value) ? value.join(", ") : value;
+}
+
+function escapeField(text: string): string {
+  return text.replace(/["\\\u0000-\u001f\u007f-\u00ff]/g, (char) => {
+    if (char === '"' || char === "\\") return `\\${char}`;
+    return `\\x${char.charCodeAt(0).toString(16).padStart(2, "0")}`;
+  });
+}

@@ -1,0 +1,373 @@
+import { Agent, createServer, type IncomingMessage, request as httpRequest, type Server, ServerResponse } from "node:http";
+import type { Socket } from "node:net";
+import { pipeline } from "node:stream";
+import { type Clock, systemClock } from "../core/clock.js";
+import { TokenBucket } from "../core/token-bucket.js";
+import { KeyTable } from "../http/key-table.js";
+import { type GateResult, rateLimit, type RateLimitMiddleware } from "../http/rate-limit.js";
+import { clientAddress, TrustedProxies } from "../http/trusted-proxies.js";
+import { StoreError } from "../store/bucket-store.js";
+import { ThrottleStream } from "../stream/throttle-stream.js";
+import { accessLogLine } from "./access-log.js";
+import { backendRequestHeaders, endToEndHeaders } from "./forward-headers.js";
+import {
+  DEFAULT_BACKEND_TIMEOUT_MS,
+  DEFAULT_HEADERS_TIMEOUT_MS,
+  type HttpProxyOptions,
+  parseHttpTarget,
+  type RunningHttpProxy,
+} from "./http-proxy.js";
+
+/** What the proxy remembers of a request between the decision and the access log. */
+interface RequestRecord {
+  startedAtMs: number;
+  client: string;
+  key: string | undefined;
+  decision: string;
+  waitMs: number;
+  bytes: number;
+}
+
+/**
+ * HttpProxy is the reverse proxy behind `startHttpProxy`: a node:http server
+ * whose requests pass the rate-limit middleware, then go to the backend over
+ * a keep-alive agent, bodies piped both ways so that neither is held whole.
+ * Failures map to statuses: the backend unreachable 502, too slow 504, a
+ * request node cannot parse 400, headers too slow 408. A backend that fails
+ * after its response began takes that one client connection down with it,
+ * the only way to tell the client the body is cut.
+ */
+export class HttpProxy implements RunningHttpProxy {
+  readonly #options: HttpProxyOptions;
+  readonly #target: URL;
+  readonly #clock: Clock;
+  readonly #server: Server;
+  readonly #agent: Agent;
+  readonly #limit: RateLimitMiddleware;
+  readonly #trusted: TrustedProxies | undefined;
+  readonly #records = new WeakMap<IncomingMessage, RequestRecord>();
+  readonly #bodyBuckets: KeyTable<TokenBucket> | undefined;
+  readonly #tunnels = new Set<Socket>();
+  readonly #backendTimeoutMs: number;
+  #active = 0;
+  #idle: (() => void) | undefined;
+  #address: { host: string; port: number } | undefined;
+
+  constructor(options: HttpProxyOptions) {
+    this.#options = options;
+    this.#target = typeof options.target === "string" ? parseHttpTarget(options.target) : options.target;
+    this.#clock = options.clock ?? systemClock;
+    this.#backendTimeoutMs = options.backendTimeoutMs ?? DEFAULT_BACKEND_TIMEOUT_MS;
+    this.#trusted = options.trustProxy && options.trustProxy.length > 0 ? new TrustedProxies(options.trustProxy) : undefined;
+    const per = options.per ?? { by: "ip" };
+    const maxKeys = options.maxKeys ?? 100_000;
+    this.#limit = rateLimit({
+      rate: options.rate,
+      burst: options.burst,
+      policy: options.policy,
+      maxWaitMs: options.policy === "queue" ? options.maxWaitMs : undefined,
+      maxKeys,
+      key: (req) => this.#keyOf(req, per),
+      store: options.shared && {
+        store: options.shared.store,
+        name: options.shared.name,
+        onStoreError: options.shared.onStoreError,
+        onError: (error) => options.observer?.storeError(error),
+      },
+      onDecision: (req, result, key) => this.#decided(req, result, key),
+      clock: options.clock,
+    });
+    if (options.bodyRate) {
+      const { bytesPerSecond, burstBytes } = options.bodyRate;
+      // Checked now, not on the first response.
+      new TokenBucket({ rate: bytesPerSecond, burst: burstBytes });
+      this.#bodyBuckets = new KeyTable<TokenBucket>({ maxKeys, isSpent: (bucket) => bucket.tokens() >= bucket.burst });
+    }
+    this.#agent = new Agent({ keepAlive: true, maxFreeSockets: 256, scheduling: "lifo" });
+    const headersTimeoutMs = options.headersTimeoutMs ?? DEFAULT_HEADERS_TIMEOUT_MS;
+    this.#server = createServer({
+      headersTimeout: headersTimeoutMs,
+      // A request's body may take as long as its client needs: only slow headers are cut.
+      requestTimeout: 0,
+      // Node checks the header timeout on this interval: at most a fraction of it late.
+      connectionsCheckingInterval: Math.max(10, Math.min(30_000, Math.floor(headersTimeoutMs / 4))),
+    });
+    this.#server.on("request", (req, res) => this.#onRequest(req, res));
+    this.#server.on("upgrade", (req, socket, head) => this.#onUpgrade(req, socket as Socket, head));
+    this.#server.on("clientError", (error, socket) => this.#onClientError(error as NodeJS.ErrnoException, socket as Socket));
+  }
+
+  get address(): { host: string; port: number } {
+    if (!this.#address) throw new Error("HttpProxy: not listening");
+    return this.#address;
+  }
+
+  liveKeys(): number {
+    return this.#limit.liveKeys;
+  }
+
+  listen(): Promise<void> {
+    const { host, port } = this.#options.listen;
+    return new Promise((resolve, reject) => {
+      const onError = (error: Error) => reject(error);
+      this.#server.once("error", onError);
+      this.#server.listen(port, host, () => {
+        this.#server.off("error", onError);
+        const address = this.#server.address();
+        this.#address = { host, port: typeof address === "object" && address ? address.port : port };
+        resolve();
+      });
+    });
+  }
+
+  async close(drainMs: number): Promise<void> {
+    const closed = new Promise<void>((resolve) => this.#server.close(() => resolve()));
+    this.#server.closeIdleConnections();
+    if (this.#active > 0) {
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, drainMs);
+        this.#idle = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+    }
+    this.#server.closeAllConnections();
+    for (const socket of this.#tunnels) socket.destroy();
+    this.#agent.destroy();
+    this.#limit.close();
+    this.#bodyBuckets?.clear();
+    await closed;
+  }
+
+  #keyOf(req: IncomingMessage, per: NonNullable<HttpProxyOptions["per"]>): string | undefined {
+    if (per.by === "all") return "all";
+    if (per.by === "header") {
+      const value = req.headers[per.name.toLowerCase()];
+      const text = Array.isArray(value) ? value[0] : value;
+      // Without the header a client is known by its address, so that leaving it out is no way around the limit.
+      if (text !== undefined && text !== "") return text;
+    }
+    return this.#clientOf(req);
+  }
+
+  #clientOf(req: IncomingMessage): string {
+    return clientAddress(req.socket.remoteAddress, req.headers, this.#trusted) ?? "-";
+  }
+
+  #decided(req: IncomingMessage, result: GateResult, key: string): void {
+    const record = this.#records.get(req);
+    if (record) {
+      record.key = key;
+      record.decision = result.decision;
+      record.waitMs = result.waitMs;
+    }
+    if (result.decision !== "cancelled") this.#options.observer?.decision(result.decision, result.waitMs);
+  }
+
+  #begin(req: IncomingMessage): RequestRecord {
+    const record: RequestRecord = { startedAtMs: Date.now(), client: this.#clientOf(req), key: undefined, decision: "admitted", waitMs: 0, bytes: 0 };
+    this.#records.set(req, record);
+    this.#active++;
+    return record;
+  }
+
+  #end(req: IncomingMessage, status: number): void {
+    const record = this.#records.get(req);
+    if (!record) return;
+    this.#records.delete(req);
+    this.#active--;
+    this.#options.accessLog?.write(accessLogLine({ ...record, req, status }));
+    if (this.#active === 0) this.#idle?.();
+  }
+
+  #onRequest(req: IncomingMessage, res: ServerResponse): void {
+    const record = this.#begin(req);
+    res.once("close", () => {
+      // A refusal's body is what the middleware wrote.
+      if (record.decision === "refused") record.bytes = Number(res.getHeader("content-length") ?? 0) || 0;
+      this.#end(req, res.writableFinished ? res.statusCode : 499);
+    });
+    this.#limit(req, res, (error) => {
+      if (error !== undefined) {
+        record.decision = "failed";
+        this.#sendError(res, error instanceof StoreError ? 503 : 500, error instanceof StoreError ? "the rate limit's store cannot be reached" : "internal error");
+        return;
+      }
+      this.#forward(req, res, record);
+    });
+  }
+
+  #forward(req: IncomingMessage, res: ServerResponse, record: RequestRecord): void {
+    const backendReq = httpRequest({
+      agent: this.#agent,
+      host: this.#target.hostname,
+      port: this.#target.port || 80,
+      method: req.method,
+      path: this.#backendPath(req.url ?? "/"),
+      headers: backendRequestHeaders(req.headers, req.socket.remoteAddress),
+    });
+    const timer = setTimeout(() => backendReq.destroy(new BackendTimeout()), this.#backendTimeoutMs);
+    // The client hung up: the backend's work is not wanted any more.
+    res.once("close", () => {
+      clearTimeout(timer);
+      if (!res.writableFinished) backendReq.destroy();
+    });
+    backendReq.once("response", (backendRes) => {
+      clearTimeout(timer);
+      res.writeHead(backendRes.statusCode ?? 502, backendRes.statusMessage, endToEndHeaders(backendRes.headers));
+      const body = this.#shapeBody(record.key);
+      backendRes.on("data", (chunk: Buffer) => {
+        record.bytes += chunk.length;
+      });
+      const done = (error: Error | null | undefined) => {
+        // Cut short: only closing the connection tells the client its body is incomplete.
+        if (error) res.destroy();
+      };
+      if (body) pipeline(backendRes, body, res, done);
+      else pipeline(backendRes, res, done);
+    });
+    backendReq.once("error", (error) => {
+      clearTimeout(timer);
+      if (res.headersSent) {
+        res.destroy();
+        return;
+      }
+      record.decision = record.decision === "admitted" || record.decision === "queued" ? record.decision : "failed";
+      if (error instanceof BackendTimeout) this.#sendError(res, 504, "the backend did not answer in time");
+      else this.#sendError(res, 502, `the backend cannot be reached (${(error as NodeJS.ErrnoException).code ?? error.message})`);
+    });
+    pipeline(req, backendReq, () => {});
+  }
+
+  /** A throttle on the key's body-rate bucket, or none. */
+  #shapeBody(key: string | undefined): ThrottleStream | undefined {
+    const buckets = this.#bodyBuckets;
+    const bodyRate = this.#options.bodyRate;
+    if (!buckets || !bodyRate || key === undefined) return undefined;
+    let bucket = buckets.get(key);
+    if (!bucket) {
+      bucket = new TokenBucket({ rate: bodyRate.bytesPerSecond, burst: bodyRate.burstBytes, clock: this.#clock });
+      buckets.set(key, bucket);
+    }
+    const throttle = new ThrottleStream({ limiter: bucket, clock: this.#clock });
+    const observer = this.#options.observer;
+    if (observer) throttle.on("data", (chunk: Buffer) => observer.bytes(chunk.length));
+    return throttle;
+  }
+
+  #backendPath(url: string): string {
+    const prefix = this.#target.pathname.replace(/\/$/, "");
+    return prefix + (url.startsWith("/") ? url : `/${url}`);
+  }
+
+  #sendError(res: ServerResponse, status: number, why: string): void {
+    if (res.headersSent) {
+      res.destroy();
+      return;
+    }
+    const body = `${status === 502 ? "Bad Gateway" : status === 504 ? "Gateway Timeout" : status === 503 ? "Service Unavailable" : "Internal Server Error"}: ${why}\n`;
+    res.writeHead(status, { "content-type": "text/plain; charset=utf-8", "content-length": Buffer.byteLength(body) });
+    res.end(body);
+    const record = this.#records.get(res.req);
+    if (record) record.bytes = Buffer.byteLength(body);
+  }
+
+  /**
+   * A WebSocket (or other) upgrade: one request through the limit, then the
+   * two sockets are joined until either side closes.
+   */
+  #onUpgrade(req: IncomingMessage, socket: Socket, head: Buffer): void {
+    const record = this.#begin(req);
+    const res = new ServerResponse(req);
+    res.shouldKeepAlive = false;
+    res.assignSocket(socket);
+    let ended = false;
+    const end = (status: number) => {
+      if (ended) return;
+      ended = true;
+      this.#end(req, status);
+    };
+    socket.once("close", () => end(499));
+    // Only an answer of the proxy's own (429, 503) finishes this response: the connection ends with it.
+    res.once("finish", () => {
+      end(res.statusCode);
+      socket.end();
+    });
+    this.#limit(req, res, (error) => {
+      if (error !== undefined) {
+        this.#sendError(res, error instanceof StoreError ? 503 : 500, "the rate limit's store cannot be reached");
+        return;
+      }
+      res.detachSocket(socket);
+      this.#tunnel(req, socket, head, end);
+    });
+  }
+
+  #tunnel(req: IncomingMessage, socket: Socket, head: Buffer, end: (status: number) => void): void {
+    const backendReq = httpRequest({
+      host: this.#target.hostname,
+      port: this.#target.port || 80,
+      method: req.method,
+      path: this.#backendPath(req.url ?? "/"),
+      headers: backendRequestHeaders(req.headers, req.socket.remoteAddress, ["upgrade", "connection"]),
+    });
+    const timer = setTimeout(() => backendReq.destroy(new BackendTimeout()), this.#backendTimeoutMs);
+    socket.once("close", () => backendReq.destroy());
+    backendReq.once("upgrade", (backendRes, backendSocket, backendHead) => {
+      clearTimeout(timer);
+      const lines = [`HTTP/1.1 ${backendRes.statusCode} ${backendRes.statusMessage}`];
+      for (let i = 0; i < backendRes.rawHeaders.length; i += 2) lines.push(`${backendRes.rawHeaders[i]}: ${backendRes.rawHeaders[i + 1]}`);
+      socket.write(`${lines.join("\r\n")}\r\n\r\n`);
+      if (backendHead.length > 0) socket.write(backendHead);
+      if (head.length > 0) backendSocket.write(head);
+      this.#tunnels.add(socket);
+      socket.once("close", () => this.#tunnels.delete(socket));
+      end(101);
+      socket.pipe(backendSocket).pipe(socket);
+      // A reset on either side resets the other.
+      socket.on("error", () => backendSocket.destroy());
+      backendSocket.on("error", () => socket.destroy());
+      backendSocket.once("close", () => socket.destroy());
+      socket.once("close", () => backendSocket.destroy());
+    });
+    backendReq.once("response", (backendRes) => {
+      // The backend declined the upgrade: its answer goes back as it is, and the connection ends.
+      clearTimeout(timer);
+      const lines = [`HTTP/1.1 ${backendRes.statusCode} ${backendRes.statusMessage}`];
+      const headers = endToEndHeaders(backendRes.headers);
+      for (const [name, value] of Object.entries(headers)) lines.push(`${name}: ${Array.isArray(value) ? value.join(", ") : String(value)}`);
+      lines.push("connection: close");
+      socket.write(`${lines.join("\r\n")}\r\n\r\n`);
+      backendRes.pipe(socket);
+      end(backendRes.statusCode ?? 502);
+    });
+    backendReq.once("error", (error) => {
+      clearTimeout(timer);
+      const status = error instanceof BackendTimeout ? 504 : 502;
+      const body = `${status === 504 ? "Gateway Timeout" : "Bad Gateway"}\n`;
+      if (socket.writable) socket.end(`HTTP/1.1 ${status} ${status === 504 ? "Gateway Timeout" : "Bad Gateway"}\r\ncontent-type: text/plain\r\ncontent-length: ${body.length}\r\nconnection: close\r\n\r\n${body}`);
+      end(status);
+    });
+    backendReq.end();
+  }
+
+  /** A request node could not parse (400), or whose headers came too slowly (408): answered, and the connection closed. */
+  #onClientError(error: NodeJS.ErrnoException, socket: Socket): void {
+    if (!socket.writable || (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage?.headersSent) {
+      socket.destroy();
+      return;
+    }
+    const timeout = error.code === "ERR_HTTP_REQUEST_TIMEOUT";
+    const status = timeout ? "408 Request Timeout" : "400 Bad Request";
+    socket.end(`HTTP/1.1 ${status}\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`);
+  }
+}
+
+/** The backend took longer than the backend timeout to start its answer. */
+class BackendTimeout extends Error {
+  constructor() {
+    super("backend timeout");
+    this.name = "BackendTimeout";
+  }
+}

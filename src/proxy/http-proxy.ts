@@ -1,0 +1,109 @@
+import type { Clock } from "../core/clock.js";
+import type { BucketStore, StoreError } from "../store/bucket-store.js";
+import { HttpProxy } from "./http-proxy-server.js";
+
+/** Whose bucket a request takes from: the client's address, a header's value, or one bucket for all. */
+export type HttpKeyRule = { by: "ip" } | { by: "header"; name: string } | { by: "all" };
+
+/** What became of a request: admitted at once, admitted after waiting its turn, or refused with 429. */
+export type RequestDecision = "admitted" | "queued" | "refused";
+
+/** Buckets kept in a shared store, so that several proxies hold each client to one limit together. */
+export interface SharedHttpBuckets {
+  /** An open store; the proxy does not close it. */
+  store: BucketStore;
+  /** The prefix of the keys: each client's bucket is `NAME:<client>`. */
+  name: string;
+  /** `fail`: a request whose bucket's store fails gets 503; `local`: go on with private buckets, empty at first. */
+  onStoreError: "fail" | "local";
+}
+
+/** Told what the proxy does, for metrics; every method is called synchronously and must not throw. */
+export interface HttpProxyObserver {
+  /** One call per request (a WebSocket upgrade counts as one); `waitMs` is the time waited for its turn (0 unless queued). */
+  decision(decision: RequestDecision, waitMs: number): void;
+  /** Response body bytes that went through a body-rate bucket. */
+  bytes(n: number): void;
+  /** A store failure, once per failure seen (with `onStoreError: "local"` the proxy went on). */
+  storeError(error: StoreError): void;
+}
+
+export interface HttpProxyOptions {
+  /** Where to listen; port 0 lets the system choose (see RunningHttpProxy.address). */
+  listen: { host: string; port: number };
+  /** The backend, `http://HOST:PORT` (a path prefix is kept). */
+  target: URL | string;
+  /** Requests per second per key; Infinity for no limit. */
+  rate: number;
+  /** Requests a key may make at once after being idle. */
+  burst: number;
+  /** Default `{ by: "ip" }`. */
+  per?: HttpKeyRule;
+  /** CIDRs (`127.0.0.1/32`, `10.0.0.0/8`, `::1`) whose X-Forwarded-For / Forwarded are believed; default none. */
+  trustProxy?: readonly string[];
+  /** `drop` (default): refuse at once with 429; `queue`: wait up to `maxWaitMs`, 429 beyond. */
+  policy?: "drop" | "queue";
+  /** The longest a queued request waits; required with `policy: "queue"`. */
+  maxWaitMs?: number;
+  /** Shapes response bodies per key as well. */
+  bodyRate?: { bytesPerSecond: number; burstBytes: number };
+  /** The most keys held at once, least recently used evicted first; default 100,000. */
+  maxKeys?: number;
+  /** A client must send its request's headers within this; default 30 s (408 and close). */
+  headersTimeoutMs?: number;
+  /** The backend must start its response within this; default 60 s (504). */
+  backendTimeoutMs?: number;
+  /** Buckets in a shared store instead of private ones. */
+  shared?: SharedHttpBuckets;
+  /** Each request's Combined Log Format line with the decision appended (written as responses end). */
+  accessLog?: NodeJS.WritableStream;
+  observer?: HttpProxyObserver;
+  /** For tests; default the system clock. */
+  clock?: Clock;
+}
+
+export interface RunningHttpProxy {
+  /** Where it listens, the port resolved. */
+  readonly address: { host: string; port: number };
+  /** Keys in the table now (the live-keys gauge). */
+  liveKeys(): number;
+  /**
+   * Stops accepting, lets requests under way finish for up to `drainMs`, then
+   * closes what is left; resolves when everything is closed.
+   */
+  close(drainMs: number): Promise<void>;
+}
+
+export const DEFAULT_HEADERS_TIMEOUT_MS = 30_000;
+export const DEFAULT_BACKEND_TIMEOUT_MS = 60_000;
+
+/**
+ * Checks a backend address, `http://HOST:PORT[/prefix]`: throws a TypeError
+ * saying what is wrong (not a URL, not http, a query or fragment) for the CLI to word.
+ */
+export function parseHttpTarget(text: string): URL {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    throw new TypeError(`"${text}" is not a URL; expected http://HOST:PORT`);
+  }
+  if (url.protocol !== "http:") throw new TypeError(`"${text}" is not an http:// address (${url.protocol.slice(0, -1)} is not proxied); expected http://HOST:PORT`);
+  if (url.hostname === "") throw new TypeError(`"${text}" names no host; expected http://HOST:PORT`);
+  if (url.username !== "" || url.password !== "") throw new TypeError(`"${text}" holds a user name or password, which the proxy would not send; expected http://HOST:PORT`);
+  if (url.search !== "" || url.hash !== "") throw new TypeError(`"${text}" has a query or fragment; expected http://HOST:PORT[/prefix]`);
+  return url;
+}
+
+/**
+ * Starts the HTTP reverse proxy: every request goes through the rate-limit
+ * middleware (tbucket/http) and, when let through, to the backend, bodies
+ * streamed both ways. Rejects with node's listen error (its `code` is
+ * EADDRINUSE, EACCES, EADDRNOTAVAIL...) when the address cannot be taken,
+ * and with a TypeError or RangeError naming the option for bad options.
+ */
+export async function startHttpProxy(options: HttpProxyOptions): Promise<RunningHttpProxy> {
+  const proxy = new HttpProxy(options);
+  await proxy.listen();
+  return proxy;
+}

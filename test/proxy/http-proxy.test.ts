@@ -1,0 +1,305 @@
+import { once } from "node:events";
+import { request } from "node:http";
+import { connect, type Socket } from "node:net";
+import { afterEach, describe, expect, it } from "vitest";
+import { parseAccessLogLine, type ParsedLine } from "../../src/simulate/trace-line.js";
+import { type HttpProxyOptions, parseHttpTarget, type RequestDecision, type RunningHttpProxy, startHttpProxy } from "../../src/proxy/http-proxy.js";
+import { get, listen, until } from "../http/http-helpers.js";
+
+const proxies: RunningHttpProxy[] = [];
+const sockets: Socket[] = [];
+
+afterEach(async () => {
+  for (const socket of sockets.splice(0)) socket.destroy();
+  await Promise.all(proxies.splice(0).map((proxy) => proxy.close(0)));
+});
+
+async function proxyTo(target: string, options: Partial<HttpProxyOptions> = {}): Promise<{ proxy: RunningHttpProxy; url: string }> {
+  const proxy = await startHttpProxy({ listen: { host: "127.0.0.1", port: 0 }, target, rate: Infinity, burst: 1, ...options });
+  proxies.push(proxy);
+  return { proxy, url: `http://127.0.0.1:${proxy.address.port}` };
+}
+
+/** A raw connection to the proxy, for what an HTTP client would not send. */
+interface RawClient {
+  socket: Socket;
+  write(text: string): void;
+  end(text: string): void;
+  destroy(): void;
+  text(): string;
+  closed: Promise<void>;
+}
+
+async function raw(port: number): Promise<RawClient> {
+  const socket = connect(port, "127.0.0.1");
+  sockets.push(socket);
+  let received = "";
+  socket.on("data", (chunk: Buffer) => (received += chunk.toString("latin1")));
+  socket.on("error", () => {});
+  const closed = once(socket, "close").then(() => {});
+  await once(socket, "connect");
+  return {
+    socket,
+    write: (text) => void socket.write(text),
+    end: (text) => void socket.end(text),
+    destroy: () => void socket.destroy(),
+    text: () => received,
+    closed,
+  };
+}
+
+describe("the HTTP proxy", () => {
+  it("forwards method, path under the target's prefix and body, appends X-Forwarded-For, and drops hop-by-hop headers both ways", async () => {
+    let seen: { method?: string; url?: string; headers?: Record<string, unknown>; body?: string } = {};
+    const backend = await listen((req, res) => {
+      let body = "";
+      req.on("data", (chunk: Buffer) => (body += chunk));
+      req.on("end", () => {
+        seen = { method: req.method, url: req.url, headers: req.headers, body };
+        res.writeHead(201, { "x-kept": "yes", "keep-alive": "timeout=99", "x-dropped": "no", connection: "x-dropped" });
+        res.end("made\n");
+      });
+    });
+    const { proxy } = await proxyTo(`${backend.url}/api`);
+    const socket = await raw(proxy.address.port);
+    socket.write(
+      "PUT /things?x=1 HTTP/1.1\r\nHost: example\r\nX-Forwarded-For: 203.0.113.7\r\nConnection: close, x-private\r\nX-Private: secret\r\n" +
+        "TE: trailers\r\nProxy-Authorization: Basic eA==\r\nContent-Length: 5\r\n\r\nhello",
+    );
+    await socket.closed;
+    expect(seen).toMatchObject({ method: "PUT", url: "/api/things?x=1", body: "hello" });
+    expect(seen.headers).toMatchObject({ host: "example", "x-forwarded-for": "203.0.113.7, 127.0.0.1" });
+    expect(seen.headers).not.toHaveProperty("x-private");
+    expect(seen.headers).not.toHaveProperty("te");
+    expect(seen.headers).not.toHaveProperty("proxy-authorization");
+    const head = socket.text().split("\r\n\r\n")[0]!.toLowerCase();
+    expect(head).toMatch(/^http\/1\.1 201 created/);
+    expect(head).toContain("x-kept: yes");
+    expect(head).not.toContain("x-dropped");
+    expect(head).not.toContain("timeout=99");
+    // Re-framed by the proxy: the backend's transfer coding was hop-by-hop.
+    expect(socket.text()).toContain("\r\n\r\n5\r\nmade\n\r\n0\r\n\r\n");
+  });
+
+  it("streams: the client has the first part of a body before the backend has sent the rest, and uploads flow the same way", async () => {
+    let finish: (() => void) | undefined;
+    let uploadedFirst = false;
+    const backend = await listen((req, res) => {
+      if (req.method === "POST") {
+        req.once("data", () => {
+          uploadedFirst = true;
+        });
+        req.on("end", () => res.end("done"));
+        req.resume();
+        return;
+      }
+      res.write("first part\n");
+      finish = () => res.end("rest\n");
+    });
+    const { url } = await proxyTo(backend.url);
+    const body: string[] = [];
+    const ended = new Promise<void>((resolve) => {
+      request(`${url}/stream`, { agent: false }, (res) => {
+        res.on("data", (chunk: Buffer) => body.push(chunk.toString()));
+        res.on("end", () => resolve());
+      }).end();
+    });
+    await until(() => body.join("") === "first part\n", "the first part");
+    finish!();
+    await ended;
+    expect(body.join("")).toBe("first part\nrest\n");
+    const upload = request(`${url}/up`, { agent: false, method: "POST" });
+    upload.write(Buffer.alloc(64 * 1024, 1));
+    await until(() => uploadedFirst, "the first part of the upload at the backend");
+    upload.end();
+  });
+
+  it("answers 502 while the backend is down and stays up, then serves it again", async () => {
+    const backend = await listen((_req, res) => res.end("back\n"));
+    const port = backend.port;
+    await new Promise<void>((resolve) => backend.server.close(() => resolve()));
+    const { url } = await proxyTo(`http://127.0.0.1:${port}`);
+    const down = await get(url);
+    expect(down.status).toBe(502);
+    expect(down.body).toBe("Bad Gateway: the backend cannot be reached (ECONNREFUSED)\n");
+    backend.server.listen(port, "127.0.0.1");
+    await once(backend.server, "listening");
+    expect(await get(url)).toMatchObject({ status: 200, body: "back\n" });
+  });
+
+  it("answers 504 when the backend does not start its answer in time", async () => {
+    const backend = await listen(() => {});
+    const { url } = await proxyTo(backend.url, { backendTimeoutMs: 100 });
+    expect(await get(url)).toMatchObject({ status: 504, body: "Gateway Timeout: the backend did not answer in time\n" });
+  });
+
+  it("answers 400 to a request it cannot parse, and 408 then closes a client that never finishes its headers", async () => {
+    const backend = await listen((_req, res) => res.end());
+    const { proxy } = await proxyTo(backend.url, { headersTimeoutMs: 200 });
+    const garbage = await raw(proxy.address.port);
+    garbage.write("NOT HTTP AT ALL\r\n\r\n");
+    await garbage.closed;
+    expect(garbage.text()).toMatch(/^HTTP\/1\.1 400 Bad Request\r\n/);
+    const slow = await raw(proxy.address.port);
+    slow.write("GET / HTTP/1.1\r\nHost: x\r\n");
+    await slow.closed;
+    expect(slow.text()).toMatch(/^HTTP\/1\.1 408 Request Timeout\r\n/);
+    // One that connects and says nothing at all is closed too.
+    const silent = await raw(proxy.address.port);
+    const started = performance.now();
+    await silent.closed;
+    expect(performance.now() - started).toBeLessThan(5000);
+  });
+
+  it("closes only that client's connection when the backend resets mid-body", async () => {
+    const backend = await listen((req, res) => {
+      if (req.url === "/cut") {
+        res.writeHead(200, { "content-length": "1000" });
+        res.write("partial");
+        setTimeout(() => res.socket?.destroy(), 20);
+        return;
+      }
+      res.end("whole\n");
+    });
+    const { url } = await proxyTo(backend.url);
+    const cut = new Promise<string>((resolve) => {
+      request(`${url}/cut`, { agent: false }, (res) => {
+        res.on("data", () => {});
+        res.on("error", () => resolve("error"));
+        res.on("aborted", () => resolve("aborted"));
+        res.on("end", () => resolve("end"));
+      })
+        .on("error", () => resolve("error"))
+        .end();
+    });
+    expect(["aborted", "error"]).toContain(await cut);
+    expect(await get(url)).toMatchObject({ status: 200, body: "whole\n" });
+  });
+
+  it("tunnels a WebSocket upgrade both ways, counted as one request", async () => {
+    const backend = await listen((_req, res) => res.end());
+    backend.server.on("upgrade", (req, socket: Socket) => {
+      socket.write("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n");
+      socket.on("data", (chunk: Buffer) => socket.write(`echo:${chunk}`));
+    });
+    const decisions: RequestDecision[] = [];
+    const { proxy, url } = await proxyTo(backend.url, {
+      rate: 0.001,
+      burst: 1,
+      observer: { decision: (decision) => decisions.push(decision), bytes: () => {}, storeError: () => {} },
+    });
+    const socket = await raw(proxy.address.port);
+    socket.write("GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n");
+    await until(() => socket.text().includes("\r\n\r\n"), "the 101");
+    expect(socket.text()).toMatch(/^HTTP\/1\.1 101 Switching Protocols\r\n/);
+    socket.write("ping");
+    await until(() => socket.text().endsWith("echo:ping"), "the echo");
+    expect((await get(url)).status).toBe(429);
+    expect(decisions).toEqual(["admitted", "refused"]);
+  });
+
+  it("refuses an upgrade over the limit with a 429 and its fields, then closes", async () => {
+    const backend = await listen((_req, res) => res.end());
+    const { proxy } = await proxyTo(backend.url, { rate: 0.5, burst: 1 });
+    await get(`http://127.0.0.1:${proxy.address.port}/`);
+    const socket = await raw(proxy.address.port);
+    socket.write("GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n");
+    await socket.closed;
+    expect(socket.text()).toMatch(/^HTTP\/1\.1 429 Too Many Requests\r\n/);
+    expect(socket.text()).toContain("Retry-After: 2\r\n");
+  });
+
+  it("keys per header, falling back to the client's address without it", async () => {
+    const backend = await listen((_req, res) => res.end());
+    const { url } = await proxyTo(backend.url, { rate: 0.001, burst: 1, per: { by: "header", name: "X-Api-Key" } });
+    const statuses = [];
+    for (const key of ["a", "a", "b", undefined, undefined]) statuses.push((await get(url, key ? { "x-api-key": key } : {})).status);
+    expect(statuses).toEqual([200, 429, 200, 200, 429]);
+  });
+
+  it("keys by the forwarded client only from trusted proxies", async () => {
+    const backend = await listen((_req, res) => res.end());
+    const { url: trusting } = await proxyTo(backend.url, { rate: 0.001, burst: 1, trustProxy: ["127.0.0.0/8"] });
+    const { url: wary } = await proxyTo(backend.url, { rate: 0.001, burst: 1 });
+    for (const [url, want] of [[trusting, [200, 200]], [wary, [200, 429]]] as const) {
+      const statuses = [];
+      for (const client of ["1.1.1.1", "2.2.2.2"]) statuses.push((await get(url, { "x-forwarded-for": client })).status);
+      expect(statuses).toEqual(want);
+    }
+  });
+
+  it("counts body-rate bytes per key and tells the observer", async () => {
+    const backend = await listen((_req, res) => res.end(Buffer.alloc(300_000, 7)));
+    let shaped = 0;
+    const { url } = await proxyTo(backend.url, {
+      bodyRate: { bytesPerSecond: 100 * 1024 * 1024, burstBytes: 1024 * 1024 },
+      observer: { decision: () => {}, bytes: (n) => (shaped += n), storeError: () => {} },
+    });
+    const answer = await get(url);
+    expect(answer.body.length).toBe(300_000);
+    expect(shaped).toBe(300_000);
+  });
+
+  it("writes an access log line per request in Combined Log Format with the decision, which the trace reader takes as it is", async () => {
+    const backend = await listen((_req, res) => res.end("12345"));
+    const lines: string[] = [];
+    const accessLog = { write: (line: string) => lines.push(line) } as unknown as NodeJS.WritableStream;
+    const { url } = await proxyTo(backend.url, { rate: 0.001, burst: 1, accessLog });
+    await get(`${url}/a"b`, { "user-agent": 'evil"agent', referer: "http://r/" });
+    await get(`${url}/again`);
+    await until(() => lines.length === 2, "two log lines");
+    expect(lines[0]).toMatch(/^127\.0\.0\.1 - - \[\d{2}\/[A-Z][a-z]{2}\/\d{4}:\d{2}:\d{2}:\d{2} \+0000\] "GET \/a%22b HTTP\/1\.1" 200 5 "http:\/\/r\/" "evil\\"agent" admitted 0\n$/);
+    expect(lines[1]).toMatch(/"GET \/again HTTP\/1\.1" 429 \d+ "-" "-" refused 0\n$/);
+    for (const line of lines) {
+      const out = {} as ParsedLine;
+      parseAccessLogLine(line.trimEnd(), { costField: undefined, keyField: undefined, costBytes: true, wantKeys: true }, out);
+      expect(out.key).toBe("127.0.0.1");
+    }
+  });
+
+  it("rejects with EADDRINUSE when the port is taken", async () => {
+    const taken = await listen(() => {});
+    await expect(startHttpProxy({ listen: { host: "127.0.0.1", port: taken.port }, target: taken.url, rate: 1, burst: 1 })).rejects.toMatchObject({ code: "EADDRINUSE" });
+  });
+
+  it("on close, lets a request under way finish within the drain time and takes no new ones", async () => {
+    let release: (() => void) | undefined;
+    const backend = await listen((_req, res) => {
+      release = () => res.end("late\n");
+    });
+    const proxy = await startHttpProxy({ listen: { host: "127.0.0.1", port: 0 }, target: backend.url, rate: Infinity, burst: 1 });
+    const url = `http://127.0.0.1:${proxy.address.port}`;
+    const pending = get(url);
+    await until(() => release !== undefined, "the request at the backend");
+    const closing = proxy.close(5000);
+    await expect(get(url)).rejects.toMatchObject({ code: "ECONNREFUSED" });
+    release!();
+    expect(await pending).toMatchObject({ status: 200, body: "late\n" });
+    await closing;
+  });
+
+  it("keeps serving new requests while 1,000 idle connections are open", async () => {
+    const backend = await listen((_req, res) => res.end("ok"));
+    const { proxy, url } = await proxyTo(backend.url);
+    const idle = await Promise.all(Array.from({ length: 1000 }, () => raw(proxy.address.port)));
+    expect(await get(url)).toMatchObject({ status: 200, body: "ok" });
+    for (const socket of idle) socket.destroy();
+  });
+});
+
+describe("parseHttpTarget", () => {
+  it.each([
+    ["127.0.0.1:8080", `"127.0.0.1:8080" is not a URL; expected http://HOST:PORT`],
+    ["tcp://127.0.0.1:8080", `"tcp://127.0.0.1:8080" is not an http:// address (tcp is not proxied); expected http://HOST:PORT`],
+    ["https://127.0.0.1:8443", `"https://127.0.0.1:8443" is not an http:// address (https is not proxied); expected http://HOST:PORT`],
+    ["http://", `"http://" is not a URL; expected http://HOST:PORT`],
+    ["http://127.0.0.1:8080/?q=1", `"http://127.0.0.1:8080/?q=1" has a query or fragment; expected http://HOST:PORT[/prefix]`],
+    ["http://u:p@127.0.0.1", `"http://u:p@127.0.0.1" holds a user name or password, which the proxy would not send; expected http://HOST:PORT`],
+  ])("refuses %s", (text, message) => {
+    expect(() => parseHttpTarget(text)).toThrow(message);
+  });
+
+  it("takes http://HOST:PORT with a path prefix", () => {
+    expect(parseHttpTarget("http://127.0.0.1:8080/api").pathname).toBe("/api");
+  });
+});
