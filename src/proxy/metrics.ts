@@ -23,7 +23,8 @@ export class ProxyMetrics {
   readonly #bytes: Counter<"direction">;
   readonly #storeErrors: Counter;
 
-  constructor(read: { liveKeys(): number; openConnections(): number }) {
+  /** `openConnections` where the proxy counts them (TCP mode). */
+  constructor(read: { liveKeys: () => number; openConnections?: () => number }) {
     const registers = [this.registry];
     this.#admitted = new Counter({ name: "tbucket_proxy_admitted_total", help: "Connections (TCP) or requests (HTTP) let through", registers });
     this.#refused = new Counter({ name: "tbucket_proxy_refused_total", help: "Connections closed or requests answered 429 by the limit", registers });
@@ -34,9 +35,12 @@ export class ProxyMetrics {
     new Gauge({ name: "tbucket_proxy_live_keys", help: "Buckets held now (per client, per connection, or the link's)", registers, collect() {
       this.set(read.liveKeys());
     } });
-    new Gauge({ name: "tbucket_proxy_open_connections", help: "Client connections open now", registers, collect() {
-      this.set(read.openConnections());
-    } });
+    const { openConnections } = read;
+    if (openConnections) {
+      new Gauge({ name: "tbucket_proxy_open_connections", help: "Client connections open now", registers, collect() {
+        this.set(openConnections());
+      } });
+    }
     // Both directions show from the start, at 0.
     this.#bytes.inc({ direction: "up" }, 0);
     this.#bytes.inc({ direction: "down" }, 0);

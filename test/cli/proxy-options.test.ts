@@ -42,6 +42,7 @@ describe("parseProxyOptions", () => {
     expect(config).toMatchObject({
       mode: "http",
       to: { host: "127.0.0.1", port: 3000 },
+      target: "http://127.0.0.1:3000/",
       requestsPerSecond: 50,
       burst: 10,
       per: { by: "header", name: "x-api-key" },
@@ -53,6 +54,10 @@ describe("parseProxyOptions", () => {
       accessLog: "-",
       metrics: { host: "127.0.0.1", port: 9464 },
     });
+  });
+
+  it("keeps an HTTP backend's path prefix, and port 80 when none is written", () => {
+    expect(parse({ listen: "1", to: "http://localhost/api/v1", rate: "5/s" })).toMatchObject({ to: { host: "localhost", port: 80 }, target: "http://localhost:80/api/v1" });
   });
 
   it.each<[ProxyFlags, string]>([
@@ -67,7 +72,7 @@ describe("parseProxyOptions", () => {
     [{ listen: "1", to: "http://127.0.0.1:1", rate: "5/s", maxWait: "1s" }, `--max-wait: is how long --policy queue holds a request, and the policy is drop`],
     [{ listen: "1", to: "http://127.0.0.1:1", rate: "5/s", per: "cookie" }, `--per: "cookie" is not an HTTP scope`],
     [{ listen: "1", to: "http://127.0.0.1:1", rate: "5/s", trustProxy: "10.0.0.0/33" }, `--trust-proxy: "10.0.0.0/33" is not an address or CIDR block`],
-    [{ listen: "1", to: "http://127.0.0.1:1/api", rate: "5/s" }, `a backend is http://HOST:PORT, without a path`],
+    [{ listen: "1", to: "http://127.0.0.1:1/api?x=1", rate: "5/s" }, `a backend is http://HOST:PORT[/prefix], without a user, query or fragment`],
     [{ listen: "1", to: "http://127.0.0.1:1", rate: "5/s", idleTimeout: "1s" }, `--idle-timeout: is for TCP mode`],
     [{ listen: "1", to: "127.0.0.1:1", rate: "1mb", accessLog: "-" }, `--access-log: is for HTTP mode`],
     [{ listen: "1", to: "127.0.0.1:1", rate: "1mb", metrics: "x" }, `--metrics: "x": "x" is not a port`],

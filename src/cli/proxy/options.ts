@@ -1,7 +1,7 @@
 import { isIP } from "node:net";
 import { parseByteRate, parseByteSize, parseCount, parseCountRate, parseDuration } from "../../core/units.js";
 import type { BucketScope } from "../../proxy/bucket-pool.js";
-import { type HostPort, parseHostPort } from "../../proxy/host-port.js";
+import { formatHostPort, type HostPort, parseHostPort } from "../../proxy/host-port.js";
 import { parseOption, UsageError } from "../errors.js";
 import type { ProgressMode } from "../report-options.js";
 import { parseSharedBucketOptions, type SharedBucketFlags, type SharedBucketOptions } from "../shared-options.js";
@@ -33,8 +33,10 @@ export type HttpKeyScope = { by: "ip" } | { by: "header"; name: string } | { by:
 
 export interface HttpProxyConfig extends CommonProxyConfig {
   mode: "http";
-  /** Requests per second; undefined: the key's (--key). */
-  requestsPerSecond: number | undefined;
+  /** The backend as written: `http://HOST:PORT[/prefix]`. */
+  target: string;
+  /** Requests per second, per key. */
+  requestsPerSecond: number;
   burst: number | undefined;
   per: HttpKeyScope;
   /** Addresses (CIDR) whose X-Forwarded-For and Forwarded headers are believed. */
@@ -98,7 +100,7 @@ export function parseProxyOptions(flags: ProxyFlags): ProxyConfig {
   if (flags.to === undefined) throw new UsageError(`--to: missing; try "${TCP_EXAMPLE}" or "${HTTP_EXAMPLE}"`);
   const shared = parseSharedBucketOptions(flags);
   if (flags.progress && flags.quiet) throw new UsageError(`--progress and --quiet: choose one`);
-  const { mode, to } = parseTarget(flags.to);
+  const { mode, to, target } = parseTarget(flags.to);
   const refused = mode === "tcp" ? HTTP_ONLY : TCP_ONLY;
   for (const [name, flag] of refused) {
     if (flags[name] !== undefined) {
@@ -114,19 +116,22 @@ export function parseProxyOptions(flags: ProxyFlags): ProxyConfig {
     shared,
     progress: flags.progress ? "on" : flags.quiet ? "off" : "auto",
   };
-  return mode === "tcp" ? parseTcpOptions(flags, common) : parseHttpOptions(flags, common);
+  return mode === "tcp" ? parseTcpOptions(flags, common) : parseHttpOptions(flags, common, target!);
 }
 
 /** `HOST:PORT` is TCP, `http://HOST:PORT` HTTP. */
-function parseTarget(text: string): { mode: "tcp" | "http"; to: HostPort } {
+function parseTarget(text: string): { mode: "tcp" | "http"; to: HostPort; target?: string } {
   const example = `try "--to 127.0.0.1:5432" (TCP) or "--to http://127.0.0.1:3000" (HTTP)`;
   const url = /^([a-z][a-z0-9+.-]*):\/\/(.*)$/i.exec(text.trim());
   if (url) {
     const scheme = url[1]!.toLowerCase();
     if (scheme !== "http") throw new UsageError(`--to: "${text}": tbucket proxy speaks plain http:// to its backend, not ${scheme}://; ${example}`);
-    const rest = url[2]!.replace(/\/$/, "");
-    if (rest.includes("/")) throw new UsageError(`--to: "${text}": a backend is http://HOST:PORT, without a path; ${example}`);
-    return { mode: "http", to: parseOption("--to", rest, (hostPort) => parseAddress(hostPort, "--to", false, example)) };
+    const slash = url[2]!.indexOf("/");
+    const hostPort = slash === -1 ? url[2]! : url[2]!.slice(0, slash);
+    const path = slash === -1 ? "" : url[2]!.slice(slash);
+    if (/[?#@\s]/.test(url[2]!)) throw new UsageError(`--to: "${text}": a backend is http://HOST:PORT[/prefix], without a user, query or fragment; ${example}`);
+    const to = parseOption("--to", /:\d*$/.test(hostPort) ? hostPort : `${hostPort}:80`, (address) => parseAddress(address, "--to", false, example));
+    return { mode: "http", to, target: `http://${formatHostPort(to)}${path}` };
   }
   return { mode: "tcp", to: parseOption("--to", text, (hostPort) => parseAddress(hostPort, "--to", false, example)) };
 }
@@ -184,30 +189,32 @@ function parseTcpOptions(flags: ProxyFlags, common: CommonProxyConfig): TcpProxy
   };
 }
 
-function parseHttpOptions(flags: ProxyFlags, common: CommonProxyConfig): HttpProxyConfig {
+function parseHttpOptions(flags: ProxyFlags, common: CommonProxyConfig, target: string): HttpProxyConfig {
   const keyed = common.shared.key !== undefined;
-  if (flags.rate === undefined && !keyed) throw new UsageError(`--rate: missing; HTTP mode limits requests, e.g. "${HTTP_EXAMPLE}"`);
-  const requestsPerSecond =
-    flags.rate === undefined
-      ? undefined
-      : parseOption("--rate", flags.rate, (text) => {
-          try {
-            return parseCountRate(text, { allowZero: keyed });
-          } catch (error) {
-            if (/byte rate|not a count rate/.test((error as Error).message) && /[a-z]/i.test(text.replace(/\/.*$/, ""))) {
-              throw new Error(`"${text}" is not a count of requests; HTTP mode's --rate counts requests ("50/s"), and --body-rate shapes bytes ("1mb")`);
-            }
-            throw error;
-          }
-        });
+  // With --key too: each client's key in the store is made from it.
+  if (flags.rate === undefined) throw new UsageError(`--rate: missing; HTTP mode limits requests, e.g. "${HTTP_EXAMPLE}"`);
+  const requestsPerSecond = parseOption("--rate", flags.rate, (text) => {
+    try {
+      return parseCountRate(text, { allowZero: keyed });
+    } catch (error) {
+      if (/byte rate|not a count rate/.test((error as Error).message) && /[a-z]/i.test(text.replace(/\/.*$/, ""))) {
+        throw new Error(`"${text}" is not a count of requests; HTTP mode's --rate counts requests ("50/s"), and --body-rate shapes bytes ("1mb")`);
+      }
+      throw error;
+    }
+  });
   const policy = flags.policy ?? "drop";
   if (policy !== "drop" && policy !== "queue") throw new UsageError(`--policy: "${policy}" is not a policy; try "--policy drop" (429 at once) or "--policy queue --max-wait 2s"`);
   if (flags.maxWait !== undefined && policy !== "queue") {
     throw new UsageError(`--max-wait: is how long --policy queue holds a request, and the policy is drop; add "--policy queue"`);
   }
+  if (policy === "queue" && flags.maxWait === undefined) {
+    throw new UsageError(`--policy queue: needs --max-wait, the longest a request waits its turn before a 429; add e.g. "--max-wait 2s"`);
+  }
   return {
     ...common,
     mode: "http",
+    target,
     requestsPerSecond,
     burst: flags.burst === undefined ? undefined : parseOption("--burst", flags.burst, (text) => parseCount(text)),
     per: parseHttpScope(flags.per),

@@ -4,10 +4,18 @@ import { formatHostPort } from "../../proxy/host-port.js";
 import { ListenError } from "../../proxy/listen.js";
 import { type MetricsServer, ProxyMetrics, serveMetrics } from "../../proxy/metrics.js";
 import { startTcpProxy, type TcpProxy } from "../../proxy/tcp-proxy.js";
+import { createWriteStream } from "node:fs";
+import { once } from "node:events";
+import { humanDuration } from "../../core/format.js";
+import type { HttpProxyObserver, RunningHttpProxy, SharedHttpBuckets } from "../../proxy/http-proxy.js";
+import { StoreError } from "../../store/bucket-store.js";
 import { EXIT, RuntimeError } from "../errors.js";
+import { storeLocation } from "../shared-limiter.js";
+import { describeStoreFailure } from "../store-failure.js";
+import { openCommandStore } from "../store-opener.js";
 import { writeStandardError } from "../standard-streams.js";
 import type { HttpProxyConfig, ProxyConfig, TcpProxyConfig } from "./options.js";
-import { startProxyProgress } from "./progress-line.js";
+import { describeHttpProgress, describeTcpProgress, type HttpTally, startProgressLine } from "./progress-line.js";
 import type { StoreBuckets } from "./store-buckets.js";
 
 /** Runs the proxy until SIGINT or SIGTERM, then drains; resolves to the exit status. */
@@ -78,7 +86,7 @@ async function runTcpProxy(config: TcpProxyConfig): Promise<number> {
     );
   }
   const showProgress = config.progress === "on" || (config.progress === "auto" && process.stderr.isTTY);
-  const progress = showProgress ? startProxyProgress(() => running.stats, process.stderr) : undefined;
+  const progress = showProgress ? startProgressLine(describeTcpProgress(() => running.stats), process.stderr) : undefined;
   await stopper.until(config.drainMs, async (drainMs) => {
     progress?.stop();
     await running.close(drainMs);
@@ -96,8 +104,124 @@ function describeDirection(direction: "up" | "down", spec: ByteBucketSpec | unde
 }
 
 async function runHttpProxy(config: HttpProxyConfig): Promise<number> {
-  void config;
-  throw new RuntimeError(`--to http://...: HTTP mode is not in this build yet; use --to HOST:PORT (TCP mode)`);
+  const { startHttpProxy } = await import("../../proxy/http-proxy.js");
+  let proxy: RunningHttpProxy | undefined;
+  const metrics = new ProxyMetrics({ liveKeys: () => proxy?.liveKeys() ?? 0 });
+  const tally: HttpTally = { admitted: 0, queued: 0, refused: 0 };
+  const observer: HttpProxyObserver = {
+    decision(decision, waitMs) {
+      tally[decision]++;
+      if (decision === "refused") return metrics.refused();
+      if (decision === "queued") metrics.queued();
+      metrics.admitted(waitMs);
+    },
+    bytes: (count) => metrics.bytes("down", count),
+    storeError: () => metrics.storeError(),
+  };
+  const accessLog = config.accessLog === undefined ? undefined : await openAccessLog(config.accessLog);
+  const shared = config.shared.key === undefined ? undefined : await openHttpStore(config);
+  const release = async () => {
+    await shared?.close();
+    await accessLog?.close();
+  };
+  const burst = config.burst ?? 1;
+  try {
+    proxy = await listening(async () => {
+      try {
+        return await startHttpProxy({
+          listen: config.listen,
+          target: config.target,
+          rate: config.requestsPerSecond,
+          burst,
+          per: config.per,
+          trustProxy: config.trustProxy,
+          policy: config.policy,
+          maxWaitMs: config.maxWaitMs,
+          bodyRate: config.bodyBytesPerSecond === undefined ? undefined : { bytesPerSecond: config.bodyBytesPerSecond, burstBytes: defaultBurstBytes(config.bodyBytesPerSecond) },
+          maxKeys: config.maxKeys,
+          shared: shared?.buckets,
+          accessLog: accessLog?.stream,
+          observer,
+        });
+      } catch (error) {
+        const code = (error as NodeJS.ErrnoException).code;
+        if (typeof code === "string" && /^E[A-Z]+$/.test(code)) throw new ListenError(config.listen, code, (error as Error).message);
+        throw error;
+      }
+    });
+  } catch (error) {
+    await release();
+    throw error;
+  }
+  const running = proxy;
+  const metricsServer = await startMetrics(config, metrics).catch(async (error: unknown) => {
+    await running.close(0);
+    await release();
+    throw error;
+  });
+  if (config.progress !== "off") {
+    const per = config.per.by === "header" ? `header ${config.per.name}` : config.per.by;
+    const queue = config.policy === "queue" ? `, queue up to ${humanDuration(config.maxWaitMs ?? 0)}` : "";
+    writeStandardError(
+      `tbucket proxy: listening on ${formatHostPort(running.address)}, forwarding to ${config.target} (HTTP, ${describeRate("count", config.requestsPerSecond)}, burst ${burst}, per ${per}${queue})` +
+        (metricsServer ? `; metrics on http://${formatHostPort(metricsServer.address)}/metrics` : "") +
+        "\n",
+    );
+  }
+  const showProgress = config.progress === "on" || (config.progress === "auto" && process.stderr.isTTY && config.accessLog !== "-");
+  const progress = showProgress ? startProgressLine(describeHttpProgress(() => tally, () => running.liveKeys()), process.stderr) : undefined;
+  await new Stopper().until(config.drainMs, async (drainMs) => {
+    progress?.stop();
+    await running.close(drainMs);
+  });
+  await metricsServer?.close();
+  await release();
+  return EXIT.ok;
+}
+
+/** The access log: standard output for "-", else a file appended to; a file that cannot be opened is a runtime failure. */
+async function openAccessLog(path: string): Promise<{ stream: NodeJS.WritableStream; close(): Promise<void> }> {
+  if (path === "-") {
+    process.stdout.on("error", () => {});
+    return { stream: process.stdout, close: async () => {} };
+  }
+  const stream = createWriteStream(path, { flags: "a" });
+  try {
+    await once(stream, "open");
+  } catch (error) {
+    throw new RuntimeError(`--access-log ${path}: ${describeFileError(error)}; choose a file you can write`);
+  }
+  // A log that fails mid-run (a full disk) must not stop the proxy.
+  stream.on("error", (error) => writeStandardError(`tbucket: warning: --access-log ${path}: ${describeFileError(error)}; requests go on unlogged\n`));
+  return { stream, close: () => new Promise<void>((resolve) => stream.end(() => resolve())) };
+}
+
+function describeFileError(error: unknown): string {
+  const code = (error as NodeJS.ErrnoException).code;
+  if (code === "ENOENT") return "its folder does not exist";
+  if (code === "EACCES" || code === "EPERM") return "permission denied";
+  if (code === "EISDIR") return "it is a folder";
+  return code ?? (error as Error).message;
+}
+
+/** The store for --key in HTTP mode: each client's bucket is NAME:<client>. */
+async function openHttpStore(config: HttpProxyConfig): Promise<{ buckets: SharedHttpBuckets | undefined; close(): Promise<void> }> {
+  const local = config.shared.onStoreError === "local";
+  try {
+    const store = await openCommandStore(storeLocation(config.shared.store));
+    return {
+      buckets: { store, name: config.shared.key!, onStoreError: config.shared.onStoreError },
+      close: async () => {
+        await Promise.race([store.close().catch(() => {}), new Promise((resolve) => setTimeout(resolve, 1000).unref())]);
+      },
+    };
+  } catch (error) {
+    if (!(error instanceof StoreError)) throw error;
+    const line = describeStoreFailure(error, { offerLocal: !local });
+    if (!local) throw new RuntimeError(line);
+    writeStandardError(`tbucket: warning: ${line}; going on with private buckets\n`);
+    return { buckets: undefined, close: async () => {} };
+  }
 }
 
 /** Starts a server; an address in use or refused is a runtime failure of one line. */
