@@ -1,7 +1,11 @@
 import type { Socket } from "node:net";
+import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { sleep } from "../helpers/cli.js";
 import { type Backend, connectTo, type Received, receiveAll, startBackend, startProxy } from "../helpers/proxy.js";
+import { tempDirs } from "../helpers/temp-dir.js";
+
+const tempDir = tempDirs("proxy-timing");
 
 const backends: Backend[] = [];
 afterEach(async () => {
@@ -96,6 +100,20 @@ describe("tbucket proxy (TCP): what clients receive stays inside burst + rate ×
     const shared = merged([second!, third!]);
     expectInsideEnvelope(shared, RATE, BURST);
     expect(shared.at(-1)!.total).toBeGreaterThanOrEqual(RATE * SECONDS * 0.8);
+  });
+
+  it("two proxies on one --key share the link's rate through the store", async () => {
+    const { port } = await endlessBackend();
+    const dir = tempDir();
+    const args = ["--to", `127.0.0.1:${port}`, "--down", "256k", "--burst", "32k", "--key", "fleet", "--store", `sqlite:${join(dir, "buckets.db")}`];
+    const first = await startProxy(args, { env: { XDG_STATE_HOME: dir } });
+    const second = await startProxy(args, { env: { XDG_STATE_HOME: dir } });
+    const pair = await download([await connectTo(first.port), await connectTo(second.port)], SECONDS * 1000);
+    // Each proxy may hold one lease (20 ms of the rate) beyond the bucket.
+    expectInsideEnvelope(merged(pair), RATE, BURST + 2 * RATE * 0.02);
+    const total = pair[0]!.data.length + pair[1]!.data.length;
+    expect(total).toBeGreaterThanOrEqual(RATE * SECONDS * 0.7);
+    for (const one of pair) expect(one.data.length).toBeGreaterThanOrEqual(total * 0.2);
   });
 
   it("--up shapes what clients send, and the backend receives it inside the envelope", async () => {

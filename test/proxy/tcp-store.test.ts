@@ -1,0 +1,57 @@
+import { randomBytes } from "node:crypto";
+import { createServer } from "node:net";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { runCli } from "../helpers/cli.js";
+import { type Backend, connectTo, receiveAll, startBackend, startProxy, stopProxy } from "../helpers/proxy.js";
+import { tempDirs } from "../helpers/temp-dir.js";
+
+const tempDir = tempDirs("proxy-store");
+const backends: Backend[] = [];
+afterEach(async () => {
+  await Promise.all(backends.splice(0).map((backend) => backend.close()));
+});
+
+async function unusedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+describe("tbucket proxy (TCP) --key", () => {
+  it("keeps the link's buckets in the store as NAME:up and NAME:down", async () => {
+    const payload = randomBytes(200 * 1024);
+    const backend = await startBackend((socket) => socket.end(payload));
+    backends.push(backend);
+    const dir = tempDir();
+    const store = `sqlite:${join(dir, "buckets.db")}`;
+    const env = { XDG_STATE_HOME: dir };
+    const proxy = await startProxy(["--to", `127.0.0.1:${backend.port}`, "--down", "4mb", "--up", "1mb", "--key", "link", "--store", store], { env });
+    const received = await receiveAll(await connectTo(proxy.port));
+    expect(received.data.equals(payload)).toBe(true);
+    expect((await stopProxy(proxy)).code).toBe(0);
+    const list = await runCli(["key", "list", "--store", store, "--json"], { env });
+    const keys = (JSON.parse(list.stdout.toString()) as Array<{ key: string; rate: number }>).map((state) => [state.key, state.rate]);
+    expect(keys).toEqual([
+      ["link:down", 4 * 1024 * 1024],
+      ["link:up", 1024 * 1024],
+    ]);
+  });
+
+  it("exits 1 with one line when the store cannot be reached, and with --on-store-error local serves with private buckets", async () => {
+    const store = `redis://127.0.0.1:${await unusedPort()}`;
+    const backend = await startBackend((socket) => socket.end("hello"));
+    backends.push(backend);
+    const failing = await runCli(["proxy", "--listen", "127.0.0.1:0", "--to", `127.0.0.1:${backend.port}`, "--down", "1mb", "--key", "link", "--store", store]);
+    expect(failing.code).toBe(1);
+    expect(failing.stderr.split("\n")).toHaveLength(2);
+    expect(failing.stderr).toMatch(/^tbucket: .*redis:\/\/127\.0\.0\.1:\d+.*--on-store-error local\n$/);
+
+    const proxy = await startProxy(["--to", `127.0.0.1:${backend.port}`, "--down", "1mb", "--key", "link", "--store", store, "--on-store-error", "local"]);
+    expect(proxy.running.stderr()).toMatch(/^tbucket: warning: .*going on with private buckets\n/);
+    expect((await receiveAll(await connectTo(proxy.port))).data.toString()).toBe("hello");
+    expect((await stopProxy(proxy)).code).toBe(0);
+  });
+});
