@@ -22,7 +22,8 @@ export function startProgressLine(describe: () => string, stream: NodeJS.WriteSt
   return {
     stop() {
       clearInterval(timer);
-      if (terminal) stream.write(`\r\x1b[K${describe()}\n`);
+      // The last line stays, with the totals.
+      stream.write(terminal ? `\r\x1b[K${describe()}\n` : `${describe()}\n`);
     },
   };
 }

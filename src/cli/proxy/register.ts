@@ -20,7 +20,7 @@ export function registerProxy(program: Command, onExit: (code: number) => void):
     .option("--listen <[host:]port>", "where to accept connections (host: 127.0.0.1 unless given; port 0: any free port)")
     .option("--to <host:port|http://host:port>", "the backend: HOST:PORT for TCP mode, http://HOST:PORT for HTTP mode")
     .option("-r, --rate <rate>", "TCP: byte rate each way (1mb, 10mbit); HTTP: requests per time (50/s, 600/m)")
-    .option("-b, --burst <size>", "bucket capacity: bytes in TCP mode (default 100 ms of the rate), requests in HTTP mode")
+    .option("-b, --burst <size>", "bucket capacity: bytes in TCP mode (default 100 ms of the rate), requests in HTTP mode (default 1)")
     .option("--up <rate>", "TCP: byte rate from clients to the backend (instead of --rate)")
     .option("--down <rate>", "TCP: byte rate from the backend to clients (instead of --rate)")
     .option("--per <scope>", "who shares a bucket. TCP: link (default), connection, client; HTTP: ip (default), header:NAME, all")
