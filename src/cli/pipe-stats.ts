@@ -1,4 +1,5 @@
-import { humanByteRate, humanBytes, humanDuration, type RateKind } from "../core/units.js";
+import { humanByteRate, humanBytes, humanDuration } from "../core/format.js";
+import type { RateKind } from "../core/units.js";
 import type { StatsFormat } from "./report-options.js";
 
 /** What a pipe did, for --stats and the last progress line. */

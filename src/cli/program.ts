@@ -1,10 +1,10 @@
 import { Command } from "commander";
-import { registerCompletion } from "./commands/completion.js";
-import { registerKey } from "./commands/key.js";
-import { registerPipe } from "./commands/pipe.js";
+import { registerCompletion } from "./completion/register.js";
+import { registerKey } from "./key/register.js";
+import { registerPipe } from "./pipe/register.js";
 import { registerProxy } from "./proxy/register.js";
-import { registerRun } from "./commands/run.js";
-import { registerSimulate } from "./commands/simulate.js";
+import { registerRun } from "./run/register.js";
+import { registerSimulate } from "./simulate/register.js";
 import { version } from "./version.js";
 
 /** The command that runs when none is named: `tbucket -r 1mb file` is `tbucket pipe -r 1mb file`. */

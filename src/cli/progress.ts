@@ -1,5 +1,5 @@
 import ora from "ora";
-import { humanByteRate, humanBytes, humanDuration } from "../core/units.js";
+import { humanByteRate, humanBytes, humanDuration } from "../core/format.js";
 import type { PipeStats } from "./pipe-stats.js";
 
 export interface ProgressOptions {

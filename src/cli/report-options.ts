@@ -1,4 +1,4 @@
-import { Option } from "commander";
+import type { Command } from "commander";
 import { UsageError } from "./errors.js";
 
 /** Whether to show progress: asked for, refused, or decided by whether standard error is a terminal. */
@@ -19,16 +19,17 @@ export interface ReportFlags {
 }
 
 /**
- * `--stats` takes no value, so the word after it is always a file or a
- * command (`tbucket --stats json` reads the file json); the format has a flag
- * of its own, which implies --stats.
+ * Declares -p/--progress, -q/--quiet, --stats and --stats-format, the same on
+ * every command that reports. `--stats` takes no value, so the word after it
+ * is always a file or a command (`tbucket --stats json` reads the file json);
+ * the format has a flag of its own, which implies --stats.
  */
-export function statsOption(): Option {
-  return new Option("--stats", "print a summary on standard error at the end (text; --stats-format json for JSON)");
-}
-
-export function statsFormatOption(): Option {
-  return new Option("--stats-format <text|json>", "the summary's format, text or json (implies --stats)");
+export function addReportOptions(command: Command): Command {
+  return command
+    .option("-p, --progress", "show progress on standard error (default: when it is a terminal and standard output is not)")
+    .option("-q, --quiet", "no progress")
+    .option("--stats", "print a summary on standard error at the end (text; --stats-format json for JSON)")
+    .option("--stats-format <text|json>", "the summary's format, text or json (implies --stats)");
 }
 
 /** Checks -p/--progress, -q/--quiet, --stats and --stats-format, the same on every command that has them. */

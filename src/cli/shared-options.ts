@@ -11,11 +11,14 @@ export interface SharedBucketOptions {
   onStoreError: "fail" | "local";
 }
 
+/** --store's help, the same wherever a store is named. */
+export const STORE_HELP = "where shared buckets live: sqlite:, sqlite:<path>, redis://host:port[/db] (default: $TBUCKET_STORE or sqlite:)";
+
 /** Declares --key, --store and --on-store-error, the same on every command that takes tokens. */
 export function addSharedBucketOptions(command: Command): Command {
   return command
     .option("--key <name>", "share the bucket named <name> with every tbucket process on the same store")
-    .option("--store <url>", "where shared buckets live: sqlite:, sqlite:<path>, redis://host:port[/db] (default: $TBUCKET_STORE or sqlite:)")
+    .option("--store <url>", STORE_HELP)
     .option("--on-store-error <mode>", "when the store cannot be reached: fail (exit 1) or local (warn, go on with a private bucket)", "fail");
 }
 
@@ -32,11 +35,17 @@ export function parseSharedBucketOptions(options: SharedBucketFlags): SharedBuck
   if (onStoreError !== "fail" && onStoreError !== "local") {
     throw new UsageError(`--on-store-error: "${onStoreError}" is not a mode; try "fail" or "local"`);
   }
-  if (options.key !== undefined && !/^[\w.:@/-]{1,200}$/.test(options.key)) {
-    throw new UsageError(`--key: "${options.key}" is not a key name; use letters, digits and . _ - : @ / (at most 200), e.g. "backups"`);
-  }
+  if (options.key !== undefined) checkKeyName("--key", options.key);
   if (options.store !== undefined && options.key === undefined) {
     throw new UsageError(`--store: needs --key; try "--key backups --store ${options.store}"`);
   }
   return { key: options.key, store: options.store, onStoreError };
+}
+
+/** A shared bucket's name, the same for --key and `tbucket key`; anything else is a UsageError prefixed with `what`. */
+export function checkKeyName(what: string, name: string): string {
+  if (!/^[\w.:@/-]{1,200}$/.test(name)) {
+    throw new UsageError(`${what}: "${name}" is not a key name; use letters, digits and . _ - : @ / (at most 200), e.g. "backups"`);
+  }
+  return name;
 }

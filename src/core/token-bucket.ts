@@ -336,7 +336,8 @@ function checkBurst(burst: number): number {
   return burst;
 }
 
-function checkCount(n: number): void {
+/** Throws a RangeError unless `n` is a count of tokens a wait may ask for: finite and not negative. */
+export function checkCount(n: number): void {
   if (typeof n !== "number" || !Number.isFinite(n) || n < 0) {
     throw new RangeError(`Expected \`n\` to be a non-negative finite number, got \`${n}\` (${typeof n})`);
   }

@@ -163,10 +163,32 @@ export interface ParsedRate {
 export function parseAnyRate(text: string, options: RateParseOptions = {}): ParsedRate {
   if (isUnlimited(text)) return { kind: "count", perSecond: Infinity };
   // The unit decides the kind, so that a count or byte rate's own message (too large, zero) is kept.
-  const unit = split(text)?.unit;
-  if (unit === "") return { kind: "count", perSecond: parseCountRate(text, options) };
-  if (unit !== undefined && (unit in BYTE_UNITS || unit in BIT_UNITS)) return { kind: "bytes", perSecond: parseByteRate(text, options) };
+  const kind = rateKindOf(text);
+  if (kind === "count") return { kind, perSecond: parseCountRate(text, options) };
+  if (kind === "bytes") return { kind, perSecond: parseByteRate(text, options) };
   throw new UnitError(`"${text}" is not a rate; ${RATE_EXAMPLE}`);
+}
+
+/**
+ * The kind of rate the text's unit names, the rest unchecked: bytes for a byte
+ * or bit unit, count for none; undefined when it has no unit of either (or is
+ * `inf`, which is of any kind).
+ */
+export function rateKindOf(text: string): RateKind | undefined {
+  const unit = split(text)?.unit;
+  if (unit === "") return "count";
+  if (unit !== undefined && (unit in BYTE_UNITS || unit in BIT_UNITS)) return "bytes";
+  return undefined;
+}
+
+/** A rate of a known kind: a byte rate for bytes, a count rate for counts. */
+export function parseRateOfKind(kind: RateKind, text: string, options: RateParseOptions = {}): number {
+  return kind === "bytes" ? parseByteRate(text, options) : parseCountRate(text, options);
+}
+
+/** A bucket size of a known kind: whole bytes, or a whole count of at least 1. */
+export function parseSizeOfKind(kind: RateKind, text: string): number {
+  return kind === "bytes" ? parseByteSize(text) : parseCount(text);
 }
 
 /** A duration in milliseconds: `250ms`, `2s`, `1.5m`, `1h`, or a bare number of seconds. */
@@ -238,6 +260,3 @@ export function formatCountRate(perSecond: number): string {
 export function formatDuration(ms: number): string {
   return `${ms}ms`;
 }
-
-// Formatting for people moved to format.ts; pipe-stats.ts and progress.ts still import it from here.
-export { humanByteRate, humanBytes, humanDuration } from "./format.js";

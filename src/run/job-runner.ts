@@ -26,6 +26,8 @@ export interface RunCounts {
   running: number;
   succeeded: number;
   failed: number;
+  /** Jobs that did not succeed after a signal was passed on to them (Ctrl-C, a closed output). */
+  interrupted: number;
   skipped: number;
   /** Attempts after the first. */
   retried: number;
@@ -60,8 +62,8 @@ export interface JobRunnerOptions {
   /** After a signal is passed on, kill the jobs still running this much later; Infinity: never. */
   killAfterMs?: number;
   clock?: Clock;
-  /** An attempt is about to start (attempt 1 is the job's start). */
-  onLaunch?(job: JobSpec, attempt: number, atMs: number): void;
+  /** An attempt is about to start (attempt 1 is the job's start); `askedMs`: when its token was asked for, no later than its grant. */
+  onLaunch?(job: JobSpec, attempt: number, atMs: number, askedMs: number): void;
   /** A job is over: finished, failed for good, or skipped. */
   onJobEnd?(record: JobRecord): void;
 }
@@ -92,7 +94,9 @@ export class JobRunner {
   /** Aborted when launching must stop: cancels waits for items, slots and tokens. */
   readonly #stopLaunching = new AbortController();
   readonly #live = new Set<LaunchedJob>();
-  readonly #counts: RunCounts = { started: 0, running: 0, succeeded: 0, failed: 0, skipped: 0, retried: 0 };
+  /** Jobs a signal was passed on to: if they do not succeed, they count as interrupted, not failed. */
+  readonly #signalled = new WeakSet<LaunchedJob>();
+  readonly #counts: RunCounts = { started: 0, running: 0, succeeded: 0, failed: 0, interrupted: 0, skipped: 0, retried: 0 };
   #stoppedBy: StopReason | undefined;
   #spawnFailure: RunResult["spawnFailure"];
   #slotFreed: (() => void) | undefined;
@@ -125,7 +129,10 @@ export class JobRunner {
     this.#stoppedBy ??= reason;
     this.#stopLaunching.abort();
     if (!signal) return;
-    for (const job of this.#live) job.kill(signal);
+    for (const job of this.#live) {
+      this.#signalled.add(job);
+      job.kill(signal);
+    }
     const killAfterMs = this.#options.killAfterMs ?? Infinity;
     if (signal !== "SIGKILL" && Number.isFinite(killAfterMs) && !this.#killScheduled && !this.#runOver.signal.aborted) {
       this.#killScheduled = true;
@@ -175,7 +182,7 @@ export class JobRunner {
           });
           continue;
         }
-        const job = this.#runJob(next.value, token.waitMs).finally(() => running.delete(job));
+        const job = this.#runJob(next.value, token).finally(() => running.delete(job));
         running.add(job);
         // Observed by Promise.all below; this only keeps an early failure from counting as unhandled.
         job.catch(() => {});
@@ -202,18 +209,20 @@ export class JobRunner {
   }
 
   /** Runs one job to its end, retrying failures; the job holds its slot throughout. */
-  async #runJob(job: JobSpec, firstWaitMs: number): Promise<void> {
-    let waitMs = firstWaitMs;
+  async #runJob(job: JobSpec, firstToken: { waitMs: number; askedMs: number }): Promise<void> {
+    let waitMs = firstToken.waitMs;
+    let askedMs = firstToken.askedMs;
     let attempts = 0;
     let startMs: number | undefined;
     let exit: JobExit;
+    let signalled = false;
     this.#counts.started++;
     try {
       for (;;) {
         attempts++;
         const atMs = this.#clock.now();
         startMs ??= atMs;
-        this.#options.onLaunch?.(job, attempts, atMs);
+        this.#options.onLaunch?.(job, attempts, atMs, askedMs);
         const launched = this.#options.launch(job, attempts);
         this.#live.add(launched);
         try {
@@ -221,6 +230,7 @@ export class JobRunner {
         } finally {
           this.#live.delete(launched);
         }
+        signalled = this.#signalled.has(launched);
         if (exit.spawnError && isFatalSpawnError(exit.spawnError.code)) {
           this.#spawnFailure ??= { job, error: exit.spawnError };
           this.stop("spawn-error");
@@ -232,12 +242,14 @@ export class JobRunner {
         waitMs += token.waitMs;
         this.#waitMs += token.waitMs;
         if (!token.ok) break;
+        askedMs = token.askedMs;
         this.#counts.retried++;
       }
     } finally {
       this.#releaseSlot();
     }
     if (succeeded(exit)) this.#counts.succeeded++;
+    else if (signalled) this.#counts.interrupted++;
     else this.#counts.failed++;
     this.#options.onJobEnd?.({
       number: job.number, item: job.item, startMs, endMs: this.#clock.now(), waitMs, exit, attempts, skipped: false,
@@ -262,42 +274,19 @@ export class JobRunner {
   }
 
   /** One token, waiting at most --max-wait; ok false: skipped, nothing taken. */
-  async #takeToken(signal: AbortSignal): Promise<{ ok: boolean; waitMs: number } | typeof ABORTED | typeof FAILED> {
+  async #takeToken(signal: AbortSignal): Promise<{ ok: boolean; waitMs: number; askedMs: number } | typeof ABORTED | typeof FAILED> {
     const { limiter } = this.#options;
     const beforeMs = this.#clock.now();
     try {
       let ok = true;
       if (!Number.isFinite(this.#maxWaitMs)) await limiter.wait(1, signal);
-      else if (limiter.tryWait) ok = await limiter.tryWait(1, this.#maxWaitMs, signal);
-      else ok = await this.#waitAtMost(limiter, this.#maxWaitMs, signal);
-      return { ok, waitMs: this.#clock.now() - beforeMs };
+      else ok = await limiter.tryWait(1, this.#maxWaitMs, signal);
+      return { ok, waitMs: this.#clock.now() - beforeMs, askedMs: beforeMs };
     } catch (error) {
       if (signal.aborted) return ABORTED;
       this.#limiterError ??= { error };
       this.stop("limiter-error");
       return FAILED;
-    }
-  }
-
-  /** For limiters that cannot say in advance how long a wait is: give up after `maxWaitMs`. */
-  async #waitAtMost(limiter: Limiter, maxWaitMs: number, signal: AbortSignal): Promise<boolean> {
-    const giveUp = new AbortController();
-    const onStop = () => giveUp.abort();
-    signal.addEventListener("abort", onStop, { once: true });
-    const timer = this.#clock.sleep(maxWaitMs, giveUp.signal).then(
-      () => giveUp.abort(),
-      () => {},
-    );
-    try {
-      await limiter.wait(1, giveUp.signal);
-      return true;
-    } catch (error) {
-      if (signal.aborted || !giveUp.signal.aborted) throw error;
-      return false;
-    } finally {
-      signal.removeEventListener("abort", onStop);
-      giveUp.abort();
-      await timer;
     }
   }
 }

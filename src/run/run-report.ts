@@ -1,10 +1,11 @@
-import { alignColumns, humanCountRate, humanDuration, plural } from "../core/format.js";
+import { alignColumns, describeThroughput, humanCountRate, humanDuration, plural } from "../core/format.js";
 import { formatCountRate } from "../core/units.js";
 import type { RunCounts, RunResult } from "./job-runner.js";
 
-/** The one-line summary: `12 started, 10 succeeded, 1 failed, 1 skipped, 2 retried`. */
+/** The one-line summary: `12 started, 10 succeeded, 1 failed, 1 skipped, 2 retried`; `N interrupted` only when some were. */
 export function formatSummary(counts: Readonly<RunCounts>): string {
-  return `${counts.started} started, ${counts.succeeded} succeeded, ${counts.failed} failed, ${counts.skipped} skipped, ${counts.retried} retried`;
+  const interrupted = counts.interrupted > 0 ? `, ${counts.interrupted} interrupted` : "";
+  return `${counts.started} started, ${counts.succeeded} succeeded, ${counts.failed} failed${interrupted}, ${counts.skipped} skipped, ${counts.retried} retried`;
 }
 
 /** The progress line: counts and the recent launch rate against the limit. */
@@ -28,13 +29,20 @@ export interface RunStats {
   started: number;
   succeeded: number;
   failed: number;
+  /** Jobs that did not succeed after a signal was passed on to them. */
+  interrupted: number;
   skipped: number;
   retried: number;
   /** Launches, retries included: each took one token. */
   launches: number;
   elapsedSeconds: number;
-  /** Launches per second over the run. */
-  launchRate: number;
+  /**
+   * Launches beyond the burst per second, from the first launch to the last: the figure to
+   * hold against `rate`, which it never exceeds on a correct run. Null when every launch fit in the burst.
+   */
+  steadyRate: number | null;
+  /** Launches per second over the whole run, burst and the time after the last launch included: not a figure to compare with `rate`. */
+  overallRate: number;
   /** The limit, tokens per second (null for no limit). */
   rate: number | null;
   burst: number;
@@ -56,7 +64,14 @@ export function describeLostOutput(lost: LostOutput): string {
   return `${plural(lost.lines, "line")} (${plural(lost.bytes, "byte")}) of job output not written`;
 }
 
-export function runStats(result: RunResult, rate: number, burst: number, lost: LostOutput = { bytes: 0, lines: 0 }): RunStats {
+/** `steadyRate` comes from the run's LaunchRateMeter (launches per second beyond the burst). */
+export function runStats(
+  result: RunResult,
+  rate: number,
+  burst: number,
+  steadyRate: number | undefined,
+  lost: LostOutput = { bytes: 0, lines: 0 },
+): RunStats {
   const { counts } = result;
   const launches = counts.started + counts.retried;
   const elapsedSeconds = result.elapsedMs / 1000;
@@ -64,11 +79,13 @@ export function runStats(result: RunResult, rate: number, burst: number, lost: L
     started: counts.started,
     succeeded: counts.succeeded,
     failed: counts.failed,
+    interrupted: counts.interrupted,
     skipped: counts.skipped,
     retried: counts.retried,
     launches,
     elapsedSeconds: round3(elapsedSeconds),
-    launchRate: elapsedSeconds > 0 ? round3(launches / elapsedSeconds) : 0,
+    steadyRate: steadyRate === undefined ? null : round3(steadyRate),
+    overallRate: elapsedSeconds > 0 ? round3(launches / elapsedSeconds) : 0,
     rate: rate === Infinity ? null : rate,
     burst,
     waitSeconds: round3(result.waitMs / 1000),
@@ -79,14 +96,25 @@ export function runStats(result: RunResult, rate: number, burst: number, lost: L
 
 /** `--stats text`: a few aligned lines. */
 export function formatStatsText(stats: RunStats): string {
-  const limit = stats.rate === null ? "none" : `${formatCountRate(stats.rate)}, burst ${stats.burst}`;
   const rows = [
-    ["jobs:", `${stats.started} started, ${stats.succeeded} succeeded, ${stats.failed} failed, ${stats.skipped} skipped, ${stats.retried} retried`],
-    ["launches:", `${stats.launches} in ${humanDuration(stats.elapsedSeconds * 1000)} (${stats.launchRate}/s; limit ${limit})`],
+    ["jobs:", formatSummary({ ...stats, running: 0 })],
+    ["launches:", `${stats.launches} in ${humanDuration(stats.elapsedSeconds * 1000)}${describeLaunchRate(stats)}`],
     ["waited:", `${humanDuration(stats.waitSeconds * 1000)} for tokens in total`],
     ...(stats.lostBytes > 0 ? [["lost:", describeLostOutput({ lines: stats.lostLines, bytes: stats.lostBytes })]] : []),
   ];
   return alignColumns(rows, { gap: " " }).join("\n") + "\n";
+}
+
+/**
+ * The rate part of the launches line: `, 5/s after the burst (limit 5/s, burst 1)`. Only the
+ * rate after the burst is shown, the one figure a correct run keeps at or under the limit.
+ */
+function describeLaunchRate(stats: RunStats): string {
+  const steady = stats.steadyRate === null ? undefined : describeThroughput("count", stats.steadyRate);
+  if (stats.rate === null) return steady === undefined ? " (no limit)" : `, ${steady} (no limit)`;
+  const limit = `(limit ${formatCountRate(stats.rate)}, burst ${stats.burst})`;
+  if (steady !== undefined) return `, ${steady} after the burst ${limit}`;
+  return stats.launches > 1 && stats.launches <= stats.burst ? `, all within the burst ${limit}` : ` ${limit}`;
 }
 
 function round3(x: number): number {

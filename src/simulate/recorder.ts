@@ -26,6 +26,8 @@ export class Recorder {
   overBurst = 0;
   firstRefusedMs: number | undefined;
   lastMs = 0;
+  /** When the last admitted arrival acts: its arrival plus its wait (queue), its arrival (drop). */
+  lastServedMs = 0;
   readonly waits = new WaitStats();
   longestQueue = 0;
   /** Time during which the bucket held less than the next arrival's cost (single bucket). */
@@ -71,6 +73,7 @@ export class Recorder {
       this.admitted++;
       this.admittedCost += cost;
       this.waits.add(simulator.waitMs);
+      if (timeMs + simulator.waitMs > this.lastServedMs) this.lastServedMs = timeMs + simulator.waitMs;
     } else {
       this.refused++;
       this.refusedCost += cost;

@@ -34,7 +34,10 @@ export interface Summary {
   admittedCost: number;
   refusedCost: number;
   overBurst: number;
+  /** Admitted tokens per second over `throughputOver` seconds. */
   throughput: number;
+  /** From 0 to the end of the arrivals, or to when the last admitted one was served if later (a queue's waits). */
+  throughputOver: number;
   wait: { p50: number; p90: number; p99: number; max: number; mean: number; exact: boolean } | null;
   longestQueue: number | null;
   emptyShare: number | null;
@@ -46,7 +49,9 @@ export interface Summary {
 export function buildSummary(recorder: Recorder, context: SummaryContext): Summary {
   const { options } = recorder.simulator;
   const { waits } = recorder;
-  const durationSeconds = context.endMs / 1000;
+  // A queue serves its last arrivals after they arrive: what it admitted took until then.
+  const servedMs = Math.max(context.endMs, recorder.lastServedMs);
+  const servedSeconds = servedMs / 1000;
   const queue = options.policy === "queue";
   const emptyShare = recorder.emptyShare(context.endMs);
   return {
@@ -67,7 +72,8 @@ export function buildSummary(recorder: Recorder, context: SummaryContext): Summa
     admittedCost: round9(recorder.admittedCost),
     refusedCost: round9(recorder.refusedCost),
     overBurst: recorder.overBurst,
-    throughput: durationSeconds > 0 ? round9(recorder.admittedCost / durationSeconds) : 0,
+    throughput: servedSeconds > 0 ? round9(recorder.admittedCost / servedSeconds) : 0,
+    throughputOver: msToSeconds(servedMs),
     wait: queue
       ? {
           p50: msToSeconds(waits.quantileMs(0.5)),

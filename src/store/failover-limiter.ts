@@ -5,8 +5,6 @@ import { type BucketConfig, StoreError } from "./bucket-store.js";
 /** A limiter whose tokens come from a store: it rejects with a StoreError when the store fails. */
 export interface StoreBackedLimiter extends Limiter {
   readonly kind: RateKind;
-  tryWait(n: number, maxWaitMs: number, signal?: AbortSignal): Promise<boolean>;
-  tokens(): number;
 }
 
 /**
@@ -56,7 +54,7 @@ export class FailoverLimiter implements Limiter {
 
   /** The fallback's level once it took over, else the store's as last reported. */
   tokens(): number {
-    return this.#current ? (this.#current.tokens?.() ?? 0) : this.#primary.tokens();
+    return (this.#current ?? this.#primary).tokens();
   }
 
   async wait(n: number, signal?: AbortSignal): Promise<void> {
@@ -69,10 +67,7 @@ export class FailoverLimiter implements Limiter {
     const fallback = await this.#attempt(async () => {
       granted = await this.#primary.tryWait(n, maxWaitMs, signal);
     });
-    if (!fallback) return granted;
-    if (fallback.tryWait) return fallback.tryWait(n, maxWaitMs, signal);
-    await fallback.wait(n, signal);
-    return true;
+    return fallback ? fallback.tryWait(n, maxWaitMs, signal) : granted;
   }
 
   /** Runs `operation` on the store-backed limiter while it stands; resolves to the fallback once the store failed. */

@@ -1,6 +1,6 @@
 import { type Clock, systemClock } from "../core/clock.js";
 import type { Limiter } from "../core/limiter.js";
-import { ExceedsBurstError } from "../core/token-bucket.js";
+import { checkCount, ExceedsBurstError } from "../core/token-bucket.js";
 import type { RateKind } from "../core/units.js";
 import { type BucketConfig, type BucketStore, StoreError } from "./bucket-store.js";
 
@@ -128,12 +128,18 @@ export class SharedLimiter implements Limiter {
     this.#timer = undefined;
   }
 
-  wait(n: number, signal?: AbortSignal): Promise<void> {
+  async wait(n: number, signal?: AbortSignal): Promise<void> {
+    // Checked before queueing: a negative count would add to the held tokens.
+    checkCount(n);
     return this.#serialize(() => this.#waitOne(n, signal));
   }
 
-  /** Waits for `n` tokens unless that would take longer than `maxWaitMs`: then false, having taken nothing. */
-  tryWait(n: number, maxWaitMs: number, signal?: AbortSignal): Promise<boolean> {
+  /**
+   * Waits for `n` tokens unless that would take longer than `maxWaitMs`: then
+   * false, having taken nothing. Waits its turn behind the waits under way.
+   */
+  async tryWait(n: number, maxWaitMs: number, signal?: AbortSignal): Promise<boolean> {
+    checkCount(n);
     return this.#serialize(() => this.#tryWaitOne(n, maxWaitMs, signal));
   }
 

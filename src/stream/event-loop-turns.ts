@@ -16,6 +16,7 @@ export interface EventLoopTurns {
   mark(): void;
 }
 
+/** Real time on purpose, not an injected clock: it is the real event loop that must not starve. */
 export function eventLoopTurns(): EventLoopTurns {
   let turnAtMs = performance.now();
   let turn: Promise<void> | undefined;

@@ -28,16 +28,13 @@ export interface NativeIo {
   bytesReadable(fd: number): number;
 }
 
-/** Set to 0 to copy through the JavaScript path even where the native part exists. */
-export const NATIVE_ENV = "TBUCKET_NATIVE";
-
 /** Where node-gyp puts the addon, from the bundle in dist/ and from the modules in dist/stream or src/stream. */
 const BUILT_PATHS = ["../build/Release/tbucket_io.node", "../../build/Release/tbucket_io.node"];
 
 let loaded: NativeIo | null | undefined;
 
 /**
- * The native part, or undefined where it is missing, not for this system, or turned off by TBUCKET_NATIVE=0.
+ * The native part, or undefined where it is missing or not for this system.
  * `embeddedPath` gives a copy a build carries (the standalone executable's), tried first; it may throw.
  */
 export function nativeIo(embeddedPath?: () => string): NativeIo | undefined {
@@ -46,7 +43,7 @@ export function nativeIo(embeddedPath?: () => string): NativeIo | undefined {
 }
 
 function load(embeddedPath: (() => string) | undefined): NativeIo | undefined {
-  if (process.platform !== "linux" || process.env[NATIVE_ENV] === "0") return undefined;
+  if (process.platform !== "linux") return undefined;
   for (const path of [embedded(embeddedPath), ...builtPaths()]) {
     if (path === undefined) continue;
     try {

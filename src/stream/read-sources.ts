@@ -24,17 +24,12 @@ export interface ReadSourcesOptions {
 /** `-` is standard input, as for cat. */
 export const STDIN_NAME = "-";
 
-/** The sources named on the command line: no names is standard input. */
-export function sourceNames(names: readonly string[]): readonly string[] {
-  return names.length === 0 ? [STDIN_NAME] : names;
-}
-
 /**
- * The bytes of each named file in turn (`-` is standard input; no names is
- * standard input), read ahead of the consumer by at most `readAheadBytes`.
+ * The bytes of each named file in turn (`-` is standard input), read ahead of
+ * the consumer by at most `readAheadBytes`.
  */
 export async function* readSources(names: readonly string[], options: ReadSourcesOptions): AsyncGenerator<Buffer> {
-  for (const name of sourceNames(names)) {
+  for (const name of names) {
     try {
       if (name === STDIN_NAME) yield* readStdin(options);
       else yield* readPath(name, options);
@@ -121,7 +116,7 @@ export interface SourceDescriptor {
  * for the next.
  */
 export async function* sourceDescriptors(names: readonly string[], options: Pick<ReadSourcesOptions, "onError" | "outputFd">): AsyncGenerator<SourceDescriptor> {
-  for (const name of sourceNames(names)) {
+  for (const name of names) {
     let fd: number;
     try {
       fd = name === STDIN_NAME ? 0 : await openAsync(name, "r");
@@ -170,7 +165,7 @@ function* readInline(fd: number, bufferBytes: number): Generator<Buffer> {
 /** The total size of the named sources when all are regular files; undefined otherwise. */
 export function knownTotalBytes(names: readonly string[], statPath: (name: string) => Stats | undefined): number | undefined {
   let total = 0;
-  for (const name of sourceNames(names)) {
+  for (const name of names) {
     const stats = name === STDIN_NAME ? safeFstat(0) : statPath(name);
     if (!stats?.isFile()) return undefined;
     total += stats.size;

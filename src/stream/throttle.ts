@@ -1,5 +1,7 @@
 import { type Clock, systemClock } from "../core/clock.js";
 import type { Limiter } from "../core/limiter.js";
+import { TokenBucket } from "../core/token-bucket.js";
+import { RecordScanner } from "./record-scanner.js";
 
 /**
  * What one token pays for:
@@ -18,8 +20,17 @@ export interface ThrottleOptions {
   sliceMs?: number;
   /** In `bytes` mode, count records too (for statistics); record modes always count. */
   countRecords?: boolean;
-  /** For `settle`: the clock the limiter runs on. */
+  /**
+   * The clock the limiter runs on: `settle` sleeps on it and `waitedMs` is
+   * measured on it. By default a TokenBucket's own clock, else the system's.
+   */
   clock?: Clock;
+  /**
+   * In `bytes` mode, the most one read of the source gives (a pipe's buffer):
+   * a slice no larger is already whole after one read and needs no settling.
+   * By default 0: `settle` always waits for half a slice.
+   */
+  oneReadBytes?: number;
 }
 
 export interface ThrottleStats {
@@ -41,12 +52,10 @@ const DEFAULT_SLICE_MS = 10;
  * cannot keep the rate.
  */
 export const TIMER_TICK_MS = 4;
-/** What a Linux pipe holds unless asked otherwise, and so what one read from it gives at most. */
-export const PIPE_BUFFER_BYTES = 64 * 1024;
 
 /**
  * Throttle cuts chunks into slices and pays for each from a limiter before
- * handing it on. It is the one pacing engine: `ThrottleStream` wraps it in a
+ * handing it on; in the record modes a RecordScanner says where slices may end. It is the one pacing engine: `ThrottleStream` wraps it in a
  * Node Transform, and the CLI drives it straight from file descriptors.
  *
  * Slices are at most the burst and about `sliceMs` of the rate, so output is
@@ -57,21 +66,22 @@ export const PIPE_BUFFER_BYTES = 64 * 1024;
 export class Throttle {
   readonly limiter: Limiter;
   readonly cost: CostMode;
-  readonly delimiter: number;
+  readonly #records: RecordScanner;
   readonly #sliceMs: number;
   readonly #countRecords: boolean;
   readonly #clock: Clock;
-  #inRecord = false;
+  readonly #oneReadBytes: number;
   #stats: ThrottleStats = { bytes: 0, records: 0, waitedMs: 0 };
   #lastTakeWaited = false;
 
   constructor(options: ThrottleOptions) {
     this.limiter = options.limiter;
     this.cost = options.cost ?? "bytes";
-    this.delimiter = options.delimiter ?? 10;
+    this.#records = new RecordScanner(options.delimiter ?? 10);
     this.#sliceMs = options.sliceMs ?? DEFAULT_SLICE_MS;
     this.#countRecords = options.countRecords ?? false;
-    this.#clock = options.clock ?? systemClock;
+    this.#oneReadBytes = options.oneReadBytes ?? 0;
+    this.#clock = options.clock ?? (options.limiter instanceof TokenBucket ? options.limiter.clock : systemClock);
   }
 
   /**
@@ -80,6 +90,11 @@ export class Throttle {
    */
   get lastTakeWaited(): boolean {
     return this.#lastTakeWaited;
+  }
+
+  /** The byte that ends a record. */
+  get delimiter(): number {
+    return this.#records.delimiter;
   }
 
   /** What has gone through so far. */
@@ -92,15 +107,15 @@ export class Throttle {
    * holds half a slice, so that what is read meanwhile goes out in one write
    * instead of one sleep and one write per small read. Half, not whole: the
    * rest is reserved while the bucket still has room, so tokens that come in
-   * while a timer wakes late are kept instead of spilling over the burst. A slice no larger than a pipe's buffer
-   * (64 KiB) needs no settling: one read already holds it, and settling would
-   * only add a sleep.
+   * while a timer wakes late are kept instead of spilling over the burst. A
+   * slice no larger than one read (`oneReadBytes`) needs no settling: one read
+   * already holds it, and settling would only add a sleep.
    */
   async settle(signal?: AbortSignal): Promise<void> {
     const { limiter } = this;
-    if (limiter.rate === Infinity || limiter.rate === 0 || !limiter.tokens) return;
+    if (limiter.rate === Infinity || limiter.rate === 0) return;
     const sliceTokens = this.#sliceTokens();
-    if (this.cost === "bytes" && sliceTokens <= PIPE_BUFFER_BYTES) return;
+    if (this.cost === "bytes" && sliceTokens <= this.#oneReadBytes) return;
     const missing = sliceTokens / 2 - limiter.tokens();
     if (missing > 0) await this.#clock.sleep((missing / limiter.rate) * 1000, signal);
   }
@@ -157,7 +172,7 @@ export class Throttle {
 
   async #emit(segment: Buffer, emit: Emit): Promise<void> {
     this.#stats.bytes += segment.length;
-    if (this.cost === "bytes" && this.#countRecords) this.#countRecordStarts(segment);
+    if (this.cost === "bytes" && this.#countRecords) this.#stats.records += this.#records.countStarts(segment);
     const pending = emit(segment);
     if (pending) await pending;
   }
@@ -173,16 +188,14 @@ export class Throttle {
    */
   async #take(n: number, signal: AbortSignal | undefined): Promise<void> {
     if (n <= 0 || this.limiter.rate === Infinity) return;
-    const started = performance.now();
+    const startedMs = this.#clock.now();
     const { limiter } = this;
-    // A limiter that cannot tell its level (a shared store) may answer without a turn: unknown, so no.
-    this.#lastTakeWaited = limiter.tokens ? limiter.tokens() < n : false;
+    // A shared bucket's level is as last read: the guess may be off for the rest of one lease.
+    this.#lastTakeWaited = limiter.tokens() < n;
     await limiter.wait(n, signal);
-    if (limiter.tokens) {
-      const spilled = Math.min(n, limiter.tokens() + n - limiter.burst);
-      if (spilled > 0) await limiter.wait(spilled, signal);
-    }
-    this.#stats.waitedMs += performance.now() - started;
+    const spilled = Math.min(n, limiter.tokens() + n - limiter.burst);
+    if (spilled > 0) await limiter.wait(spilled, signal);
+    this.#stats.waitedMs += this.#clock.now() - startedMs;
   }
 
   /** Where the next write ends and what it costs. */
@@ -194,10 +207,16 @@ export class Throttle {
         const end = unlimited ? chunk.length : Math.min(chunk.length, start + sliceTokens);
         return { end, cost: end - start };
       }
-      case "records":
-        return this.#planRecords(chunk, start, sliceTokens);
-      case "record-bytes":
-        return this.#planRecordBytes(chunk, start, sliceTokens);
+      case "records": {
+        const { end, records } = this.#records.recordsFrom(chunk, start, sliceTokens);
+        this.#stats.records += records;
+        return { end, cost: records };
+      }
+      case "record-bytes": {
+        const { end, records } = this.#records.wholeRecordsFrom(chunk, start, sliceTokens);
+        this.#stats.records += records;
+        return { end, cost: end - start };
+      }
     }
   }
 
@@ -206,63 +225,5 @@ export class Throttle {
     const { rate, burst } = this.limiter;
     if (rate === Infinity) return Infinity;
     return Math.max(1, Math.min(burst, Math.floor((rate * this.#sliceMs) / 1000)));
-  }
-
-  /** Up to `maxRecords` record starts; the rest of a record already paid for is free. */
-  #planRecords(chunk: Buffer, start: number, maxRecords: number): { end: number; cost: number } {
-    let position = start;
-    let starts = 0;
-    while (position < chunk.length) {
-      if (!this.#inRecord) {
-        if (starts === maxRecords) break;
-        starts++;
-        this.#inRecord = true;
-      }
-      const next = chunk.indexOf(this.delimiter, position);
-      if (next === -1) {
-        position = chunk.length;
-        break;
-      }
-      position = next + 1;
-      this.#inRecord = false;
-    }
-    this.#stats.records += starts;
-    return { end: position, cost: starts };
-  }
-
-  /** Whole records up to `sliceBytes`; a single longer record goes whole, as far as the chunk holds it. */
-  #planRecordBytes(chunk: Buffer, start: number, sliceBytes: number): { end: number; cost: number } {
-    const limit = Math.min(chunk.length, start + sliceBytes);
-    let end = start;
-    for (;;) {
-      const next = chunk.indexOf(this.delimiter, end);
-      if (next === -1 || next + 1 > limit) break;
-      if (!this.#inRecord) this.#stats.records++;
-      this.#inRecord = false;
-      end = next + 1;
-    }
-    if (end === start) {
-      // No whole record fits in a slice: send through the end of the first record, or the chunk.
-      const next = chunk.indexOf(this.delimiter, start);
-      if (!this.#inRecord) this.#stats.records++;
-      end = next === -1 ? chunk.length : next + 1;
-      this.#inRecord = next === -1;
-    }
-    return { end, cost: end - start };
-  }
-
-  /** A record starts at the first byte and after every delimiter, as the record modes count. */
-  #countRecordStarts(segment: Buffer): void {
-    let position = 0;
-    while (position < segment.length) {
-      if (!this.#inRecord) {
-        this.#stats.records++;
-        this.#inRecord = true;
-      }
-      const next = segment.indexOf(this.delimiter, position);
-      if (next === -1) break;
-      this.#inRecord = false;
-      position = next + 1;
-    }
   }
 }

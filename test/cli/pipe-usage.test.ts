@@ -4,7 +4,7 @@ import { runMain } from "../helpers/in-process.js";
 
 // The table is checked in-process: the real entry point parses, the pipe itself never runs.
 vi.mock("../../src/cli/standard-streams.js", async (importOriginal) => (await import("../helpers/in-process.js")).captureStandardStreams(importOriginal));
-vi.mock("../../src/cli/actions/pipe.js", () => ({
+vi.mock("../../src/cli/pipe/run.js", () => ({
   runPipe: async () => {
     throw new Error("the arguments were accepted: the pipe started");
   },

@@ -45,6 +45,17 @@ describe.concurrent("tbucket run: jobs and results", () => {
     expect(result.code).toBe(1);
   });
 
+  // Regression (issue 15, point 14): the counts were printed by --stats, then again in the last line.
+  it("--stats with failures: the counts once, exit 1", async ({ expect }) => {
+    const result = await runCli(["run", "-r", "inf", "--stats", "--", fixture("exit-with.sh"), "{}"], { input: "0\n3\n0\n" });
+    expect(result.code).toBe(1);
+    const lines = result.stderr.split("\n");
+    expect(lines[0]).toBe("jobs:     3 started, 2 succeeded, 1 failed, 0 skipped, 0 retried");
+    expect(lines).toHaveLength(4);
+    expect(lines[3]).toBe("");
+    expect(result.stderr.match(/3 started/g)).toHaveLength(1);
+  });
+
   it("--retries reruns a failed job; every attempt is a launch", async ({ expect }) => {
     const dir = tempDir();
     const counter = join(dir, "attempts");
@@ -99,7 +110,7 @@ describe.concurrent("tbucket run: jobs and results", () => {
   it("--stats-format json reports the counts, the launches and the limit", async ({ expect }) => {
     const result = await runCli(["run", "-r", "inf", "--count", "4", "--stats-format", "json", "--", "true"]);
     expect(result.code).toBe(0);
-    expect(JSON.parse(result.stderr)).toMatchObject({ started: 4, succeeded: 4, failed: 0, skipped: 0, retried: 0, launches: 4, rate: null, burst: 1 });
+    expect(JSON.parse(result.stderr)).toMatchObject({ started: 4, succeeded: 4, failed: 0, interrupted: 0, skipped: 0, retried: 0, launches: 4, rate: null, burst: 1 });
   });
 
   it("--shell: an item can never inject shell syntax", async ({ expect }) => {

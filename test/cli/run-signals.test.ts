@@ -12,7 +12,7 @@ describe.concurrent("tbucket run: signals", () => {
     cli.signal("SIGINT");
     const { code } = await cli.exited;
     expect(code).toBe(130);
-    expect(cli.stderr()).toBe("tbucket: run: interrupted: 2 started, 0 succeeded, 2 failed, 0 skipped, 0 retried\n");
+    expect(cli.stderr()).toBe("tbucket: run: interrupted: 2 started, 0 succeeded, 0 failed, 2 interrupted, 0 skipped, 0 retried\n");
   });
 
   it("Ctrl-C: jobs that end on SIGINT end, nothing more is launched, exit 130", async ({ expect }) => {
@@ -22,7 +22,7 @@ describe.concurrent("tbucket run: signals", () => {
     const { code } = await cli.exited;
     expect(code).toBe(130);
     expect(cli.stdout()).toBe("ready\nready\nstopped by SIGINT\nstopped by SIGINT\n");
-    expect(cli.stderr()).toBe("tbucket: run: interrupted: 2 started, 0 succeeded, 2 failed, 0 skipped, 0 retried\n");
+    expect(cli.stderr()).toBe("tbucket: run: interrupted: 2 started, 0 succeeded, 0 failed, 2 interrupted, 0 skipped, 0 retried\n");
   });
 
   it("SIGTERM is forwarded likewise; exit 143", async ({ expect }) => {
@@ -33,7 +33,7 @@ describe.concurrent("tbucket run: signals", () => {
     expect(code).toBe(143);
     expect(cli.stdout()).toBe("ready\ngot SIGTERM\n");
     // The job's whole process group got SIGTERM: its shell may report its `sleep` as "Terminated".
-    expect(cli.stderr().replace(/^Terminated\n/, "")).toBe("tbucket: run: interrupted: 1 started, 0 succeeded, 1 failed, 0 skipped, 0 retried\n");
+    expect(cli.stderr().replace(/^Terminated\n/, "")).toBe("tbucket: run: interrupted: 1 started, 0 succeeded, 0 failed, 1 interrupted, 0 skipped, 0 retried\n");
   });
 
   it("without --count, runs until Ctrl-C, which ends it with 130", async ({ expect }) => {
@@ -42,10 +42,34 @@ describe.concurrent("tbucket run: signals", () => {
     cli.signal("SIGINT");
     const { code } = await cli.exited;
     expect(code).toBe(130);
-    // A job still running when the signal came was ended by it: it failed.
-    const match = /^tbucket: run: interrupted: (\d+) started, (\d+) succeeded, ([01]) failed, 0 skipped, 0 retried\n$/.exec(cli.stderr());
+    // A job still running when the signal came was ended by it: it was interrupted, not failed.
+    const match = /^tbucket: run: interrupted: (\d+) started, (\d+) succeeded, 0 failed(?:, (1) interrupted)?, 0 skipped, 0 retried\n$/.exec(cli.stderr());
     expect(match, cli.stderr()).not.toBeNull();
-    expect(Number(match![1])).toBe(Number(match![2]) + Number(match![3]));
+    expect(Number(match![1])).toBe(Number(match![2]) + Number(match![3] ?? 0));
     expect(Number(match![1])).toBeGreaterThanOrEqual(3);
+  });
+
+  // Regression (issue 15, point 14): jobs ended by Ctrl-C were counted as failed, and --stats
+  // printed the counts, then the same counts again in the last line.
+  it("--stats after Ctrl-C: the interrupted jobs counted apart, the counts printed once", async ({ expect }) => {
+    const cli = startCli(["run", "-r", "inf", "-j", "2", "--count", "50", "--stats", "--", fixture("sleep.sh"), "10"]);
+    await cli.waitForOutput("ready", 2);
+    cli.signal("SIGINT");
+    const { code } = await cli.exited;
+    expect(code).toBe(130);
+    const lines = cli.stderr().split("\n");
+    expect(lines[0]).toBe("jobs:     2 started, 0 succeeded, 0 failed, 2 interrupted, 0 skipped, 0 retried");
+    expect(lines[1]).toMatch(/^launches: 2 in \d+ ms, \S+ \(no limit\)$/);
+    expect(lines.slice(3)).toEqual(["tbucket: run: interrupted", ""]);
+  });
+
+  it("--stats-format json after Ctrl-C: \"interrupted\" apart from \"failed\"", async ({ expect }) => {
+    const cli = startCli(["run", "-r", "inf", "-j", "2", "--count", "50", "--stats-format", "json", "--", fixture("sleep.sh"), "10"]);
+    await cli.waitForOutput("ready", 2);
+    cli.signal("SIGINT");
+    expect((await cli.exited).code).toBe(130);
+    const [json, last, ...rest] = cli.stderr().split("\n");
+    expect(JSON.parse(json!)).toMatchObject({ started: 2, succeeded: 0, failed: 0, interrupted: 2 });
+    expect([last, ...rest]).toEqual(["tbucket: run: interrupted", ""]);
   });
 });

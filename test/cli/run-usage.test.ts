@@ -4,7 +4,7 @@ import { runMain } from "../helpers/in-process.js";
 
 // The table is checked in-process: the real entry point parses, the command itself never runs.
 vi.mock("../../src/cli/standard-streams.js", async (importOriginal) => (await import("../helpers/in-process.js")).captureStandardStreams(importOriginal));
-vi.mock("../../src/cli/actions/run.js", () => ({
+vi.mock("../../src/cli/run/run.js", () => ({
   runRun: async () => {
     throw new Error("the arguments were accepted: run started");
   },

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { parseSimulateOptions } from "../../src/cli/commands/simulate.js";
+import { chartWidth } from "../../src/cli/simulate/run.js";
+import { parseSimulateOptions } from "../../src/cli/simulate/options.js";
 
 describe("simulate options (parsed apart from behaviour)", () => {
   it("resolves rates and bursts by the cost unit: counts, or bytes with --cost bytes", () => {
@@ -54,10 +55,24 @@ describe("simulate options (parsed apart from behaviour)", () => {
     [{ rate: "5", burst: "1", trace: "-", perKey: true, maxKeys: "0" }, `--max-keys: "0" is not a whole number 1 or more; try "1" or "10"`],
     [{ rate: "5", burst: "1", arrivals: "burst 1", step: "0" }, `--step: "0" is no width; try "1s" or "100ms"`],
     [{ rate: "5", burst: "1", arrivals: "burst 1", chart: true, format: "csv" }, `--chart: not with --format csv, which is for programs; use --format summary or table, or --svg FILE`],
+    // Regression (issue 15, point 9): --burst was silently ignored by a search of the burst.
+    [
+      { rate: "5", burst: "10", arrivals: "burst 1", suggest: true },
+      `--burst: not with --suggest at a fixed rate, which searches the burst; leave --burst out, or give --rate auto to search the rate for this burst`,
+    ],
     [{ rate: "5", arrivals: "burst 1", suggest: true, format: "jsonl" }, `--format: jsonl is not a --suggest format; try summary, csv or json`],
     [{ rate: "5", arrivals: "burst 1", suggest: true, svg: "x.svg" }, `--svg: not with --suggest; run again with the suggested setting to plot it`],
     [{ rate: "5", arrivals: "burst 1", suggest: true, target: "fast" }, `--target: "fast" is not a target; try "reject<=1%" or "p99wait<=500ms"`],
   ])("refuses %j", (flags, message) => {
     expect(() => parseSimulateOptions(flags)).toThrow(message);
+  });
+});
+
+describe("the chart's width", () => {
+  it("is the terminal's, else $COLUMNS when a whole number, else 80", () => {
+    expect(chartWidth({ isTTY: true, columns: 40 }, { COLUMNS: "120" })).toBe(40);
+    expect(chartWidth({ isTTY: false }, { COLUMNS: "120" })).toBe(120);
+    expect(chartWidth({ isTTY: true, columns: 0 }, {})).toBe(80);
+    for (const columns of ["", "wide", "-3", "0", "12.5"]) expect(chartWidth({}, { COLUMNS: columns })).toBe(80);
   });
 });

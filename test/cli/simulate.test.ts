@@ -2,7 +2,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { runCli } from "../helpers/cli.js";
+import { runCli, runShell, TBUCKET } from "../helpers/cli.js";
 
 const HAND = ["simulate", "--rate", "5", "--burst", "10", "--arrivals", "steady 8/s for 7.5s"];
 const dir = mkdtempSync(join(tmpdir(), "tbucket-simulate-"));
@@ -30,7 +30,7 @@ describe("tbucket simulate: formats", () => {
         "arrivals      60 over 7.5 s (8/s)",
         "admitted      46  (76.67%)",
         "refused       14  (23.33%), the first at 3.125 s",
-        "throughput    6.13/s admitted",
+        "throughput    6.13/s admitted over 7.5 s (the burst included)",
         "bucket empty  47.00% of the time",
         "",
       ].join("\n"),
@@ -83,15 +83,52 @@ describe("tbucket simulate: formats", () => {
     const json = JSON.parse(await ok([...HAND, "--format", "json", "--policy", "queue"]));
     expect(json).toMatchObject({ rate: 5, burst: 10, policy: "queue", events: 60, admitted: 60, refused: 0, duration: 7.5, step: 0.2 });
     expect(json.wait.max).toBe(2.625); // the 60th waits (60 − 10 − 5 × 7.375) / 5 s
+    // Regression (issue 15, point 9): throughput was measured over the arrivals' 7.5 s (8/s), though the
+    // queue served the last one at 7.375 + 2.625 = 10 s: 60 admitted over 10 s.
+    expect(json).toMatchObject({ throughput: 6, throughputOver: 10 });
     expect(json.steps).toHaveLength(38);
     expect(json.steps[0]).toEqual({ t: 0, arrived: 2, admitted: 2, refused: 0, level: 9, maxWait: 0 });
   });
 
+  it("queue: throughput over the time until the last admitted arrival was served", async () => {
+    const out = await ok([...HAND, "--format", "summary", "--policy", "queue"]);
+    expect(out).toContain("\nthroughput     6/s admitted over 10 s, until the last admitted one was served (the burst included)\n");
+  });
+
   it("--chart adds the terminal chart to the summary", async () => {
-    const out = await ok([...HAND, "--format", "summary", "--chart"]);
-    expect(out).toContain("throughput    6.13/s admitted\n");
-    expect(out).toContain("bucket level at the end of each step (tokens; burst 10)\n10 ┤");
-    expect(out).toContain("arrivals per step: admitted █, refused ░");
+    const result = await runCli([...HAND, "--format", "summary", "--chart"], { env: { COLUMNS: "" } });
+    const out = result.stdout.toString();
+    expect(out).toContain("throughput    6.13/s admitted over 7.5 s (the burst included)");
+    expect(out).toContain("bucket level at the end of each 0.2 s (tokens; burst 10)\n10 ┤");
+    expect(out).toContain("arrivals per 0.2 s: admitted █, refused ░");
+    // Not a terminal, no $COLUMNS: 80 columns.
+    const chart = out.split("\n").slice(out.split("\n").indexOf("bucket level at the end of each 0.2 s (tokens; burst 10)"));
+    expect(Math.max(...chart.map((line) => [...line].length))).toBeLessThanOrEqual(80);
+    expect(chart).toContain(`   └${"─".repeat(76)}`);
+  });
+
+  // Regression (issue 15, point 10): at 40 columns the chart's rows wrapped ("2\n0 s").
+  it("on a terminal 40 columns wide, the summary's chart fits it", async () => {
+    // script(1) gives tbucket a pseudo-terminal; stty sets its width. Paths come in through the environment.
+    const result = await runShell(
+      `script -qfec 'stty cols 40 rows 60; "$TB" simulate --rate 5 --burst 10 --arrivals "steady 8/s for 7.5s"' /dev/null`,
+      { env: { TB: TBUCKET, COLUMNS: "" } },
+    );
+    expect(result.code).toBe(0);
+    const lines = result.stdout.toString().replace(/\r/g, "").trimEnd().split("\n");
+    const chart = lines.slice(lines.indexOf("bucket level at the end of each 0.4 s"));
+    expect(chart.length).toBeGreaterThan(20);
+    expect(Math.max(...chart.map((line) => [...line].length))).toBeLessThanOrEqual(40);
+  });
+
+  it("--chart fits $COLUMNS when standard output is no terminal", async () => {
+    const result = await runCli([...HAND, "--format", "summary", "--chart"], { env: { COLUMNS: "40" } });
+    expect(result.code).toBe(0);
+    const lines = result.stdout.toString().trimEnd().split("\n");
+    const chart = lines.slice(lines.indexOf("bucket level at the end of each 0.4 s"));
+    expect(chart.length).toBeGreaterThan(20);
+    expect(Math.max(...chart.map((line) => [...line].length))).toBeLessThanOrEqual(40);
+    expect(lines.at(-1)).toMatch(/^ +0 s +7\.6 s$/);
   });
 
   it("--svg writes a self-contained plot next to the usual output", async () => {
@@ -99,7 +136,11 @@ describe("tbucket simulate: formats", () => {
     await ok([...HAND, "--format", "summary", "--svg", file]);
     const svg = readFileSync(file, "utf8");
     expect(svg.startsWith(`<?xml version="1.0" encoding="UTF-8"?>\n<svg xmlns="http://www.w3.org/2000/svg"`)).toBe(true);
-    for (const series of ["level", "admitted", "refused", "wait"]) expect(svg).toContain(`data-series="${series}"`);
+    for (const series of ["level", "admitted", "refused", "refill"]) expect(svg).toContain(`data-series="${series}"`);
+    // Drop never waits: no wait panel.
+    expect(svg).not.toContain(`data-series="wait"`);
+    await ok([...HAND, "--format", "summary", "--policy", "queue", "--svg", file]);
+    expect(readFileSync(file, "utf8")).toContain(`data-series="wait"`);
   });
 
   it("the same input and seed give byte-identical output; another seed does not", async () => {
@@ -130,7 +171,7 @@ describe("tbucket simulate: formats", () => {
         "arrivals      5 over 1 s (5/s)",
         "admitted      4  (80.00%), 4.88 KiB (5000 B)",
         "refused       1  (20.00%), the first at 0 s",
-        "throughput    4.88 KiB/s admitted",
+        "throughput    4.88 KiB/s admitted over 1 s",
         "keys          2 seen, 3 evictions",
         "most refused  10.0.0.1: 1 of 3 refused",
         "",
@@ -165,6 +206,27 @@ describe("tbucket simulate: formats", () => {
     expect(text).toContain("\n   23        1   1.67%         0         0     no\n → 24        0   0.00%         0         0    yes\n");
     const json = JSON.parse(await ok(["simulate", "-r", "auto", "-b", "10", "--arrivals", "steady 8/s for 7.5s", "--suggest", "--target", "reject<=0%", "--format", "json"]));
     expect(json).toMatchObject({ search: "rate", burst: 10, answer: 6.78, below: { value: 6.77, meets: false } });
+  });
+
+  // Regression (issue 15, point 9): steady 8/s at rate 5 got "burst 60" with no word that it holds for 20 s only.
+  it("--suggest says when the arrivals outpace the rate: the burst holds for the trace's length only", async () => {
+    const text = await ok(["simulate", "-r", "5", "--arrivals", "steady 8/s for 20s", "--suggest"]);
+    expect(text.split("\n").slice(0, 7)).toEqual([
+      "target      refused <= 1%, drop, rate 5/s",
+      "suggestion  burst 60: refused 0.63%",
+      "            burst 59 does not meet it: refused 1.25%",
+      "note        the arrivals average 8/s, above the rate 5/s:",
+      "            the burst meets the target for these 20 s only, none for ever;",
+      "            a longer run needs more (--rate auto searches a rate instead)",
+      "searched    18 simulations",
+    ]);
+    const json = JSON.parse(await ok(["simulate", "-r", "5", "--arrivals", "steady 8/s for 20s", "--suggest", "--format", "json"]));
+    expect(json).toMatchObject({ search: "burst", rate: 5, duration: 20, arrivalRate: 8, outpacesRate: true, answer: 60 });
+    // Arrivals within the rate: no note.
+    const within = await ok(["simulate", "-r", "10", "--arrivals", "steady 8/s for 20s", "--suggest"]);
+    expect(within).not.toContain("note");
+    const withinJson = JSON.parse(await ok(["simulate", "-r", "10", "--arrivals", "steady 8/s for 20s", "--suggest", "--format", "json"]));
+    expect(withinJson).toMatchObject({ arrivalRate: 8, outpacesRate: false });
   });
 
   it("--help ends with examples", async () => {

@@ -11,8 +11,12 @@ import {
   parseCount,
   parseCountRate,
   parseDuration,
+  parseRateOfKind,
+  parseSizeOfKind,
+  rateKindOf,
   UnitError,
 } from "../../src/core/units.js";
+import { defaultBurst } from "../../src/core/default-burst.js";
 
 describe("byte rates", () => {
   it.each([
@@ -206,5 +210,46 @@ describe("round trips (property)", () => {
         }
       }),
     );
+  });
+});
+
+describe("a rate or size of a known kind", () => {
+  it("reads bytes with the byte grammar and counts with the count grammar", () => {
+    expect(parseRateOfKind("bytes", "1mb")).toBe(1024 ** 2);
+    expect(parseRateOfKind("count", "300/m")).toBe(5);
+    expect(parseSizeOfKind("bytes", "4k")).toBe(4096);
+    expect(parseSizeOfKind("count", "10")).toBe(10);
+  });
+
+  it("refuses the other kind's units, and zero unless allowed", () => {
+    expect(() => parseRateOfKind("count", "1mb")).toThrow(/byte rate, not a count rate/);
+    expect(() => parseSizeOfKind("count", "4k")).toThrow(UnitError);
+    expect(() => parseRateOfKind("bytes", "0")).toThrow(/more than zero/);
+    expect(parseRateOfKind("bytes", "0", { allowZero: true })).toBe(0);
+  });
+});
+
+describe("the default burst", () => {
+  it("is 100 ms of a byte rate (at least 1 byte), 1 MiB unlimited, and 1 for a count", () => {
+    expect(defaultBurst("bytes", 1024 ** 2)).toBe(104_857);
+    expect(defaultBurst("bytes", 5)).toBe(1);
+    expect(defaultBurst("bytes", Infinity)).toBe(1024 ** 2);
+    expect(defaultBurst("count", 600)).toBe(1);
+  });
+});
+
+describe("the kind a rate's unit names", () => {
+  it.each([
+    ["5/s", "count"],
+    ["300/m", "count"],
+    ["1mb", "bytes"],
+    ["10mbit", "bytes"],
+    ["0mb", "bytes"],
+    ["1e300mb", "bytes"],
+    ["inf", undefined],
+    ["5 apples", undefined],
+    ["", undefined],
+  ])("%j is %s", (text, kind) => {
+    expect(rateKindOf(text)).toBe(kind);
   });
 });

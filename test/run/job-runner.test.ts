@@ -94,21 +94,6 @@ describe("JobRunner --max-wait", () => {
     expect(relative()).toEqual([0, 500, 1000]);
     expect(result.counts.skipped).toBe(0);
   });
-
-  it("falls back to giving up after the limit with a limiter that has no tryWait", async () => {
-    const { clock, runner, records } = setup({
-      rate: 2,
-      count: 2,
-      extra: { maxWaitMs: 400 },
-      limiter: (clock) => {
-        const bucket = new TokenBucket({ rate: 2, burst: 1, clock });
-        return { rate: 2, burst: 1, wait: (n, signal) => bucket.wait(n, signal) };
-      },
-    });
-    const result = await drive(clock, runner.run());
-    expect(result.counts).toMatchObject({ started: 1, skipped: 1 });
-    expect(records[1]).toMatchObject({ number: 2, skipped: true, attempts: 0, waitMs: 400 });
-  });
 });
 
 describe("JobRunner retries", () => {
@@ -153,7 +138,7 @@ describe("JobRunner stopping", () => {
     const result = await drive(clock, done);
     expect(fake.signals).toEqual(["SIGINT", "SIGINT", "SIGINT"]);
     expect(fake.startsMs).toHaveLength(3);
-    expect(result).toMatchObject({ stoppedBy: "signal", counts: { started: 3, failed: 3, running: 0 } });
+    expect(result).toMatchObject({ stoppedBy: "signal", counts: { started: 3, failed: 0, interrupted: 3, running: 0 } });
   });
 
   it("killAfterMs: jobs that ignore the forwarded signal are killed that long after it, and only then", async () => {
@@ -168,7 +153,7 @@ describe("JobRunner stopping", () => {
     const result = await drive(clock, done);
     expect(clock.now() - 1000).toBe(5000);
     expect(fake.signals).toEqual(["SIGTERM", "SIGTERM", "SIGKILL", "SIGKILL"]);
-    expect(result.counts).toMatchObject({ started: 2, failed: 2, running: 0 });
+    expect(result.counts).toMatchObject({ started: 2, failed: 0, interrupted: 2, running: 0 });
   });
 
   it("killAfterMs: no kill is left pending once the jobs have ended", async () => {
@@ -182,6 +167,23 @@ describe("JobRunner stopping", () => {
     expect(fake.signals).toEqual(["SIGINT"]);
   });
 
+  it("counts as interrupted only the jobs the signal reached: one that failed before it stays failed", async () => {
+    const { clock, runner } = setup({ rate: Infinity, count: 2, behaviour: (job) => (job.number === 1 ? { runMs: 10, code: 3 } : { runMs: 60_000 }) });
+    const done = runner.run();
+    await clock.advance(20);
+    await settle();
+    runner.stop("signal", "SIGINT");
+    const result = await drive(clock, done);
+    expect(result.counts).toMatchObject({ started: 2, failed: 1, interrupted: 1 });
+  });
+
+  it("tells onLaunch when each launch's token was asked for, no later than its grant", async () => {
+    const launches: Array<[number, number]> = [];
+    const { clock, runner } = setup({ rate: 10, count: 3, extra: { onLaunch: (_job, _attempt, atMs, askedMs) => launches.push([atMs - 1000, askedMs - 1000]) } });
+    await drive(clock, runner.run());
+    expect(launches).toEqual([[0, 0], [100, 0], [200, 100]]);
+  });
+
   it("does not retry a job that ended because launching stopped", async () => {
     const { clock, runner, fake } = setup({ rate: 10, count: 1, extra: { retries: 5 }, behaviour: () => ({ runMs: 10_000 }) });
     const done = runner.run();
@@ -189,7 +191,7 @@ describe("JobRunner stopping", () => {
     runner.stop("signal", "SIGINT");
     const result = await drive(clock, done);
     expect(fake.startsMs).toHaveLength(1);
-    expect(result.counts).toMatchObject({ started: 1, failed: 1, retried: 0 });
+    expect(result.counts).toMatchObject({ started: 1, failed: 0, interrupted: 1, retried: 0 });
   });
 
   it("stops launching when the command is missing: every job would fail alike", async () => {
@@ -221,6 +223,10 @@ describe("JobRunner stopping", () => {
           if (++calls > 2) throw new Error("store unreachable");
           await bucket.wait(n, signal);
         },
+        tryWait: async () => {
+          throw new Error("not used without --max-wait");
+        },
+        tokens: () => bucket.tokens(),
       };
     };
     const { clock, runner, fake, records } = setup({

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { LevelStep } from "../../src/simulate/recorder.js";
 import { renderStepCsv, renderStepTable } from "../../src/simulate/render/step-table.js";
-import { describeTooManyRows } from "../../src/cli/simulate-errors.js";
+import { describeTooManyRows } from "../../src/cli/simulate/errors.js";
 import { checkRowCount, chooseStepMs, MAX_ROWS, rowCount, smallestStepMs, Timeline, TooManyRowsError } from "../../src/simulate/timeline.js";
 
 describe("per-step totals", () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { describeSkippedLine, describeTraceError, describeTraceOptionError } from "../../src/cli/simulate-errors.js";
+import { describeSkippedLine, describeTraceError, describeTraceOptionError } from "../../src/cli/simulate/errors.js";
 import { BadLine } from "../../src/simulate/trace-line.js";
 import {
   createTraceReport,

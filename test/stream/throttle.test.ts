@@ -157,11 +157,33 @@ describe("Throttle pacing", () => {
   });
 });
 
+describe("Throttle stats", () => {
+  it("measures waitedMs on the clock it is given, not in real time", async () => {
+    // Real time barely moves during the test: a real-time measure would come out near 0, not 20.
+    const clock = new FakeClock(1e12);
+    const throttle = new Throttle({ limiter: new TokenBucket({ rate: 1000, burst: 10, clock }), clock });
+    const passing = throttle.pass(Buffer.alloc(30), () => {});
+    await clock.advance(20);
+    await passing;
+    // 10 bytes at once, then 10 every 10 ms.
+    expect(throttle.stats).toMatchObject({ bytes: 30, waitedMs: 20 });
+  });
+
+  it("without a clock of its own, measures on the bucket's clock", async () => {
+    const clock = new FakeClock(1e12);
+    const throttle = new Throttle({ limiter: new TokenBucket({ rate: 1000, burst: 10, clock }) });
+    const passing = throttle.pass(Buffer.alloc(30), () => {});
+    await clock.advance(20);
+    await passing;
+    expect(throttle.stats.waitedMs).toBe(20);
+  });
+});
+
 describe("Throttle.settle", () => {
   async function settleTakesMs(rate: number, burst: number): Promise<number> {
     const clock = new FakeClock();
     const bucket = new TokenBucket({ rate, burst, clock });
-    const throttle = new Throttle({ limiter: bucket, clock });
+    const throttle = new Throttle({ limiter: bucket, clock, oneReadBytes: 64 * 1024 });
     bucket.allowAt(0, burst); // empty the bucket
     let settled = false;
     void throttle.settle().then(() => (settled = true));

@@ -60,7 +60,7 @@ describe.concurrent("tbucket run: each job in a process group of its own", () =>
     const { code } = await cli.exited;
     expect(performance.now() - sentAt).toBeLessThan(3000);
     expect(code).toBe(status);
-    expect(cli.stderr()).toMatch(/tbucket: run: interrupted: 2 started, 0 succeeded, 2 failed, 0 skipped, 0 retried\n$/);
+    expect(cli.stderr()).toMatch(/tbucket: run: interrupted: 2 started, 0 succeeded, 0 failed, 2 interrupted, 0 skipped, 0 retried\n$/);
     expect(await allGone(pids)).toBe(true);
   });
 

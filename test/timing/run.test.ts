@@ -98,6 +98,30 @@ describe("tbucket run: timing", () => {
     // As tbucket saw them (launched, then ended): all five at once.
     expect(maxOverlap(readJobLog(log).map((r) => [r.start, r.end]))).toBe(5);
   });
+  // Regression (issue 15, point 4): `--count 20 -r 5 --stats` read "5.242/s; limit 5/s" (20 launches
+  // over 19 intervals), 4 launches at -r 10 "12.37/s". The rate after the burst is never above the limit.
+  it("--stats: the rate after the burst, never above the limit; the whole run's rate apart in JSON", async ({ expect }) => {
+    const text = await runCli(["run", "--count", "10", "-r", "10", "--stats", "--", "true"]);
+    expect(text.code).toBe(0);
+    const [jobs, launches, waited, ...rest] = text.stderr.split("\n");
+    expect(jobs).toBe("jobs:     10 started, 10 succeeded, 0 failed, 0 skipped, 0 retried");
+    const match = /^launches: 10 in (?:\d+ ms|\d\.\d s), (\d+(?:\.\d+)?)\/s after the burst \(limit 10\/s, burst 1\)$/.exec(launches!);
+    expect(match, launches).not.toBeNull();
+    // Late timers on a loaded machine only slow launches down: the figure can fall, never rise past 10/s.
+    expect(Number(match![1])).toBeLessThanOrEqual(10);
+    expect(Number(match![1])).toBeGreaterThan(5);
+    expect(waited).toMatch(/^waited: {3}\S+ (ms|s) for tokens in total$/);
+    expect(rest).toEqual([""]);
+
+    const json = await runCli(["run", "--count", "4", "-r", "10", "-b", "2", "--stats-format", "json", "--", "true"]);
+    const stats = JSON.parse(json.stderr) as Record<string, number>;
+    expect(stats).toMatchObject({ launches: 4, rate: 10, burst: 2, interrupted: 0 });
+    expect(stats.steadyRate).toBeLessThanOrEqual(10.001);
+    expect(stats.steadyRate).toBeGreaterThan(5);
+    // The whole run's figure counts the burst: above the limit here, hence its name.
+    expect(Math.abs(stats.overallRate! - 4 / stats.elapsedSeconds!)).toBeLessThan(0.2);
+    expect(stats).not.toHaveProperty("launchRate");
+  });
 });
 
 /** Turns tagged "start <ns>" / "end <ns>" lines into one [start, end] interval per job, in ms. */

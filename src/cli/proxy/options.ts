@@ -3,18 +3,17 @@ import { parseByteRate, parseByteSize, parseCount, parseCountRate, parseDuration
 import type { BucketScope } from "../../proxy/bucket-pool.js";
 import { formatHostPort, type HostPort, parseHostPort } from "../../proxy/host-port.js";
 import { parseOption, UsageError } from "../errors.js";
-import type { ProgressMode } from "../report-options.js";
+import { parseReportOptions, type ReportFlags, type ReportOptions } from "../report-options.js";
 import { parseSharedBucketOptions, type SharedBucketFlags, type SharedBucketOptions } from "../shared-options.js";
 
 /** What both modes share. */
-interface CommonProxyConfig {
+interface CommonProxyConfig extends ReportOptions {
   listen: HostPort;
   to: HostPort;
   /** How long open connections may finish after SIGINT/SIGTERM. */
   drainMs: number;
   metrics: HostPort | undefined;
   shared: SharedBucketOptions;
-  progress: ProgressMode;
 }
 
 export interface TcpProxyConfig extends CommonProxyConfig {
@@ -52,7 +51,7 @@ export interface HttpProxyConfig extends CommonProxyConfig {
 
 export type ProxyConfig = TcpProxyConfig | HttpProxyConfig;
 
-export interface ProxyFlags extends SharedBucketFlags {
+export interface ProxyFlags extends SharedBucketFlags, ReportFlags {
   listen?: string;
   to?: string;
   rate?: string;
@@ -70,8 +69,6 @@ export interface ProxyFlags extends SharedBucketFlags {
   accessLog?: string;
   drain?: string;
   metrics?: string;
-  progress?: boolean;
-  quiet?: boolean;
 }
 
 /** Where a listener binds when the user names only a port: loopback; a wider address is the user's choice. */
@@ -99,7 +96,7 @@ export function parseProxyOptions(flags: ProxyFlags): ProxyConfig {
   if (flags.listen === undefined) throw new UsageError(`--listen: missing; try "${TCP_EXAMPLE}"`);
   if (flags.to === undefined) throw new UsageError(`--to: missing; try "${TCP_EXAMPLE}" or "${HTTP_EXAMPLE}"`);
   const shared = parseSharedBucketOptions(flags);
-  if (flags.progress && flags.quiet) throw new UsageError(`--progress and --quiet: choose one`);
+  const report = parseReportOptions(flags);
   const { mode, to, target } = parseTarget(flags.to);
   const refused = mode === "tcp" ? HTTP_ONLY : TCP_ONLY;
   for (const [name, flag] of refused) {
@@ -114,7 +111,7 @@ export function parseProxyOptions(flags: ProxyFlags): ProxyConfig {
     drainMs: flags.drain === undefined ? 10_000 : parseOption("--drain", flags.drain, parseDuration),
     metrics: flags.metrics === undefined ? undefined : parseOption("--metrics", flags.metrics, (text) => parseAddress(text, "--metrics", true)),
     shared,
-    progress: flags.progress ? "on" : flags.quiet ? "off" : "auto",
+    ...report,
   };
   return mode === "tcp" ? parseTcpOptions(flags, common) : parseHttpOptions(flags, common, target!);
 }

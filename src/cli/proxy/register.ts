@@ -1,4 +1,5 @@
 import type { Command } from "commander";
+import { addReportOptions } from "../report-options.js";
 import { addSharedBucketOptions } from "../shared-options.js";
 import { parseProxyOptions, type ProxyFlags } from "./options.js";
 
@@ -33,9 +34,9 @@ export function registerProxy(program: Command, onExit: (code: number) => void):
     .option("--max-keys <n>", "HTTP: most client buckets held; the least recently used go first (default 100000)")
     .option("--access-log <file>", "HTTP: write Combined Log Format with each decision to <file> (- for standard output)")
     .option("--drain <d>", "after SIGINT/SIGTERM, let open connections finish for up to d", "10s")
-    .option("--metrics <[host:]port>", "serve Prometheus metrics at http://host:port/metrics")
-    .option("-p, --progress", "show progress on standard error (default: when it is a terminal)")
-    .option("-q, --quiet", "no progress, and no line saying where it listens");
+    .option("--metrics <[host:]port>", "serve Prometheus metrics at http://host:port/metrics");
+  // -q also drops the line that says where the proxy listens.
+  addReportOptions(command);
   addSharedBucketOptions(command)
     .addHelpText("after", EXAMPLES)
     .action(async (flags: ProxyFlags) => {

@@ -1,3 +1,4 @@
+import { defaultBurst } from "../../core/default-burst.js";
 import { describeRate, describeSize } from "../../core/format.js";
 import type { ByteBucketSpec } from "../../proxy/bucket-pool.js";
 import { formatHostPort } from "../../proxy/host-port.js";
@@ -10,12 +11,12 @@ import { humanDuration } from "../../core/format.js";
 import type { HttpProxyObserver, RunningHttpProxy, SharedHttpBuckets } from "../../proxy/http-proxy.js";
 import { StoreError } from "../../store/bucket-store.js";
 import { EXIT, RuntimeError } from "../errors.js";
-import { storeLocation } from "../shared-limiter.js";
 import { describeStoreFailure } from "../store-failure.js";
-import { openCommandStore } from "../store-opener.js";
+import { openCommandStore, storeLocation } from "../store-opener.js";
 import { writeStandardError } from "../standard-streams.js";
 import type { HttpProxyConfig, ProxyConfig, TcpProxyConfig } from "./options.js";
 import { describeHttpProgress, describeTcpProgress, type HttpTally, startProgressLine } from "./progress-line.js";
+import { formatHttpStats, formatTcpStats } from "./proxy-stats.js";
 import type { StoreBuckets } from "./store-buckets.js";
 
 /** Runs the proxy until SIGINT or SIGTERM, then drains; resolves to the exit status. */
@@ -23,11 +24,7 @@ export async function runProxy(config: ProxyConfig): Promise<number> {
   return config.mode === "tcp" ? runTcpProxy(config) : runHttpProxy(config);
 }
 
-/** The default burst of a byte bucket: 100 ms of its rate, as the pipe's. */
-function defaultBurstBytes(bytesPerSecond: number): number {
-  if (bytesPerSecond === Infinity) return 1024 * 1024;
-  return Math.max(1, Math.floor(bytesPerSecond / 10));
-}
+const defaultBurstBytes = (bytesPerSecond: number) => defaultBurst("bytes", bytesPerSecond);
 
 function bucketSpec(bytesPerSecond: number | undefined, burstBytes: number | undefined): ByteBucketSpec | undefined {
   if (bytesPerSecond === undefined) return undefined;
@@ -87,12 +84,14 @@ async function runTcpProxy(config: TcpProxyConfig): Promise<number> {
   }
   const showProgress = config.progress === "on" || (config.progress === "auto" && process.stderr.isTTY);
   const progress = showProgress ? startProgressLine(describeTcpProgress(() => running.stats), process.stderr) : undefined;
+  const startedMs = performance.now();
   await stopper.until(config.drainMs, async (drainMs) => {
-    progress?.stop();
     await running.close(drainMs);
+    progress?.stop();
   });
   await metricsServer?.close();
   await closeBuckets();
+  if (config.stats) writeStandardError(formatTcpStats(running.stats, performance.now() - startedMs, config.stats));
   if (fatal) throw fatal;
   return EXIT.ok;
 }
@@ -124,7 +123,7 @@ async function runHttpProxy(config: HttpProxyConfig): Promise<number> {
     await shared?.close();
     await accessLog?.close();
   };
-  const burst = config.burst ?? 1;
+  const burst = config.burst ?? defaultBurst("count", config.requestsPerSecond);
   try {
     proxy = await listening(async () => {
       try {
@@ -170,12 +169,14 @@ async function runHttpProxy(config: HttpProxyConfig): Promise<number> {
   }
   const showProgress = config.progress === "on" || (config.progress === "auto" && process.stderr.isTTY && config.accessLog !== "-");
   const progress = showProgress ? startProgressLine(describeHttpProgress(() => tally, () => running.liveKeys()), process.stderr) : undefined;
+  const startedMs = performance.now();
   await new Stopper().until(config.drainMs, async (drainMs) => {
-    progress?.stop();
     await running.close(drainMs);
+    progress?.stop();
   });
   await metricsServer?.close();
   await release();
+  if (config.stats) writeStandardError(formatHttpStats(tally, performance.now() - startedMs, config.stats));
   return EXIT.ok;
 }
 

@@ -5,11 +5,11 @@ import { FailoverLimiter } from "../../store/failover-limiter.js";
 import { SharedLimiter } from "../../store/shared-limiter.js";
 import type { LimiterFactory } from "../../proxy/bucket-pool.js";
 import { RuntimeError } from "../errors.js";
-import { describeConfig, storeLocation } from "../shared-limiter.js";
+import { describeConfig } from "../open-limiter.js";
 import type { SharedBucketOptions } from "../shared-options.js";
 import { writeStandardError } from "../standard-streams.js";
 import { describeStoreFailure } from "../store-failure.js";
-import { openCommandStore } from "../store-opener.js";
+import { openCommandStore, storeLocation } from "../store-opener.js";
 
 export interface StoreBuckets {
   open: LimiterFactory;

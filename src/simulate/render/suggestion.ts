@@ -1,6 +1,6 @@
 /** `--suggest`'s outcome for people (text) and programs (JSON, CSV); the search itself is in ../suggest.ts. */
 
-import { alignColumns, describeRate, describeSize, humanWait, percent, round9 } from "../../core/format.js";
+import { alignColumns, describeRate, describeSize, describeThroughput, exactSeconds, humanWait, percent, round9 } from "../../core/format.js";
 import type { CostUnit } from "../simulator.js";
 import type { Evaluation, SearchKind, Suggestion } from "../suggest.js";
 
@@ -9,6 +9,17 @@ export interface SuggestionContext {
   policy: string;
   /** The fixed setting: the rate when searching the burst, the burst when searching the rate. */
   fixed: number;
+  /** How long the arrivals last, and their average rate over it (tokens per second). */
+  durationMs: number;
+  arrivalRate: number;
+}
+
+/**
+ * Arrivals faster on average than the rate: the bucket loses ground all along, so the burst that
+ * meets the target grows with the length of the trace, and none meets it for ever.
+ */
+function outpacesRate(suggestion: Suggestion, context: SuggestionContext): boolean {
+  return suggestion.kind === "burst" && context.arrivalRate > context.fixed;
 }
 
 function describeValue(kind: SearchKind, unit: CostUnit, value: number): string {
@@ -27,6 +38,14 @@ export function renderSuggestionText(suggestion: Suggestion, context: Suggestion
     if (below) lines.push(`            ${kind} ${describeValue(kind, context.unit, below.value)} does not meet it: ${outcome(below)}`);
   } else {
     lines.push(`suggestion  none: no ${kind} meets the target${kind === "rate" ? "; arrivals that cost more than the burst are always refused, so raise the burst" : ""}`);
+  }
+  if (outpacesRate(suggestion, context)) {
+    const average = describeThroughput(context.unit, context.arrivalRate);
+    lines.push(
+      `note        the arrivals average ${average}, above the rate ${describeRate(context.unit, context.fixed)}:`,
+      `            the burst meets the target for these ${exactSeconds(context.durationMs)} only, none for ever;`,
+      `            a longer run needs more (--rate auto searches a rate instead)`,
+    );
   }
   lines.push(`searched    ${suggestion.runs} simulations`, "");
   const header = [kind, "refused", "share", target.kind === "wait" ? `${target.text.split(" ")[0]} wait` : "p99 wait", "max wait", "meets"];
@@ -61,6 +80,9 @@ export function suggestionToJson(suggestion: Suggestion, context: SuggestionCont
     target: suggestion.target.text,
     policy: context.policy,
     [suggestion.kind === "burst" ? "rate" : "burst"]: context.fixed,
+    duration: round9(context.durationMs / 1000),
+    arrivalRate: round9(context.arrivalRate),
+    outpacesRate: outpacesRate(suggestion, context),
     answer: suggestion.answer ? round9(suggestion.answer.value) : null,
     below: suggestion.below ? evaluationJson(suggestion.below) : null,
     runs: suggestion.runs,

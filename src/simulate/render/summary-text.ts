@@ -31,7 +31,12 @@ export function renderSummaryText(summary: Summary, options: SummaryTextOptions 
   if (summary.overBurst > 0) {
     lines.push(["over burst", `${summary.overBurst} arrivals cost more than the burst and can never be admitted`]);
   }
-  if (summary.duration > 0) lines.push(["throughput", `${describeThroughput(unit, summary.throughput)} admitted`]);
+  if (summary.throughputOver > 0) {
+    const until = summary.throughputOver > summary.duration ? `, until the last admitted one was served` : "";
+    // Above the rate only by what the burst let through at once: say so, lest it read as a leak.
+    const burst = summary.throughput > summary.rate && !summary.perKey ? ` (the burst included)` : "";
+    lines.push(["throughput", `${describeThroughput(unit, summary.throughput)} admitted over ${exactSeconds(summary.throughputOver * 1000)}${until}${burst}`]);
+  }
   if (summary.wait) {
     const w = summary.wait;
     const ms = (s: number) => humanWait(s * 1000);

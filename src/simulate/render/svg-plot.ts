@@ -15,18 +15,24 @@ const RIGHT = 24;
 const TOP = 78;
 const BOTTOM = 52;
 const GAP = 46;
-const COLORS = { level: "#1f6fd1", burst: "#8a8f98", admitted: "#2e9e55", refused: "#d64541", wait: "#e08a00" };
+const COLORS = { level: "#1f6fd1", burst: "#8a8f98", admitted: "#2e9e55", refused: "#d64541", refill: "#6b3fa0", wait: "#e08a00" };
 
 /**
- * A self-contained SVG plot (no scripts, fonts or links) in three panels that
+ * A self-contained SVG plot (no scripts, fonts or links) in panels that
  * share the time axis: the bucket level with the burst as a dashed line,
- * admitted and refused arrivals per step as stacked bars, and the longest
- * wait per step. Each series is a group with a `data-series` attribute.
+ * admitted and refused arrivals per step as stacked bars under the rate ×
+ * step (what the bucket refills in a step, the line to compare them with),
+ * and with the queue policy the longest wait per step (drop never waits: no
+ * panel). Each series is a group with a `data-series` attribute.
  */
 export function renderSvgPlot(steps: readonly LevelStep[], options: SvgPlotOptions): string {
   const { summary, stepMs } = options;
   const endMs = Math.max(stepMs, steps.length * stepMs);
-  const panelHeight = (HEIGHT - TOP - BOTTOM - 2 * GAP) / 3;
+  const showsWait = summary.policy === "queue";
+  const panelCount = showsWait ? 3 : 2;
+  const panelHeight = (HEIGHT - TOP - BOTTOM - (panelCount - 1) * GAP) / panelCount;
+  // Bars count arrivals: the refill of a step compares with them only when an arrival is one token.
+  const refillPerStep = summary.cost === "count" && Number.isFinite(summary.rate) ? (summary.rate * stepMs) / 1000 : undefined;
   const plotWidth = WIDTH - LEFT - RIGHT;
   const x = (ms: number) => LEFT + (ms / endMs) * plotWidth;
   const xTicks = niceTicks(0, endMs / 1000, 8);
@@ -73,7 +79,7 @@ export function renderSvgPlot(steps: readonly LevelStep[], options: SvgPlotOptio
   }
 
   // Panel 2: admitted and refused, stacked.
-  const most = steps.reduce((most, step) => Math.max(most, step.arrived), 1);
+  const most = steps.reduce((most, step) => Math.max(most, step.arrived), Math.max(1, refillPerStep ?? 0));
   const yCount = panel(1, 0, most, "arrivals per step");
   const barWidth = Math.max(0.5, (plotWidth / Math.max(1, steps.length)) * 0.8);
   const admittedBars: string[] = [];
@@ -89,20 +95,24 @@ export function renderSvgPlot(steps: readonly LevelStep[], options: SvgPlotOptio
   }
   parts.push(`<g data-series="admitted" fill="${COLORS.admitted}">${admittedBars.join("")}</g>`);
   parts.push(`<g data-series="refused" fill="${COLORS.refused}">${refusedBars.join("")}</g>`);
+  if (refillPerStep !== undefined) {
+    const y = f(yCount(refillPerStep));
+    const label = `<text x="${f(LEFT + plotWidth - 6)}" y="${f(yCount(refillPerStep) - 6)}" text-anchor="end" fill="${COLORS.refill}">rate × step = ${escape(significant(refillPerStep, 4))}</text>`;
+    parts.push(`<g data-series="refill"><line x1="${LEFT}" x2="${f(LEFT + plotWidth)}" y1="${y}" y2="${y}" stroke="${COLORS.refill}" stroke-width="2" stroke-dasharray="6 4"/>${label}</g>`);
+  }
 
   // Panel 3: the longest wait in each step, as steps.
-  const longestSeconds = steps.reduce((longest, step) => Math.max(longest, step.maxWaitMs / 1000), 0);
-  const yWait = panel(2, 0, longestSeconds > 0 ? longestSeconds : 1, "max wait (s)");
-  const waitPath = steps
-    .map((step, index) => `${index === 0 ? "M" : "L"}${f(x(step.startMs))},${f(yWait(step.maxWaitMs / 1000))} L${f(x(step.endMs))},${f(yWait(step.maxWaitMs / 1000))}`)
-    .join(" ");
-  parts.push(`<g data-series="wait"><path d="${waitPath || `M${LEFT},${f(yWait(0))}`}" fill="none" stroke="${COLORS.wait}" stroke-width="2"/></g>`);
-  if (summary.policy === "drop") {
-    parts.push(`<text x="${f(LEFT + plotWidth / 2)}" y="${f(yWait(0.5))}" text-anchor="middle" fill="#5f6368">drop never waits</text>`);
+  if (showsWait) {
+    const longestSeconds = steps.reduce((longest, step) => Math.max(longest, step.maxWaitMs / 1000), 0);
+    const yWait = panel(2, 0, longestSeconds > 0 ? longestSeconds : 1, "max wait (s)");
+    const waitPath = steps
+      .map((step, index) => `${index === 0 ? "M" : "L"}${f(x(step.startMs))},${f(yWait(step.maxWaitMs / 1000))} L${f(x(step.endMs))},${f(yWait(step.maxWaitMs / 1000))}`)
+      .join(" ");
+    parts.push(`<g data-series="wait"><path d="${waitPath || `M${LEFT},${f(yWait(0))}`}" fill="none" stroke="${COLORS.wait}" stroke-width="2"/></g>`);
   }
 
   // The time axis under the last panel.
-  const axisY = TOP + 3 * panelHeight + 2 * GAP;
+  const axisY = TOP + panelCount * panelHeight + (panelCount - 1) * GAP;
   for (const tick of xTicks) {
     parts.push(`<text x="${f(x(tick * 1000))}" y="${f(axisY + 18)}" text-anchor="middle">${escape(tickLabel(tick))}</text>`);
   }
@@ -114,7 +124,8 @@ export function renderSvgPlot(steps: readonly LevelStep[], options: SvgPlotOptio
     ["burst", COLORS.burst, "dash"],
     ["admitted", COLORS.admitted, "box"],
     ["refused", COLORS.refused, "box"],
-    ["max wait", COLORS.wait, "line"],
+    ...(refillPerStep === undefined ? [] : [["rate × step", COLORS.refill, "dash"] as const]),
+    ...(showsWait ? [["max wait", COLORS.wait, "line"] as const] : []),
   ] as const;
   const legendParts = legend.map(([name, color, shape], index) => {
     const left = LEFT + index * 130;

@@ -12,10 +12,10 @@ import { OutputSink } from "../../run/output-sink.js";
 import { ProcessGroups } from "../../run/process-groups.js";
 import { createProcessLauncher } from "../../run/process-launcher.js";
 import { describeLostOutput, formatProgress, formatStatsText, formatSummary, runStats } from "../../run/run-report.js";
-import type { RunConfig } from "../commands/run.js";
+import type { RunConfig } from "./options.js";
 import { EXIT, RuntimeError, signalExitStatus } from "../errors.js";
 import { describeFileError, describeWriteError, writeErrorReason } from "../file-errors.js";
-import { openLimiter } from "../limiter-for.js";
+import { openLimiter } from "../open-limiter.js";
 
 /** The signal jobs get when tbucket receives one: a hang-up ends them as SIGTERM would (some jobs take SIGHUP as "reload"). */
 const FORWARDED: Partial<Record<NodeJS.Signals, NodeJS.Signals>> = { SIGHUP: "SIGTERM" };
@@ -41,7 +41,6 @@ export async function runRun(config: RunConfig): Promise<number> {
       kind: "count",
       rate: config.rate,
       burst: config.burst,
-      defaultBurst: () => 1,
       shared: config.shared,
       command: "run",
     });
@@ -137,7 +136,9 @@ async function launchAll(
   items: Items | undefined,
   jobLog: JobLog | undefined,
 ): Promise<number> {
-  const progress = await startProgress(config, limiter);
+  // The meter gives --stats its rate after the burst, and the progress line its recent rate.
+  const meter = new LaunchRateMeter(limiter.rate === Infinity ? 1 : limiter.burst);
+  const progress = await startProgress(config, limiter, meter);
   // Set once the runner exists: a failed write of job output stops the run.
   let onOutputFailure = (_error: NodeJS.ErrnoException) => {};
   const lock = new OutputLock();
@@ -169,7 +170,7 @@ async function launchAll(
     retries: config.retries,
     durationMs: config.durationMs,
     killAfterMs: config.killAfterMs,
-    onLaunch: (_job, _attempt, atMs) => progress?.meter.record(atMs),
+    onLaunch: (_job, _attempt, atMs, askedMs) => meter.record(atMs, askedMs),
     onJobEnd: (record) => {
       // A job log that cannot be written stops launching: jobs would run unrecorded.
       if (jobLog && !jobLog.write(formatJobLogLine(record, toEpochMs))) runner.stop("output-error");
@@ -222,7 +223,8 @@ async function launchAll(
   process.off("exit", killLeftovers);
 
   if (config.stats !== undefined) {
-    const stats = runStats(result, limiter.rate, limiter.burst, { bytes: stdout.lostBytes + stderr.lostBytes, lines: stdout.lostLines + stderr.lostLines });
+    const lost = { bytes: stdout.lostBytes + stderr.lostBytes, lines: stdout.lostLines + stderr.lostLines };
+    const stats = runStats(result, limiter.rate, limiter.burst, meter.steadyPerSecond(), lost);
     process.stderr.write(config.stats === "json" ? `${JSON.stringify(stats)}\n` : formatStatsText(stats));
   }
   // A store lost mid-run: after the stats, the one line that says so.
@@ -240,8 +242,10 @@ async function launchAll(
     process.stderr.write(`tbucket: run: ${jobLog.failure}\n`);
     return EXIT.failure;
   }
+  // --stats has given the counts already: they are not repeated.
+  const counts = config.stats === undefined ? `: ${formatSummary(result.counts)}` : "";
   if (interruptedBy !== undefined) {
-    process.stderr.write(`tbucket: run: interrupted: ${formatSummary(result.counts)}\n`);
+    process.stderr.write(`tbucket: run: interrupted${counts}\n`);
     return signalExitStatus(interruptedBy);
   }
   if (result.spawnFailure) {
@@ -262,8 +266,8 @@ async function launchAll(
     process.stderr.write(`tbucket: run: "${name}": command not found; check the name and your PATH\n`);
     return EXIT.notFound;
   }
-  if (result.counts.failed > 0 || result.counts.skipped > 0) {
-    process.stderr.write(`tbucket: run: ${formatSummary(result.counts)}\n`);
+  if (result.counts.failed > 0 || result.counts.skipped > 0 || result.counts.interrupted > 0) {
+    if (config.stats === undefined) process.stderr.write(`tbucket: run: ${formatSummary(result.counts)}\n`);
     return EXIT.failure;
   }
   return EXIT.ok;
@@ -277,7 +281,6 @@ const JOB_SPAWN_ADVICE: Record<string, string> = {
 };
 
 interface RunProgress {
-  meter: LaunchRateMeter;
   aroundWrite: ((write: () => boolean) => boolean) | undefined;
   attach(runner: JobRunner, total: number): void;
   stop(): void;
@@ -287,10 +290,9 @@ const REFRESH_MS = 200;
 const PLAIN_REFRESH_MS = 1000;
 
 /** The progress line: a spinner on a terminal (ora, loaded only then), else a plain line a second when forced. */
-async function startProgress(config: RunConfig, limiter: Limiter): Promise<RunProgress | undefined> {
+async function startProgress(config: RunConfig, limiter: Limiter, meter: LaunchRateMeter): Promise<RunProgress | undefined> {
   const wanted = config.progress === "on" || (config.progress === "auto" && process.stderr.isTTY && !process.stdout.isTTY);
   if (!wanted) return undefined;
-  const meter = new LaunchRateMeter();
   let read: () => string = () => "starting";
   let timer: ReturnType<typeof setInterval> | undefined;
   const describe = (counts: Readonly<RunCounts>, total: number) =>
@@ -298,7 +300,6 @@ async function startProgress(config: RunConfig, limiter: Limiter): Promise<RunPr
   // A terminal that reports no width (some ptys) would make ora's redraw arithmetic run away: print plain lines.
   if (!process.stderr.isTTY || !(process.stderr.columns > 0)) {
     return {
-      meter,
       aroundWrite: undefined,
       attach(runner, total) {
         read = () => describe(runner.counts, total);
@@ -314,7 +315,6 @@ async function startProgress(config: RunConfig, limiter: Limiter): Promise<RunPr
   const { default: ora } = await import("ora");
   const spinner = ora({ stream: process.stderr, discardStdin: false, text: read() }).start();
   return {
-    meter,
     // Job output shares the terminal: clear the spinner line before it and draw it again after.
     aroundWrite(write) {
       spinner.clear();

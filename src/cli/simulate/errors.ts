@@ -1,7 +1,7 @@
-import { type BadLine, describeMissingField, describeNotACost, type FieldOption } from "../simulate/trace-line.js";
-import { humanWait } from "../core/format.js";
-import { MAX_ROWS, type TooManyRowsError } from "../simulate/timeline.js";
-import type { SkippedLine, TraceError, TraceOptionError } from "../simulate/trace-reader.js";
+import { type BadLine, describeMissingField, describeNotACost, type FieldOption } from "../../simulate/trace-line.js";
+import { humanWait } from "../../core/format.js";
+import { MAX_ROWS, type TooManyRowsError } from "../../simulate/timeline.js";
+import type { SkippedLine, TraceError, TraceOptionError } from "../../simulate/trace-reader.js";
 
 /**
  * Trace errors as the user of `tbucket simulate` reads them. The simulator

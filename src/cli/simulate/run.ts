@@ -14,10 +14,10 @@ import { renderSummaryText } from "../../simulate/render/summary-text.js";
 import { buildSummary } from "../../simulate/summary.js";
 import { checkRowCount, chooseStepMs, rowCount, TooManyRowsError } from "../../simulate/timeline.js";
 import { createTraceReport, TraceError, TraceOptionError, type TraceReport, traceArrivals } from "../../simulate/trace-reader.js";
-import type { SimulateConfig } from "../commands/simulate.js";
+import type { SimulateConfig } from "./options.js";
 import { RuntimeError, UsageError } from "../errors.js";
 import { describeFileError } from "../file-errors.js";
-import { describeSkippedLine, describeTooManyRows, describeTraceError, describeTraceOptionError, SKIP_BAD_FLAG } from "../simulate-errors.js";
+import { describeSkippedLine, describeTooManyRows, describeTraceError, describeTraceOptionError, SKIP_BAD_FLAG } from "./errors.js";
 
 /** Runs `tbucket simulate`: arrivals in, decisions of the core bucket out, in the chosen format. */
 export async function runSimulate(config: SimulateConfig): Promise<number> {
@@ -76,7 +76,7 @@ export async function runSimulate(config: SimulateConfig): Promise<number> {
     }
     if (chart) {
       const { renderAsciiChart } = await import("../../simulate/render/ascii-chart.js");
-      output.write(`\n${renderAsciiChart(steps, { burst: simulator.burst, stepMs, unit: config.costUnit, perKey: config.perKey })}`);
+      output.write(`\n${renderAsciiChart(steps, { burst: simulator.burst, stepMs, unit: config.costUnit, perKey: config.perKey, width: chartWidth() })}`);
     }
     if (config.svgPath !== undefined) {
       const { renderSvgPlot } = await import("../../simulate/render/svg-plot.js");
@@ -93,6 +93,13 @@ export async function runSimulate(config: SimulateConfig): Promise<number> {
     if (error instanceof OutputStreamError && error.failure.code === "EPIPE") return 0;
     throw translateError(error, config);
   }
+}
+
+/** The chart's width: the terminal's, else $COLUMNS (a whole number), else 80. */
+export function chartWidth(stdout: { isTTY?: boolean; columns?: number } = process.stdout, env: NodeJS.ProcessEnv = process.env): number {
+  if (stdout.isTTY && stdout.columns !== undefined && stdout.columns > 0) return stdout.columns;
+  const columns = Number(env.COLUMNS);
+  return Number.isInteger(columns) && columns > 0 ? columns : 80;
 }
 
 /** --suggest: hold the arrivals, search, print the answer and its trade-off table. */
@@ -116,7 +123,8 @@ async function runSuggest(config: SimulateConfig, source: ArrivalSource, output:
     const { burst: _unused, ...options } = simulatorOptions(config, fixed, 1);
     suggestion = suggest.suggestBurst(store, options, target);
   }
-  const context = { unit: config.costUnit, policy, fixed };
+  const arrivalRate = durationMs > 0 ? store.totalCost / (durationMs / 1000) : 0;
+  const context = { unit: config.costUnit, policy, fixed, durationMs, arrivalRate };
   if (config.format === "json") output.write(`${JSON.stringify(render.suggestionToJson(suggestion, context), null, 2)}\n`);
   else if (config.format === "csv") output.write(render.renderSuggestionCsv(suggestion));
   else output.write(render.renderSuggestionText(suggestion, context));

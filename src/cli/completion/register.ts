@@ -1,9 +1,5 @@
 import { Argument, type Command } from "commander";
-import { UsageError } from "../errors.js";
-
-/** The shells `tbucket completion` writes a script for. */
-export const COMPLETION_SHELLS = ["bash", "zsh", "fish"] as const;
-export type CompletionShell = (typeof COMPLETION_SHELLS)[number];
+import { COMPLETION_SHELLS, parseCompletionShell } from "./options.js";
 
 const EXAMPLES = `
 The script is built from tbucket's own commands and options, so it always matches this version.
@@ -27,17 +23,7 @@ export function registerCompletion(program: Command, onExit: (code: number) => v
     .addHelpText("after", EXAMPLES)
     .action(async (shell: string | undefined) => {
       const checked = parseCompletionShell(shell);
-      const { printCompletion } = await import("../actions/completion.js");
+      const { printCompletion } = await import("./run.js");
       onExit(printCompletion(program, defaultCommand, checked));
     });
-}
-
-/** The shell named on the command line; anything else is a UsageError that lists the shells. */
-export function parseCompletionShell(shell: string | undefined): CompletionShell {
-  const list = `${COMPLETION_SHELLS.slice(0, -1).join(", ")} or ${COMPLETION_SHELLS.at(-1)}`;
-  if (shell === undefined) throw new UsageError(`completion: no shell named; use ${list}, e.g. "tbucket completion bash"`);
-  if (!(COMPLETION_SHELLS as readonly string[]).includes(shell)) {
-    throw new UsageError(`completion: "${shell}" is not a supported shell; use ${list}`);
-  }
-  return shell as CompletionShell;
 }

@@ -1,10 +1,9 @@
-import type { Command } from "commander";
-import { parseCount, parseCountRate, parseDuration } from "../../core/units.js";
+import { parseCount, parseCountRate, parseDuration, rateKindOf } from "../../core/units.js";
 import { takesItems } from "../../run/command-template.js";
 import type { OutputMode } from "../../run/job-output.js";
 import { parseOption, UsageError } from "../errors.js";
-import { parseReportOptions, type ReportFlags, type ReportOptions, statsFormatOption, statsOption } from "../report-options.js";
-import { addSharedBucketOptions, parseSharedBucketOptions, type SharedBucketFlags, type SharedBucketOptions } from "../shared-options.js";
+import { parseReportOptions, type ReportFlags, type ReportOptions } from "../report-options.js";
+import { parseSharedBucketOptions, type SharedBucketFlags, type SharedBucketOptions } from "../shared-options.js";
 
 export interface RunConfig extends ReportOptions {
   /** The command and its arguments, `{}` and `{#}` still in them. */
@@ -30,7 +29,8 @@ export interface RunConfig extends ReportOptions {
   shared: SharedBucketOptions;
 }
 
-interface RunFlags extends ReportFlags, SharedBucketFlags {
+/** The run's flags as commander hands them over. */
+export interface RunFlags extends ReportFlags, SharedBucketFlags {
   rate?: string;
   burst?: string;
   jobs: string;
@@ -44,52 +44,6 @@ interface RunFlags extends ReportFlags, SharedBucketFlags {
   tag?: boolean;
   joblog?: string;
   shell?: boolean;
-}
-
-const EXAMPLES = `
-{} is the item (one line of standard input or of --input), {#} the job's number.
-The rate limits how fast launches start; --jobs limits how many run at once.
-To limit a command's bandwidth instead, pipe it: curl -s URL | tbucket --rate 1mb > file
-
-Examples:
-  tbucket run --rate 5 -- curl -s https://api.example.com/ping      # forever, 5 a second, until Ctrl-C
-  tbucket run --rate 100/m --count 500 -- ./probe.sh                 # an API allowing 100 requests a minute
-  cat ids.txt | tbucket run -r 600/m -j 4 --retries 2 -- curl -sf https://api.example.com/items/{}
-  tbucket run -r 2 -b 10 --input urls.txt --tag --joblog log.jsonl -- curl -s -o /dev/null -w '%{http_code}\\n' {}
-  tbucket run -r 1/10s --duration 1h -- ./poll-status.sh             # poll every 10 s for an hour
-  ls *.wav | tbucket run -r 1 --shell -- 'ffmpeg -i {} {#}.mp3 2>/dev/null'`;
-
-export function registerRun(program: Command, onExit: (code: number) => void): void {
-  const command = program
-    .command("run")
-    .description("launch a command at a limited rate, like a rate-limited xargs")
-    .usage("[options] [--] command [args...]")
-    .argument("[command...]", "the command to launch; {} is replaced by an input item, {#} by the job number")
-    .passThroughOptions()
-    .option("-r, --rate <rate>", "launches per time: 5 (= 5/s), 300/m, 1000/h, 1/10s, inf (required unless --key)")
-    .option("-b, --burst <n>", "launches that may start back to back (default: 1; with --key and no --rate: the key's)")
-    .option("-j, --jobs <n>", "at most n jobs running at once; 0 = no limit", "8")
-    .option("--input <file>", "read items from <file> (- for standard input) instead of standard input")
-    .option("--count <n>", "run the command n times (or at most n items)")
-    .option("--duration <d>", "stop launching after d (30s, 10m, 1h)")
-    .option("--max-wait <d>", "skip a job that would wait longer than d for its token (default: wait forever)")
-    .option("--kill-after <d>", "after passing a signal on to jobs, kill those still running d later (0: at once)", "5s")
-    .option("--retries <n>", "rerun a failed job up to n times; every attempt costs a token", "0")
-    .option("--output <mode>", "line (whole lines, never mixed), group (each job's output at its end), or raw", "line")
-    .option("--tag", "prefix each output line with the job's item (or number) and a tab")
-    .option("--joblog <file>", "write one JSON line per finished job to <file>")
-    .option("--shell", "run the command with /bin/sh -c; items are shell-quoted")
-    .option("-p, --progress", "show progress on standard error (default: when it is a terminal and standard output is not)")
-    .option("-q, --quiet", "no progress")
-    .addOption(statsOption())
-    .addOption(statsFormatOption());
-  addSharedBucketOptions(command)
-    .addHelpText("after", EXAMPLES)
-    .action(async (words: string[], flags: RunFlags) => {
-      const config = parseRunOptions(words, flags);
-      const { runRun } = await import("../actions/run.js");
-      onExit(await runRun(config));
-    });
 }
 
 const BYTE_RATE_HINT =
@@ -108,13 +62,9 @@ export function parseRunOptions(words: string[], flags: RunFlags): RunConfig {
   let rate: number | undefined;
   if (flags.rate !== undefined) {
     rate = parseOption("--rate", flags.rate, (text) => {
-      try {
-        // 0 pauses a shared key; a private bucket at 0 would never launch.
-        return parseCountRate(text, { allowZero: shared.key !== undefined });
-      } catch (error) {
-        if (/byte rate/.test((error as Error).message)) throw new Error(`"${text}" is a byte rate; ${BYTE_RATE_HINT}`);
-        throw error;
-      }
+      if (rateKindOf(text) === "bytes") throw new Error(`"${text}" is a byte rate; ${BYTE_RATE_HINT}`);
+      // 0 pauses a shared key; a private bucket at 0 would never launch.
+      return parseCountRate(text, { allowZero: shared.key !== undefined });
     });
   } else if (shared.key === undefined) {
     throw new UsageError(`--rate: missing; try "tbucket run --rate 5 -- <command>", or --key to use a shared bucket`);

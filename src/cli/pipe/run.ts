@@ -1,22 +1,24 @@
 import { statSync } from "node:fs";
 import { isatty } from "node:tty";
 import type { Limiter } from "../../core/limiter.js";
-import { isPipe, knownTotalBytes, readDescriptor, readSources, sourceDescriptors, sourceNames, STDIN_NAME } from "../../stream/read-sources.js";
-import { describePipeRefusal, setPipeCapacity } from "../../stream/pipe-capacity.js";
-import { nativeIo, type NativeIo } from "../../stream/native-io.js";
-import { buildAssets } from "../build-assets.js";
+import { isPipe, knownTotalBytes, readDescriptor, readSources, sourceDescriptors, STDIN_NAME } from "../../stream/read-sources.js";
+import type { NativeIo } from "../../stream/native-io.js";
 import { SpliceProgress, spliceThrough, SpliceUnsupported } from "../../stream/splice-copy.js";
 import { eventLoopTurns, type EventLoopTurns } from "../../stream/event-loop-turns.js";
 import { createFdWriter, writesWithoutWaiting } from "../../stream/fd-writer.js";
 import { type Emit, Throttle } from "../../stream/throttle.js";
-import { defaultPipeBurst, type PipeConfig } from "../commands/pipe.js";
+import type { PipeConfig } from "./options.js";
 import { EXIT, ReaderGone, signalExitStatus } from "../errors.js";
-import { openLimiter } from "../limiter-for.js";
+import { openLimiter } from "../open-limiter.js";
 import { describeFileError } from "../file-errors.js";
 import { formatPipeStats, type PipeStats } from "../pipe-stats.js";
 import { standardOutputFailure, writeStandardError } from "../standard-streams.js";
+import { loadNativeIo } from "./native-part.js";
+import { sizePipes } from "./pipe-capacity.js";
 import type { ProgressDisplay } from "../progress.js";
 
+/** What a Linux pipe holds unless asked otherwise, and so what one read from it gives at most. */
+const PIPE_BUFFER_BYTES = 64 * 1024;
 const MAX_READ_AHEAD_BYTES = 1024 * 1024;
 const MIN_READ_AHEAD_BYTES = 64 * 1024;
 /**
@@ -42,7 +44,6 @@ export async function runPipe(config: PipeConfig): Promise<number> {
     kind: config.kind,
     rate: config.rate,
     burst: config.burst,
-    defaultBurst: (rate) => defaultPipeBurst(config.kind, rate),
     shared: config.shared,
     command: "pipe",
   });
@@ -55,6 +56,7 @@ export async function runPipe(config: PipeConfig): Promise<number> {
     // Counting lines costs a scan of every byte: only when someone will see the count.
     // (Through splice(2) the bytes are never seen, and lines not counted.)
     countRecords: config.stats !== undefined || wantsProgress(config),
+    oneReadBytes: PIPE_BUFFER_BYTES,
   });
   const readAheadBytes = readAheadBytesFor(limiter.rate, config.kind);
   const onError = (name: string, error: NodeJS.ErrnoException) => {
@@ -62,7 +64,7 @@ export async function runPipe(config: PipeConfig): Promise<number> {
     writeStandardError(`tbucket: ${describeFileError(name, error)}\n`);
   };
   sizePipes(config, limiter.rate);
-  const io = spliceable(config) ? nativeIo(buildAssets().ioNativePath) : undefined;
+  const io = spliceable(config) ? loadNativeIo() : undefined;
   const moving = new SpliceProgress();
   // Writes go to descriptor 1 whole, a pipe's from the thread pool (see createFdWriter), so
   // a reader that stalls blocks the copy but never the signals or the progress line.
@@ -165,41 +167,6 @@ const ENDING_SIGNALS: readonly NodeJS.Signals[] = ["SIGINT", "SIGTERM", "SIGHUP"
 const SIGNAL_GRACE_MS = 20;
 
 /**
- * The byte rate from which a larger pipe pays off by default: pipes of 64 KiB
- * cost a wake-up of both sides every 64 KiB, which matters at 100 MiB/s and
- * not at 10 (docs/benchmarks.md, "Pipe sizes"). Below it, pipes are left as
- * they are, charging nothing to the user's pipe quota.
- */
-const LARGE_PIPE_FROM_RATE = 50 * 1024 * 1024;
-/** The capacity asked for by default above that rate: /proc/sys/fs/pipe-max-size's default. */
-const LARGE_PIPE_BYTES = 1024 * 1024;
-
-/**
- * Sets the capacity of the pipes on standard input (when read) and output: as
- * --pipe-size says, or by default 1 MiB from LARGE_PIPE_FROM_RATE on. A size
- * asked for that cannot be had is said on standard error; the default is an
- * optimisation, and a refusal of it goes unsaid.
- */
-function sizePipes(config: PipeConfig, rate: number): void {
-  const asked = config.pipeSizeBytes;
-  const bytes = asked ?? (config.kind === "bytes" && rate >= LARGE_PIPE_FROM_RATE ? LARGE_PIPE_BYTES : undefined);
-  if (bytes === undefined) return;
-  const fds = sourceNames(config.files).includes(STDIN_NAME) ? [0, 1] : [1];
-  for (const sizing of setPipeCapacity(fds, bytes, () => nativeIo(buildAssets().ioNativePath))) {
-    if (asked === undefined) continue;
-    const stream = sizing.fd === 0 ? "standard input" : "standard output";
-    if (sizing.outcome === "refused") {
-      writeStandardError(`tbucket: --pipe-size: ${stream} keeps its size: ${describePipeRefusal(sizing.errno)}; ask for less\n`);
-    } else if (sizing.outcome === "unavailable") {
-      writeStandardError(`tbucket: --pipe-size: pipes keep their size: tbucket's native part is missing here (${NATIVE_HINT})\n`);
-      return;
-    }
-  }
-}
-
-const NATIVE_HINT = "TBUCKET_NATIVE=0, not Linux, or not built at install; npm rebuild tbucket builds it";
-
-/**
  * Whether bytes can go from the sources to standard output by splice(2): byte
  * costs (--lines must see the bytes), and standard output a pipe, or standard
  * input a pipe going to a file or /dev/null; standard input, if read, a pipe
@@ -208,10 +175,10 @@ const NATIVE_HINT = "TBUCKET_NATIVE=0, not Linux, or not built at install; npm r
  */
 function spliceable(config: PipeConfig): boolean {
   if (config.cost !== "bytes") return false;
-  const names = sourceNames(config.files);
-  if (names.includes(STDIN_NAME) && !isPipe(0) && !writesWithoutWaiting(0)) return false;
+  const { files } = config;
+  if (files.includes(STDIN_NAME) && !isPipe(0) && !writesWithoutWaiting(0)) return false;
   if (isPipe(1)) return true;
-  return names.length === 1 && names[0] === STDIN_NAME && isPipe(0) && writesWithoutWaiting(1);
+  return files.length === 1 && files[0] === STDIN_NAME && isPipe(0) && writesWithoutWaiting(1);
 }
 
 interface SpliceSourcesOptions {
@@ -272,7 +239,7 @@ async function startProgress(config: PipeConfig, limiter: Limiter, read: () => P
   if (!wantsProgress(config)) return undefined;
   const { startProgressDisplay } = await import("../progress.js");
   const totalBytes = config.sizeBytes ?? knownTotalBytes(config.files, statSafe);
-  return startProgressDisplay({ read, totalBytes, level: () => limiter.tokens?.(), stream: process.stderr });
+  return startProgressDisplay({ read, totalBytes, level: () => limiter.tokens(), stream: process.stderr });
 }
 
 function statSafe(name: string) {

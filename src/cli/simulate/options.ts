@@ -1,5 +1,4 @@
-import type { Command } from "commander";
-import { parseByteRate, parseByteSize, parseCount, parseCountRate, parseDuration } from "../../core/units.js";
+import { parseCount, parseDuration, parseRateOfKind, parseSizeOfKind } from "../../core/units.js";
 import { parsePattern, patternDurationMs, type Segment } from "../../simulate/arrival-pattern.js";
 import type { CostUnit } from "../../simulate/simulator.js";
 import type { Policy } from "../../simulate/simulator.js";
@@ -35,7 +34,8 @@ export interface SimulateConfig {
   suggest: Target | undefined;
 }
 
-interface SimulateFlags {
+/** The flags as commander hands them over. */
+export interface SimulateFlags {
   rate?: string;
   burst?: string;
   arrivals?: string;
@@ -58,53 +58,6 @@ interface SimulateFlags {
 }
 
 const FORMATS: readonly SimulateFormat[] = ["summary", "table", "csv", "jsonl", "json"];
-
-const EXAMPLES = `
-Arrivals: --arrivals segments separated by commas: "steady 8/s for 10s", "idle 5s", "burst 30",
-"poisson 4/s for 30s", "ramp 1/s..20/s for 20s". A --trace has one event per line, the time first
-(seconds from the start, epoch seconds or ISO-8601); Common and Combined Log Format access logs are
-recognised as they are. Decisions are those of golang.org/x/time/rate: drop = AllowN, queue = ReserveN.
-
-Examples:
-  tbucket simulate --rate 5 --burst 10 --arrivals "steady 8/s for 20s"
-  tbucket simulate -r 5 -b 10 --arrivals "burst 60" --format jsonl
-  tbucket simulate -r 100/s -b 50 --arrivals "poisson 90/s for 1m, ramp 90/s..200/s for 30s" --seed 7 --svg plot.svg
-  tbucket simulate -r 10 -b 20 --policy queue --max-wait 2s --trace events.txt --format csv
-  tbucket simulate -r 20 --trace access.log --per-key --max-keys 10000          # one bucket per client address
-  tbucket simulate -r 2mb -b 8mb --cost bytes --trace access.log                 # bytes served, not requests
-  tbucket simulate -r 20 --trace access.log --suggest --target "reject<=1%"      # smallest burst that refuses <= 1%
-  tbucket simulate -r auto -b 40 --policy queue --trace access.log --suggest --target "p99wait<=500ms"`;
-
-export function registerSimulate(program: Command, onExit: (code: number) => void): void {
-  program
-    .command("simulate")
-    .description("run a token bucket over arrivals on a virtual clock, instantly, to choose a rate and burst")
-    .option("-r, --rate <rate>", "the bucket's rate: a count rate (5, 300/m), a byte rate with --cost bytes, or auto with --suggest")
-    .option("-b, --burst <size>", "the bucket's capacity: a count, or a size with --cost bytes (required unless --suggest searches it)")
-    .option("--arrivals <pattern>", 'arrivals from a pattern: "steady 8/s for 10s, idle 5s, burst 30, poisson 4/s for 30s, ramp 1/s..20/s for 20s"')
-    .option("--seed <n>", "seed for the random (poisson) segments: the same seed gives the same output (default: a fresh seed, printed)")
-    .option("--trace <file>", "arrivals from a file, one event per line (- for standard input); access logs are recognised")
-    .option("--cost <unit>", "what a token is: count (one per event, or --cost-field) or bytes (an access log's response size, or --cost-field)", "count")
-    .option("--cost-field <n>", "with --trace: the field (from 1) holding each event's cost")
-    .option("--key-field <n>", "with --trace: the field (from 1) holding each event's key, for --per-key")
-    .option("--skip-bad", "skip trace lines that cannot be read, and report how many (default: stop with exit 2)")
-    .option("--policy <policy>", "drop (Allow: refuse what does not fit) or queue (Reserve: wait in order) (default: drop)")
-    .option("--max-wait <duration>", "with queue: refuse an arrival that would wait longer (implies --policy queue)")
-    .option("--per-key", "one bucket per key: --key-field, or the client address of an access log")
-    .option("--max-keys <n>", "with --per-key: at most n buckets, the least recently used evicted (default: no limit)")
-    .option("--format <format>", "summary, table, csv, jsonl (one line per event) or json (default: summary and chart on a terminal, else table)")
-    .option("--step <duration>", "the width of a row of the table, chart and plot (default: fits 20 to 60 rows)")
-    .option("--chart", "add a chart of the bucket level and admitted/refused per step (default: on a terminal)")
-    .option("--svg <file>", "write an SVG plot of level, admitted, refused and wait over time to <file>")
-    .option("--suggest", "search the smallest burst (or with --rate auto, the smallest rate) that meets --target")
-    .option("--target <target>", 'with --suggest: "reject<=1%" or "p99wait<=500ms" (default: reject<=1%)')
-    .addHelpText("after", EXAMPLES)
-    .action(async (flags: SimulateFlags) => {
-      const config = parseSimulateOptions(flags);
-      const { runSimulate } = await import("../actions/simulate.js");
-      onExit(await runSimulate(config));
-    });
-}
 
 /** Turns the flags into a checked configuration; every mistake is a UsageError naming the flag. */
 export function parseSimulateOptions(flags: SimulateFlags): SimulateConfig {
@@ -151,12 +104,16 @@ export function parseSimulateOptions(flags: SimulateFlags): SimulateConfig {
     if (!suggest) throw new UsageError(`--rate auto: only with --suggest, which searches the rate; give a rate such as "5/s"`);
     ratePerSecond = "auto";
   } else {
-    ratePerSecond = parseOption("--rate", flags.rate, costUnit === "bytes" ? parseByteRate : parseCountRate);
+    ratePerSecond = parseOption("--rate", flags.rate, (text) => parseRateOfKind(costUnit, text));
   }
 
   let burst: number | undefined;
+  if (flags.burst !== undefined && suggest && ratePerSecond !== "auto") {
+    // It would be ignored: the search tries every burst.
+    throw new UsageError(`--burst: not with --suggest at a fixed rate, which searches the burst; leave --burst out, or give --rate auto to search the rate for this burst`);
+  }
   if (flags.burst !== undefined) {
-    burst = parseOption("--burst", flags.burst, costUnit === "bytes" ? parseByteSize : (text) => parseCount(text));
+    burst = parseOption("--burst", flags.burst, (text) => parseSizeOfKind(costUnit, text));
   } else if (!suggest || ratePerSecond === "auto") {
     const example = costUnit === "bytes" ? `"--burst 4mb"` : `"--burst 10"`;
     const why = ratePerSecond === "auto" ? "--rate auto searches the rate for a given burst" : "the bucket under test needs one";

@@ -1,9 +1,9 @@
 import type { Command } from "commander";
-import type { CompletionShell } from "../commands/completion.js";
-import { bashScript } from "../completion/bash.js";
-import { describeCommandTree } from "../completion/command-tree.js";
-import { fishScript } from "../completion/fish.js";
-import { zshScript } from "../completion/zsh.js";
+import { bashScript } from "./bash.js";
+import { describeCommandTree } from "./command-tree.js";
+import { fishScript } from "./fish.js";
+import type { CompletionShell } from "./options.js";
+import { zshScript } from "./zsh.js";
 import { EXIT } from "../errors.js";
 import { writeStandardOutput } from "../standard-streams.js";
 

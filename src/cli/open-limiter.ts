@@ -1,21 +1,48 @@
+import type { Limiter } from "../core/limiter.js";
+import { defaultBurst } from "../core/default-burst.js";
 import { TokenBucket } from "../core/token-bucket.js";
 import { formatByteRate, formatByteSize, formatCountRate, type RateKind } from "../core/units.js";
 import { type BucketConfig, type BucketStore, StoreError } from "../store/bucket-store.js";
-import { parseStoreLocation, type StoreLocation, StoreUrlError } from "../store/open-store.js";
 import { FailoverLimiter } from "../store/failover-limiter.js";
 import { SharedLimiter } from "../store/shared-limiter.js";
 import { RuntimeError, UsageError } from "./errors.js";
+import type { SharedBucketOptions } from "./shared-options.js";
 import { describeStoreFailure } from "./store-failure.js";
-import { openCommandStore } from "./store-opener.js";
-import type { LimiterRequest, OpenLimiter } from "./limiter-for.js";
+import { openCommandStore, storeLocation } from "./store-opener.js";
+
+/** What a command asks of its bucket, from its flags. */
+export interface LimiterRequest {
+  /** What one token is: a byte or a count (a line, a launch). */
+  kind: RateKind;
+  /** Tokens per second, when given on the command line. */
+  rate?: number;
+  /** Capacity, when given on the command line (else defaultBurst for the kind and rate). */
+  burst?: number;
+  shared: SharedBucketOptions;
+  /** Who asks: what stops when a shared store is lost, for the message (a stream, or launches). */
+  command: "pipe" | "run";
+}
+
+export interface OpenLimiter {
+  limiter: Limiter;
+  /** Releases what the limiter holds (store connections, timers). */
+  close(): Promise<void>;
+}
 
 /**
- * A limiter backed by the shared bucket `--key` names in `--store` (or
- * TBUCKET_STORE, or the default SQLite file). `--rate`/`--burst` set the key;
- * without them the stored settings are used.
+ * The bucket a command takes its tokens from: a private one, or with `--key`
+ * the shared one in `--store` (or TBUCKET_STORE, or the default SQLite file),
+ * wrapped so that a store lost mid-way fails or, with `--on-store-error local`,
+ * goes on with a private bucket. `--rate`/`--burst` set the key; without them
+ * the stored settings are used.
  */
-export async function openSharedLimiter(request: LimiterRequest): Promise<OpenLimiter> {
-  const key = request.shared.key!;
+export async function openLimiter(request: LimiterRequest): Promise<OpenLimiter> {
+  if (request.shared.key !== undefined) return openSharedLimiter(request, request.shared.key);
+  if (request.rate === undefined) throw new Error("openLimiter: a private bucket needs a rate");
+  return { limiter: new TokenBucket({ rate: request.rate, burst: request.burst ?? defaultBurst(request.kind, request.rate) }), close: async () => {} };
+}
+
+async function openSharedLimiter(request: LimiterRequest, key: string): Promise<OpenLimiter> {
   const local = request.shared.onStoreError === "local";
   const location = storeLocation(request.shared.store);
   let store: BucketStore;
@@ -26,7 +53,7 @@ export async function openSharedLimiter(request: LimiterRequest): Promise<OpenLi
     const line = describeStoreFailure(error, { offerLocal: !local });
     if (!local) throw new RuntimeError(line);
     if (request.rate === undefined) throw new RuntimeError(`${line}; --on-store-error local needs --rate to go on with a private bucket`);
-    const config: BucketConfig = { rate: request.rate, burst: request.burst ?? request.defaultBurst(request.rate), kind: request.kind };
+    const config: BucketConfig = { rate: request.rate, burst: request.burst ?? defaultBurst(request.kind, request.rate), kind: request.kind };
     warn(`${line}; going on with a private bucket at ${describeConfig(config)}`);
     return { limiter: new TokenBucket(config), close: async () => {} };
   }
@@ -60,18 +87,6 @@ const STOPPED: Record<LimiterRequest["command"], string> = {
   run: "stopped launching, and the jobs already started ran to their end",
 };
 
-/** `--store`, else TBUCKET_STORE, else the default SQLite file; a bad value is a usage error naming where it came from. */
-export function storeLocation(flag: string | undefined, env: NodeJS.ProcessEnv = process.env): StoreLocation {
-  const fromEnv = flag === undefined && env.TBUCKET_STORE !== undefined && env.TBUCKET_STORE !== "";
-  const text = flag ?? (fromEnv ? env.TBUCKET_STORE! : "sqlite:");
-  try {
-    return parseStoreLocation(text, env);
-  } catch (error) {
-    if (error instanceof StoreUrlError) throw new UsageError(`${fromEnv ? "TBUCKET_STORE" : "--store"}: ${error.message}`);
-    throw error;
-  }
-}
-
 /** Sets the key from --rate/--burst, or reads its stored settings; checks the kind of token. */
 async function configureKey(store: BucketStore, key: string, request: LimiterRequest): Promise<BucketConfig> {
   const stored = await store.read(key);
@@ -79,7 +94,7 @@ async function configureKey(store: BucketStore, key: string, request: LimiterReq
     // Pausing (rate 0) keeps the key's burst for when it resumes.
     const keepBurst = request.rate === 0 && stored?.kind === request.kind ? stored.burst : undefined;
     if (request.rate === 0 && request.kind === "bytes" && request.burst === undefined && keepBurst === undefined) throw pausedWithoutBurst();
-    const burst = request.burst ?? keepBurst ?? request.defaultBurst(request.rate);
+    const burst = request.burst ?? keepBurst ?? defaultBurst(request.kind, request.rate);
     return store.configure(key, { rate: request.rate, burst, kind: request.kind });
   }
   if (!stored) {

@@ -1,21 +1,7 @@
 import type { Command } from "commander";
-import { parseByteRate, parseByteSize, parseCount, parseCountRate, type RateKind } from "../../core/units.js";
-import { parseOption, UsageError } from "../errors.js";
-
-/** What `tbucket key <subcommand>` was asked to do, checked. */
-export type KeyRequest =
-  | { action: "list"; store: string | undefined; json: boolean }
-  | { action: "show"; key: string; store: string | undefined; json: boolean }
-  | { action: "delete"; key: string; store: string | undefined; json: boolean }
-  | { action: "set"; key: string; store: string | undefined; json: boolean; rate: string | undefined; burst: string | undefined; kind: RateKind | undefined };
-
-interface KeyFlags {
-  store?: string;
-  json?: boolean;
-  rate?: string;
-  burst?: string;
-  kind?: string;
-}
+import { UsageError } from "../errors.js";
+import { STORE_HELP } from "../shared-options.js";
+import { checkKey, type KeyFlags, type KeyRequest, parseKeySet } from "./options.js";
 
 const EXAMPLES = `
 Store: --store sqlite: (default, $XDG_STATE_HOME/tbucket/buckets.db), sqlite:<path>,
@@ -30,8 +16,7 @@ Examples:
   tbucket key show backups --json
   tbucket key delete backups`;
 
-const STORE_HELP = "where shared buckets live: sqlite:, sqlite:<path>, redis://host:port[/db] (default: $TBUCKET_STORE or sqlite:)";
-
+/** Declares `tbucket key` and its subcommands; the store loads only when one runs. */
 export function registerKey(program: Command, onExit: (code: number) => void): void {
   const key = program
     .command("key")
@@ -44,7 +29,7 @@ export function registerKey(program: Command, onExit: (code: number) => void): v
     });
 
   const run = async (request: KeyRequest) => {
-    const { runKey } = await import("../actions/key.js");
+    const { runKey } = await import("./run.js");
     onExit(await runKey(request));
   };
 
@@ -88,41 +73,4 @@ export function registerKey(program: Command, onExit: (code: number) => void): v
     .option("--json", "print {\"key\",\"deleted\"} as JSON", false)
     .addHelpText("after", "\nExamples:\n  tbucket key delete backups\n  tbucket key delete api --store redis://10.0.0.5:6379")
     .action(async (name: string, flags: KeyFlags) => run({ action: "delete", key: checkKey(name), store: flags.store, json: Boolean(flags.json) }));
-}
-
-/** The same names --key accepts. */
-export function checkKey(name: string): string {
-  if (!/^[\w.:@/-]{1,200}$/.test(name)) {
-    throw new UsageError(`key: "${name}" is not a key name; use letters, digits and . _ - : @ / (at most 200), e.g. "backups"`);
-  }
-  return name;
-}
-
-/** Checks `key set`'s flags as far as can be done without the store (the rate's kind may depend on the stored key). */
-export function parseKeySet(name: string, flags: KeyFlags): KeyRequest {
-  const key = checkKey(name);
-  if (flags.rate === undefined && flags.burst === undefined) {
-    throw new UsageError(`key set: nothing to set; try "tbucket key set ${key} --rate 20mb" or "--burst 4mb"`);
-  }
-  let kind: RateKind | undefined;
-  if (flags.kind !== undefined) {
-    if (flags.kind !== "bytes" && flags.kind !== "count") throw new UsageError(`--kind: "${flags.kind}" is not a kind; try "bytes" or "count"`);
-    kind = flags.kind;
-  }
-  // Check what can be checked now, so a typo never reaches the store.
-  if (kind !== undefined) {
-    if (flags.rate !== undefined) parseKeyRate(flags.rate, kind);
-    if (flags.burst !== undefined) parseKeyBurst(flags.burst, kind);
-  }
-  return { action: "set", key, store: flags.store, json: Boolean(flags.json), rate: flags.rate, burst: flags.burst, kind };
-}
-
-/** A key's rate; 0 pauses every process on the key until the rate is set again. */
-export function parseKeyRate(text: string, kind: RateKind): number {
-  const parse = kind === "bytes" ? parseByteRate : parseCountRate;
-  return parseOption("--rate", text, (value) => parse(value, { allowZero: true }));
-}
-
-export function parseKeyBurst(text: string, kind: RateKind): number {
-  return parseOption("--burst", text, kind === "bytes" ? parseByteSize : (value) => parseCount(value));
 }

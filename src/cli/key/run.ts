@@ -1,13 +1,13 @@
 import { alignColumns, grouped, humanBytes } from "../../core/format.js";
+import { defaultBurst } from "../../core/default-burst.js";
 import { formatByteRate, parseAnyRate, type RateKind } from "../../core/units.js";
 import { type BucketState, type BucketStore, StoreError } from "../../store/bucket-store.js";
-import { defaultPipeBurst } from "../commands/pipe.js";
-import { type KeyRequest, parseKeyBurst, parseKeyRate } from "../commands/key.js";
 import { EXIT, parseOption, RuntimeError, UsageError } from "../errors.js";
-import { pausedWithoutBurst, storeLocation } from "../shared-limiter.js";
+import { pausedWithoutBurst } from "../open-limiter.js";
 import { writeStandardOutput } from "../standard-streams.js";
 import { describeStoreFailure } from "../store-failure.js";
-import { openCommandStore } from "../store-opener.js";
+import { openCommandStore, storeLocation } from "../store-opener.js";
+import { type KeyRequest, parseKeyBurst, parseKeyRate } from "./options.js";
 
 /** Runs `tbucket key ...`; resolves to the exit status. */
 export async function runKey(request: KeyRequest): Promise<number> {
@@ -62,7 +62,7 @@ async function act(store: BucketStore, request: KeyRequest): Promise<number> {
       if (rate === 0 && kind === "bytes" && request.burst === undefined && keepRate === undefined) throw pausedWithoutBurst();
       // A rate change keeps the stored burst, as pv -R changes only the rate.
       const burst =
-        request.burst !== undefined ? parseKeyBurst(request.burst, kind) : keepRate !== undefined ? existing!.burst : defaultPipeBurst(kind, rate);
+        request.burst !== undefined ? parseKeyBurst(request.burst, kind) : keepRate !== undefined ? existing!.burst : defaultBurst(kind, rate);
       const state = await store.configure(request.key, { rate, burst, kind });
       print(request.json ? JSON.stringify(toJson(state, store), null, 2) : formatState(state, store));
       return EXIT.ok;

@@ -1,0 +1,48 @@
+import type { Command } from "commander";
+import { addReportOptions } from "../report-options.js";
+import { addSharedBucketOptions } from "../shared-options.js";
+import { parseRunOptions, type RunFlags } from "./options.js";
+
+const EXAMPLES = `
+{} is the item (one line of standard input or of --input), {#} the job's number.
+The rate limits how fast launches start; --jobs limits how many run at once.
+To limit a command's bandwidth instead, pipe it: curl -s URL | tbucket --rate 1mb > file
+
+Examples:
+  tbucket run --rate 5 -- curl -s https://api.example.com/ping      # forever, 5 a second, until Ctrl-C
+  tbucket run --rate 100/m --count 500 -- ./probe.sh                 # an API allowing 100 requests a minute
+  cat ids.txt | tbucket run -r 600/m -j 4 --retries 2 -- curl -sf https://api.example.com/items/{}
+  tbucket run -r 2 -b 10 --input urls.txt --tag --joblog log.jsonl -- curl -s -o /dev/null -w '%{http_code}\\n' {}
+  tbucket run -r 1/10s --duration 1h -- ./poll-status.sh             # poll every 10 s for an hour
+  ls *.wav | tbucket run -r 1 --shell -- 'ffmpeg -i {} {#}.mp3 2>/dev/null'`;
+
+/** Declares `tbucket run`; the launching code loads only when it runs. */
+export function registerRun(program: Command, onExit: (code: number) => void): void {
+  const command = program
+    .command("run")
+    .description("launch a command at a limited rate, like a rate-limited xargs")
+    .usage("[options] [--] command [args...]")
+    .argument("[command...]", "the command to launch; {} is replaced by an input item, {#} by the job number")
+    .passThroughOptions()
+    .option("-r, --rate <rate>", "launches per time: 5 (= 5/s), 300/m, 1000/h, 1/10s, inf (required unless --key)")
+    .option("-b, --burst <n>", "launches that may start back to back (default: 1; with --key and no --rate: the key's)")
+    .option("-j, --jobs <n>", "at most n jobs running at once; 0 = no limit", "8")
+    .option("--input <file>", "read items from <file> (- for standard input) instead of standard input")
+    .option("--count <n>", "run the command n times (or at most n items)")
+    .option("--duration <d>", "stop launching after d (30s, 10m, 1h)")
+    .option("--max-wait <d>", "skip a job that would wait longer than d for its token (default: wait forever)")
+    .option("--kill-after <d>", "after passing a signal on to jobs, kill those still running d later (0: at once)", "5s")
+    .option("--retries <n>", "rerun a failed job up to n times; every attempt costs a token", "0")
+    .option("--output <mode>", "line (whole lines, never mixed), group (each job's output at its end), or raw", "line")
+    .option("--tag", "prefix each output line with the job's item (or number) and a tab")
+    .option("--joblog <file>", "write one JSON line per finished job to <file>")
+    .option("--shell", "run the command with /bin/sh -c; items are shell-quoted");
+  addReportOptions(command);
+  addSharedBucketOptions(command)
+    .addHelpText("after", EXAMPLES)
+    .action(async (words: string[], flags: RunFlags) => {
+      const config = parseRunOptions(words, flags);
+      const { runRun } = await import("./run.js");
+      onExit(await runRun(config));
+    });
+}
