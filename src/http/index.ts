@@ -7,3 +7,5 @@ export { DEFAULT_MAX_KEYS, type GateDecision, type GateResult, rateLimit, type R
 export type { StoreBuckets } from "./store-limiters.js";
 export { clientAddress, TrustedProxies, TrustProxyError } from "./trusted-proxies.js";
 export { rateLimitPolicy, rateLimitState, retryAfterSeconds } from "./rate-limit-fields.js";
+export { openStore } from "./open-store.js";
+export { type BucketStore, StoreError } from "../store/bucket-store.js";

@@ -12,7 +12,7 @@ export interface AccessLogEntry {
   status: number;
   /** Response body bytes sent. */
   bytes: number;
-  /** admitted, queued, refused, cancelled, or failed (the backend could not be reached). */
+  /** admitted, queued, refused, cancelled (the client hung up while queued), or failed (the limit could not be checked: its store failed). */
   decision: string;
   /** How long the request waited for its turn. */
   waitMs: number;

@@ -1,11 +1,12 @@
+import { createHash } from "node:crypto";
 import { Agent, createServer, type IncomingMessage, request as httpRequest, type Server, ServerResponse } from "node:http";
 import type { Socket } from "node:net";
 import { pipeline } from "node:stream";
 import { type Clock, systemClock } from "../core/clock.js";
 import { TokenBucket } from "../core/token-bucket.js";
 import { KeyTable } from "../http/key-table.js";
-import { type GateResult, rateLimit, type RateLimitMiddleware } from "../http/rate-limit.js";
-import { clientAddress, TrustedProxies } from "../http/trusted-proxies.js";
+import { DEFAULT_MAX_KEYS, type GateResult, rateLimit, type RateLimitMiddleware } from "../http/rate-limit.js";
+import { clientAddress, plainAddress, TrustedProxies } from "../http/trusted-proxies.js";
 import { StoreError } from "../store/bucket-store.js";
 import { ThrottleStream } from "../stream/throttle-stream.js";
 import { accessLogLine } from "./access-log.js";
@@ -17,6 +18,9 @@ import {
   parseHttpTarget,
   type RunningHttpProxy,
 } from "./http-proxy.js";
+
+/** Longer header keys are held by their hash: 100,000 keys of 16 KiB each would be 1.6 GB. */
+const MAX_KEY_CHARS = 256;
 
 /** What the proxy remembers of a request between the decision and the access log. */
 interface RequestRecord {
@@ -49,6 +53,7 @@ export class HttpProxy implements RunningHttpProxy {
   readonly #bodyBuckets: KeyTable<TokenBucket> | undefined;
   readonly #tunnels = new Set<Socket>();
   readonly #backendTimeoutMs: number;
+  #accessLog: NodeJS.WritableStream | undefined;
   #active = 0;
   #idle: (() => void) | undefined;
   #address: { host: string; port: number } | undefined;
@@ -60,7 +65,7 @@ export class HttpProxy implements RunningHttpProxy {
     this.#backendTimeoutMs = options.backendTimeoutMs ?? DEFAULT_BACKEND_TIMEOUT_MS;
     this.#trusted = options.trustProxy && options.trustProxy.length > 0 ? new TrustedProxies(options.trustProxy) : undefined;
     const per = options.per ?? { by: "ip" };
-    const maxKeys = options.maxKeys ?? 100_000;
+    const maxKeys = options.maxKeys ?? DEFAULT_MAX_KEYS;
     this.#limit = rateLimit({
       rate: options.rate,
       burst: options.burst,
@@ -83,6 +88,11 @@ export class HttpProxy implements RunningHttpProxy {
       new TokenBucket({ rate: bytesPerSecond, burst: burstBytes });
       this.#bodyBuckets = new KeyTable<TokenBucket>({ maxKeys, isSpent: (bucket) => bucket.tokens() >= bucket.burst });
     }
+    this.#accessLog = options.accessLog;
+    // A log that fails (a closed pipe, a full disk) stops being written; requests go on. Its owner hears of it too.
+    this.#accessLog?.on("error", () => {
+      this.#accessLog = undefined;
+    });
     this.#agent = new Agent({ keepAlive: true, maxFreeSockets: 256, scheduling: "lifo" });
     const headersTimeoutMs = options.headersTimeoutMs ?? DEFAULT_HEADERS_TIMEOUT_MS;
     this.#server = createServer({
@@ -146,7 +156,7 @@ export class HttpProxy implements RunningHttpProxy {
       const value = req.headers[per.name.toLowerCase()];
       const text = Array.isArray(value) ? value[0] : value;
       // Without the header a client is known by its address, so that leaving it out is no way around the limit.
-      if (text !== undefined && text !== "") return text;
+      if (text !== undefined && text !== "") return text.length <= MAX_KEY_CHARS ? text : `sha256:${createHash("sha256").update(text).digest("base64url")}`;
     }
     return this.#clientOf(req);
   }
@@ -166,7 +176,9 @@ export class HttpProxy implements RunningHttpProxy {
   }
 
   #begin(req: IncomingMessage): RequestRecord {
-    const record: RequestRecord = { startedAtMs: Date.now(), client: this.#clientOf(req), key: undefined, decision: "admitted", waitMs: 0, bytes: 0 };
+    // Read now: a socket that closes forgets its address. Only a log needs it.
+    const client = this.#accessLog ? this.#clientOf(req) : "-";
+    const record: RequestRecord = { startedAtMs: Date.now(), client, key: undefined, decision: "admitted", waitMs: 0, bytes: 0 };
     this.#records.set(req, record);
     this.#active++;
     return record;
@@ -177,7 +189,7 @@ export class HttpProxy implements RunningHttpProxy {
     if (!record) return;
     this.#records.delete(req);
     this.#active--;
-    this.#options.accessLog?.write(accessLogLine({ ...record, req, status }));
+    if (this.#accessLog?.writable) this.#accessLog.write(accessLogLine({ ...record, req, status }));
     if (this.#active === 0) this.#idle?.();
   }
 
@@ -205,7 +217,7 @@ export class HttpProxy implements RunningHttpProxy {
       port: this.#target.port || 80,
       method: req.method,
       path: this.#backendPath(req.url ?? "/"),
-      headers: backendRequestHeaders(req.headers, req.socket.remoteAddress),
+      headers: backendRequestHeaders(req.headers, peerOf(req)),
     });
     const timer = setTimeout(() => backendReq.destroy(new BackendTimeout()), this.#backendTimeoutMs);
     // The client hung up: the backend's work is not wanted any more.
@@ -215,29 +227,50 @@ export class HttpProxy implements RunningHttpProxy {
     });
     backendReq.once("response", (backendRes) => {
       clearTimeout(timer);
-      res.writeHead(backendRes.statusCode ?? 502, backendRes.statusMessage, endToEndHeaders(backendRes.headers));
+      try {
+        res.writeHead(backendRes.statusCode ?? 502, backendRes.statusMessage, endToEndHeaders(backendRes.headers));
+      } catch (error) {
+        // A header node will not send on (an invalid character): the backend's answer cannot be passed on.
+        backendRes.destroy();
+        this.#sendError(res, 502, `the backend's answer cannot be passed on (${(error as NodeJS.ErrnoException).code ?? "invalid"})`);
+        return;
+      }
       const body = this.#shapeBody(record.key);
       backendRes.on("data", (chunk: Buffer) => {
         record.bytes += chunk.length;
       });
-      const done = (error: Error | null | undefined) => {
-        // Cut short: only closing the connection tells the client its body is incomplete.
-        if (error) res.destroy();
-      };
-      if (body) pipeline(backendRes, body, res, done);
-      else pipeline(backendRes, res, done);
+      if (body) {
+        pipeline(backendRes, body, res, (error) => {
+          // Cut short: only closing the connection tells the client its body is incomplete.
+          if (error) res.destroy();
+        });
+        return;
+      }
+      backendRes.pipe(res);
+      backendRes.once("close", () => {
+        if (!backendRes.complete) res.destroy();
+      });
     });
-    backendReq.once("error", (error) => {
+    backendReq.on("error", (error) => {
       clearTimeout(timer);
       if (res.headersSent) {
         res.destroy();
         return;
       }
-      record.decision = record.decision === "admitted" || record.decision === "queued" ? record.decision : "failed";
       if (error instanceof BackendTimeout) this.#sendError(res, 504, "the backend did not answer in time");
       else this.#sendError(res, 502, `the backend cannot be reached (${(error as NodeJS.ErrnoException).code ?? error.message})`);
     });
-    pipeline(req, backendReq, () => {});
+    // Without a body the request ends with its headers: piping it would make the backend request
+    // chunked, its final empty chunk a second small packet that Nagle and delayed ACKs hold back.
+    if (!hasBody(req)) {
+      req.resume();
+      backendReq.end();
+      return;
+    }
+    req.pipe(backendReq);
+    req.once("close", () => {
+      if (!req.complete) backendReq.destroy();
+    });
   }
 
   /** A throttle on the key's body-rate bucket, or none. */
@@ -278,7 +311,9 @@ export class HttpProxy implements RunningHttpProxy {
    * two sockets are joined until either side closes.
    */
   #onUpgrade(req: IncomingMessage, socket: Socket, head: Buffer): void {
-    const record = this.#begin(req);
+    this.#begin(req);
+    // Node stops watching an upgraded socket: a reset from the client must not go unhandled.
+    socket.on("error", () => socket.destroy());
     const res = new ServerResponse(req);
     res.shouldKeepAlive = false;
     res.assignSocket(socket);
@@ -310,11 +345,13 @@ export class HttpProxy implements RunningHttpProxy {
       port: this.#target.port || 80,
       method: req.method,
       path: this.#backendPath(req.url ?? "/"),
-      headers: backendRequestHeaders(req.headers, req.socket.remoteAddress, ["upgrade", "connection"]),
+      headers: backendRequestHeaders(req.headers, peerOf(req), ["upgrade", "connection"]),
     });
     const timer = setTimeout(() => backendReq.destroy(new BackendTimeout()), this.#backendTimeoutMs);
     socket.once("close", () => backendReq.destroy());
+    let answered = false;
     backendReq.once("upgrade", (backendRes, backendSocket, backendHead) => {
+      answered = true;
       clearTimeout(timer);
       const lines = [`HTTP/1.1 ${backendRes.statusCode} ${backendRes.statusMessage}`];
       for (let i = 0; i < backendRes.rawHeaders.length; i += 2) lines.push(`${backendRes.rawHeaders[i]}: ${backendRes.rawHeaders[i + 1]}`);
@@ -326,13 +363,13 @@ export class HttpProxy implements RunningHttpProxy {
       end(101);
       socket.pipe(backendSocket).pipe(socket);
       // A reset on either side resets the other.
-      socket.on("error", () => backendSocket.destroy());
       backendSocket.on("error", () => socket.destroy());
       backendSocket.once("close", () => socket.destroy());
       socket.once("close", () => backendSocket.destroy());
     });
     backendReq.once("response", (backendRes) => {
       // The backend declined the upgrade: its answer goes back as it is, and the connection ends.
+      answered = true;
       clearTimeout(timer);
       const lines = [`HTTP/1.1 ${backendRes.statusCode} ${backendRes.statusMessage}`];
       const headers = endToEndHeaders(backendRes.headers);
@@ -342,8 +379,12 @@ export class HttpProxy implements RunningHttpProxy {
       backendRes.pipe(socket);
       end(backendRes.statusCode ?? 502);
     });
-    backendReq.once("error", (error) => {
+    backendReq.on("error", (error) => {
       clearTimeout(timer);
+      if (answered) {
+        socket.destroy();
+        return;
+      }
       const status = error instanceof BackendTimeout ? 504 : 502;
       const body = `${status === 504 ? "Gateway Timeout" : "Bad Gateway"}\n`;
       if (socket.writable) socket.end(`HTTP/1.1 ${status} ${status === 504 ? "Gateway Timeout" : "Bad Gateway"}\r\ncontent-type: text/plain\r\ncontent-length: ${body.length}\r\nconnection: close\r\n\r\n${body}`);
@@ -352,16 +393,28 @@ export class HttpProxy implements RunningHttpProxy {
     backendReq.end();
   }
 
-  /** A request node could not parse (400), or whose headers came too slowly (408): answered, and the connection closed. */
+  /** A request node could not parse (400), with headers too large (431) or too slow (408): answered, and the connection closed. */
   #onClientError(error: NodeJS.ErrnoException, socket: Socket): void {
     if (!socket.writable || (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage?.headersSent) {
       socket.destroy();
       return;
     }
-    const timeout = error.code === "ERR_HTTP_REQUEST_TIMEOUT";
-    const status = timeout ? "408 Request Timeout" : "400 Bad Request";
+    const status =
+      error.code === "ERR_HTTP_REQUEST_TIMEOUT" ? "408 Request Timeout" : error.code === "HPE_HEADER_OVERFLOW" ? "431 Request Header Fields Too Large" : "400 Bad Request";
     socket.end(`HTTP/1.1 ${status}\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`);
   }
+}
+
+/** The address the request came from, IPv4 as IPv4 (a dual-stack socket says ::ffff:10.0.0.1). */
+function peerOf(req: IncomingMessage): string | undefined {
+  const address = req.socket.remoteAddress;
+  return address === undefined ? undefined : plainAddress(address);
+}
+
+/** Whether a request has a body to send on (RFC 9112 6.3: a length, or a transfer coding). */
+function hasBody(req: IncomingMessage): boolean {
+  const length = req.headers["content-length"];
+  return req.headers["transfer-encoding"] !== undefined || (length !== undefined && length !== "0");
 }
 
 /** The backend took longer than the backend timeout to start its answer. */

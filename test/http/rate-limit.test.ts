@@ -136,3 +136,21 @@ describe("rateLimit on node:http", () => {
     expect(() => rateLimit(options as never)).toThrow(message);
   });
 });
+
+describe("openStore from tbucket/http", () => {
+  it("opens a store by its address for rateLimit to share buckets through", async () => {
+    const { openStore } = await import("../../src/http/index.js");
+    const store = await openStore("memory:");
+    const limit = rateLimit({ rate: 1, burst: 1, store: { store, name: "api" } });
+    const { url } = await listen(limit.wrap((_req, res) => res.end()));
+    expect([(await get(url)).status, (await get(url)).status]).toEqual([200, 429]);
+    expect((await store.list()).map((bucket) => bucket.key)).toEqual(["api:127.0.0.1"]);
+    limit.close();
+    await store.close();
+  });
+
+  it("refuses an address that is not a store's, saying so", async () => {
+    const { openStore } = await import("../../src/http/index.js");
+    await expect(openStore("postgres://x")).rejects.toThrow(/postgres:\/\/x/);
+  });
+});

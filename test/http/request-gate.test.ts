@@ -3,6 +3,7 @@ import { FakeClock } from "../../src/core/clock.js";
 import { RequestGate } from "../../src/http/request-gate.js";
 import { storeLimiters } from "../../src/http/store-limiters.js";
 import { MemoryStore } from "../../src/store/memory-store.js";
+import { StoreError } from "../../src/store/bucket-store.js";
 
 function gate(options: { rate: number; burst: number; maxWaitMs?: number; maxKeys?: number }, clock = new FakeClock()) {
   return { clock, gate: new RequestGate({ maxWaitMs: 0, maxKeys: 100, ...options, clock }) };
@@ -118,6 +119,56 @@ describe("RequestGate over a store", () => {
     const decisions = [];
     for (let i = 0; i < 5; i++) decisions.push((await g.admit("vip")).decision);
     expect(decisions).toEqual(["admitted", "admitted", "admitted", "admitted", "admitted"]);
+    g.close();
+  });
+});
+
+describe("RequestGate when the store is lost mid-run", () => {
+  function flakyStore(): { store: MemoryStore; lose(): void; restore(): void } {
+    const store = new MemoryStore();
+    let lost = false;
+    const take = store.take.bind(store);
+    const read = store.read.bind(store);
+    store.take = async (...args) => {
+      if (lost) throw new StoreError("lost", "store memory: connection lost", { storeUrl: "memory:" });
+      return take(...args);
+    };
+    store.read = async (...args) => {
+      if (lost) throw new StoreError("lost", "store memory: connection lost", { storeUrl: "memory:" });
+      return read(...args);
+    };
+    return { store, lose: () => (lost = true), restore: () => (lost = false) };
+  }
+
+  it("with onStoreError local keeps deciding on private buckets: a key in use starts empty, a new one full", async () => {
+    const { store, lose } = flakyStore();
+    const errors: string[] = [];
+    const g = new RequestGate({
+      rate: 1,
+      burst: 2,
+      maxWaitMs: 0,
+      maxKeys: 100,
+      source: storeLimiters({ store, name: "api", onStoreError: "local", onError: (error) => errors.push(error.message) }, { rate: 1, burst: 2 }),
+    });
+    expect((await g.admit("old")).decision).toBe("admitted");
+    lose();
+    expect((await g.admit("old")).decision).toBe("refused");
+    expect((await g.admit("new")).decision).toBe("admitted");
+    expect((await g.admit("new")).decision).toBe("admitted");
+    expect(errors).toEqual(["store memory: connection lost"]);
+    g.close();
+  });
+
+  it("with onStoreError fail rejects with the StoreError and opens the key afresh once the store is back", async () => {
+    const { store, lose, restore } = flakyStore();
+    const g = new RequestGate({ rate: 1000, burst: 2, maxWaitMs: 0, maxKeys: 100, source: storeLimiters({ store, name: "api" }, { rate: 1000, burst: 2 }) });
+    expect((await g.admit("a")).decision).toBe("admitted");
+    lose();
+    // The first lease may still cover this one; the next round trip fails.
+    await expect(Promise.all([g.admit("a"), g.admit("a"), g.admit("a")])).rejects.toBeInstanceOf(StoreError);
+    expect(g.liveKeys).toBe(0);
+    restore();
+    expect((await g.admit("a")).decision).toBe("admitted");
     g.close();
   });
 });

@@ -1,9 +1,12 @@
 import { once } from "node:events";
-import { request } from "node:http";
-import { connect, type Socket } from "node:net";
+import { Agent, request } from "node:http";
+import { connect, createServer as createTcpServer, type Socket } from "node:net";
+import { PassThrough, Writable } from "node:stream";
 import { afterEach, describe, expect, it } from "vitest";
 import { parseAccessLogLine, type ParsedLine } from "../../src/simulate/trace-line.js";
 import { type HttpProxyOptions, parseHttpTarget, type RequestDecision, type RunningHttpProxy, startHttpProxy } from "../../src/proxy/http-proxy.js";
+import { StoreError } from "../../src/store/bucket-store.js";
+import { MemoryStore } from "../../src/store/memory-store.js";
 import { get, listen, until } from "../http/http-helpers.js";
 
 const proxies: RunningHttpProxy[] = [];
@@ -81,6 +84,20 @@ describe("the HTTP proxy", () => {
     expect(socket.text()).toContain("\r\n\r\n5\r\nmade\n\r\n0\r\n\r\n");
   });
 
+  it("sends a request without a body whole, not chunked (a final empty chunk in a packet of its own waits on delayed ACKs)", async () => {
+    const seen: Array<Record<string, unknown>> = [];
+    const backend = await listen((req, res) => {
+      seen.push({ ...req.headers });
+      req.resume();
+      req.on("end", () => res.end());
+    });
+    const { url } = await proxyTo(backend.url);
+    await get(url);
+    await get(url, { "transfer-encoding": "chunked" }, { method: "POST", body: "abc" });
+    expect(seen[0]).not.toHaveProperty("transfer-encoding");
+    expect(seen[1]).toHaveProperty("transfer-encoding", "chunked");
+  });
+
   it("streams: the client has the first part of a body before the backend has sent the rest, and uploads flow the same way", async () => {
     let finish: (() => void) | undefined;
     let uploadedFirst = false;
@@ -108,10 +125,14 @@ describe("the HTTP proxy", () => {
     finish!();
     await ended;
     expect(body.join("")).toBe("first part\nrest\n");
-    const upload = request(`${url}/up`, { agent: false, method: "POST" });
+    let uploaded = "";
+    const upload = request(`${url}/up`, { agent: false, method: "POST" }, (res) => {
+      res.on("data", (chunk: Buffer) => (uploaded += chunk));
+    });
     upload.write(Buffer.alloc(64 * 1024, 1));
     await until(() => uploadedFirst, "the first part of the upload at the backend");
     upload.end();
+    await until(() => uploaded === "done", "the answer to the upload");
   });
 
   it("answers 502 while the backend is down and stays up, then serves it again", async () => {
@@ -243,7 +264,8 @@ describe("the HTTP proxy", () => {
   it("writes an access log line per request in Combined Log Format with the decision, which the trace reader takes as it is", async () => {
     const backend = await listen((_req, res) => res.end("12345"));
     const lines: string[] = [];
-    const accessLog = { write: (line: string) => lines.push(line) } as unknown as NodeJS.WritableStream;
+    const accessLog = new PassThrough();
+    accessLog.on("data", (line: Buffer) => lines.push(line.toString()));
     const { url } = await proxyTo(backend.url, { rate: 0.001, burst: 1, accessLog });
     await get(`${url}/a"b`, { "user-agent": 'evil"agent', referer: "http://r/" });
     await get(`${url}/again`);
@@ -255,6 +277,94 @@ describe("the HTTP proxy", () => {
       parseAccessLogLine(line.trimEnd(), { costField: undefined, keyField: undefined, costBytes: true, wantKeys: true }, out);
       expect(out.key).toBe("127.0.0.1");
     }
+  });
+
+  it("goes on serving when the access log fails (a closed pipe), writing no more to it", async () => {
+    const backend = await listen((_req, res) => res.end("ok"));
+    let writes = 0;
+    const accessLog = new Writable({
+      write(_chunk, _encoding, callback) {
+        writes++;
+        callback(Object.assign(new Error("write EPIPE"), { code: "EPIPE" }));
+      },
+    });
+    accessLog.on("error", () => {});
+    const { url } = await proxyTo(backend.url, { accessLog });
+    for (let i = 0; i < 3; i++) expect((await get(url)).status).toBe(200);
+    expect(writes).toBe(1);
+  });
+
+  it("answers 431 to headers larger than node takes, and 502 to a backend that answers garbage", async () => {
+    const garbage = createTcpServer((socket) => socket.end("SMTP READY\r\n\r\n"));
+    await new Promise<void>((resolve) => garbage.listen(0, "127.0.0.1", resolve));
+    try {
+      const { proxy, url } = await proxyTo(`http://127.0.0.1:${(garbage.address() as { port: number }).port}`);
+      const big = await raw(proxy.address.port);
+      big.write(`GET / HTTP/1.1\r\nHost: x\r\nX-Big: ${"a".repeat(20_000)}\r\n\r\n`);
+      await big.closed;
+      expect(big.text()).toMatch(/^HTTP\/1\.1 431 Request Header Fields Too Large\r\n/);
+      expect((await get(url)).status).toBe(502);
+    } finally {
+      garbage.close();
+    }
+  });
+
+  it("holds long header keys by their hash, so the table stays small whatever clients send", async () => {
+    const backend = await listen((_req, res) => res.end());
+    const { proxy, url } = await proxyTo(backend.url, { rate: 0.001, burst: 1, per: { by: "header", name: "x-api-key" }, maxKeys: 10 });
+    const long = "k".repeat(10_000);
+    expect((await get(url, { "x-api-key": long })).status).toBe(200);
+    expect((await get(url, { "x-api-key": long })).status).toBe(429);
+    for (let i = 0; i < 50; i++) await get(url, { "x-api-key": `${long}${i}` });
+    expect(proxy.liveKeys()).toBe(10);
+  });
+
+  it("holds at most maxKeys clients, however many distinct ones come", async () => {
+    const backend = await listen((_req, res) => res.end());
+    const { proxy, url } = await proxyTo(backend.url, { rate: 1, burst: 5, trustProxy: ["127.0.0.1"], maxKeys: 100 });
+    const agent = new Agent({ keepAlive: true, maxSockets: 8 });
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: 8 }, async () => {
+        while (next < 2000) {
+          const client = `10.1.${next >> 8}.${next++ & 255}`;
+          await new Promise<void>((resolve, reject) => {
+            request(url, { agent, headers: { "x-forwarded-for": client } }, (res) => res.resume().on("end", resolve)).on("error", reject).end();
+          });
+        }
+      }),
+    );
+    agent.destroy();
+    expect(proxy.liveKeys()).toBe(100);
+  });
+
+  it("shares each client's limit with another proxy through a store: a client alternating between them gets burst + rate x T in all", async () => {
+    const backend = await listen((_req, res) => res.end());
+    const store = new MemoryStore();
+    const shared = { store, name: "api", onStoreError: "fail" as const };
+    const { url: one } = await proxyTo(backend.url, { rate: 0.001, burst: 2, shared });
+    const { url: two } = await proxyTo(backend.url, { rate: 0.001, burst: 2, shared });
+    const statuses = [];
+    for (const url of [one, two, one, two]) statuses.push((await get(url)).status);
+    expect(statuses).toEqual([200, 200, 429, 429]);
+    expect((await store.read("api:127.0.0.1"))?.tokens).toBeLessThan(1);
+  });
+
+  it("answers 503 while a shared store fails under onStoreError fail, telling the observer", async () => {
+    const backend = await listen((_req, res) => res.end());
+    const store = new MemoryStore();
+    store.read = async () => {
+      throw new StoreError("lost", "store memory: gone", { storeUrl: "memory:" });
+    };
+    const errors: StoreError[] = [];
+    const { url } = await proxyTo(backend.url, {
+      rate: 10,
+      burst: 2,
+      shared: { store, name: "api", onStoreError: "fail" },
+      observer: { decision: () => {}, bytes: () => {}, storeError: (error) => errors.push(error) },
+    });
+    expect(await get(url)).toMatchObject({ status: 503, body: "Service Unavailable: the rate limit's store cannot be reached\n" });
+    expect(errors).toHaveLength(1);
   });
 
   it("rejects with EADDRINUSE when the port is taken", async () => {

@@ -1,0 +1,40 @@
+import { PassThrough } from "node:stream";
+import { afterEach, describe, expect, it } from "vitest";
+import { type RunningHttpProxy, startHttpProxy } from "../../src/proxy/http-proxy.js";
+import { runCli } from "../helpers/cli.js";
+import { get, listen } from "../http/http-helpers.js";
+
+let proxy: RunningHttpProxy | undefined;
+
+afterEach(async () => {
+  await proxy?.close(0);
+  proxy = undefined;
+});
+
+describe("the HTTP proxy's access log", () => {
+  it("is read as it is by the built tbucket simulate --trace, per client, with the proxy's own decisions", async () => {
+    const backend = await listen((_req, res) => res.end("hello\n"));
+    const log = new PassThrough();
+    let recorded = "";
+    log.on("data", (chunk: Buffer) => (recorded += chunk));
+    proxy = await startHttpProxy({ listen: { host: "127.0.0.1", port: 0 }, target: backend.url, rate: 0.001, burst: 2, trustProxy: ["127.0.0.1"], accessLog: log });
+    const url = `http://127.0.0.1:${proxy.address.port}/`;
+    for (const client of ["10.0.0.1", "10.0.0.1", "10.0.0.1", "10.0.0.2"]) await get(url, { "x-forwarded-for": client });
+    await proxy.close(1000);
+    proxy = undefined;
+    const lines = recorded.trimEnd().split("\n");
+    expect(lines.map((line) => line.split(" ").slice(-2).join(" "))).toEqual(["admitted 0", "admitted 0", "refused 0", "admitted 0"]);
+    expect(lines.map((line) => line.split(" ")[0])).toEqual(["10.0.0.1", "10.0.0.1", "10.0.0.1", "10.0.0.2"]);
+
+    // The same limit replayed over the recording refuses the same request.
+    const result = await runCli(["simulate", "--trace", "-", "--rate", "1/m", "--burst", "2", "--per-key", "--format", "jsonl"], { input: recorded });
+    expect([result.code, result.stderr]).toEqual([0, ""]);
+    const events = result.stdout.toString().trimEnd().split("\n").map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(events.map((event) => [event.key, event.admitted])).toEqual([
+      ["10.0.0.1", true],
+      ["10.0.0.1", true],
+      ["10.0.0.1", false],
+      ["10.0.0.2", true],
+    ]);
+  });
+});
