@@ -4,7 +4,8 @@
 //
 //   node bench/proxy.mjs              # everything: TCP (about 1 minute), then HTTP when bench/proxy-http.mjs exists
 //   node bench/proxy.mjs --only tcp   # a 50 MiB download through --down 5mb; 10 downloads per link and per connection
-//   node bench/proxy.mjs --only http  # the HTTP figures (bench/proxy-http.mjs: nginx and wrk)
+//   node bench/proxy.mjs --only http  # the HTTP figures of bench/proxy-http.mjs (beside nginx, with wrk),
+//                                     # measured on the `tbucket proxy` command
 //
 // Needs `npm run build` and curl (the client of every row: trickle wraps it, tbucket proxies it;
 // the backend answers any request with SIZE bytes). Run as root, it installs trickle, nginx and
@@ -12,7 +13,7 @@
 import { execFileSync, spawn } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { connect } from "node:net";
+import { connect, createServer } from "node:net";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -269,11 +270,41 @@ if (only === undefined || only === "tcp") {
   await singleDownload();
   await concurrentDownloads();
 }
+/**
+ * Runs `tbucket proxy` in HTTP mode for bench/proxy-http.mjs, which measures it: its options
+ * ({ target, rate, burst, trustProxy, policy, maxWaitMs }, rate "inf" for no limit) as flags.
+ */
+async function startHttpCommand(options) {
+  const args = ["--rate", options.rate === "inf" ? "inf" : `${options.rate}/s`, "--burst", String(options.burst), "-q"];
+  if (options.trustProxy?.length) args.push("--trust-proxy", options.trustProxy.join(","));
+  if (options.policy === "queue") args.push("--policy", "queue", "--max-wait", `${options.maxWaitMs}ms`);
+  const port = await freePort();
+  const child = spawn(process.execPath, [TBUCKET, "proxy", "--listen", `127.0.0.1:${port}`, "--to", options.target, ...args], { stdio: ["ignore", "ignore", "inherit"] });
+  // -q says nothing: ready once it accepts a connection.
+  for (let attempt = 0; ; attempt++) {
+    const accepted = await new Promise((resolve) => {
+      const socket = connect({ host: "127.0.0.1", port }, () => resolve(socket.end() && true));
+      socket.on("error", () => resolve(false));
+    });
+    if (accepted) break;
+    if (attempt > 200 || child.exitCode !== null) throw new Error(`tbucket proxy did not start on port ${port}`);
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  return { port, pid: child.pid, stop: () => stop({ child }) };
+}
+
+async function freePort() {
+  const server = createServer();
+  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address();
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
 if (only === undefined || only === "http") {
   if (existsSync(HTTP_BENCH)) {
-    ensureTools(["nginx", "wrk"]);
     const http = await import(HTTP_BENCH);
-    await (http.runHttpBenchmarks ?? http.default)();
+    await http.runHttpBenchmarks({ startProxy: startHttpCommand });
   } else {
     process.stderr.write("bench: bench/proxy-http.mjs is not here; the HTTP figures are left out\n");
   }
