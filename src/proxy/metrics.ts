@@ -22,6 +22,7 @@ export class ProxyMetrics {
   readonly #wait: Histogram;
   readonly #bytes: Counter<"direction">;
   readonly #storeErrors: Counter;
+  readonly #backendErrors: Counter;
 
   /** `openConnections` where the proxy counts them (TCP mode). */
   constructor(read: { liveKeys: () => number; openConnections?: () => number }) {
@@ -32,6 +33,7 @@ export class ProxyMetrics {
     this.#wait = new Histogram({ name: "tbucket_proxy_wait_seconds", help: "How long admitted connections or requests waited for a token", buckets: WAIT_BUCKETS_SECONDS, registers });
     this.#bytes = new Counter({ name: "tbucket_proxy_bytes_total", help: "Bytes passed through the buckets, up (client to backend) and down", labelNames: ["direction"], registers });
     this.#storeErrors = new Counter({ name: "tbucket_proxy_store_errors_total", help: "Failures of the shared store", registers });
+    this.#backendErrors = new Counter({ name: "tbucket_proxy_backend_errors_total", help: "Connections whose backend could not be reached (TCP mode)", registers });
     new Gauge({ name: "tbucket_proxy_live_keys", help: "Buckets held now (per client, per connection, or the link's)", registers, collect() {
       this.set(read.liveKeys());
     } });
@@ -65,6 +67,10 @@ export class ProxyMetrics {
 
   storeError(): void {
     this.#storeErrors.inc();
+  }
+
+  backendFailed(): void {
+    this.#backendErrors.inc();
   }
 }
 

@@ -41,6 +41,8 @@ export interface TcpProxyObserver {
   bytes(direction: Direction, count: number): void;
   /** A bucket's store failed (the caller's factory decides what then). */
   storeError(): void;
+  /** The backend could not be reached for a connection (its client's connection was reset). */
+  backendFailed(error: NodeJS.ErrnoException): void;
 }
 
 export interface TcpProxyStats {
@@ -65,7 +67,7 @@ export interface TcpProxy {
   close(drainMs: number): Promise<void>;
 }
 
-const NO_OBSERVER: TcpProxyObserver = { admitted() {}, refused() {}, queued() {}, bytes() {}, storeError() {} };
+const NO_OBSERVER: TcpProxyObserver = { admitted() {}, refused() {}, queued() {}, bytes() {}, storeError() {}, backendFailed() {} };
 
 /**
  * Starts a TCP proxy: each connection accepted on `listen` is joined to a new
@@ -123,7 +125,7 @@ export async function startTcpProxy(options: TcpProxyOptions): Promise<TcpProxy>
         return;
       }
       try {
-        await joinConnection(client, options, buckets, onBytes, (abort) => (connection.abort = abort));
+        await joinConnection(client, options, buckets, onBytes, observer, (abort) => (connection.abort = abort));
       } finally {
         buckets.release();
       }
@@ -166,6 +168,7 @@ function joinConnection(
   options: TcpProxyOptions,
   buckets: ConnectionBuckets,
   onBytes: (direction: Direction) => (count: number) => void,
+  observer: TcpProxyObserver,
   setAbort: (abort: () => void) => void,
 ): Promise<void> {
   return new Promise<void>((resolve) => {
@@ -200,9 +203,14 @@ function joinConnection(
     };
     client.on("error", resetOther(backend));
     // A backend that cannot be reached resets the client's connection too; the proxy goes on.
-    backend.on("error", resetOther(client));
+    let connected = false;
+    backend.on("error", (error: NodeJS.ErrnoException) => {
+      if (!connected) observer.backendFailed(error);
+      resetOther(client)();
+    });
 
     backend.once("connect", () => {
+      connected = true;
       const up = new BytePump({ source: client, target: backend, limiter: buckets.up, onBytes: touch(onBytes("up")), signal: teardown.signal, onFailure: resetBoth });
       const down = new BytePump({ source: backend, target: client, limiter: buckets.down, onBytes: touch(onBytes("down")), signal: teardown.signal, onFailure: resetBoth });
       up.start();

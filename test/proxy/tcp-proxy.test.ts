@@ -125,6 +125,11 @@ describe("tbucket proxy (TCP): bytes", () => {
     expect(proxy.running.done()).toBe(false);
     const result = await stopProxy(proxy);
     expect(result.code).toBe(0);
+    // Told once, not once a connection.
+    const warnings = result.stderr.split("\n").filter((line) => line.startsWith("tbucket: warning:"));
+    expect(warnings).toEqual([
+      `tbucket: warning: --to 127.0.0.1:${deadPort}: cannot connect: nothing listens there (ECONNREFUSED); the client's connection was reset, and the proxy goes on`,
+    ]);
   });
 });
 
@@ -272,6 +277,8 @@ describe("tbucket proxy: failures to start", () => {
     [["--listen", "0", "--to", "127.0.0.1:9", "--rate", "1mb", "--policy", "queue"], `tbucket: --policy: is for HTTP mode, and --to 127.0.0.1:9 is TCP (http://HOST:PORT selects HTTP); drop --policy or change --to\n`],
     [["--listen", "0", "--to", "127.0.0.1:9"], `tbucket: no limit given: add --rate (both ways), --up or --down, or --connections; try "tbucket proxy --listen 5433 --to 127.0.0.1:5432 --down 2mb"\n`],
     [["--listen", "0", "--to", "127.0.0.1:9", "--rate", "fast"], `tbucket: --rate: "fast" is not a byte rate; try "1mb", "512k/s" or "10mbit"\n`],
+    [["--listen", "0", "--to", "127.0.0.1:9", "--rate", "1mb", "--idle-timeout", "0"], `tbucket: --idle-timeout: "0" must be more than zero; try "30s" or "5m", or leave it out for no timeout\n`],
+    [["--listen", "8080", "--to", "localhost:8080", "--rate", "1mb"], `tbucket: --to localhost:8080: is where the proxy listens (--listen 127.0.0.1:8080), so it would connect to itself; give the backend's address\n`],
     [["--listen", "0", "--to", "127.0.0.1:9", "--rate", "1mb", "--per", "ip"], `tbucket: --per: "ip" is not a TCP scope; try "--per link" (one bucket for all, the default), "--per connection" or "--per client"\n`],
   ])("exits 2 with one line for bad options: %j", async (args, message) => {
     const result = await runCli(["proxy", ...args]);

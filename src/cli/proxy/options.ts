@@ -113,6 +113,7 @@ export function parseProxyOptions(flags: ProxyFlags): ProxyConfig {
     shared,
     ...report,
   };
+  checkNotItself(common.listen, to);
   return mode === "tcp" ? parseTcpOptions(flags, common) : parseHttpOptions(flags, common, target!);
 }
 
@@ -181,7 +182,7 @@ function parseTcpOptions(flags: ProxyFlags, common: CommonProxyConfig): TcpProxy
     downBytesPerSecond,
     burstBytes: flags.burst === undefined ? undefined : parseOption("--burst", flags.burst, parseByteSize),
     per,
-    idleTimeoutMs: flags.idleTimeout === undefined ? Infinity : parseOption("--idle-timeout", flags.idleTimeout, parseDuration),
+    idleTimeoutMs: flags.idleTimeout === undefined ? Infinity : parseOption("--idle-timeout", flags.idleTimeout, parsePositiveDuration),
     connections,
   };
 }
@@ -222,6 +223,26 @@ function parseHttpOptions(flags: ProxyFlags, common: CommonProxyConfig, target: 
     maxKeys: flags.maxKeys === undefined ? undefined : parseOption("--max-keys", flags.maxKeys, (text) => parseCount(text)),
     accessLog: flags.accessLog,
   };
+}
+
+/** A duration above zero: an idle timeout of 0 would close every connection at once. */
+function parsePositiveDuration(text: string): number {
+  const ms = parseDuration(text);
+  if (ms === 0) throw new Error(`"${text}" must be more than zero; try "30s" or "5m", or leave it out for no timeout`);
+  return ms;
+}
+
+/** The proxy would connect to itself, and each connection would open another. */
+function checkNotItself(listen: HostPort, to: HostPort): void {
+  const everywhere = listen.host === "0.0.0.0" || listen.host === "::";
+  const sameHost = everywhere || listen.host === to.host || (isLoopback(listen.host) && isLoopback(to.host));
+  if (listen.port !== 0 && listen.port === to.port && sameHost) {
+    throw new UsageError(`--to ${formatHostPort(to)}: is where the proxy listens (--listen ${formatHostPort(listen)}), so it would connect to itself; give the backend's address`);
+  }
+}
+
+function isLoopback(host: string): boolean {
+  return host === "localhost" || host === "::1" || /^127\./.test(host);
 }
 
 function parseHttpScope(text: string | undefined): HttpKeyScope {

@@ -1,7 +1,7 @@
 import { defaultBurst } from "../../core/default-burst.js";
 import { describeRate, describeSize } from "../../core/format.js";
 import type { ByteBucketSpec } from "../../proxy/bucket-pool.js";
-import { formatHostPort } from "../../proxy/host-port.js";
+import { formatHostPort, type HostPort } from "../../proxy/host-port.js";
 import { ListenError } from "../../proxy/listen.js";
 import { type MetricsServer, ProxyMetrics, serveMetrics } from "../../proxy/metrics.js";
 import { startTcpProxy, type TcpProxy } from "../../proxy/tcp-proxy.js";
@@ -61,7 +61,17 @@ async function runTcpProxy(config: TcpProxyConfig): Promise<number> {
         openBucket: buckets?.open,
         idleTimeoutMs: config.idleTimeoutMs,
         connections: config.connections,
-        observer: metrics,
+        observer: {
+          admitted: (waitMs) => metrics.admitted(waitMs),
+          refused: () => metrics.refused(),
+          queued: () => metrics.queued(),
+          bytes: (direction, count) => metrics.bytes(direction, count),
+          storeError: () => metrics.storeError(),
+          backendFailed: (error) => {
+            metrics.backendFailed();
+            backendWarning(config.to, error);
+          },
+        },
       }),
     );
   } catch (error) {
@@ -94,6 +104,20 @@ async function runTcpProxy(config: TcpProxyConfig): Promise<number> {
   if (config.stats) writeStandardError(formatTcpStats(running.stats, performance.now() - startedMs, config.stats));
   if (fatal) throw fatal;
   return EXIT.ok;
+}
+
+/** When a backend failure was last told, and which: the same failure is told again only after a while. */
+let lastBackendWarning = { atMs: -Infinity, code: "" };
+const BACKEND_WARNING_EVERY_MS = 10_000;
+
+/** Tells on standard error that the backend cannot be reached: once, then at most every 10 s unless the reason changes. */
+function backendWarning(to: HostPort, error: NodeJS.ErrnoException): void {
+  const code = error.code ?? error.message;
+  const nowMs = performance.now();
+  if (code === lastBackendWarning.code && nowMs - lastBackendWarning.atMs < BACKEND_WARNING_EVERY_MS) return;
+  lastBackendWarning = { atMs: nowMs, code };
+  const why = code === "ECONNREFUSED" ? "nothing listens there (ECONNREFUSED)" : code === "ENOTFOUND" ? "the host name is not known (ENOTFOUND)" : code;
+  writeStandardError(`tbucket: warning: --to ${formatHostPort(to)}: cannot connect: ${why}; the client's connection was reset, and the proxy goes on\n`);
 }
 
 function describeDirection(direction: "up" | "down", spec: ByteBucketSpec | undefined): string {
