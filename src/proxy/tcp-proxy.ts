@@ -67,6 +67,9 @@ export interface TcpProxy {
   close(drainMs: number): Promise<void>;
 }
 
+/** How long closing waits for destroyed sockets to report closed. */
+const CLOSE_CAP_MS = 1000;
+
 const NO_OBSERVER: TcpProxyObserver = { admitted() {}, refused() {}, queued() {}, bytes() {}, storeError() {}, backendFailed() {} };
 
 /**
@@ -153,7 +156,10 @@ export async function startTcpProxy(options: TcpProxyOptions): Promise<TcpProxy>
         for (const connection of live) connection.abort();
       }
       clearTimeout(timer);
-      await Promise.all([stopped, Promise.all([...live].map((connection) => connection.settled))]);
+      // Sockets destroyed close at once; the cap only keeps a stuck one from holding the exit.
+      const closed = Promise.all([...live].map((connection) => connection.settled));
+      await Promise.race([closed, new Promise((resolve) => setTimeout(resolve, CLOSE_CAP_MS).unref())]);
+      await Promise.race([stopped, new Promise((resolve) => setTimeout(resolve, CLOSE_CAP_MS).unref())]);
       await pool.close();
     },
   };
@@ -172,6 +178,11 @@ function joinConnection(
   setAbort: (abort: () => void) => void,
 ): Promise<void> {
   return new Promise<void>((resolve) => {
+    // Gone while it waited for its turn or its buckets: its 'close' has passed.
+    if (client.destroyed) {
+      resolve();
+      return;
+    }
     const teardown = new AbortController();
     const backend = connect({ host: options.to.host, port: options.to.port, allowHalfOpen: true });
     let closedSockets = 0;
