@@ -196,6 +196,26 @@ describe("tbucket proxy (TCP): stopping", () => {
     expect(performance.now() - secondMs).toBeLessThan(5000);
   });
 
+  it("--stats sums up connections and bytes at the end, as text or JSON", async () => {
+    const { port } = await backend((socket) => {
+      socket.on("data", () => {});
+      socket.on("end", () => socket.end("hello"));
+    });
+    const text = await startProxy(["--to", `127.0.0.1:${port}`, "--rate", "1mb", "--stats"]);
+    const client = await connectTo(text.port);
+    const receiving = receiveAll(client);
+    client.end("abc");
+    await receiving;
+    const textResult = await stopProxy(text);
+    expect(textResult.stderr).toMatch(/\ntbucket proxy: 1 connection, up 3 B, down 5 B in .+\n$/);
+
+    const json = await startProxy(["--to", `127.0.0.1:${port}`, "--rate", "1mb", "--stats-format", "json"]);
+    const jsonResult = await stopProxy(json);
+    const summary = JSON.parse(jsonResult.stderr.trim().split("\n").at(-1)!);
+    expect(summary).toMatchObject({ mode: "tcp", connections: 0, refused: 0, bytesUp: 0, bytesDown: 0 });
+    expect(jsonResult.code).toBe(0);
+  });
+
   it("with --progress writes a line a second: connections and bytes each way", async () => {
     const { port } = await backend((socket) => socket.end("x".repeat(1000)));
     const proxy = await startProxy(["--to", `127.0.0.1:${port}`, "--rate", "1mb", "--progress"]);

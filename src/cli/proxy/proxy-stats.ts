@@ -1,4 +1,4 @@
-import { humanBytes, humanDuration } from "../../core/format.js";
+import { humanBytes, humanDuration, plural } from "../../core/format.js";
 import type { StatsFormat } from "../report-options.js";
 import type { HttpTally } from "./progress-line.js";
 
@@ -13,7 +13,7 @@ export function formatTcpStats(
     return `${JSON.stringify({ mode: "tcp", connections: stats.accepted, refused: stats.refused, bytesUp: stats.bytesUp, bytesDown: stats.bytesDown, seconds })}\n`;
   }
   const refused = stats.refused > 0 ? ` (${stats.refused} refused)` : "";
-  return `tbucket proxy: ${stats.accepted} connections${refused}, up ${humanBytes(stats.bytesUp)}, down ${humanBytes(stats.bytesDown)} in ${humanDuration(elapsedMs)}\n`;
+  return `tbucket proxy: ${plural(stats.accepted, "connection")}${refused}, up ${humanBytes(stats.bytesUp)}, down ${humanBytes(stats.bytesDown)} in ${humanDuration(elapsedMs)}\n`;
 }
 
 /** HTTP mode's --stats summary: requests admitted, queued and refused. */
@@ -23,5 +23,5 @@ export function formatHttpStats(tally: HttpTally, elapsedMs: number, format: Sta
     return `${JSON.stringify({ mode: "http", admitted: tally.admitted + tally.queued, queued: tally.queued, refused: tally.refused, seconds })}\n`;
   }
   const requests = tally.admitted + tally.queued + tally.refused;
-  return `tbucket proxy: ${requests} requests, ${tally.admitted + tally.queued} admitted (${tally.queued} after waiting), ${tally.refused} refused in ${humanDuration(elapsedMs)}\n`;
+  return `tbucket proxy: ${plural(requests, "request")}, ${tally.admitted + tally.queued} admitted (${tally.queued} after waiting), ${tally.refused} refused in ${humanDuration(elapsedMs)}\n`;
 }
