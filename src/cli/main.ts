@@ -39,10 +39,13 @@ export function reportError(error: unknown): number {
     if (error.exitCode === 0) return EXIT.ok;
     const message = error.message
       .replace(/^error: /, "")
+      // A value that choiceOption (or any parser) refused: the flag, then our own words.
+      .replace(/^option '(?:-\w, )?(--[\w-]+)[^']*' argument '.*' is invalid\. /s, "$1: ")
       .replace(/\n\(Did you mean (.+)\?\)/, "; did you mean $1?")
       // --stats took a format before 0.2: say where the format went.
       .replace(/^unknown option '--stats=(.*)'$/, "--stats takes no value; did you mean --stats-format $1?");
-    writeStandardError(`tbucket: ${message}${message.includes("did you mean") ? "" : "; see 'tbucket --help'"}\n`);
+    const saysWhatToWrite = message.includes("did you mean") || error.code === "commander.invalidArgument";
+    writeStandardError(`tbucket: ${message}${saysWhatToWrite ? "" : "; see 'tbucket --help'"}\n`);
     return EXIT.usage;
   }
   if (error instanceof ReaderGone) return error.exitCode;

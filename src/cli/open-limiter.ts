@@ -1,5 +1,6 @@
 import type { Limiter } from "../core/limiter.js";
 import { defaultBurst } from "../core/default-burst.js";
+import { humanAmount, humanRate } from "../core/format.js";
 import { TokenBucket } from "../core/token-bucket.js";
 import { formatByteRate, formatByteSize, formatCountRate, type RateKind } from "../core/units.js";
 import { type BucketConfig, type BucketStore, StoreError } from "../store/bucket-store.js";
@@ -95,7 +96,9 @@ async function configureKey(store: BucketStore, key: string, request: LimiterReq
     const keepBurst = request.rate === 0 && stored?.kind === request.kind ? stored.burst : undefined;
     if (request.rate === 0 && request.kind === "bytes" && request.burst === undefined && keepBurst === undefined) throw pausedWithoutBurst();
     const burst = request.burst ?? keepBurst ?? defaultBurst(request.kind, request.rate);
-    return store.configure(key, { rate: request.rate, burst, kind: request.kind });
+    const config = await store.configure(key, { rate: request.rate, burst, kind: request.kind });
+    if (stored) tellChange(key, stored, config);
+    return config;
   }
   if (!stored) {
     const example = request.kind === "bytes" ? "1mb" : "5/s";
@@ -110,9 +113,26 @@ async function configureKey(store: BucketStore, key: string, request: LimiterReq
     );
   }
   if (request.burst !== undefined && request.burst !== stored.burst) {
-    return store.configure(key, { rate: stored.rate, burst: request.burst, kind: stored.kind });
+    const config = await store.configure(key, { rate: stored.rate, burst: request.burst, kind: stored.kind });
+    tellChange(key, stored, config);
+    return config;
   }
   return stored;
+}
+
+/**
+ * Other processes may be on the key: a new rate or burst given here changes
+ * theirs too, so it is said, once, on standard error.
+ */
+function tellChange(key: string, before: BucketConfig, after: BucketConfig): void {
+  const rateChanged = before.rate !== after.rate || before.kind !== after.kind;
+  const burstChanged = before.burst !== after.burst || before.kind !== after.kind;
+  if (!rateChanged && !burstChanged) return;
+  const rate = `rate changed from ${humanRate(before.kind, before.rate)} to ${humanRate(after.kind, after.rate)}`;
+  const burst = `burst${rateChanged ? "" : " changed"} from ${humanAmount(before.kind, before.burst)} to ${humanAmount(after.kind, after.burst)}`;
+  const what = rateChanged && burstChanged ? "settings" : rateChanged ? "rate" : "burst";
+  const changes = [rateChanged ? rate : "", burstChanged ? burst : ""].filter(Boolean).join(", ");
+  process.stderr.write(`tbucket: key "${key}": ${changes}; every process on this key now shares the new ${what}\n`);
 }
 
 /** A new byte-rate key at rate 0 has no rate to size its default burst from (100 ms of it). */

@@ -1,11 +1,11 @@
-import { humanByteRate, humanBytes, humanDuration } from "../core/format.js";
+import { humanByteRate, humanBytes, humanCountRate, humanDuration } from "../core/format.js";
 import type { RateKind } from "../core/units.js";
 import type { StatsFormat } from "./report-options.js";
 
 /** What a pipe did, for --stats and the last progress line. */
 export interface PipeStats {
   bytes: number;
-  /** Lines (records) that went out; undefined when the bytes went through the kernel unseen (splice). */
+  /** Lines (records) that went out, in line mode; undefined when not counted (byte mode, or splice). */
   records: number | undefined;
   elapsedMs: number;
   waitedMs: number;
@@ -22,16 +22,34 @@ export interface PipeStats {
   smallestSteadyBurst?: number;
 }
 
+/**
+ * The average past the burst, in the limit's tokens a second: (tokens − burst) / time.
+ * A bucket that starts full lets out at most burst + rate × time, so this
+ * figure stays at or below the limit where the plain average (burst
+ * included) may be far above it. Undefined without a limit, before the
+ * burst is spent, or when the tokens are lines that were not counted.
+ */
+export function steadyRate(stats: PipeStats): number | undefined {
+  const tokens = stats.kind === "count" ? stats.records : stats.bytes;
+  if (!Number.isFinite(stats.rate) || tokens === undefined || tokens <= stats.burst || stats.elapsedMs <= 0) return undefined;
+  return ((tokens - stats.burst) * 1000) / stats.elapsedMs;
+}
+
 /** The --stats summary: one text line, or one JSON object, each ending in a newline. */
 export function formatPipeStats(stats: PipeStats, format: StatsFormat): string {
   const seconds = stats.elapsedMs / 1000;
   const averageBytesPerSecond = seconds > 0 ? stats.bytes / seconds : 0;
+  const linesPerSecond = stats.records === undefined ? undefined : seconds > 0 ? stats.records / seconds : 0;
+  const steady = steadyRate(stats);
   if (format === "json") {
     return `${JSON.stringify({
       bytes: stats.bytes,
       lines: stats.records ?? null,
       seconds: round(seconds, 6),
       averageBytesPerSecond: round(averageBytesPerSecond, 3),
+      averageLinesPerSecond: linesPerSecond === undefined ? null : round(linesPerSecond, 3),
+      // In the limit's unit (rateUnit): the figure to hold against the limit.
+      averagePastBurst: steady === undefined ? null : round(steady, 3),
       waitedSeconds: round(stats.waitedMs / 1000, 6),
       rate: stats.rate === Infinity ? null : stats.rate,
       rateUnit: stats.kind === "bytes" ? "bytes/s" : "lines/s",
@@ -46,11 +64,14 @@ export function formatPipeStats(stats: PipeStats, format: StatsFormat): string {
       : stats.kind === "bytes"
         ? `limit ${humanByteRate(stats.rate)} = ${Math.round(stats.rate).toLocaleString("en-US")} B/s, burst ${stats.burst.toLocaleString("en-US")} B`
         : `limit ${stats.rate}/s, burst ${stats.burst}`;
+  const pastBurst =
+    steady === undefined ? "" : `, ${stats.kind === "bytes" ? humanByteRate(steady) : humanCountRate(steady).replace("/", " lines/")} past the burst`;
+  const lineRate = linesPerSecond === undefined ? "" : `${humanCountRate(linesPerSecond).replace("/", " lines/")} and `;
   return (
     `tbucket: ${stats.bytes.toLocaleString("en-US")} bytes (${humanBytes(stats.bytes)})` +
     (stats.records === undefined ? " " : `, ${stats.records.toLocaleString("en-US")} lines `) +
-    `in ${humanDuration(stats.elapsedMs)}, average ${humanByteRate(averageBytesPerSecond)}` +
-    ` (${Math.round(averageBytesPerSecond).toLocaleString("en-US")} B/s); waited ${humanDuration(stats.waitedMs)} for tokens; ${limit}` +
+    `in ${humanDuration(stats.elapsedMs)}, average ${lineRate}${humanByteRate(averageBytesPerSecond)}` +
+    ` (${Math.round(averageBytesPerSecond).toLocaleString("en-US")} B/s)${pastBurst}; waited ${humanDuration(stats.waitedMs)} for tokens; ${limit}` +
     (stats.smallestSteadyBurst === undefined
       ? ""
       : `; burst smaller than one timer tick of the rate, which it may not keep: --burst ${Math.ceil(stats.smallestSteadyBurst / 1024)}k can`) +

@@ -1,6 +1,9 @@
-import ora from "ora";
-import { humanByteRate, humanBytes, humanDuration } from "../core/format.js";
+import { humanByteRate, humanBytes, humanCountRate, humanDuration } from "../core/format.js";
 import type { PipeStats } from "./pipe-stats.js";
+import { steadyRate } from "./pipe-stats.js";
+import { DROP, fitFields, type ProgressField, progressStyle, startProgressLine } from "./progress-line.js";
+import { joinProgressRows } from "./progress-rows.js";
+import { RateWindow } from "./rate-window.js";
 
 export interface ProgressOptions {
   read(): PipeStats;
@@ -8,74 +11,115 @@ export interface ProgressOptions {
   totalBytes: number | undefined;
   /** The bucket's level, where known. */
   level(): number | undefined;
+  /** The shared bucket's key (--key), said next to the limit. */
+  key?: string;
+  /** -N: the line's name. */
+  name?: string;
   stream: NodeJS.WriteStream;
+  env: NodeJS.ProcessEnv;
 }
 
 export interface ProgressDisplay {
   stop(final: PipeStats): void;
 }
 
-const TERMINAL_REFRESH_MS = 200;
-const PLAIN_REFRESH_MS = 1000;
 /** The current rate is measured over about this window. */
-const RATE_WINDOW_MS = 1000;
+export const CURRENT_RATE_WINDOW_MS = 1000;
+/**
+ * The ETA's rate: the rate over this window, as pv's --average-rate-window: it
+ * follows a change of the limit (key set) or of the share of a key within
+ * seconds, where the lifetime average would take as long as the run so far.
+ */
+export const ETA_RATE_WINDOW_MS = 5000;
+
+/** What the line shows besides the stats: rates measured over windows, the bucket, the total. */
+export interface ProgressView {
+  /** Tokens (bytes, or lines for a line rate) per second over the last second. */
+  currentRate: number;
+  /** Bytes per second over the ETA's window. */
+  etaBytesPerSecond: number;
+  level: number | undefined;
+  totalBytes: number | undefined;
+  key?: string;
+}
+
+/** Samples the stats as the line is drawn and keeps the windows' rates. */
+export class PipeProgressMeter {
+  #tokens = new RateWindow(CURRENT_RATE_WINDOW_MS);
+  #bytes = new RateWindow(ETA_RATE_WINDOW_MS);
+
+  record(stats: PipeStats): { currentRate: number; etaBytesPerSecond: number } {
+    this.#tokens.record(stats.elapsedMs, stats.kind === "count" ? (stats.records ?? 0) : stats.bytes);
+    this.#bytes.record(stats.elapsedMs, stats.bytes);
+    return { currentRate: this.#tokens.rateOver(CURRENT_RATE_WINDOW_MS), etaBytesPerSecond: this.#bytes.rateOver(ETA_RATE_WINDOW_MS) };
+  }
+}
 
 /**
- * Progress on standard error: a spinner line redrawn in place on a terminal,
- * or one plain line a second elsewhere (when forced with --progress).
+ * Progress on standard error (progress-line.ts): redrawn in place on a
+ * terminal, or a plain line a second where it cannot redraw.
  */
 export function startProgressDisplay(options: ProgressOptions): ProgressDisplay {
-  // Progress that cannot be shown (standard error full or closed) is no reason to fail the copy.
-  options.stream.on("error", () => {});
-  const samples: Array<{ atMs: number; bytes: number }> = [];
-  const describe = (stats: PipeStats): string => {
-    samples.push({ atMs: stats.elapsedMs, bytes: stats.bytes });
-    while (samples.length > 2 && samples[0]!.atMs < stats.elapsedMs - RATE_WINDOW_MS) samples.shift();
-    const first = samples[0]!;
-    const spanMs = stats.elapsedMs - first.atMs;
-    const currentRate = spanMs > 0 ? ((stats.bytes - first.bytes) * 1000) / spanMs : 0;
-    return describeProgress(stats, currentRate, options.level(), options.totalBytes);
-  };
-  // ora never returns on a terminal that reports no width (`script` without a size): plain lines there.
-  if (options.stream.isTTY && options.stream.columns > 0) {
-    const spinner = ora({ stream: options.stream, discardStdin: false, text: describe(options.read()) }).start();
-    const timer = setInterval(() => (spinner.text = describe(options.read())), TERMINAL_REFRESH_MS);
-    timer.unref();
-    return {
-      stop(final) {
-        clearInterval(timer);
-        spinner.stopAndPersist({ symbol: "", text: describe(final) });
-      },
-    };
-  }
-  const timer = setInterval(() => options.stream.write(`${describe(options.read())}\n`), PLAIN_REFRESH_MS);
-  timer.unref();
+  const meter = new PipeProgressMeter();
+  let read = options.read;
+  // A first sample at the start: the first plain line, a second later, has a rate.
+  meter.record(read());
+  const line = startProgressLine({
+    stream: options.stream,
+    env: options.env,
+    name: options.name,
+    row: options.name !== undefined && progressStyle(options.stream, options.env) === "redraw" ? joinProgressRows(options.stream, options.env) : undefined,
+    describe(width) {
+      const stats = read();
+      return describeProgress(stats, { ...meter.record(stats), level: options.level(), totalBytes: options.totalBytes, key: options.key }, width);
+    },
+  });
   return {
     stop(final) {
-      clearInterval(timer);
-      options.stream.write(`${describe(final)}\n`);
+      read = () => final;
+      line.stop();
     },
   };
 }
 
-/** One progress line: bytes, current and average rate, bucket level, percentage and ETA. */
-export function describeProgress(stats: PipeStats, currentRate: number, level: number | undefined, totalBytes: number | undefined): string {
-  const seconds = stats.elapsedMs / 1000;
-  const average = seconds > 0 ? stats.bytes / seconds : 0;
-  const parts = [
-    humanBytes(stats.bytes),
-    `${humanByteRate(currentRate)} (avg ${humanByteRate(average)}, ${stats.rate === 0 ? "paused" : `limit ${stats.kind === "bytes" ? humanByteRate(stats.rate) : `${stats.rate}/s`}`})`,
-  ];
-  if (stats.kind === "count") parts.push(`${stats.records} lines`);
-  if (level !== undefined && Number.isFinite(stats.rate)) {
-    parts.push(`bucket ${Math.round((Math.max(0, level) / stats.burst) * 100)}%`);
+/**
+ * One progress line, fitted to `width`: the amount, the current rate, the
+ * average past the burst (the figure a user can hold against the limit), the
+ * limit (and its key), the bucket's level, the time, the percentage and ETA.
+ * For a line rate, lines come first and bytes last.
+ */
+export function describeProgress(stats: PipeStats, view: ProgressView, width = Infinity): string {
+  const lines = stats.kind === "count";
+  const perSecond = (rate: number) => (lines ? `${humanCountRate(rate).replace("/", " lines/")}` : humanByteRate(rate));
+  const limited = Number.isFinite(stats.rate);
+  const fields: ProgressField[] = [{ text: lines ? `${stats.records ?? 0} lines` : humanBytes(stats.bytes) }];
+  // Above the limit only while the burst goes out: said so, not left to look like a broken limit.
+  const inBurst = limited && stats.rate > 0 && view.currentRate > stats.rate * 1.02;
+  fields.push({ text: perSecond(view.currentRate) });
+  // Goes with the limit: without the limit on the line there is nothing to explain.
+  if (inBurst) fields.push({ text: "(burst)", dropRank: DROP.limit });
+  const average = steadyRate(stats);
+  if (average !== undefined) fields.push({ text: `avg ${perSecond(average)}`, dropRank: DROP.average });
+  const key = view.key === undefined ? "" : `, key "${view.key}"`;
+  if (stats.rate === 0) {
+    fields.push({ text: `paused${key}` });
+  } else {
+    const limit = !limited ? "no limit" : `limit ${lines ? humanCountRate(stats.rate) : humanByteRate(stats.rate)}`;
+    fields.push({ text: `${limit}${key}`, dropRank: DROP.limit });
   }
-  parts.push(humanDuration(stats.elapsedMs));
-  if (totalBytes !== undefined && totalBytes > 0) {
-    const share = Math.min(1, stats.bytes / totalBytes);
-    parts.push(`${(share * 100).toFixed(1)}%`);
-    const pace = Number.isFinite(stats.rate) && stats.kind === "bytes" ? Math.min(stats.rate, average || stats.rate) : average;
-    if (share < 1 && pace > 0) parts.push(`ETA ${humanDuration(((totalBytes - stats.bytes) / pace) * 1000)}`);
+  if (view.level !== undefined && limited) {
+    fields.push({ text: `bucket ${Math.round((Math.max(0, view.level) / stats.burst) * 100)}%`, dropRank: DROP.bucket });
   }
-  return parts.join("  ");
+  fields.push({ text: humanDuration(stats.elapsedMs), dropRank: DROP.elapsed });
+  // The other unit last: bytes for a line rate, lines for --lines with a byte rate.
+  if (lines) fields.push({ text: humanBytes(stats.bytes), dropRank: DROP.secondary });
+  else if (stats.records !== undefined) fields.push({ text: `${stats.records} lines`, dropRank: DROP.secondary });
+  if (view.totalBytes !== undefined && view.totalBytes > 0) {
+    const share = Math.min(1, stats.bytes / view.totalBytes);
+    fields.push({ text: `${(share * 100).toFixed(1)}%`, dropRank: DROP.percentage });
+    // Never faster than the limit (the window may still hold the burst); none while paused.
+    const pace = limited && !lines ? Math.min(stats.rate, view.etaBytesPerSecond) : stats.rate === 0 ? 0 : view.etaBytesPerSecond;
+    if (share < 1 && pace > 0) fields.push({ text: `ETA ${humanDuration(((view.totalBytes - stats.bytes) / pace) * 1000)}` });
+  }
+  return fitFields(fields, width);
 }

@@ -1,25 +1,30 @@
 import type { Command } from "commander";
+import { choiceOption } from "./choice-option.js";
 import { UsageError } from "./errors.js";
 
 /** Whether to show progress: asked for, refused, or decided by whether standard error is a terminal. */
 export type ProgressMode = "auto" | "on" | "off";
-export type StatsFormat = "text" | "json";
+export const STATS_FORMATS = ["text", "json"] as const;
+export type StatsFormat = (typeof STATS_FORMATS)[number];
 
 export interface ReportOptions {
   progress: ProgressMode;
   stats: StatsFormat | undefined;
+  /** -N: the progress line's name. */
+  name: string | undefined;
 }
 
-/** -p/--progress, -q/--quiet, --stats and --stats-format as commander hands them over. */
+/** -p/--progress, -q/--quiet, -N/--name, --stats and --stats-format as commander hands them over. */
 export interface ReportFlags {
   progress?: boolean;
   quiet?: boolean;
   stats?: boolean;
   statsFormat?: string;
+  name?: string;
 }
 
 /**
- * Declares -p/--progress, -q/--quiet, --stats and --stats-format, the same on
+ * Declares -p/--progress, -q/--quiet, -N/--name, --stats and --stats-format, the same on
  * every command that reports. `--stats` takes no value, so the word after it
  * is always a file or a command (`tbucket --stats json` reads the file json);
  * the format has a flag of its own, which implies --stats.
@@ -28,19 +33,16 @@ export function addReportOptions(command: Command): Command {
   return command
     .option("-p, --progress", "show progress on standard error (default: when it is a terminal and standard output is not)")
     .option("-q, --quiet", "no progress")
+    .option("-N, --name <name>", "prefix the progress line with <name>; named tbuckets in one pipeline keep a line each")
     .option("--stats", "print a summary on standard error at the end (text; --stats-format json for JSON)")
-    .option("--stats-format <text|json>", "the summary's format, text or json (implies --stats)");
+    .addOption(choiceOption("--stats-format <format>", "the summary's format, text or json (implies --stats)", STATS_FORMATS, "a format"));
 }
 
-/** Checks -p/--progress, -q/--quiet, --stats and --stats-format, the same on every command that has them. */
+/** Checks -p/--progress, -q/--quiet, -N/--name, --stats and --stats-format, the same on every command that has them. */
 export function parseReportOptions(flags: ReportFlags): ReportOptions {
   if (flags.progress && flags.quiet) throw new UsageError(`--progress and --quiet: choose one`);
   let stats: StatsFormat | undefined = flags.stats ? "text" : undefined;
-  if (flags.statsFormat !== undefined) {
-    if (flags.statsFormat !== "text" && flags.statsFormat !== "json") {
-      throw new UsageError(`--stats-format: "${flags.statsFormat}" is not a format; try "--stats-format text" or "--stats-format json"`);
-    }
-    stats = flags.statsFormat;
-  }
-  return { progress: flags.progress ? "on" : flags.quiet ? "off" : "auto", stats };
+  // choiceOption has checked it.
+  if (flags.statsFormat !== undefined) stats = flags.statsFormat as StatsFormat;
+  return { progress: flags.progress ? "on" : flags.quiet ? "off" : "auto", stats, name: flags.name };
 }

@@ -1,4 +1,5 @@
 import type { Command } from "commander";
+import { choiceOption } from "./choice-option.js";
 import { UsageError } from "./errors.js";
 
 /** How a command reaches a shared bucket: --key, --store and --on-store-error. */
@@ -8,8 +9,10 @@ export interface SharedBucketOptions {
   /** The store URL; absent means TBUCKET_STORE or the default SQLite file. */
   store?: string;
   /** What to do when the store cannot be reached. */
-  onStoreError: "fail" | "local";
+  onStoreError: (typeof STORE_ERROR_MODES)[number];
 }
+
+export const STORE_ERROR_MODES = ["fail", "local"] as const;
 
 /** --store's help, the same wherever a store is named. */
 export const STORE_HELP = "where shared buckets live: sqlite:, sqlite:<path>, redis://host:port[/db] (default: $TBUCKET_STORE or sqlite:)";
@@ -19,7 +22,9 @@ export function addSharedBucketOptions(command: Command): Command {
   return command
     .option("--key <name>", "share the bucket named <name> with every tbucket process on the same store")
     .option("--store <url>", STORE_HELP)
-    .option("--on-store-error <mode>", "when the store cannot be reached: fail (exit 1) or local (warn, go on with a private bucket)", "fail");
+    .addOption(
+      choiceOption("--on-store-error <mode>", "when the store cannot be reached: fail (exit 1) or local (warn, go on with a private bucket)", STORE_ERROR_MODES, "a mode").default("fail"),
+    );
 }
 
 /** --key, --store and --on-store-error as commander hands them over. */
@@ -31,10 +36,8 @@ export interface SharedBucketFlags {
 
 /** Checks the shared-bucket options that commander leaves as text. */
 export function parseSharedBucketOptions(options: SharedBucketFlags): SharedBucketOptions {
-  const onStoreError = options.onStoreError ?? "fail";
-  if (onStoreError !== "fail" && onStoreError !== "local") {
-    throw new UsageError(`--on-store-error: "${onStoreError}" is not a mode; try "fail" or "local"`);
-  }
+  // choiceOption has checked it.
+  const onStoreError = (options.onStoreError ?? "fail") as SharedBucketOptions["onStoreError"];
   if (options.key !== undefined) checkKeyName("--key", options.key);
   if (options.store !== undefined && options.key === undefined) {
     throw new UsageError(`--store: needs --key; try "--key backups --store ${options.store}"`);

@@ -1,5 +1,5 @@
 import type { BucketStore } from "../store/bucket-store.js";
-import { openStore, parseStoreLocation, type StoreLocation, StoreUrlError } from "../store/open-store.js";
+import { type OpenStoreOptions, openStore, parseStoreLocation, type StoreLocation, StoreUrlError } from "../store/open-store.js";
 import { buildAssets } from "./build-assets.js";
 import { UsageError } from "./errors.js";
 
@@ -16,6 +16,6 @@ export function storeLocation(flag: string | undefined, env: NodeJS.ProcessEnv =
 }
 
 /** Opens the store a command names, as this build opens stores (the standalone executable's SQLite addon). */
-export function openCommandStore(location: StoreLocation): Promise<BucketStore> {
-  return openStore(location, { sqliteNativeBinding: buildAssets().sqliteNativeBinding });
+export function openCommandStore(location: StoreLocation, options: Omit<OpenStoreOptions, "sqliteNativeBinding"> = {}): Promise<BucketStore> {
+  return openStore(location, { ...options, sqliteNativeBinding: buildAssets().sqliteNativeBinding });
 }

@@ -121,6 +121,18 @@ export function describeSize(kind: TokenKind, tokens: number): string {
   return kind === "count" ? String(tokens) : tokens >= 1024 ? `${humanBytes(tokens)} (${tokens} B)` : `${tokens} B`;
 }
 
+/** A rate set on a bucket, of either kind, as the progress line shows a limit: `2.00 MiB/s`, `5/s`, `0 (paused)`, `unlimited`. */
+export function humanRate(kind: TokenKind, perSecond: number): string {
+  if (perSecond === 0) return "0 (paused)";
+  if (perSecond === Infinity) return "unlimited";
+  return kind === "count" ? `${round9(perSecond)}/s` : humanByteRate(perSecond);
+}
+
+/** A number of tokens of either kind, rounded: `53.25 KiB` or `2.5`. */
+export function humanAmount(kind: TokenKind, tokens: number): string {
+  return kind === "count" ? String(Math.round(tokens * 100) / 100) : humanBytes(tokens);
+}
+
 /** A measured rate of either kind, rounded: `6.13/s` or `1.20 MiB/s`. */
 export function describeThroughput(kind: TokenKind, perSecond: number): string {
   return kind === "count" ? `${significant(perSecond, 3)}/s` : humanByteRate(perSecond);

@@ -1,4 +1,4 @@
-import { alignColumns, describeThroughput, humanCountRate, humanDuration, plural } from "../core/format.js";
+import { alignColumns, describeThroughput, humanDuration, plural } from "../core/format.js";
 import { formatCountRate } from "../core/units.js";
 import type { RunCounts, RunResult } from "./job-runner.js";
 
@@ -7,23 +7,6 @@ export function formatSummary(counts: Readonly<RunCounts>): string {
   const interrupted = counts.interrupted > 0 ? `, ${counts.interrupted} interrupted` : "";
   return `${counts.started} started, ${counts.succeeded} succeeded, ${counts.failed} failed${interrupted}, ${counts.skipped} skipped, ${counts.retried} retried`;
 }
-
-/** The progress line: counts and the recent launch rate against the limit. */
-export function formatProgress(counts: Readonly<RunCounts>, launchesPerSecond: number, limitPerSecond: number, total?: number): string {
-  const done = counts.succeeded + counts.failed;
-  const of = total === undefined || !Number.isFinite(total) ? "" : `/${total}`;
-  const limit = limitPerSecond === Infinity ? "no limit" : limitPerSecond === 0 ? "paused" : `limit ${humanCountRate(limitPerSecond)}`;
-  const parts = [
-    `${counts.started}${of} started`,
-    `${counts.running} running`,
-    `${done} done`,
-    `${counts.failed} failed`,
-    ...(counts.skipped > 0 ? [`${counts.skipped} skipped`] : []),
-    `${humanCountRate(launchesPerSecond)} (${limit})`,
-  ];
-  return parts.join(" · ");
-}
-
 
 export interface RunStats {
   started: number;

@@ -44,17 +44,53 @@ function longOptionsOf(example: string): { words: string[]; longs: string[] } {
 }
 
 const HELP_USAGE: Array<[string[], string]> = [
-  [[], "Usage: tbucket [options] [command]"],
+  [[], "Usage: tbucket [options] [file...]"],
   [["pipe"], "Usage: tbucket pipe [options] [file...]"],
   [["run"], "Usage: tbucket run [options] [--] command [args...]"],
   [["simulate"], "Usage: tbucket simulate [options]"],
-  [["key"], "Usage: tbucket key [options] [command] [subcommand]"],
-  [["key", "set"], "Usage: tbucket key set [options] <key>"],
+  [["key"], "Usage: tbucket key <command> [options]"],
+  [["key", "set"], "Usage: tbucket key set <key> [options]"],
+  [["key", "show"], "Usage: tbucket key show <key> [options]"],
+  [["key", "delete"], "Usage: tbucket key delete <key> [options]"],
   [["key", "list"], "Usage: tbucket key list [options]"],
-  [["completion"], "Usage: tbucket completion [options] [shell]"],
+  [["completion"], "Usage: tbucket completion <bash|zsh|fish>"],
 ];
 
+/** Every command path of the program, the top level first. */
+function allPaths(command: Command = createProgram(() => {}), path: string[] = []): string[][] {
+  return [path, ...command.commands.flatMap((sub) => allPaths(sub, [...path, sub.name()]))];
+}
+
 describe("--help on every command", () => {
+  // Regression (issue 15): "(default: false)", "(default: \"8\")" and "Usage: tbucket key [options] [command] [subcommand]".
+  it.each(allPaths().map((path) => [path.join(" ") || "(top)", path] as const))(
+    "tbucket %s --help: defaults as a user writes them, a usage line that reads right",
+    async (_name, path) => {
+      const help = await runCli([...path, "--help"]);
+      expect(help).toMatchObject({ code: 0, stderr: "" });
+      const text = help.stdout.toString();
+      expect(text).not.toContain(`(default: "`);
+      expect(text).not.toMatch(/\(default: (false|true)\)/);
+      expect(text).not.toContain(`(choices: "`);
+      const usage = text.split("\n")[0]!;
+      expect(usage).not.toMatch(/\[command\].*\[subcommand\]/);
+      expect(usage).toMatch(new RegExp(`^Usage: tbucket ${path.join(" ")}${path.length > 0 ? " " : ""}\\S`));
+    },
+  );
+
+  it("tbucket --help shows the pipe's main options first, as pv does, then the commands", async () => {
+    const text = (await runCli(["--help"])).stdout.toString();
+    const options = section(text, "Options:").join("\n");
+    for (const flags of ["-r, --rate <rate>", "-b, --burst <size>", "-l, --lines", "-0, --null", "-s, --size <size>", "-p, --progress", "-q, --quiet", "--stats ", "-V, --version"]) {
+      expect(options).toContain(`  ${flags}`);
+    }
+    expect(options.indexOf("--rate")).toBeLessThan(options.indexOf("--version"));
+    expect(section(text, "Commands:").map((line) => line.split(/\s{2,}/)[1]).filter(Boolean)).toEqual(
+      expect.arrayContaining(["pipe [file...]", "run [--] command [args...]", "simulate", "key <command>", "completion <bash|zsh|fish>"]),
+    );
+    expect(text).toContain("tbucket pipe --help");
+  });
+
   it.each(HELP_USAGE.map(([path, usage]) => [path.join(" ") || "(top)", path, usage] as const))(
     "tbucket %s --help: the usage line, every option the command declares, and examples of that command",
     async (_name, path, usage) => {
@@ -65,7 +101,8 @@ describe("--help on every command", () => {
 
       const command = commandAt(path);
       const options = section(text, "Options:").join("\n");
-      for (const option of command.options) expect(options, `${usage}: ${option.flags}`).toContain(`  ${option.flags}`);
+      // A command's option shows in its help; the top level's also shows the pipe's main options (tested above).
+      for (const option of command.options.filter((declared) => !declared.hidden)) expect(options, `${usage}: ${option.flags}`).toContain(`  ${option.flags}`);
       expect(options).toContain("-h, --help");
 
       const examples = section(text, "Examples:");

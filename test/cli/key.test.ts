@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { SqliteStore } from "../../src/store/sqlite-store.js";
 import { runCli } from "../helpers/cli.js";
 import { type RedisServer, startRedisServer } from "../helpers/redis-server.js";
 
@@ -47,7 +48,7 @@ describe("tbucket key", () => {
       expect(set.code).toBe(0);
       expect(set.stdout.toString()).toMatch(
         new RegExp(
-          `^key:     backups\\nstore:   ${store.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&")}\\nkind:    bytes\\nrate:    20mib/s \\(20,971,520 B/s\\)\\nburst:   4\\.00 MiB \\(4,194,304 B\\)\\nlevel:   4\\.00 MiB \\(full\\)\\nupdated: \\d{4}-\\d\\d-\\d\\dT[\\d:.]+Z\\n$`,
+          `^key:     backups\\nstore:   ${store.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&")}\\nkind:    bytes\\nrate:    20\\.00 MiB/s \\(20,971,520 B/s\\)\\nburst:   4\\.00 MiB \\(4,194,304 B\\)\\nlevel:   4\\.00 MiB \\(full\\)\\nupdated: \\d{4}-\\d\\d-\\d\\dT[\\d:.]+Z\\n$`,
         ),
       );
       // A rate change keeps the burst.
@@ -62,7 +63,7 @@ describe("tbucket key", () => {
       const table = listTable.stdout.toString().split("\n");
       expect(table[0]).toMatch(/^KEY +KIND +RATE +BURST +LEVEL +UPDATED$/);
       expect(table[1]).toMatch(/^api +count +10\/s +1 +1 \(full\) +\d{4}-/);
-      expect(table[2]).toMatch(/^backups +bytes +5mib\/s \(5,242,880 B\/s\) +4\.00 MiB +4\.00 MiB \(full\) +\d{4}-/);
+      expect(table[2]).toMatch(/^backups +bytes +5\.00 MiB\/s +4\.00 MiB +4\.00 MiB \(full\) +\d{4}-/);
 
       const burstOnly = await key(["set", "api", "--burst", "10", "--store", store, "--json"]);
       expect(JSON.parse(burstOnly.stdout.toString())).toMatchObject({ rate: 10, burst: 10, kind: "count" });
@@ -118,9 +119,12 @@ describe("tbucket key", () => {
       [["set", "x", "--burst", "5", "--store", store], `tbucket: --rate: a new key needs a rate; try "tbucket key set x --rate 5/s"\n`],
       [["set", "x", "--rate", "fast", "--store", store], `tbucket: --rate: "fast" is not a rate; try "1mb" or "5/s"\n`],
       [["set", "x", "--rate", "1mb", "--kind", "count", "--store", store], `tbucket: --rate: "1mb" is a byte rate, not a count rate; try "5", "300/m" or "1/10s"\n`],
+      [["set", "x", "--rate", "1mb", "--kind", "byte", "--store", store], `tbucket: --kind: "byte" is not a kind; try "bytes" or "count"\n`],
       [["set", "no spaces", "--rate", "1mb"], `tbucket: key: "no spaces" is not a key name; use letters, digits and . _ - : @ / (at most 200), e.g. "backups"\n`],
       [["list", "--store", "ftp://x"], `tbucket: --store: "ftp://x" is not a store; try "sqlite:", "sqlite:/path/buckets.db" or "redis://host:6379"\n`],
       [["frob"], `tbucket: key: "frob" is not a key subcommand; try "tbucket key list", "tbucket key show <key>", "tbucket key set <key> --rate 20mb" or "tbucket key delete <key>"\n`],
+      [["lst"], `tbucket: key: "lst" is not a key subcommand; did you mean "tbucket key list"?\n`],
+      [["help", "set"], `tbucket: key: "help" is not a key subcommand; try "tbucket key list", "tbucket key show <key>", "tbucket key set <key> --rate 20mb" or "tbucket key delete <key>"\n`],
     ];
     const results = await Promise.all(cases.map(([args]) => key(args)));
     expect(results.map((r) => [r.code, r.stderr])).toEqual(cases.map(([, stderr]) => [2, stderr]));
@@ -148,5 +152,51 @@ describe("tbucket key", () => {
   it("ends its help with examples", async () => {
     const helps = await Promise.all([["--help"], ["set", "--help"], ["list", "--help"]].map((args) => key(args)));
     for (const help of helps) expect(help.stdout.toString()).toMatch(/\nExamples:\n {2}tbucket key /);
+  });
+
+  // Regression (issue 15): "-53.25 KiB (0%)" and "2mib/s" in key list.
+  it("shows a level below zero as what the bucket owes, and rates as the progress line does", async () => {
+    const path = join(dir, "debt.db");
+    const store = await SqliteStore.open(path);
+    try {
+      // Two takes of a full burst at 1 B/s: the second runs a burst into debt, as a waiting lease does.
+      await store.configure("slow", { rate: 1, burst: 64 * 1024, kind: "bytes" });
+      await store.configure("launches", { rate: 0.001, burst: 10, kind: "count" });
+      for (const [name, n] of [["slow", 64 * 1024], ["launches", 10]] as const) {
+        await store.take(name, n);
+        await store.take(name, n);
+      }
+    } finally {
+      await store.close();
+    }
+    const list = (await key(["list", "--store", `sqlite:${path}`])).stdout.toString().split("\n");
+    expect(list[1]).toMatch(/^launches +count +0\.001\/s +10 +0 \(owes 10 tokens\) +\d{4}-/);
+    expect(list[2]).toMatch(/^slow +bytes +1 B\/s +64\.00 KiB +0 \(owes 64\.00 KiB\) +\d{4}-/);
+    const show = (await key(["show", "slow", "--store", `sqlite:${path}`])).stdout.toString();
+    expect(show).toMatch(/^rate: {4}1 B\/s$/m);
+    expect(show).toMatch(/^level: {3}0 \(owes 64\.00 KiB\)$/m);
+  });
+});
+
+// Regression (issue 15): a second process at --key backup --rate 50mb silently raised a running 2mb transfer.
+describe("--key with a --rate or --burst that changes the key: said once on standard error", () => {
+  it.each([
+    [["--rate", "50mb"], `tbucket: key "backup": rate changed from 2.00 MiB/s to 50.00 MiB/s, burst from 204.80 KiB to 5.00 MiB; every process on this key now shares the new settings\n`],
+    [["--rate", "50mb", "--burst", "209715"], `tbucket: key "backup": rate changed from 2.00 MiB/s to 50.00 MiB/s; every process on this key now shares the new rate\n`],
+    [["--burst", "1mb"], `tbucket: key "backup": burst changed from 204.80 KiB to 1.00 MiB; every process on this key now shares the new burst\n`],
+    [["--rate", "2mb"], ""],
+    [[], ""],
+  ])("pipe %j", async (args, message) => {
+    const store = `sqlite:${join(dir, `change-${args.join("")}.db`)}`;
+    expect((await key(["set", "backup", "--rate", "2mb", "--store", store])).code).toBe(0);
+    const pipe = await runCli(["--key", "backup", "--store", store, ...args], { input: "data\n" });
+    expect([pipe.code, pipe.stderr, pipe.stdout.toString()]).toEqual([0, message, "data\n"]);
+  });
+
+  it("run: a launch rate on a byte key resets it, and says so", async () => {
+    const store = `sqlite:${join(dir, "change-run.db")}`;
+    expect((await key(["set", "api", "--rate", "5/s", "--store", store])).code).toBe(0);
+    const run = await runCli(["run", "--key", "api", "--store", store, "--rate", "10", "--count", "1", "--", "true"]);
+    expect([run.code, run.stderr]).toEqual([0, `tbucket: key "api": rate changed from 5/s to 10/s; every process on this key now shares the new rate\n`]);
   });
 });

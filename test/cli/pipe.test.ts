@@ -153,12 +153,25 @@ describe("tbucket pipe: endings", () => {
     expect(stdout.trim()).toBe("-2");
   });
 
-  it("--stats (text) summarises bytes, lines, time, rate and waiting", async () => {
+  it("--stats (text) summarises bytes, time, rate and waiting; lines only in line mode", async () => {
     const result = await runCli(["--rate", "1mb", "--stats"], { input: "a\nb\n" });
     expect(result.stdout.toString()).toBe("a\nb\n");
     expect(result.stderr).toMatch(
-      /^tbucket: 4 bytes \(4 B\), 2 lines in \d+ ms, average .+ B\/s\); waited \d+ ms for tokens; limit 1\.00 MiB\/s = 1,048,576 B\/s, burst 104,857 B\n$/,
+      /^tbucket: 4 bytes \(4 B\) in \d+ ms, average .+ B\/s\); waited \d+ ms for tokens; limit 1\.00 MiB\/s = 1,048,576 B\/s, burst 104,857 B\n$/,
     );
+    const lines = await runCli(["--lines", "--rate", "inf", "--stats"], { input: "a\nb\n" });
+    expect(lines.stderr).toMatch(/^tbucket: 4 bytes \(4 B\), 2 lines in \d+ ms, average [\d.]+ lines\/s and .+; no limit\n$/);
+  });
+
+  // Issue 15: newlines in random binary are not lines to anyone.
+  it("--stats counts no lines in byte mode, even where the bytes hold newlines; JSON has lines per second in line mode", async () => {
+    const input = randomBytes(64 * 1024);
+    const bytes = await runCli(["--rate", "inf", "--stats-format", "json"], { input });
+    expect(JSON.parse(bytes.stderr)).toMatchObject({ bytes: 65536, lines: null, averageLinesPerSecond: null });
+    const lines = await runCli(["--lines", "--rate", "inf", "--stats-format", "json"], { input: "a\nb\nc\n" });
+    const stats = JSON.parse(lines.stderr) as { lines: number; averageLinesPerSecond: number; rateUnit: string };
+    expect(stats).toMatchObject({ lines: 3, rateUnit: "lines/s" });
+    expect(stats.averageLinesPerSecond).toBeGreaterThan(0);
   });
 
   // Regression (issue 14): a file named json after --stats was taken as the format.

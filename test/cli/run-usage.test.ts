@@ -32,7 +32,7 @@ describe("tbucket run: usage errors exit 2 with one line", () => {
     [["run", "-r", "5", "--duration", "0", "true"], `tbucket: --duration: "0" is not a duration here: it must be more than zero; try "30s" or "10m"\n`],
     [["run", "-r", "5", "--", ""], `tbucket: run: the command name is empty; name the program to run, e.g. "tbucket run --rate 5 -- curl -s https://example.com"\n`],
     [["run", "-r", "5", "--kill-after", "soon", "--", "true"], `tbucket: --kill-after: "soon" is not a duration; try "250ms", "2s" or "1.5m"\n`],
-    [["run", "-r", "5", "--stats-format=xml", "--", "true"], `tbucket: --stats-format: "xml" is not a format; try "--stats-format text" or "--stats-format json"\n`],
+    [["run", "-r", "5", "--stats-format=xml", "--", "true"], `tbucket: --stats-format: "xml" is not a format; try "text" or "json"\n`],
     // --stats takes no value: the = form, as 0.1 wrote it, points to --stats-format.
     [["run", "-r", "5", "--stats=json", "--", "true"], `tbucket: --stats takes no value; did you mean --stats-format json?\n`],
   ];
@@ -87,8 +87,8 @@ describe("tbucket run: command line", () => {
     const result = await runCli(["run", "--help"]);
     const help = result.stdout.toString();
     expect(result.code).toBe(0);
-    expect(help).toContain(`(default: "8")`);
-    expect(help).toContain(`(default: "line")`);
+    expect(help).toContain(`(default: 8)`);
+    expect(help).toContain(`(default: line)`);
     expect(help).toMatch(/Examples:\n {2}tbucket run --rate 5 -- curl/);
     expect(help).toContain("tbucket --rate 1mb > file");
     expect(help.trimEnd().split("\n").at(-1)).toMatch(/^ {2}.*tbucket run /);

@@ -3,6 +3,8 @@ import {
   alignColumns,
   describeRate,
   describeSize,
+  humanAmount,
+  humanRate,
   describeThroughput,
   exactSeconds,
   grouped,
@@ -99,5 +101,22 @@ describe("counts of things", () => {
     expect(plural(1, "line")).toBe("1 line");
     expect(plural(0, "byte")).toBe("0 bytes");
     expect(plural(3, "bad line")).toBe("3 bad lines");
+  });
+});
+
+describe("humanRate and humanAmount: a bucket's settings as the progress line shows a limit", () => {
+  it.each([
+    ["bytes", 2 * 1024 * 1024, "2.00 MiB/s"],
+    ["bytes", 512, "512 B/s"],
+    ["count", 5, "5/s"],
+    ["count", 1 / 10, "0.1/s"],
+    ["bytes", 0, "0 (paused)"],
+    ["count", Infinity, "unlimited"],
+  ] as const)("humanRate(%s, %d) = %s", (kind, rate, text) => {
+    expect(humanRate(kind, rate)).toBe(text);
+  });
+
+  it("humanAmount rounds a count to hundredths and sizes bytes", () => {
+    expect([humanAmount("count", 2.504), humanAmount("bytes", 54528)]).toEqual(["2.5", "53.25 KiB"]);
   });
 });

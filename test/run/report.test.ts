@@ -3,7 +3,7 @@ import { formatJobLogLine } from "../../src/run/job-log.js";
 import { FakeClock } from "../../src/core/clock.js";
 import { TokenBucket } from "../../src/core/token-bucket.js";
 import { LaunchRateMeter } from "../../src/run/launch-rate-meter.js";
-import { formatProgress, formatStatsText, formatSummary, runStats } from "../../src/run/run-report.js";
+import { formatStatsText, formatSummary, runStats } from "../../src/run/run-report.js";
 
 const counts = { started: 12, running: 2, succeeded: 8, failed: 1, interrupted: 0, skipped: 1, retried: 3 };
 
@@ -14,13 +14,6 @@ describe("run reports", () => {
 
   it("counts jobs ended by a passed-on signal as interrupted, apart from failures (issue 15, point 14)", () => {
     expect(formatSummary({ ...counts, interrupted: 2 })).toBe("12 started, 8 succeeded, 1 failed, 2 interrupted, 1 skipped, 3 retried");
-  });
-
-  it("shows progress with the launch rate against the limit", () => {
-    expect(formatProgress(counts, 4.96, 5, 100)).toBe("12/100 started · 2 running · 9 done · 1 failed · 1 skipped · 5.0/s (limit 5.0/s)");
-    expect(formatProgress({ ...counts, skipped: 0 }, 0.5, 1 / 60, Infinity)).toBe(
-      "12 started · 2 running · 9 done · 1 failed · 30.0/min (limit 1.0/min)",
-    );
   });
 
   it("computes --stats from the result: the rate after the burst, and the whole run's apart", () => {

@@ -1,19 +1,34 @@
 // `tbucket completion bash|zsh|fish`: each script is checked by its own shell,
-// and bash's and fish's are asked for real completions.
+// and each shell is asked for real completions of the same lines: bash by
+// calling its completion function, fish by `complete -C`, zsh by typing the
+// line and Tab into an interactive zsh in a pseudo-terminal.
 import { spawnSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Command } from "commander";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createProgram } from "../../src/cli/program.js";
-import { runCli } from "../helpers/cli.js";
+import { fileURLToPath } from "node:url";
+import { runCli, TBUCKET } from "../helpers/cli.js";
+
+const ZSH_COMPLETE = fileURLToPath(new URL("../helpers/zsh-complete.zsh", import.meta.url));
 
 let dir: string;
+/** The environment of every shell: tbucket on PATH, and a default store of this test's own. */
+let env: NodeJS.ProcessEnv;
 const scripts: Record<string, string> = {};
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), "tbucket-completion-"));
+  mkdirSync(join(dir, "bin"));
+  symlinkSync(TBUCKET, join(dir, "bin", "tbucket"));
+  env = { PATH: `${join(dir, "bin")}:${process.env.PATH}`, HOME: dir, XDG_STATE_HOME: join(dir, "state"), TBUCKET_STORE: "" };
+  const other = `sqlite:${join(dir, "other.db")}`;
+  for (const [name, rate, store] of [["backups", "20mb", ""], ["api", "5/s", ""], ["elsewhere", "1mb", other], ["tenant:api", "5/s", other]]) {
+    const set = await runCli(["key", "set", name!, "--rate", rate!, ...(store ? ["--store", store] : [])], { env });
+    expect(set.code).toBe(0);
+  }
   for (const shell of ["bash", "zsh", "fish"]) {
     const result = await runCli(["completion", shell]);
     expect(result.stderr).toBe("");
@@ -28,31 +43,53 @@ afterAll(() => {
 });
 
 /** Runs a shell; a shell that is not installed fails the test with how to install it. */
-function shell(name: "bash" | "zsh" | "fish", args: string[]): { status: number | null; stdout: string; stderr: string } {
-  const result = spawnSync(name, args, { encoding: "utf8", cwd: dir, env: { PATH: process.env.PATH, HOME: dir } });
+function shell(name: "bash" | "zsh" | "fish", args: string[], extraEnv: NodeJS.ProcessEnv = {}): { status: number | null; stdout: string; stderr: string } {
+  const result = spawnSync(name, args, { encoding: "utf8", cwd: dir, env: { ...env, ...extraEnv }, timeout: 20_000 });
   if (result.error) throw new Error(`${name} is not installed (Debian: apt-get install ${name}); scripts/ensure-system-packages.sh should install it`);
   return result;
 }
 
-/** What bash's completion function offers for the words typed so far (the last one is being completed). */
-function bashComplete(...words: string[]): string[] {
+/**
+ * What bash's completion function offers for the words typed so far (the last one is being completed).
+ * The words reach it as bash splits them: = and : are in COMP_WORDBREAKS, so --store=sqlite:/x is five words.
+ */
+function bashComplete(...typed: string[]): string[] {
+  const words = typed.flatMap((word) => (word === "" ? [""] : word.split(/([=:])/).filter((piece) => piece !== "")));
   const quoted = words.map((word) => `'${word.replace(/'/g, `'\\''`)}'`).join(" ");
-  const run = shell("bash", ["-c", `source '${scripts.bash}'; COMP_WORDS=(tbucket ${quoted}); COMP_CWORD=${words.length}; _tbucket; printf '%s\\n' "\${COMPREPLY[@]}"`]);
+  const run = shell("bash", ["-c", `source "$SCRIPT"; COMP_WORDS=(tbucket ${quoted}); COMP_CWORD=${words.length}; COMP_LINE="$LINE"; _tbucket; printf '%s\\n' "\${COMPREPLY[@]}"`], {
+    SCRIPT: scripts.bash,
+    LINE: ["tbucket", ...typed].join(" "),
+  });
   expect(run.stderr).toBe("");
   return run.stdout.split("\n").filter(Boolean);
 }
 
 /** What fish offers for a command line, as `complete -C` answers (names only). */
 function fishComplete(line: string): string[] {
-  const run = shell("fish", ["-c", `source '${scripts.fish}'; complete -C '${line}'`]);
+  const run = shell("fish", ["-c", `source "$SCRIPT"; complete -C "$LINE"`], { SCRIPT: scripts.fish, LINE: line });
   expect(run.stderr).toBe("");
   return run.stdout.split("\n").filter(Boolean).map((entry) => entry.split("\t")[0]!);
 }
 
+/** What zsh offers when the line is typed and Tab pressed, in an interactive zsh after compinit. */
+function zshComplete(line: string): string[] {
+  const run = shell("zsh", ["-f", ZSH_COMPLETE, scripts.zsh!, line]);
+  expect([run.status, run.stderr]).toEqual([0, ""]);
+  return run.stdout.split("\n").map((entry) => entry.trimEnd()).filter(Boolean);
+}
+
+/** The same lines, completed by each shell: what a user sees after typing the line and Tab. */
+const COMPLETE: Record<"bash" | "zsh" | "fish", (line: string) => string[]> = {
+  bash: (line) => bashComplete(...line.split(" ").slice(1)),
+  zsh: zshComplete,
+  fish: fishComplete,
+};
+const sorted = (words: string[]) => [...words].sort();
+
 /** Every command path with its options' long names, read from the program itself. */
 function programTree(command: Command, path: string[] = []): Array<{ path: string[]; longs: string[] }> {
   return [
-    { path, longs: command.options.map((option) => option.long).filter((long): long is string => long !== undefined) },
+    { path, longs: command.options.filter((option) => !option.hidden).map((option) => option.long).filter((long): long is string => long !== undefined) },
     ...command.commands.flatMap((sub) => programTree(sub, [...path, sub.name()])),
   ];
 }
@@ -140,6 +177,22 @@ describe("tbucket completion fish", () => {
   });
 });
 
+describe("tbucket completion --keys, which the scripts run", () => {
+  it("prints the names one a line; a store it cannot read gives nothing, silently, status 0", async () => {
+    expect(await runCli(["completion", "--keys"], { env })).toMatchObject({ code: 0, stderr: "" });
+    expect((await runCli(["completion", "--keys"], { env })).stdout.toString()).toBe("api\nbackups\n");
+    for (const store of ["ftp://x", "redis://127.0.0.1:1", `sqlite:${join(dir, "none", "x.db")}`, "memory:"]) {
+      const result = await runCli(["completion", "--keys", "--store", store], { env });
+      expect([result.code, result.stdout.toString(), result.stderr], store).toEqual([0, "", ""]);
+    }
+    expect(existsSync(join(dir, "none"))).toBe(false);
+  });
+
+  it("is not in the help", async () => {
+    expect((await runCli(["completion", "--help"])).stdout.toString()).not.toContain("--keys");
+  });
+});
+
 describe("tbucket completion with a wrong shell", () => {
   it("names the shells it knows and exits 2", async () => {
     const wrong = await runCli(["completion", "tcsh"]);
@@ -149,3 +202,67 @@ describe("tbucket completion with a wrong shell", () => {
     expect(missing).toMatchObject({ code: 2, stderr: `tbucket: completion: no shell named; use bash, zsh or fish, e.g. "tbucket completion bash"\n` });
   });
 });
+
+describe.each(["bash", "zsh", "fish"] as const)("%s completes what a user types (the same lines in every shell)", (name) => {
+  const complete = (line: string) => COMPLETE[name](line);
+
+  it("commands and options", () => {
+    expect(complete("tbucket ru")).toEqual(["run"]);
+    expect(complete("tbucket --ra")).toEqual(["--rate"]);
+    expect(sorted(complete("tbucket key s"))).toEqual(["set", "show"]);
+    expect(sorted(complete("tbucket run --jo"))).toEqual(["--joblog", "--jobs"]);
+    expect(sorted(complete("tbucket completion "))).toEqual(["bash", "fish", "zsh"]);
+    expect(complete("tbucket ")).toEqual(expect.arrayContaining(["run", "simulate", "key", "completion"]));
+  });
+
+  // Issue 15: option values complete, from the same list commander checks.
+  it.each([
+    ["tbucket simulate --policy ", ["drop", "queue"]],
+    ["tbucket simulate --format ", ["csv", "json", "jsonl", "summary", "table"]],
+    ["tbucket simulate --cost ", ["bytes", "count"]],
+    ["tbucket run --output ", ["group", "line", "raw"]],
+    ["tbucket key set k --kind ", ["bytes", "count"]],
+    ["tbucket --on-store-error ", ["fail", "local"]],
+    ["tbucket run --stats-format ", ["json", "text"]],
+    ["tbucket --stats-format j", ["json"]],
+  ])("option values: %s", (line, values) => {
+    expect(sorted(complete(line))).toEqual(values);
+  });
+
+  it.each([
+    ["tbucket key show ", ["api", "backups"]],
+    ["tbucket key delete b", ["backups"]],
+    ["tbucket key set a", ["api"]],
+    ["tbucket --key ", ["api", "backups"]],
+    ["tbucket run -r 5 --key a", ["api"]],
+  ])("key names from the default store: %s", (line, names) => {
+    expect(sorted(complete(line))).toEqual(names);
+  });
+
+  it("key names from the --store on the line; none, and no store created, where there is none", () => {
+    expect(complete(`tbucket key show --store sqlite:${join(dir, "other.db")} `)).toEqual(["elsewhere", "tenant:api"]);
+    expect(complete(`tbucket --store=sqlite:${join(dir, "other.db")} --key `)).toEqual(["elsewhere", "tenant:api"]);
+    expect(complete(`tbucket run --store sqlite:${join(dir, "other.db")} --key e`)).toEqual(["elsewhere"]);
+    expect(complete(`tbucket key show --store sqlite:${join(dir, "missing.db")} `)).toEqual([]);
+    expect(existsSync(join(dir, "missing.db"))).toBe(false);
+    expect(complete("tbucket key show --store redis://127.0.0.1:1 ")).toEqual([]);
+  });
+
+  it("a key name with a colon (tenant:api), which bash splits into words", () => {
+    // Bash replaces only what follows the colon, so it is offered that part.
+    const rest = name === "bash" ? "api" : "tenant:api";
+    expect(complete(`tbucket key show --store sqlite:${join(dir, "other.db")} tenant:a`)).toEqual([rest]);
+    expect(complete(`tbucket key show --store sqlite:${join(dir, "other.db")} tenant:`)).toEqual([rest]);
+  });
+
+  // Issue 15: "--stats <TAB>" offered subcommands, which commander reads as files after an option.
+  it("after an option, files and no commands: tbucket --stats <Tab>, tbucket -r 1mb <Tab>", () => {
+    for (const line of ["tbucket --stats ", "tbucket -r 1mb ", "tbucket -q ru"]) {
+      const offered = complete(line);
+      for (const command of ["run", "simulate", "key", "completion"]) expect(offered, line).not.toContain(command);
+      // bash leaves file names to its own default completion (complete -o default).
+      if (name !== "bash" && !line.endsWith("ru")) expect(offered, line).toEqual(expect.arrayContaining(["tbucket.bash", "tbucket.zsh"]));
+    }
+  });
+});
+

@@ -72,14 +72,14 @@ describe("a shared key paused with key set --rate 0", () => {
     const pipe = start(["--key", "pipe-pause", "--store", store, "--rate", "256k", "--progress"], true);
     // At 256 KiB/s, a paused window holds at most what was already in the OS pipe's buffer.
     await expectPauseAndResume(pipe, "pipe-pause", "256k", 256 * 1024, 1);
-    expect(pipe.stderr()).toMatch(/paused/);
-    expect(pipe.stderr()).toMatch(/limit 256\.00 KiB\/s/);
+    expect(pipe.stderr()).toMatch(/paused, key "pipe-pause"/);
+    expect(pipe.stderr()).toMatch(/limit 256\.00 KiB\/s, key "pipe-pause"/);
   }, 30_000);
 
   it("stops launching a run on the key, and setting a rate resumes it; progress says paused", async () => {
     const run = start(["run", "--key", "run-pause", "--store", store, "--rate", "20", "--progress", "--", "echo", "launched"], false);
     // "launched\n" is 9 bytes: at most one launch in flight when the pause lands, none after.
     await expectPauseAndResume(run, "run-pause", "20", 20, 9);
-    expect(run.stderr()).toMatch(/paused/);
+    expect(run.stderr()).toMatch(/paused, key "run-pause"/);
   }, 30_000);
 });

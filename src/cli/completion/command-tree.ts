@@ -16,6 +16,8 @@ export interface OptionSpec {
   choices: string[];
   /** The value is a file name (placeholder `<file>`, `<path>`, `<dir>`...). */
   files: boolean;
+  /** The value is a shared bucket's name (--key): the scripts ask `tbucket completion --keys`. */
+  keys: boolean;
   repeatable: boolean;
 }
 
@@ -25,11 +27,15 @@ export interface CommandSpec {
   description: string;
   options: OptionSpec[];
   subcommands: CommandSpec[];
-  /** What the words after the options are: file names, a command to launch, given words, or free text. */
-  operands: { kind: "files" | "command" | "words" | "none"; values: string[] };
+  /** What the words after the options are: file names, a command to launch, a shared bucket's name, given words, or free text. */
+  operands: { kind: "files" | "command" | "keys" | "words" | "none"; values: string[] };
 }
 
 const help = new Help();
+
+/** Where a shared bucket's name goes: `--key <name>`, and the `<key>` of `tbucket key show|set|delete`. */
+const KEY_OPTION = "--key";
+const KEY_ARGUMENT = "key";
 
 /**
  * Walks the commander program. The default command (`tbucket -r 1mb file` is
@@ -77,6 +83,7 @@ function describeOption(option: Option): OptionSpec {
     valueName: placeholder.split("|")[0] || "value",
     choices: option.argChoices ?? (fromPlaceholder.length > 1 && !files ? fromPlaceholder : []),
     files,
+    keys: option.long === KEY_OPTION,
     repeatable: option.variadic,
   };
 }
@@ -87,6 +94,7 @@ function describeOperands(command: Command): CommandSpec["operands"] {
   if (args.length === 0 || command.commands.length > 0) return { kind: "none", values: [] };
   const names = args.map((arg) => arg.name());
   if (names.some((name) => /file|path|dir/i.test(name))) return { kind: "files", values: [] };
+  if (names[0] === KEY_ARGUMENT) return { kind: "keys", values: [] };
   if (names[0] === "command") return { kind: "command", values: [] };
   return { kind: "words", values: args.flatMap((arg) => arg.argChoices ?? []) };
 }

@@ -21,15 +21,16 @@ export function fishScript(root: CommandSpec): string {
   for (const spec of commands) {
     const when = `__tbucket_path_is ${fishQuote(spec.path.join(" "))}`;
     for (const sub of spec.subcommands) {
-      lines.push(`complete -c tbucket -n ${fishQuote(`${when}; and not __tbucket_has_operand`)} -a ${fishQuote(sub.path.at(-1)!)} -d ${fishQuote(sub.description)}`);
+      lines.push(`complete -c tbucket -n ${fishQuote(`${when}; and __tbucket_offers_commands`)} -a ${fishQuote(sub.path.at(-1)!)} -d ${fishQuote(sub.description)}`);
     }
     for (const option of spec.options) {
       const flags = [option.short ? `-s ${option.short.slice(1)}` : "", option.long ? `-l ${option.long.slice(2)}` : ""].filter(Boolean);
       let value = "";
-      if (option.value === "required") value = option.files ? " -r -F" : option.choices.length > 0 ? ` -x -a ${fishQuote(option.choices.join(" "))}` : " -x";
+      if (option.value === "required") value = option.files ? " -r -F" : option.keys ? " -x -a '(__tbucket_keys)'" : option.choices.length > 0 ? ` -x -a ${fishQuote(option.choices.join(" "))}` : " -x";
       lines.push(`complete -c tbucket -n ${fishQuote(`${when}; and not __tbucket_after_dashdash`)} ${flags.join(" ")}${value} -d ${fishQuote(option.description)}`);
     }
     if (spec.operands.kind === "files") lines.push(`complete -c tbucket -n ${fishQuote(when)} -F`);
+    if (spec.operands.kind === "keys") lines.push(`complete -c tbucket -n ${fishQuote(`${when}; and not __tbucket_has_operand`)} -a '(__tbucket_keys)'`);
     if (spec.operands.kind === "words" && spec.operands.values.length > 0) {
       lines.push(`complete -c tbucket -n ${fishQuote(when)} -a ${fishQuote(spec.operands.values.join(" "))}`);
     }
@@ -52,12 +53,13 @@ ${caseBlock(takesValue)}
     end
 end
 
-# Prints the command path (e.g. "key set") and whether an operand was typed, from the words so far.
+# Prints the command path (e.g. "key set"), whether an operand was typed, and whether an option was, from the words so far.
 function __tbucket_walk
     set -l tokens (commandline -opc)
     set -e tokens[1]
     set -l path ""
     set -l operand 0
+    set -l option 0
     set -l skip 0
     for word in $tokens
         if test $skip = 1
@@ -72,15 +74,17 @@ function __tbucket_walk
                 if not string match -q -- '*=*' $word; and contains -- $word (__tbucket_value_options "$path")
                     set skip 1
                 end
+                # As commander reads it: after an option, a word is an operand (tbucket --stats run reads the file run), not a command.
+                set option 1
             case '*'
-                if test $operand = 0; and contains -- $word (__tbucket_subcommands "$path")
+                if test $operand = 0; and test $option = 0; and contains -- $word (__tbucket_subcommands "$path")
                     set path (string trim -- "$path $word")
                 else
                     set operand 1
                 end
         end
     end
-    printf '%s\\n' "$path" $operand
+    printf '%s\\n' "$path" $operand $option
 end
 
 function __tbucket_path_is
@@ -93,8 +97,31 @@ function __tbucket_has_operand
     test "$walked[2]" = 1
 end
 
+function __tbucket_offers_commands
+    set -l walked (__tbucket_walk)
+    test "$walked[2]" = 0; and test "$walked[3]" = 0
+end
+
 function __tbucket_after_dashdash
     contains -- -- (commandline -opc)
+end
+
+# The shared buckets' names, from the store named on the line (--store) or the default one; nothing if it cannot say.
+function __tbucket_keys
+    set -l tokens (commandline -opc)
+    set -l store
+    for i in (seq (count $tokens))
+        if test "$tokens[$i]" = --store; and test $i -lt (count $tokens)
+            set store $tokens[(math $i + 1)]
+        else if string match -q -- '--store=*' $tokens[$i]
+            set store (string replace -- --store= '' $tokens[$i])
+        end
+    end
+    if test -n "$store"
+        $tokens[1] completion --keys --store $store 2>/dev/null
+    else
+        $tokens[1] completion --keys 2>/dev/null
+    end
 end
 
 # The command after -- completes as if typed alone: its name, then its own arguments.

@@ -1,4 +1,4 @@
-import { Argument, type Command } from "commander";
+import { Argument, type Command, Option } from "commander";
 import { COMPLETION_SHELLS, parseCompletionShell } from "./options.js";
 
 const EXAMPLES = `
@@ -18,10 +18,19 @@ export function registerCompletion(program: Command, onExit: (code: number) => v
   program
     .command("completion")
     .description("print a shell completion script for bash, zsh or fish")
+    .usage("<bash|zsh|fish>")
     // The choices are listed for help and completion; parseCompletionShell checks them, with a better message.
     .addArgument(new Argument("[shell]", "the shell").choices(COMPLETION_SHELLS).argParser((value: string) => value))
+    // For the scripts themselves: the key names to offer after --key and key show|set|delete.
+    .addOption(new Option("--keys", "print the shared buckets' names, one a line").hideHelp())
+    .addOption(new Option("--store <url>").hideHelp())
     .addHelpText("after", EXAMPLES)
-    .action(async (shell: string | undefined) => {
+    .action(async (shell: string | undefined, flags: { keys?: boolean; store?: string }) => {
+      if (flags.keys) {
+        const { printKeyNames } = await import("./key-names.js");
+        onExit(await printKeyNames(flags.store));
+        return;
+      }
       const checked = parseCompletionShell(shell);
       const { printCompletion } = await import("./run.js");
       onExit(printCompletion(program, defaultCommand, checked));

@@ -18,6 +18,9 @@ export interface KeyFlags {
   kind?: string;
 }
 
+/** --kind's values. */
+export const KINDS: readonly RateKind[] = ["bytes", "count"];
+
 /** The same names --key accepts. */
 export function checkKey(name: string): string {
   return checkKeyName("key", name);
@@ -29,11 +32,8 @@ export function parseKeySet(name: string, flags: KeyFlags): KeyRequest {
   if (flags.rate === undefined && flags.burst === undefined) {
     throw new UsageError(`key set: nothing to set; try "tbucket key set ${key} --rate 20mb" or "--burst 4mb"`);
   }
-  let kind: RateKind | undefined;
-  if (flags.kind !== undefined) {
-    if (flags.kind !== "bytes" && flags.kind !== "count") throw new UsageError(`--kind: "${flags.kind}" is not a kind; try "bytes" or "count"`);
-    kind = flags.kind;
-  }
+  // choiceOption has checked it.
+  const kind = flags.kind as RateKind | undefined;
   // Check what can be checked now, so a typo never reaches the store.
   if (kind !== undefined) {
     if (flags.rate !== undefined) parseKeyRate(flags.rate, kind);

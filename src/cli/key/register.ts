@@ -1,7 +1,9 @@
 import type { Command } from "commander";
+import { choiceOption } from "../choice-option.js";
 import { UsageError } from "../errors.js";
+import { nearestName } from "../mistyped-command.js";
 import { STORE_HELP } from "../shared-options.js";
-import { checkKey, type KeyFlags, type KeyRequest, parseKeySet } from "./options.js";
+import { checkKey, type KeyFlags, type KeyRequest, KINDS, parseKeySet } from "./options.js";
 
 const EXAMPLES = `
 Store: --store sqlite: (default, $XDG_STATE_HOME/tbucket/buckets.db), sqlite:<path>,
@@ -16,14 +18,19 @@ Examples:
   tbucket key show backups --json
   tbucket key delete backups`;
 
+const KEY_SUBCOMMANDS = ["list", "show", "set", "delete"];
+
 /** Declares `tbucket key` and its subcommands; the store loads only when one runs. */
 export function registerKey(program: Command, onExit: (code: number) => void): void {
   const key = program
     .command("key")
     .description("list, show, set or delete shared buckets (--key) and change a running transfer's rate")
+    .usage("<command> [options]")
     .addHelpText("after", EXAMPLES)
-    .argument("[subcommand]")
-    .action((subcommand: string | undefined) => {
+    .argument("[subcommand...]")
+    .action(([subcommand]: string[]) => {
+      const nearest = subcommand === undefined ? undefined : nearestName(subcommand, KEY_SUBCOMMANDS);
+      if (nearest !== undefined) throw new UsageError(`key: "${subcommand}" is not a key subcommand; did you mean "tbucket key ${nearest}"?`);
       const what = subcommand === undefined ? "which one?" : `"${subcommand}" is not a key subcommand;`;
       throw new UsageError(`key: ${what} try "tbucket key list", "tbucket key show <key>", "tbucket key set <key> --rate 20mb" or "tbucket key delete <key>"`);
     });
@@ -37,7 +44,7 @@ export function registerKey(program: Command, onExit: (code: number) => void): v
     .command("list")
     .description("list every shared bucket in the store: rate, burst, level")
     .option("--store <url>", STORE_HELP)
-    .option("--json", "print a JSON array", false)
+    .option("--json", "print a JSON array")
     .addHelpText("after", "\nExamples:\n  tbucket key list\n  tbucket key list --store redis://10.0.0.5:6379 --json")
     .action(async (flags: KeyFlags) => run({ action: "list", store: flags.store, json: Boolean(flags.json) }));
 
@@ -45,8 +52,9 @@ export function registerKey(program: Command, onExit: (code: number) => void): v
     .command("show")
     .description("show one shared bucket's settings and level")
     .argument("<key>", "the bucket's name")
+    .usage("<key> [options]")
     .option("--store <url>", STORE_HELP)
-    .option("--json", "print a JSON object", false)
+    .option("--json", "print a JSON object")
     .addHelpText("after", "\nExamples:\n  tbucket key show backups\n  tbucket key show api --store sqlite:/var/lib/tbucket.db --json")
     .action(async (name: string, flags: KeyFlags) => run({ action: "show", key: checkKey(name), store: flags.store, json: Boolean(flags.json) }));
 
@@ -54,11 +62,12 @@ export function registerKey(program: Command, onExit: (code: number) => void): v
     .command("set")
     .description("create a shared bucket or change its rate or burst; running processes follow within a second")
     .argument("<key>", "the bucket's name")
+    .usage("<key> [options]")
     .option("-r, --rate <rate>", "byte rate (20mb, 10mbit) or count rate (5/s, 600/m); 0 pauses; a new key needs it")
     .option("-b, --burst <size>", "capacity (default for a new key: 100 ms of a byte rate, 1 for a count rate)")
-    .option("--kind <kind>", "bytes or count, when the rate alone does not say (a bare number is a count for a new key)")
+    .addOption(choiceOption("--kind <kind>", "bytes or count, when the rate alone does not say (a bare number is a count for a new key)", KINDS, "a kind"))
     .option("--store <url>", STORE_HELP)
-    .option("--json", "print the bucket as a JSON object", false)
+    .option("--json", "print the bucket as a JSON object")
     .addHelpText(
       "after",
       "\nExamples:\n  tbucket key set backups --rate 20mb --burst 4mb\n  tbucket key set backups --rate 40mb      # turn running pipes up\n  tbucket key set api --rate 5/s --burst 10",
@@ -69,8 +78,9 @@ export function registerKey(program: Command, onExit: (code: number) => void): v
     .command("delete")
     .description("forget a shared bucket")
     .argument("<key>", "the bucket's name")
+    .usage("<key> [options]")
     .option("--store <url>", STORE_HELP)
-    .option("--json", "print {\"key\",\"deleted\"} as JSON", false)
+    .option("--json", "print {\"key\",\"deleted\"} as JSON")
     .addHelpText("after", "\nExamples:\n  tbucket key delete backups\n  tbucket key delete api --store redis://10.0.0.5:6379")
     .action(async (name: string, flags: KeyFlags) => run({ action: "delete", key: checkKey(name), store: flags.store, json: Boolean(flags.json) }));
 }

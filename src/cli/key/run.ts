@@ -1,6 +1,6 @@
-import { alignColumns, grouped, humanBytes } from "../../core/format.js";
+import { alignColumns, grouped, humanAmount, humanBytes, humanRate } from "../../core/format.js";
 import { defaultBurst } from "../../core/default-burst.js";
-import { formatByteRate, parseAnyRate, type RateKind } from "../../core/units.js";
+import { parseAnyRate, type RateKind } from "../../core/units.js";
 import { type BucketState, type BucketStore, StoreError } from "../../store/bucket-store.js";
 import { EXIT, parseOption, RuntimeError, UsageError } from "../errors.js";
 import { pausedWithoutBurst } from "../open-limiter.js";
@@ -91,21 +91,20 @@ function toJson(state: BucketState, store: BucketStore) {
   };
 }
 
-function formatRate(state: BucketState): string {
-  if (state.rate === Infinity) return "unlimited";
-  if (state.rate === 0) return "0 (paused)";
-  if (state.kind === "count") return `${state.rate}/s`;
-  return `${formatByteRate(state.rate)} (${grouped(Math.round(state.rate))} B/s)`;
+/** The rate as the progress line shows a limit; with `exact`, the bytes a second too. */
+function formatRate(state: BucketState, exact: boolean): string {
+  const text = humanRate(state.kind, state.rate);
+  return exact && state.kind === "bytes" && state.rate >= 1024 && state.rate !== Infinity ? `${text} (${grouped(Math.round(state.rate))} B/s)` : text;
 }
 
-function formatAmount(state: BucketState, tokens: number): string {
-  if (state.kind === "count") return String(Math.round(tokens * 100) / 100);
-  return humanBytes(tokens);
-}
-
+/**
+ * A level below zero is a debt: a chunk larger than what was left took its
+ * tokens ahead, and the next waits until the rate has paid it back.
+ */
 function formatLevel(state: BucketState): string {
-  const percent = Math.round((Math.max(0, state.tokens) / state.burst) * 100);
-  return `${formatAmount(state, state.tokens)} (${state.tokens >= state.burst ? "full" : `${percent}%`})`;
+  if (state.tokens < 0) return `0 (owes ${humanAmount(state.kind, -state.tokens)}${state.kind === "count" ? " tokens" : ""})`;
+  const percent = Math.round((state.tokens / state.burst) * 100);
+  return `${humanAmount(state.kind, state.tokens)} (${state.tokens >= state.burst ? "full" : `${percent}%`})`;
 }
 
 function formatState(state: BucketState, store: BucketStore): string {
@@ -113,7 +112,7 @@ function formatState(state: BucketState, store: BucketStore): string {
     ["key", state.key],
     ["store", store.url],
     ["kind", state.kind === "bytes" ? "bytes" : "count (lines, launches)"],
-    ["rate", formatRate(state)],
+    ["rate", formatRate(state, true)],
     ["burst", state.kind === "bytes" ? `${humanBytes(state.burst)} (${grouped(state.burst)} B)` : String(state.burst)],
     ["level", formatLevel(state)],
     ["updated", new Date(state.updatedAtMs).toISOString()],
@@ -127,8 +126,8 @@ function formatTable(states: BucketState[]): string {
     ...states.map((state) => [
       state.key,
       state.kind,
-      formatRate(state),
-      formatAmount(state, state.burst),
+      formatRate(state, false),
+      humanAmount(state.kind, state.burst),
       formatLevel(state),
       new Date(state.updatedAtMs).toISOString(),
     ]),

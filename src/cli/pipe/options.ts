@@ -18,6 +18,8 @@ export interface PipeConfig extends ReportOptions {
   /** --pipe-size: the capacity asked for standard input's and output's pipes; undefined: tbucket decides. */
   pipeSizeBytes: number | undefined;
   shared: SharedBucketOptions;
+  /** --force: binary data goes to a terminal too. */
+  force: boolean;
 }
 
 /** The pipe's flags as commander hands them over. */
@@ -28,6 +30,7 @@ export interface PipeFlags extends ReportFlags, SharedBucketFlags {
   null?: boolean;
   size?: string;
   pipeSize?: string;
+  force?: boolean;
 }
 
 /** Linux's smallest pipe is one page, its largest 2 GiB (to root, past /proc/sys/fs/pipe-max-size). */
@@ -61,7 +64,7 @@ export function parsePipeOptions(files: string[], flags: PipeFlags): PipeConfig 
   if (flags.burst !== undefined) {
     burst = parseOption("--burst", flags.burst, (text) => parseSizeOfKind(kind, text));
   }
-  const { progress, stats } = parseReportOptions(flags);
+  const { progress, stats, name } = parseReportOptions(flags);
   return {
     files: files.length === 0 ? [STDIN_NAME] : files,
     rate,
@@ -73,6 +76,8 @@ export function parsePipeOptions(files: string[], flags: PipeFlags): PipeConfig 
     pipeSizeBytes: flags.pipeSize === undefined ? undefined : parseOption("--pipe-size", flags.pipeSize, parsePipeSize),
     progress,
     stats,
+    name,
     shared,
+    force: Boolean(flags.force),
   };
 }

@@ -1,4 +1,5 @@
 import type { Command } from "commander";
+import { checkNotMistypedCommand, commandNames } from "../mistyped-command.js";
 import { addReportOptions } from "../report-options.js";
 import { addSharedBucketOptions } from "../shared-options.js";
 import { type PipeFlags, parsePipeOptions } from "./options.js";
@@ -15,7 +16,7 @@ Examples:
   tbucket --key backups --rate 20mb < dump.sql > copy.sql  # share 20 MiB/s between processes`;
 
 /** Declares `tbucket pipe`, the default command; the copying code loads only when it runs. */
-export function registerPipe(program: Command, onExit: (code: number) => void): void {
+export function registerPipe(program: Command, onExit: (code: number) => void): Command {
   const command = program
     .command("pipe", { isDefault: true })
     .description("copy files or standard input to standard output, no faster than the rate (the default command)")
@@ -25,11 +26,13 @@ export function registerPipe(program: Command, onExit: (code: number) => void): 
     .option("-l, --lines", "one token per line; lines are never split (with a byte rate: lines cost their bytes)")
     .option("-0, --null", "records end with NUL instead of newline (implies --lines)")
     .option("-s, --size <size>", "expected total bytes, for the percentage and ETA of --progress")
+    .option("--force", "write to a terminal even input that looks binary")
     .option("--pipe-size <size>", "capacity to ask for the pipes on standard input and output, up to 1m unprivileged (default: 1m from 50mb/s on, else as they are)");
   addReportOptions(command);
-  addSharedBucketOptions(command)
+  return addSharedBucketOptions(command)
     .addHelpText("after", EXAMPLES)
     .action(async (files: string[], flags: PipeFlags) => {
+      checkNotMistypedCommand(files[0], commandNames(program));
       const config = parsePipeOptions(files, flags);
       const { runPipe } = await import("./run.js");
       onExit(await runPipe(config));

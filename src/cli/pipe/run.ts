@@ -16,6 +16,7 @@ import { standardOutputFailure, writeStandardError } from "../standard-streams.j
 import { loadNativeIo } from "./native-part.js";
 import { sizePipes } from "./pipe-capacity.js";
 import type { ProgressDisplay } from "../progress.js";
+import { refusingBinaryOnTerminal } from "../binary-guard.js";
 
 /** What a Linux pipe holds unless asked otherwise, and so what one read from it gives at most. */
 const PIPE_BUFFER_BYTES = 64 * 1024;
@@ -53,9 +54,8 @@ export async function runPipe(config: PipeConfig): Promise<number> {
     limiter,
     cost: config.cost,
     delimiter: config.delimiter,
-    // Counting lines costs a scan of every byte: only when someone will see the count.
-    // (Through splice(2) the bytes are never seen, and lines not counted.)
-    countRecords: config.stats !== undefined || wantsProgress(config),
+    // Lines are counted in line mode only: newlines in bytes (random binary) are not lines to anyone.
+    countRecords: config.cost !== "bytes",
     oneReadBytes: PIPE_BUFFER_BYTES,
   });
   const readAheadBytes = readAheadBytesFor(limiter.rate, config.kind);
@@ -70,12 +70,14 @@ export async function runPipe(config: PipeConfig): Promise<number> {
   // a reader that stalls blocks the copy but never the signals or the progress line.
   let writtenBytes = 0;
   const fdWriter = createFdWriter(1, (bytes) => (writtenBytes += bytes));
-  const writeOut = failingAsStandardOutput(fdWriter, () => writtenBytes);
+  const failingWrite = failingAsStandardOutput(fdWriter, () => writtenBytes);
+  // isatty(1), not process.stdout.isTTY (see wantsProgress). With -0 the NUL bytes are the user's own separators.
+  const writeOut = isatty(1) && !config.force && config.delimiter !== 0 ? refusingBinaryOnTerminal(failingWrite) : failingWrite;
 
   const snapshot = (): PipeStats => ({
     // What standard output took: a slice that failed to go out is not counted.
     bytes: writtenBytes + moving.bytes,
-    records: io ? undefined : throttle.stats.records,
+    records: config.cost === "bytes" ? undefined : throttle.stats.records,
     elapsedMs: performance.now() - startedMs,
     waitedMs: throttle.stats.waitedMs,
     rate: limiter.rate,
@@ -239,7 +241,7 @@ async function startProgress(config: PipeConfig, limiter: Limiter, read: () => P
   if (!wantsProgress(config)) return undefined;
   const { startProgressDisplay } = await import("../progress.js");
   const totalBytes = config.sizeBytes ?? knownTotalBytes(config.files, statSafe);
-  return startProgressDisplay({ read, totalBytes, level: () => limiter.tokens(), stream: process.stderr });
+  return startProgressDisplay({ read, totalBytes, level: () => limiter.tokens(), key: config.shared.key, name: config.name, stream: process.stderr, env: process.env });
 }
 
 function statSafe(name: string) {

@@ -46,6 +46,9 @@ export interface RunFlags extends ReportFlags, SharedBucketFlags {
   shell?: boolean;
 }
 
+/** --output's values. */
+export const OUTPUT_MODES: readonly OutputMode[] = ["line", "group", "raw"];
+
 const BYTE_RATE_HINT =
   `run launches commands, so it takes a count rate such as "5" or "300/m"; ` +
   `to limit a command's bandwidth, pipe it: curl -s URL | tbucket --rate 1mb > file`;
@@ -76,10 +79,8 @@ export function parseRunOptions(words: string[], flags: RunFlags): RunConfig {
   const maxWaitMs = flags.maxWait === undefined ? Infinity : parseOption("--max-wait", flags.maxWait, parseDuration);
   const killAfterMs = parseOption("--kill-after", flags.killAfter, parseDuration);
   const retries = parseOption("--retries", flags.retries, (text) => parseCount(text, 0));
-  const output = flags.output;
-  if (output !== "line" && output !== "group" && output !== "raw") {
-    throw new UsageError(`--output: "${output}" is not an output mode; try "line", "group" or "raw"`);
-  }
+  // choiceOption has checked it.
+  const output = flags.output as OutputMode;
   if (flags.tag && output === "raw") {
     throw new UsageError(`--tag: raw output is not split into lines, so it cannot be tagged; use "--output line" or "--output group"`);
   }
@@ -87,7 +88,7 @@ export function parseRunOptions(words: string[], flags: RunFlags): RunConfig {
   if (flags.input !== undefined && !items) {
     throw new UsageError(`--input: no argument of the command holds {}; write {} where the item goes, e.g. "curl -s {}"`);
   }
-  const { progress, stats } = parseReportOptions(flags);
+  const { progress, stats, name } = parseReportOptions(flags);
   return {
     command: words,
     rate,
@@ -105,6 +106,7 @@ export function parseRunOptions(words: string[], flags: RunFlags): RunConfig {
     shell: Boolean(flags.shell),
     progress,
     stats,
+    name,
     shared,
   };
 }

@@ -1,7 +1,8 @@
 import type { Command } from "commander";
+import { choiceOption } from "../choice-option.js";
 import { addReportOptions } from "../report-options.js";
 import { addSharedBucketOptions } from "../shared-options.js";
-import { parseRunOptions, type RunFlags } from "./options.js";
+import { OUTPUT_MODES, parseRunOptions, type RunFlags } from "./options.js";
 
 const EXAMPLES = `
 {} is the item (one line of standard input or of --input), {#} the job's number.
@@ -33,7 +34,7 @@ export function registerRun(program: Command, onExit: (code: number) => void): v
     .option("--max-wait <d>", "skip a job that would wait longer than d for its token (default: wait forever)")
     .option("--kill-after <d>", "after passing a signal on to jobs, kill those still running d later (0: at once)", "5s")
     .option("--retries <n>", "rerun a failed job up to n times; every attempt costs a token", "0")
-    .option("--output <mode>", "line (whole lines, never mixed), group (each job's output at its end), or raw", "line")
+    .addOption(choiceOption("--output <mode>", "line (whole lines, never mixed), group (each job's output at its end), or raw", OUTPUT_MODES, "an output mode").default("line"))
     .option("--tag", "prefix each output line with the job's item (or number) and a tab")
     .option("--joblog <file>", "write one JSON line per finished job to <file>")
     .option("--shell", "run the command with /bin/sh -c; items are shell-quoted");

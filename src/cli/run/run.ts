@@ -5,13 +5,14 @@ import type { Limiter } from "../../core/limiter.js";
 import { formatCountRate } from "../../core/units.js";
 import { jobSource, readLines } from "../../run/job-source.js";
 import { formatJobLogLine } from "../../run/job-log.js";
-import { isFatalSpawnError, JobRunner, type RunCounts, type RunResult } from "../../run/job-runner.js";
-import { LaunchRateMeter } from "../../run/launch-rate-meter.js";
+import { isFatalSpawnError, JobRunner, type RunResult } from "../../run/job-runner.js";
 import { OutputLock } from "../../run/output-lock.js";
 import { OutputSink } from "../../run/output-sink.js";
 import { ProcessGroups } from "../../run/process-groups.js";
 import { createProcessLauncher } from "../../run/process-launcher.js";
-import { describeLostOutput, formatProgress, formatStatsText, formatSummary, runStats } from "../../run/run-report.js";
+import { describeLostOutput, formatStatsText, formatSummary, runStats } from "../../run/run-report.js";
+import { LaunchRateMeter } from "../../run/launch-rate-meter.js";
+import { startRunProgress } from "./progress.js";
 import type { RunConfig } from "./options.js";
 import { EXIT, RuntimeError, signalExitStatus } from "../errors.js";
 import { describeFileError, describeWriteError, writeErrorReason } from "../file-errors.js";
@@ -138,7 +139,7 @@ async function launchAll(
 ): Promise<number> {
   // The meter gives --stats its rate after the burst, and the progress line its recent rate.
   const meter = new LaunchRateMeter(limiter.rate === Infinity ? 1 : limiter.burst);
-  const progress = await startProgress(config, limiter, meter);
+  const progress = startRunProgress({ progress: config.progress, key: config.shared.key, name: config.name }, limiter, meter);
   // Set once the runner exists: a failed write of job output stops the run.
   let onOutputFailure = (_error: NodeJS.ErrnoException) => {};
   const lock = new OutputLock();
@@ -181,7 +182,7 @@ async function launchAll(
       }
     },
   });
-  progress?.attach(runner, config.count);
+  progress?.attach(runner, config.count, config.input);
 
   if (!items && config.count === Infinity && config.durationMs === Infinity && process.stderr.isTTY) {
     stderr.write(`tbucket: run: launching at ${formatCountRate(limiter.rate)} until Ctrl-C (--count or --duration stop it on their own)\n`);
@@ -279,58 +280,3 @@ const JOB_SPAWN_ADVICE: Record<string, string> = {
   EEMPTY: "; an empty item cannot be the command name",
   ENUL: "; remove NUL bytes from the items",
 };
-
-interface RunProgress {
-  aroundWrite: ((write: () => boolean) => boolean) | undefined;
-  attach(runner: JobRunner, total: number): void;
-  stop(): void;
-}
-
-const REFRESH_MS = 200;
-const PLAIN_REFRESH_MS = 1000;
-
-/** The progress line: a spinner on a terminal (ora, loaded only then), else a plain line a second when forced. */
-async function startProgress(config: RunConfig, limiter: Limiter, meter: LaunchRateMeter): Promise<RunProgress | undefined> {
-  const wanted = config.progress === "on" || (config.progress === "auto" && process.stderr.isTTY && !process.stdout.isTTY);
-  if (!wanted) return undefined;
-  let read: () => string = () => "starting";
-  let timer: ReturnType<typeof setInterval> | undefined;
-  const describe = (counts: Readonly<RunCounts>, total: number) =>
-    formatProgress(counts, meter.ratePerSecond(performance.now()), limiter.rate, total);
-  // A terminal that reports no width (some ptys) would make ora's redraw arithmetic run away: print plain lines.
-  if (!process.stderr.isTTY || !(process.stderr.columns > 0)) {
-    return {
-      aroundWrite: undefined,
-      attach(runner, total) {
-        read = () => describe(runner.counts, total);
-        timer = setInterval(() => process.stderr.write(`${read()}\n`), PLAIN_REFRESH_MS);
-        timer.unref();
-      },
-      stop() {
-        clearInterval(timer);
-        process.stderr.write(`${read()}\n`);
-      },
-    };
-  }
-  const { default: ora } = await import("ora");
-  const spinner = ora({ stream: process.stderr, discardStdin: false, text: read() }).start();
-  return {
-    // Job output shares the terminal: clear the spinner line before it and draw it again after.
-    aroundWrite(write) {
-      spinner.clear();
-      const ok = write();
-      spinner.render();
-      return ok;
-    },
-    attach(runner, total) {
-      read = () => describe(runner.counts, total);
-      spinner.text = read();
-      timer = setInterval(() => (spinner.text = read()), REFRESH_MS);
-      timer.unref();
-    },
-    stop() {
-      clearInterval(timer);
-      spinner.stopAndPersist({ symbol: "", text: read() });
-    },
-  };
-}

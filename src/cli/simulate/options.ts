@@ -57,7 +57,10 @@ export interface SimulateFlags {
   target?: string;
 }
 
-const FORMATS: readonly SimulateFormat[] = ["summary", "table", "csv", "jsonl", "json"];
+/** The values of --format, --cost and --policy, for their options' choices. */
+export const FORMATS: readonly SimulateFormat[] = ["summary", "table", "csv", "jsonl", "json"];
+export const COST_UNITS: readonly CostUnit[] = ["count", "bytes"];
+export const POLICIES: readonly Policy[] = ["drop", "queue"];
 
 /** Turns the flags into a checked configuration; every mistake is a UsageError naming the flag. */
 export function parseSimulateOptions(flags: SimulateFlags): SimulateConfig {
@@ -67,11 +70,8 @@ export function parseSimulateOptions(flags: SimulateFlags): SimulateConfig {
   if (flags.arrivals === undefined && flags.trace === undefined) {
     throw new UsageError(`--arrivals or --trace: missing; try --arrivals "steady 8/s for 10s" or --trace access.log`);
   }
-  const cost = flags.cost ?? "count";
-  if (cost !== "count" && cost !== "bytes") {
-    throw new UsageError(`--cost: "${cost}" is not a cost unit; try "count" or "bytes"`);
-  }
-  const costUnit: CostUnit = cost;
+  // --cost, --policy and --format are checked by their choiceOption.
+  const costUnit = (flags.cost ?? "count") as CostUnit;
   const suggest = Boolean(flags.suggest);
 
   let source: SimulateSource;
@@ -121,9 +121,6 @@ export function parseSimulateOptions(flags: SimulateFlags): SimulateConfig {
   }
 
   let policy: Policy = "drop";
-  if (flags.policy !== undefined && flags.policy !== "drop" && flags.policy !== "queue") {
-    throw new UsageError(`--policy: "${flags.policy}" is not a policy; try "drop" or "queue"`);
-  }
   let maxWaitMs = Infinity;
   if (flags.maxWait !== undefined) {
     if (flags.policy === "drop") throw new UsageError(`--max-wait: only with --policy queue; drop never waits`);
@@ -141,13 +138,7 @@ export function parseSimulateOptions(flags: SimulateFlags): SimulateConfig {
   const costField = field("--cost-field", flags.costField);
   const keyField = field("--key-field", flags.keyField);
 
-  let format: SimulateFormat | undefined;
-  if (flags.format !== undefined) {
-    if (!FORMATS.includes(flags.format as SimulateFormat)) {
-      throw new UsageError(`--format: "${flags.format}" is not a format; try one of ${FORMATS.join(", ")}`);
-    }
-    format = flags.format as SimulateFormat;
-  }
+  const format = flags.format as SimulateFormat | undefined;
   const chart = Boolean(flags.chart);
   if (chart && (format === "csv" || format === "json" || format === "jsonl")) {
     throw new UsageError(`--chart: not with --format ${format}, which is for programs; use --format summary or table, or --svg FILE`);

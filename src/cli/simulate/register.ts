@@ -1,5 +1,6 @@
 import type { Command } from "commander";
-import { parseSimulateOptions, type SimulateFlags } from "./options.js";
+import { choiceOption } from "../choice-option.js";
+import { COST_UNITS, FORMATS, parseSimulateOptions, POLICIES, type SimulateFlags } from "./options.js";
 
 const EXAMPLES = `
 Arrivals: --arrivals segments separated by commas: "steady 8/s for 10s", "idle 5s", "burst 30",
@@ -27,15 +28,19 @@ export function registerSimulate(program: Command, onExit: (code: number) => voi
     .option("--arrivals <pattern>", 'arrivals from a pattern: "steady 8/s for 10s, idle 5s, burst 30, poisson 4/s for 30s, ramp 1/s..20/s for 20s"')
     .option("--seed <n>", "seed for the random (poisson) segments: the same seed gives the same output (default: a fresh seed, printed)")
     .option("--trace <file>", "arrivals from a file, one event per line (- for standard input); access logs are recognised")
-    .option("--cost <unit>", "what a token is: count (one per event, or --cost-field) or bytes (an access log's response size, or --cost-field)", "count")
+    .addOption(
+      choiceOption("--cost <unit>", "what a token is: count (one per event, or --cost-field) or bytes (an access log's response size, or --cost-field)", COST_UNITS, "a cost unit").default("count"),
+    )
     .option("--cost-field <n>", "with --trace: the field (from 1) holding each event's cost")
     .option("--key-field <n>", "with --trace: the field (from 1) holding each event's key, for --per-key")
     .option("--skip-bad", "skip trace lines that cannot be read, and report how many (default: stop with exit 2)")
-    .option("--policy <policy>", "drop (Allow: refuse what does not fit) or queue (Reserve: wait in order) (default: drop)")
+    .addOption(choiceOption("--policy <policy>", "drop (Allow: refuse what does not fit) or queue (Reserve: wait in order) (default: drop)", POLICIES, "a policy"))
     .option("--max-wait <duration>", "with queue: refuse an arrival that would wait longer (implies --policy queue)")
     .option("--per-key", "one bucket per key: --key-field, or the client address of an access log")
     .option("--max-keys <n>", "with --per-key: at most n buckets, the least recently used evicted (default: no limit)")
-    .option("--format <format>", "summary, table, csv, jsonl (one line per event) or json (default: summary and chart on a terminal, else table)")
+    .addOption(
+      choiceOption("--format <format>", "summary, table, csv, jsonl (one line per event) or json (default: summary and chart on a terminal, else table)", FORMATS, "a format"),
+    )
     .option("--step <duration>", "the width of a row of the table, chart and plot (default: fits 20 to 60 rows)")
     .option("--chart", "add a chart of the bucket level and admitted/refused per step (default: on a terminal)")
     .option("--svg <file>", "write an SVG plot of level, admitted, refused and wait over time to <file>")

@@ -1,0 +1,52 @@
+import { type Argument, type Command, Help, type HelpConfiguration, type Option } from "commander";
+
+/**
+ * How every help text reads: values as a user writes them (`(default: 8)`,
+ * never `(default: "8")` or `(default: false)`), choices only when the
+ * description does not already name them, and each command listed with the
+ * operands its own usage line shows. Commands inherit this from the program.
+ */
+export function helpTextConfiguration(): HelpConfiguration {
+  return {
+    optionDescription: (option: Option) => describeWithExtras(option.description, option.argChoices, shownDefault(option)),
+    argumentDescription: (argument: Argument) =>
+      describeWithExtras(argument.description, argument.argChoices, argument.defaultValue === undefined ? undefined : String(argument.defaultValue)),
+    // Every command has options: the list shows what else it takes, as its usage line does.
+    subcommandTerm: (command: Command) => `${command.name()} ${command.usage().replace(/^\[options\] ?| ?\[options\]$/, "")}`.trimEnd(),
+  };
+}
+
+/**
+ * The top-level help also lists `options` of the default command (its main
+ * ones, as pv's help shows its options first), before the program's own.
+ */
+export function showDefaultCommandOptions(program: Command, defaultCommand: Command, longNames: readonly string[]): void {
+  const base = program.configureHelp();
+  const shown = longNames.map((long) => {
+    const option = defaultCommand.options.find((candidate) => candidate.long === long);
+    if (!option) throw new Error(`showDefaultCommandOptions: ${defaultCommand.name()} has no ${long}`);
+    return option;
+  });
+  program.configureHelp({
+    ...base,
+    visibleOptions(command: Command) {
+      const options = Help.prototype.visibleOptions.call(this, command);
+      return command === program ? [...shown, ...options] : options;
+    },
+  });
+}
+
+/** A flag has no default worth saying; a value's default is said as typed. */
+function shownDefault(option: Option): string | undefined {
+  if (option.defaultValue === undefined || typeof option.defaultValue === "boolean") return undefined;
+  if (!option.required && !option.optional) return undefined;
+  return option.defaultValueDescription ?? String(option.defaultValue);
+}
+
+function describeWithExtras(description: string, choices: readonly string[] | undefined, defaultText: string | undefined): string {
+  const extras: string[] = [];
+  // "drop (...) or queue (...)" already lists them: the list is for a description that does not.
+  if (choices && !choices.every((choice) => new RegExp(`\\b${choice}\\b`).test(description))) extras.push(choices.join(", "));
+  if (defaultText !== undefined && !description.includes("(default")) extras.push(`default: ${defaultText}`);
+  return extras.length === 0 ? description : `${description} (${extras.join("; ")})`;
+}

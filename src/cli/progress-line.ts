@@ -1,0 +1,126 @@
+/**
+ * One progress line on standard error, shared by the pipe and run. Where the
+ * terminal can redraw, the line is redrawn in place five times a second;
+ * where it cannot (not a terminal, TERM=dumb, a terminal that reports no
+ * width), a plain line is printed once a second, so a log or a dumb terminal
+ * still sees the figures move. The line always fits the width: fields are
+ * dropped in a fixed order (fitFields), then it is cut.
+ */
+
+/** A field of the line; fields with a `dropRank` go, lowest rank first, until the line fits. */
+export interface ProgressField {
+  text: string;
+  dropRank?: number;
+}
+
+/** Why a field may go, in the order they go: pv drops its bar first; we drop what a user needs least. */
+export const DROP = { average: 1, bucket: 2, limit: 3, elapsed: 4, percentage: 5, secondary: 6 } as const;
+
+const SEPARATOR = "  ";
+
+/** The fields joined, without the droppable ones that do not fit `width`; cut to it as a last resort. */
+export function fitFields(fields: readonly ProgressField[], width: number, separator = SEPARATOR): string {
+  let kept = fields;
+  let line = kept.map((field) => field.text).join(separator);
+  const ranks = [...new Set(fields.flatMap((field) => (field.dropRank === undefined ? [] : [field.dropRank])))].sort((a, b) => a - b);
+  for (const rank of ranks) {
+    if (line.length <= width) break;
+    kept = kept.filter((field) => field.dropRank !== rank);
+    line = kept.map((field) => field.text).join(separator);
+  }
+  return line.length <= width ? line : line.slice(0, Math.max(0, width));
+}
+
+/** How the line is shown: redrawn in place, or a plain line a second. */
+export type ProgressStyle = "redraw" | "plain";
+
+export function progressStyle(stream: NodeJS.WriteStream, env: NodeJS.ProcessEnv): ProgressStyle {
+  return stream.isTTY && stream.columns > 0 && env.TERM !== "dumb" ? "redraw" : "plain";
+}
+
+/**
+ * The columns a line may take: the terminal's width less one (a line that
+ * fills the last column wraps on some terminals), or COLUMNS's elsewhere, or no limit.
+ */
+export function progressWidth(stream: NodeJS.WriteStream, env: NodeJS.ProcessEnv): number {
+  const columns = stream.isTTY && stream.columns > 0 ? stream.columns : Number(env.COLUMNS);
+  return Number.isInteger(columns) && columns > 1 ? columns - 1 : Infinity;
+}
+
+/** A row of a block of progress lines that several named processes share on one terminal (progress-rows.ts). */
+export interface ProgressRow {
+  /** This row's place: rows up from the line below the block. */
+  rowsUp(): number;
+  leave(): void;
+}
+
+export interface ProgressLineOptions {
+  stream: NodeJS.WriteStream;
+  env: NodeJS.ProcessEnv;
+  /** Prefixes the line (`-N`), as pv's name does. */
+  name?: string;
+  /** Set for a named process on a terminal that redraws: its line keeps a row of its own. */
+  row?: ProgressRow;
+  /** The line's text in at most `width` columns. */
+  describe(width: number): string;
+}
+
+export interface ProgressLine {
+  /** Clears the line before other output to the same terminal (draw puts it back). */
+  clear(): void;
+  draw(): void;
+  /** Draws the line a last time and leaves it on the screen. */
+  stop(): void;
+}
+
+export const REDRAW_MS = 200;
+export const PLAIN_LINE_MS = 1000;
+
+const ERASE_TO_END = "\x1b[K";
+const SAVE_CURSOR = "\x1b7";
+const RESTORE_CURSOR = "\x1b8";
+
+/** Starts drawing the line on its stream; stop() ends it. */
+export function startProgressLine(options: ProgressLineOptions): ProgressLine {
+  const { stream, env } = options;
+  // Progress that cannot be shown (standard error full or closed) is no reason to fail the work.
+  stream.on("error", () => {});
+  const style = progressStyle(stream, env);
+  // A name's control characters (a newline, an escape) would break the line: shown as "?".
+  const prefix = options.name === undefined ? "" : `${options.name.replace(/[\x00-\x1f\x7f]/g, "?")}: `;
+  const text = () => {
+    const width = progressWidth(stream, env);
+    return (prefix + options.describe(Math.max(0, width - prefix.length))).slice(0, width);
+  };
+  const row = style === "redraw" ? options.row : undefined;
+  let stopped = false;
+  const write = (data: string) => {
+    if (!stream.destroyed) stream.write(data);
+  };
+  const draw = () => {
+    if (stopped) return;
+    if (style === "plain") return write(`${text()}\n`);
+    if (!row) return write(`\r${text()}${ERASE_TO_END}`);
+    // One write: the terminal takes it whole, so another process's row cannot come between.
+    write(`${SAVE_CURSOR}\x1b[${row.rowsUp()}A\r${text()}${ERASE_TO_END}${RESTORE_CURSOR}`);
+  };
+  if (style === "redraw") draw();
+  const timer = setInterval(draw, style === "plain" ? PLAIN_LINE_MS : REDRAW_MS);
+  timer.unref();
+  return {
+    clear() {
+      if (style === "redraw" && !row && !stopped) write(`\r${ERASE_TO_END}`);
+    },
+    draw: () => {
+      if (style === "redraw") draw();
+    },
+    stop() {
+      if (stopped) return;
+      clearInterval(timer);
+      if (style === "plain" || !row) write(style === "plain" ? `${text()}\n` : `\r${text()}${ERASE_TO_END}\n`);
+      else draw();
+      stopped = true;
+      row?.leave();
+    },
+  };
+}

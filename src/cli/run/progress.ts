@@ -1,0 +1,69 @@
+import { performance } from "node:perf_hooks";
+import type { Limiter } from "../../core/limiter.js";
+import type { JobRunner } from "../../run/job-runner.js";
+import type { LaunchRateMeter } from "../../run/launch-rate-meter.js";
+import { PROGRESS_SEPARATOR, runProgressFields } from "../../run/run-progress.js";
+import { countFileLines } from "../count-lines.js";
+import { fitFields, type ProgressLine, startProgressLine } from "../progress-line.js";
+import type { ProgressMode } from "../report-options.js";
+
+export interface RunProgress {
+  /** Around job output to the same terminal: clears the line before it and draws it again after. */
+  aroundWrite: ((write: () => boolean) => boolean) | undefined;
+  /**
+   * Starts the line once the runner exists. `total` is --count; `input`, an
+   * --input file whose lines, counted meanwhile, give the total when fewer.
+   */
+  attach(runner: JobRunner, total: number, input?: string): void;
+  stop(): void;
+}
+
+export interface RunProgressOptions {
+  progress: ProgressMode;
+  /** --key: said next to the limit. */
+  key?: string;
+  /** -N: the line's name. */
+  name?: string;
+}
+
+/** The run's progress line (progress-line.ts), when asked for or when standard error is a terminal and standard output is not. */
+export function startRunProgress(options: RunProgressOptions, limiter: Limiter, meter: LaunchRateMeter): RunProgress | undefined {
+  const wanted = options.progress === "on" || (options.progress === "auto" && process.stderr.isTTY && !process.stdout.isTTY);
+  if (!wanted) return undefined;
+  let line: ProgressLine | undefined;
+  return {
+    aroundWrite(write) {
+      line?.clear();
+      const ok = write();
+      line?.draw();
+      return ok;
+    },
+    attach(runner, count, input) {
+      let total = count;
+      if (input !== undefined && input !== "-") {
+        void countFileLines(input).then((lines) => {
+          if (lines !== undefined) total = Math.min(total, lines);
+        });
+      }
+      line = startProgressLine({
+        stream: process.stderr,
+        env: process.env,
+        name: options.name,
+        describe: (width) =>
+          fitFields(
+            runProgressFields(runner.counts, {
+              launchesPerSecond: meter.ratePerSecond(performance.now()),
+              limitPerSecond: limiter.rate,
+              total,
+              key: options.key,
+            }),
+            width,
+            PROGRESS_SEPARATOR,
+          ),
+      });
+    },
+    stop() {
+      line?.stop();
+    },
+  };
+}

@@ -1,0 +1,80 @@
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { PassThrough } from "node:stream";
+import { fitFields, progressStyle, progressWidth, startProgressLine } from "../../src/cli/progress-line.js";
+import { RateWindow } from "../../src/cli/rate-window.js";
+
+/** A stand-in for standard error: a terminal of `columns` or not, collecting what is written. */
+function fakeStream(columns: number | undefined) {
+  const stream = new PassThrough() as unknown as NodeJS.WriteStream & { written: string };
+  stream.written = "";
+  Object.assign(stream, { isTTY: columns !== undefined, columns: columns ?? 0, write: (data: string) => ((stream.written += data), true) });
+  return stream;
+}
+
+describe("fitFields", () => {
+  it("drops the lowest ranks first, keeps fields without a rank, and cuts only as a last resort", () => {
+    const fields = [{ text: "aaaa" }, { text: "bb", dropRank: 2 }, { text: "cc", dropRank: 1 }, { text: "dddd" }];
+    expect(fitFields(fields, 100)).toBe("aaaa  bb  cc  dddd");
+    expect(fitFields(fields, 14)).toBe("aaaa  bb  dddd");
+    expect(fitFields(fields, 10)).toBe("aaaa  dddd");
+    expect(fitFields(fields, 6)).toBe("aaaa  ");
+  });
+});
+
+describe("RateWindow", () => {
+  it("measures over the window asked for, on the samples' own times", () => {
+    const window = new RateWindow(5000);
+    expect(window.rateOver(1000)).toBe(0);
+    for (let ms = 0; ms <= 10_000; ms += 500) window.record(ms, ms <= 6000 ? ms : 6000 + (ms - 6000) * 4);
+    expect(window.rateOver(1000)).toBe(4000);
+    expect(window.rateOver(5000)).toBe((4000 * 4 + 1000) / 5);
+  });
+});
+
+describe("the progress line on a terminal and elsewhere", () => {
+  beforeEach(() => void vi.useFakeTimers());
+  afterEach(() => void vi.useRealTimers());
+
+  it("redraws in place on a terminal, fitted to its width less one", () => {
+    const stream = fakeStream(20);
+    const line = startProgressLine({ stream, env: { TERM: "xterm" }, describe: (width) => "x".repeat(width + 5) });
+    vi.advanceTimersByTime(450);
+    line.stop();
+    const frame = `\r${"x".repeat(19)}\x1b[K`;
+    expect(stream.written).toBe(frame.repeat(3) + `${frame}\n`);
+  });
+
+  // Issue 15, point 11: with TERM=dumb, one line at the start and then nothing for 25 s.
+  it("prints a plain line a second where the terminal cannot redraw (TERM=dumb, or not a terminal)", () => {
+    for (const [stream, env] of [
+      [fakeStream(40), { TERM: "dumb" }],
+      [fakeStream(undefined), { COLUMNS: "11" }],
+    ] as const) {
+      let n = 0;
+      const line = startProgressLine({ stream, env, name: "in", describe: (width) => `${++n} ${"y".repeat(width)}`.slice(0, width) });
+      vi.advanceTimersByTime(3500);
+      line.stop();
+      const lines = stream.written.split("\n");
+      expect(lines.slice(0, -1)).toHaveLength(4);
+      expect(stream.written).not.toMatch(/[\r\x1b]/);
+      for (const text of lines.slice(0, -1)) expect(text).toMatch(/^in: \d+ y*$/);
+      expect(lines[0]!.length).toBe(env.TERM === "dumb" ? 39 : 10);
+    }
+  });
+
+  it("shows a name's control characters as ?, so that a name cannot break the line", () => {
+    const stream = fakeStream(undefined);
+    startProgressLine({ stream, env: {}, name: "a\nb\x1b[2J", describe: () => "1 B" }).stop();
+    expect(stream.written).toBe("a?b?[2J: 1 B\n");
+  });
+
+  it("knows which terminals redraw, and their width", () => {
+    expect(progressStyle(fakeStream(80), { TERM: "xterm" })).toBe("redraw");
+    expect(progressStyle(fakeStream(80), { TERM: "dumb" })).toBe("plain");
+    expect(progressStyle(fakeStream(0), {})).toBe("plain");
+    expect(progressStyle(fakeStream(undefined), {})).toBe("plain");
+    expect(progressWidth(fakeStream(80), { COLUMNS: "40" })).toBe(79);
+    expect(progressWidth(fakeStream(undefined), { COLUMNS: "40" })).toBe(39);
+    expect(progressWidth(fakeStream(undefined), {})).toBe(Infinity);
+  });
+});

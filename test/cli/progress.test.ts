@@ -1,0 +1,135 @@
+import { describe, expect, it } from "vitest";
+import { FakeClock } from "../../src/core/clock.js";
+import { formatPipeStats, type PipeStats, steadyRate } from "../../src/cli/pipe-stats.js";
+import { describeProgress, PipeProgressMeter, type ProgressView } from "../../src/cli/progress.js";
+
+const MiB = 1024 * 1024;
+
+function stats(overrides: Partial<PipeStats>): PipeStats {
+  return { bytes: 0, records: undefined, elapsedMs: 0, waitedMs: 0, rate: MiB, burst: MiB / 10, kind: "bytes", ...overrides };
+}
+
+const view = (overrides: Partial<ProgressView> = {}): ProgressView => ({
+  currentRate: MiB,
+  etaBytesPerSecond: MiB,
+  level: undefined,
+  totalBytes: undefined,
+  ...overrides,
+});
+
+/** The ETA in seconds that a line shows, parsed back. */
+function etaSeconds(line: string): number {
+  const match = / ETA (\d+(?:\.\d+)?) (s|ms)$/.exec(line) ?? / ETA (\d+)m(\d+)s$/.exec(line);
+  if (!match) throw new Error(`no ETA in ${line}`);
+  if (match[2] === "ms") return Number(match[1]) / 1000;
+  if (match[2] === "s") return Number(match[1]);
+  return Number(match[1]) * 60 + Number(match[2]);
+}
+
+describe("the pipe's progress line", () => {
+  // Issue 15, point 4: with --burst 4mb at 1mb/s the plain average read 10.37 MiB/s against a limit of 1.00 MiB/s.
+  it("shows the average past the burst, which stays at or below the limit, and labels a current rate above it (burst)", () => {
+    const afterHalfSecond = stats({ bytes: 4.5 * MiB, elapsedMs: 500, burst: 4 * MiB });
+    expect(steadyRate(afterHalfSecond)).toBe(MiB);
+    expect(describeProgress(afterHalfSecond, view({ currentRate: 9 * MiB, level: 0 }))).toBe(
+      "4.50 MiB  9.00 MiB/s  (burst)  avg 1.00 MiB/s  limit 1.00 MiB/s  bucket 0%  500 ms",
+    );
+    // While the burst goes out there is no average past it yet.
+    expect(describeProgress(stats({ bytes: 3 * MiB, elapsedMs: 10, burst: 4 * MiB }), view({ currentRate: 0 }))).toBe(
+      "3.00 MiB  0 B/s  limit 1.00 MiB/s  10 ms",
+    );
+  });
+
+  it("puts lines and lines per second first in line mode, bytes last (issue 15, point 7)", () => {
+    const line = describeProgress(stats({ kind: "count", rate: 10, burst: 1, records: 41, bytes: 82, elapsedMs: 4000 }), view({ currentRate: 10 }));
+    expect(line).toBe("41 lines  10.0 lines/s  avg 10.0 lines/s  limit 10.0/s  4.0 s  82 B");
+  });
+
+  it("adds the lines last for --lines with a byte rate", () => {
+    expect(describeProgress(stats({ bytes: 2 * MiB, records: 300, elapsedMs: 2000, burst: MiB }), view())).toBe(
+      "2.00 MiB  1.00 MiB/s  avg 512.00 KiB/s  limit 1.00 MiB/s  2.0 s  300 lines",
+    );
+  });
+
+  it("says the limit is a shared key's, and paused when the key is paused (issue 15, point 8)", () => {
+    expect(describeProgress(stats({ bytes: MiB, elapsedMs: 1000, rate: 2 * MiB }), view({ key: "backup" }))).toContain(
+      `limit 2.00 MiB/s, key "backup"`,
+    );
+    const paused = describeProgress(stats({ bytes: MiB, elapsedMs: 1000, rate: 0 }), view({ key: "backup", currentRate: 0, totalBytes: 2 * MiB }));
+    expect(paused).toBe(`1.00 MiB  0 B/s  avg 921.60 KiB/s  paused, key "backup"  1.0 s  50.0%`);
+  });
+
+  // Issue 15, point 10: at 40 columns the line wrapped onto three.
+  it("fits the width by dropping avg, bucket, limit, elapsed time, percentage in that order", () => {
+    const s = stats({ bytes: 12 * MiB, elapsedMs: 12_000, rate: MiB, burst: 4 * MiB });
+    const v = view({ level: MiB, totalBytes: 30 * MiB, key: "backup" });
+    const whole = describeProgress(s, v);
+    expect(whole).toBe(`12.00 MiB  1.00 MiB/s  avg 682.67 KiB/s  limit 1.00 MiB/s, key "backup"  bucket 25%  12.0 s  40.0%  ETA 18.0 s`);
+    const narrower = [
+      `12.00 MiB  1.00 MiB/s  limit 1.00 MiB/s, key "backup"  bucket 25%  12.0 s  40.0%  ETA 18.0 s`,
+      `12.00 MiB  1.00 MiB/s  limit 1.00 MiB/s, key "backup"  12.0 s  40.0%  ETA 18.0 s`,
+      `12.00 MiB  1.00 MiB/s  12.0 s  40.0%  ETA 18.0 s`,
+      `12.00 MiB  1.00 MiB/s  40.0%  ETA 18.0 s`,
+      `12.00 MiB  1.00 MiB/s  ETA 18.0 s`,
+    ];
+    for (const line of narrower) expect(describeProgress(s, v, line.length)).toBe(line);
+    // One column short of a line: the next field goes.
+    expect(describeProgress(s, v, narrower[0]!.length - 1)).toBe(narrower[1]);
+    // 40 columns (39 usable): the amount, the rate and the ETA.
+    expect(describeProgress(s, v, 39)).toBe(narrower[4]);
+    // Narrower than what cannot go: cut, never wrapped.
+    expect(describeProgress(s, v, 20)).toBe("12.00 MiB  1.00 MiB/");
+  });
+});
+
+describe("the ETA (issue 15, point 5)", () => {
+  /** A copy of `totalBytes` drawn every 200 ms on a fake clock at `bytesPerSecondAt(ms)`, and the ETA each line shows. */
+  async function copy(totalBytes: number, rateLimit: (ms: number) => number, bytesPerSecondAt: (ms: number) => number) {
+    const clock = new FakeClock();
+    const meter = new PipeProgressMeter();
+    let bytes = 0;
+    const lines: Array<{ atMs: number; eta: number; left: number }> = [];
+    meter.record(stats({}));
+    while (bytes < totalBytes) {
+      await clock.advance(200);
+      bytes = Math.min(totalBytes, bytes + bytesPerSecondAt(clock.now()) / 5);
+      const s = stats({ bytes, elapsedMs: clock.now(), rate: rateLimit(clock.now()), burst: MiB / 10 });
+      const line = describeProgress(s, { ...meter.record(s), level: undefined, totalBytes });
+      if (bytes < totalBytes) lines.push({ atMs: clock.now(), eta: etaSeconds(line), left: (totalBytes - bytes) / bytesPerSecondAt(clock.now()) });
+    }
+    return lines;
+  }
+
+  it("follows a limit raised from 1 to 4 MiB/s (key set) within the rate window, where the lifetime average never did", async () => {
+    // 10 s at 1 MiB/s, then 40 MiB at 4 MiB/s: 10 s more.
+    const raisedAtMs = 10_000;
+    const rate = (ms: number) => (ms <= raisedAtMs ? MiB : 4 * MiB);
+    const lines = await copy(50 * MiB, rate, rate);
+    const settled = lines.filter((line) => line.atMs >= raisedAtMs + 5000);
+    expect(settled.length).toBeGreaterThan(10);
+    for (const line of settled) expect(Math.abs(line.eta - line.left)).toBeLessThanOrEqual(0.1);
+    // Just after the change the ETA already falls faster than the clock.
+    const at = (ms: number) => lines.find((line) => line.atMs === ms)!.eta;
+    expect(at(raisedAtMs) - at(raisedAtMs + 2000)).toBeGreaterThan(4);
+  });
+
+  it("counts down at the speed a shared key really gives (half the limit), not the limit's", async () => {
+    const lines = await copy(20 * MiB, () => 2 * MiB, () => MiB);
+    for (const line of lines.filter((l) => l.atMs >= 1000)) expect(Math.abs(line.eta - line.left)).toBeLessThanOrEqual(0.1);
+  });
+
+  it("never promises more than the limit (a burst at the start)", async () => {
+    const lines = await copy(20 * MiB, () => MiB, (ms) => (ms <= 200 ? 20 * MiB : MiB));
+    for (const line of lines) expect(line.eta).toBeGreaterThanOrEqual(line.left - 0.1);
+  });
+});
+
+describe("pipe --stats", () => {
+  it("gives the average past the burst, in text and JSON (issue 15, point 4)", () => {
+    const s = stats({ bytes: 14 * MiB, elapsedMs: 10_000, burst: 4 * MiB });
+    expect(formatPipeStats(s, "text")).toContain("average 1.40 MiB/s (1,468,006 B/s), 1.00 MiB/s past the burst;");
+    expect(JSON.parse(formatPipeStats(s, "json"))).toMatchObject({ averageBytesPerSecond: 1468006.4, averagePastBurst: MiB });
+    const lines = stats({ kind: "count", rate: 10, burst: 1, records: 41, bytes: 82, elapsedMs: 4000 });
+    expect(JSON.parse(formatPipeStats(lines, "json"))).toMatchObject({ averageLinesPerSecond: 10.25, averagePastBurst: 10, rateUnit: "lines/s" });
+  });
+});

@@ -1,0 +1,110 @@
+import { randomBytes } from "node:crypto";
+import { readdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { BINARY_ON_TERMINAL } from "../../src/cli/binary-guard.js";
+import { tempDirs } from "../helpers/temp-dir.js";
+import { drawScreen, runInTerminal } from "../helpers/terminal.js";
+
+const tempDir = tempDirs("terminal");
+
+/** Each redraw of a line (between carriage returns), escapes taken out. */
+function frames(screenBytes: string): string[] {
+  return screenBytes
+    .split(/[\r\n]/)
+    .map((frame) => frame.replace(/\x1b(\[[0-9;?]*[A-Za-z]|[78])/g, ""))
+    .filter((frame) => frame !== "");
+}
+
+describe("progress on a terminal 40 columns wide (issue 15, point 10)", () => {
+  it("pipe: every redraw fits in 39 columns, so the line stays one line", async () => {
+    const dir = tempDir();
+    writeFileSync(join(dir, "in"), randomBytes(300 * 1024));
+    const result = await runInTerminal(`echo before; tbucket --rate 200k --burst 100k "$IN" > /dev/null; echo after`, {
+      columns: 40,
+      env: { IN: join(dir, "in") },
+    });
+    expect(result.code).toBe(0);
+    const screen = result.stdout.toString();
+    for (const frame of frames(screen)) expect(frame.length, frame).toBeLessThanOrEqual(39);
+    const rows = drawScreen(screen, 40);
+    expect(rows).toEqual(["before", expect.stringMatching(/^300\.00 KiB {2}.+ {2}100\.0%$/), "after"]);
+  });
+
+  it("run: the total and ETA stay, the limit goes first", async () => {
+    const result = await runInTerminal(`tbucket run --rate 20 --count 30 --progress -- true; echo after`, { columns: 40 });
+    expect(result.code).toBe(0);
+    const screen = result.stdout.toString();
+    for (const frame of frames(screen)) expect(frame.length, frame).toBeLessThanOrEqual(39);
+    expect(screen).toMatch(/\/30 started · [\d.]+\/s · ETA [\d.]+ (s|ms)/);
+    expect(drawScreen(screen, 40)[0]).toMatch(/^30\/30 started · /);
+  });
+});
+
+// Issue 15, point 12: several tbuckets in one pipeline overwrote each other's line.
+describe("named progress lines (-N) in one pipeline", () => {
+  it("keep a row each on the terminal (three of them), and leave nothing behind in XDG_RUNTIME_DIR", async () => {
+    const dir = tempDir();
+    const runtime = join(dir, "runtime");
+    writeFileSync(join(dir, "in"), randomBytes(256 * 1024));
+    const result = await runInTerminal(
+      `mkdir "$XDG_RUNTIME_DIR"; echo before; tbucket -N reader --rate 400k "$IN" | tbucket -N middle --rate 350k | tbucket -N writer --rate 300k > /dev/null; echo after`,
+      { columns: 80, env: { IN: join(dir, "in"), XDG_RUNTIME_DIR: runtime } },
+    );
+    expect(result.code).toBe(0);
+    const rows = drawScreen(result.stdout.toString(), 80);
+    expect(rows[0]).toBe("before");
+    // Each its own row, in the order they started, which the shell does not fix.
+    expect(rows.slice(1, 4).sort()).toEqual([
+      expect.stringMatching(/^middle: 256\.00 KiB {2}/),
+      expect.stringMatching(/^reader: 256\.00 KiB {2}.*100\.0%$/),
+      expect.stringMatching(/^writer: 256\.00 KiB {2}/),
+    ]);
+    expect(rows.slice(4)).toEqual(["after"]);
+    expect(readdirSync(runtime)).toEqual([]);
+  });
+
+  it("keep a row each when ended by a signal, in process groups of their own (timeout), and leave nothing behind", async () => {
+    const dir = tempDir();
+    const runtime = join(dir, "runtime");
+    writeFileSync(join(dir, "in"), randomBytes(1024 * 1024));
+    const result = await runInTerminal(
+      `mkdir "$XDG_RUNTIME_DIR"; echo before; timeout -s INT 1.5 "$TBUCKET_NODE" "$TBUCKET_BIN" -N reader --rate 100k "$IN" | timeout 1.5 "$TBUCKET_NODE" "$TBUCKET_BIN" -N writer --rate 50k > /dev/null; echo after`,
+      { columns: 80, env: { IN: join(dir, "in"), XDG_RUNTIME_DIR: runtime } },
+    );
+    const rows = drawScreen(result.stdout.toString(), 80);
+    expect(rows[0]).toBe("before");
+    expect(rows.slice(1, 3).map((row) => row.split(":")[0]).sort()).toEqual(["reader", "writer"]);
+    expect(rows.slice(3)).toEqual(["after"]);
+    expect(readdirSync(runtime)).toEqual([]);
+  });
+
+  it("a name prefixes the plain lines where the terminal cannot redraw, run's too", async () => {
+    const result = await runInTerminal(`printf abc | tbucket -N in --rate inf --progress > /dev/null`, { env: { TERM: "dumb" } });
+    expect(result.stdout.toString()).toMatch(/^in: 3 B {2}.+\r\n$/);
+    const run = await runInTerminal(`tbucket run -N jobs --count 2 --rate inf --progress -- true`, { env: { TERM: "dumb" } });
+    expect(run.stdout.toString()).toMatch(/^jobs: 2\/2 started · .+\r\n$/);
+  });
+});
+
+// Issue 15, point 13: like curl, binary data is not written to a terminal unless asked.
+describe("binary data to a terminal", () => {
+  it("is refused with one line and status 1, nothing written; --force writes it; text goes through", async () => {
+    const refused = await runInTerminal(`printf 'a\\0b' | tbucket --rate inf`);
+    expect([refused.code, refused.stdout.toString()]).toEqual([1, `tbucket: ${BINARY_ON_TERMINAL}\r\n`]);
+    const forced = await runInTerminal(`printf 'a\\0b' | tbucket --rate inf --force`);
+    expect([forced.code, forced.stdout.toString()]).toEqual([0, "a\0b"]);
+    const text = await runInTerminal(`printf 'plain text\\n' | tbucket --rate inf`);
+    expect([text.code, text.stdout.toString()]).toEqual([0, "plain text\r\n"]);
+  });
+
+  it("goes through with -0, whose NUL bytes are the records' own ends", async () => {
+    const records = await runInTerminal(`printf 'a\\0b\\0' | tbucket -0 --rate inf`);
+    expect([records.code, records.stdout.toString()]).toEqual([0, "a\0b\0"]);
+  });
+
+  it("is written when standard output is not a terminal", async () => {
+    const piped = await runInTerminal(`printf 'a\\0b' | tbucket --rate inf | od -An -c`);
+    expect(piped.stdout.toString()).toMatch(/a +\\0 +b/);
+  });
+});

@@ -1,0 +1,36 @@
+import { describe, expect, it } from "vitest";
+import { fitFields } from "../../src/cli/progress-line.js";
+import { formatProgress, PROGRESS_SEPARATOR, runProgressFields } from "../../src/run/run-progress.js";
+
+const counts = { started: 12, running: 2, succeeded: 8, failed: 1, interrupted: 0, skipped: 1, retried: 3 };
+
+describe("run's progress line", () => {
+  it("shows the counts, the launch rate and the limit; interrupted jobs when there are some", () => {
+    expect(formatProgress({ ...counts, interrupted: 2 }, { launchesPerSecond: 5, limitPerSecond: 5 })).toBe(
+      "12 started · 2 running · 11 done · 1 failed · 2 interrupted · 1 skipped · 5.0/s · limit 5.0/s",
+    );
+    expect(formatProgress({ ...counts, skipped: 0 }, { launchesPerSecond: 0.5, limitPerSecond: 1 / 60 })).toBe(
+      "12 started · 2 running · 9 done · 1 failed · 30.0/min · limit 1.0/min",
+    );
+  });
+
+  // Issue 15, point 6: no total and no ETA, where parallel --eta shows both.
+  it("shows the total and the time to the last launch when the total is known", () => {
+    expect(formatProgress(counts, { launchesPerSecond: 4.96, limitPerSecond: 5, total: 30 })).toBe(
+      "12/30 started · 2 running · 9 done · 1 failed · 1 skipped · 5.0/s · limit 5.0/s · ETA 3.6 s",
+    );
+    // At the pace of the launches when slower than the limit (a shared key, --jobs), never faster than the limit.
+    expect(formatProgress(counts, { launchesPerSecond: 2, limitPerSecond: 5, total: 30 })).toMatch(/ETA 9\.0 s$/);
+    expect(formatProgress(counts, { launchesPerSecond: 8, limitPerSecond: 5, total: 30 })).toMatch(/ETA 3\.6 s$/);
+    expect(formatProgress({ ...counts, started: 30 }, { launchesPerSecond: 5, limitPerSecond: 5, total: 30 })).not.toContain("ETA");
+    expect(formatProgress(counts, { launchesPerSecond: 0, limitPerSecond: 0, total: 30, key: "jobs" })).toBe(
+      `12/30 started · 2 running · 9 done · 1 failed · 1 skipped · 0.0/min · paused, key "jobs"`,
+    );
+  });
+
+  it("fits 40 columns by dropping the limit, running, done and a zero failed count", () => {
+    const fields = runProgressFields({ ...counts, failed: 0, skipped: 0 }, { launchesPerSecond: 5, limitPerSecond: 5, total: 30, key: "k" });
+    expect(fitFields(fields, 39, PROGRESS_SEPARATOR)).toBe("12/30 started · 5.0/s · ETA 3.6 s");
+    expect(fitFields(fields, 60, PROGRESS_SEPARATOR)).toBe("12/30 started · 2 running · 8 done · 5.0/s · ETA 3.6 s");
+  });
+});
