@@ -44,6 +44,13 @@ export interface RateLimitMiddleware {
   wrap(handler: RequestListener): RequestListener;
   /** Keys held now. */
   readonly liveKeys: number;
+  /**
+   * Drops keys whose buckets have refilled completely (the same as new ones),
+   * from the least recently used on, stopping at the first still in use;
+   * returns how many. New keys sweep a little as they come; an idle server
+   * may call this now and then to give the memory back.
+   */
+  sweep(): number;
   /** Forgets every key (releasing shared buckets' leases); the middleware still works afterwards. */
   close(): void;
 }
@@ -148,6 +155,7 @@ export function rateLimit(options: RateLimitOptions): RateLimitMiddleware {
     });
   };
   Object.defineProperty(middleware, "liveKeys", { get: () => gate.liveKeys });
+  middleware.sweep = () => gate.sweep();
   middleware.close = () => gate.close();
   return middleware;
 }

@@ -11,13 +11,13 @@ import { StoreError } from "../store/bucket-store.js";
 import { ThrottleStream } from "../stream/throttle-stream.js";
 import { accessLogLine } from "./access-log.js";
 import { backendRequestHeaders, endToEndHeaders } from "./forward-headers.js";
-import {
-  DEFAULT_BACKEND_TIMEOUT_MS,
-  DEFAULT_HEADERS_TIMEOUT_MS,
-  type HttpProxyOptions,
-  parseHttpTarget,
-  type RunningHttpProxy,
-} from "./http-proxy.js";
+import type { HttpProxyOptions, RunningHttpProxy } from "./http-proxy.js";
+import { parseHttpTarget } from "./http-target.js";
+
+const DEFAULT_HEADERS_TIMEOUT_MS = 30_000;
+const DEFAULT_BACKEND_TIMEOUT_MS = 60_000;
+
+const SWEEP_INTERVAL_MS = 1000;
 
 /** Longer header keys are held by their hash: 100,000 keys of 16 KiB each would be 1.6 GB. */
 const MAX_KEY_CHARS = 256;
@@ -55,6 +55,7 @@ export class HttpProxy implements RunningHttpProxy {
   readonly #backendTimeoutMs: number;
   #accessLog: NodeJS.WritableStream | undefined;
   #active = 0;
+  readonly #sweeper: ReturnType<typeof setInterval>;
   #idle: (() => void) | undefined;
   #address: { host: string; port: number } | undefined;
 
@@ -102,6 +103,12 @@ export class HttpProxy implements RunningHttpProxy {
       // Node checks the header timeout on this interval: at most a fraction of it late.
       connectionsCheckingInterval: Math.max(10, Math.min(30_000, Math.floor(headersTimeoutMs / 4))),
     });
+    // Full buckets go while the proxy is idle too, so that live keys are the keys in use.
+    this.#sweeper = setInterval(() => {
+      this.#limit.sweep();
+      this.#bodyBuckets?.sweep();
+    }, SWEEP_INTERVAL_MS);
+    this.#sweeper.unref();
     this.#server.on("request", (req, res) => this.#onRequest(req, res));
     this.#server.on("upgrade", (req, socket, head) => this.#onUpgrade(req, socket as Socket, head));
     this.#server.on("clientError", (error, socket) => this.#onClientError(error as NodeJS.ErrnoException, socket as Socket));
@@ -119,7 +126,10 @@ export class HttpProxy implements RunningHttpProxy {
   listen(): Promise<void> {
     const { host, port } = this.#options.listen;
     return new Promise((resolve, reject) => {
-      const onError = (error: Error) => reject(error);
+      const onError = (error: Error) => {
+        clearInterval(this.#sweeper);
+        reject(error);
+      };
       this.#server.once("error", onError);
       this.#server.listen(port, host, () => {
         this.#server.off("error", onError);
@@ -142,6 +152,7 @@ export class HttpProxy implements RunningHttpProxy {
         };
       });
     }
+    clearInterval(this.#sweeper);
     this.#server.closeAllConnections();
     for (const socket of this.#tunnels) socket.destroy();
     this.#agent.destroy();

@@ -230,6 +230,18 @@ describe("the HTTP proxy", () => {
     expect(socket.text()).toContain("Retry-After: 2\r\n");
   });
 
+  it("adds the RateLimit fields to the backend's answers, and Retry-After to its own 429s", async () => {
+    const backend = await listen((_req, res) => res.end("ok"));
+    const { url } = await proxyTo(backend.url, { rate: 2, burst: 2 });
+    const answers = [await get(url), await get(url), await get(url)];
+    expect(answers.map((a) => [a.status, a.headers["ratelimit-policy"], a.headers["retry-after"]])).toEqual([
+      [200, `"default";q=2;w=1`, undefined],
+      [200, `"default";q=2;w=1`, undefined],
+      [429, `"default";q=2;w=1`, "1"],
+    ]);
+    expect(answers[0]!.headers.ratelimit).toBe(`"default";r=1;t=1`);
+  });
+
   it("keys per header, falling back to the client's address without it", async () => {
     const backend = await listen((_req, res) => res.end());
     const { url } = await proxyTo(backend.url, { rate: 0.001, burst: 1, per: { by: "header", name: "X-Api-Key" } });
@@ -336,6 +348,14 @@ describe("the HTTP proxy", () => {
     );
     agent.destroy();
     expect(proxy.liveKeys()).toBe(100);
+  });
+
+  it("lets go of keys whose buckets refilled while the proxy is idle", async () => {
+    const backend = await listen((_req, res) => res.end());
+    const { proxy, url } = await proxyTo(backend.url, { rate: 100, burst: 1, trustProxy: ["127.0.0.1"] });
+    for (let i = 0; i < 5; i++) await get(url, { "x-forwarded-for": `10.2.0.${i}` });
+    expect(proxy.liveKeys()).toBe(5);
+    await until(() => proxy.liveKeys() === 0, "the keys to go");
   });
 
   it("shares each client's limit with another proxy through a store: a client alternating between them gets burst + rate x T in all", async () => {

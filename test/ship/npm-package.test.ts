@@ -52,7 +52,7 @@ afterAll(() => {
 
 describe("npm pack", () => {
   it("packs the compiled library and CLI, the bin shim, README and LICENSE, nothing else", () => {
-    expect(packedFiles).toEqual(expect.arrayContaining(["package.json", "bin/tbucket", "bin/package.json", "dist/cli.cjs", "dist/index.js", "dist/index.d.ts", "dist/cli/main.js", "README.md", "LICENSE"]));
+    expect(packedFiles).toEqual(expect.arrayContaining(["package.json", "bin/tbucket", "bin/package.json", "dist/cli.cjs", "dist/index.js", "dist/index.d.ts", "dist/cli/main.js", "dist/http/index.js", "dist/http/index.d.ts", "README.md", "LICENSE"]));
     const unexpected = packedFiles.filter((path) => !/^(dist\/.+\.(js|d\.ts)|dist\/cli\.cjs|bin\/tbucket|bin\/package\.json|package\.json|README\.md|LICENSE)$/.test(path));
     expect(unexpected).toEqual([]);
     expect(packedFiles).not.toContain("dist/tbucket-linux-x64");
@@ -84,10 +84,12 @@ describe("npm install -g of the tarball into a fresh prefix", () => {
     writeFileSync(
       join(consumer, "good.ts"),
       `import { FakeClock, TokenBucket, parseByteRate } from "tbucket";
+import { rateLimit, type RateLimitMiddleware } from "tbucket/http";
 const clock = new FakeClock();
 const bucket = new TokenBucket({ rate: parseByteRate("1mb"), burst: 10, clock });
 const ok: boolean = bucket.allowAt(clock.now(), 5);
-export { ok };
+const limit: RateLimitMiddleware = rateLimit({ rate: 50, burst: 10, policy: "queue", maxWaitMs: 2000 });
+export { ok, limit };
 `,
     );
     writeFileSync(join(consumer, "bad.ts"), `import { TokenBucket } from "tbucket";\nconst burst: string = new TokenBucket({ rate: 1, burst: 1 }).burst;\nexport { burst };\n`);
@@ -102,5 +104,7 @@ export { ok };
 
     const imported = run(process.execPath, ["--input-type=module", "-e", `import { TokenBucket } from "tbucket"; console.log(new TokenBucket({ rate: 2, burst: 3 }).burst)`], { cwd: consumer });
     expect(imported).toMatchObject({ status: 0, stdout: "3\n", stderr: "" });
+    const middleware = run(process.execPath, ["--input-type=module", "-e", `import { rateLimit } from "tbucket/http"; console.log(typeof rateLimit({ rate: 1, burst: 1 }).wrap)`], { cwd: consumer });
+    expect(middleware).toMatchObject({ status: 0, stdout: "function\n", stderr: "" });
   });
 });

@@ -88,3 +88,28 @@ describe("the HTTP proxy in real time", () => {
     expect(elapsedMs).toBeLessThan(envelopeMs + 1500);
   });
 });
+
+describe("the HTTP proxy's queue policy in real time", () => {
+  it("lets queued requests go on the bucket's schedule, never early, and refuses those that would wait past the limit", async () => {
+    const backend = await listen((_req, res) => res.end("ok"));
+    const rate = 20;
+    proxy = await startHttpProxy({ listen: { host: "127.0.0.1", port: 0 }, target: backend.url, rate, burst: 1, policy: "queue", maxWaitMs: 1000 });
+    const url = `http://127.0.0.1:${proxy.address.port}/`;
+    const agent = new Agent({ keepAlive: true, maxSockets: 30 });
+    // Connections first, so that their setup is not in the schedule; then the bucket refills.
+    await Promise.all(Array.from({ length: 30 }, () => ask(url, agent, { "x-forwarded-for": "10.9.9.9" })));
+    await new Promise((resolve) => setTimeout(resolve, 2000));
+    const startedMs = performance.now();
+    const answers = await Promise.all(Array.from({ length: 30 }, () => ask(url, agent).then((answer) => ({ ...answer, atMs: performance.now() - startedMs }))));
+    agent.destroy();
+    const admitted = answers.filter((a) => a.status === 200).map((a) => a.atMs).sort((a, b) => a - b);
+    // The first goes at once, then one every 50 ms for up to 1 s: 21 in all, give or take the one due at the limit.
+    expect(admitted.length).toBeGreaterThanOrEqual(20);
+    expect(admitted.length).toBeLessThanOrEqual(22);
+    const deviations = admitted.map((atMs, k) => atMs - admitted[0]! - (k * 1000) / rate);
+    // Never early: measured at the client, so a first answer slower than the rest (a pause of the
+    // collector) may make the others look up to that much early.
+    expect(Math.min(...deviations)).toBeGreaterThanOrEqual(-10);
+    expect(deviations.sort((a, b) => a - b)[Math.floor(deviations.length / 2)]).toBeLessThan(50);
+  });
+});
