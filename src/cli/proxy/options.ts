@@ -235,7 +235,7 @@ function parsePositiveDuration(text: string): number {
 /** The proxy would connect to itself, and each connection would open another. */
 function checkNotItself(listen: HostPort, to: HostPort): void {
   const everywhere = listen.host === "0.0.0.0" || listen.host === "::";
-  const sameHost = everywhere || listen.host === to.host || (isLoopback(listen.host) && isLoopback(to.host));
+  const sameHost = listen.host === to.host || ((everywhere || isLoopback(listen.host)) && isLoopback(to.host));
   if (listen.port !== 0 && listen.port === to.port && sameHost) {
     throw new UsageError(`--to ${formatHostPort(to)}: is where the proxy listens (--listen ${formatHostPort(listen)}), so it would connect to itself; give the backend's address`);
   }
