@@ -57,6 +57,27 @@ describe("tbucket proxy --to http://...", () => {
     expect((await stopProxy(second)).code).toBe(0);
   });
 
+  it("passes --policy queue, --max-wait, --per and --trust-proxy on to the proxy", async () => {
+    const backendPort = await httpBackend();
+    const queued = await startProxy(["--to", `http://127.0.0.1:${backendPort}`, "--rate", "5/s", "--policy", "queue", "--max-wait", "1s"]);
+    const startedMs = performance.now();
+    const statuses = await Promise.all([0, 1, 2].map(async () => (await fetch(`http://127.0.0.1:${queued.port}/`)).status));
+    expect(statuses).toEqual([200, 200, 200]);
+    // One at once, then one every 200 ms.
+    expect(performance.now() - startedMs).toBeGreaterThanOrEqual(350);
+    expect((await stopProxy(queued)).code).toBe(0);
+
+    const perClient = await startProxy(["--to", `http://127.0.0.1:${backendPort}`, "--rate", "1/10s", "--trust-proxy", "127.0.0.1", "--per", "ip"]);
+    const as = async (client: string) => (await fetch(`http://127.0.0.1:${perClient.port}/`, { headers: { "x-forwarded-for": client } })).status;
+    expect([await as("10.0.0.1"), await as("10.0.0.2"), await as("10.0.0.1")]).toEqual([200, 200, 429]);
+    expect((await stopProxy(perClient)).code).toBe(0);
+
+    const perHeader = await startProxy(["--to", `http://127.0.0.1:${backendPort}`, "--rate", "1/10s", "--per", "header:X-Api-Key"]);
+    const key = async (name: string) => (await fetch(`http://127.0.0.1:${perHeader.port}/`, { headers: { "x-api-key": name } })).status;
+    expect([await key("a"), await key("b"), await key("a")]).toEqual([200, 200, 429]);
+    expect((await stopProxy(perHeader)).code).toBe(0);
+  });
+
   it("exits 1 with one line when the access log cannot be opened", async () => {
     const log = join(tempDir(), "missing", "access.log");
     const result = await runCli(["proxy", "--listen", "127.0.0.1:0", "--to", "http://127.0.0.1:9", "--rate", "5/s", "--access-log", log]);
