@@ -40,6 +40,25 @@ describe("tbucket proxy (TCP) --key", () => {
     ]);
   });
 
+  it("--per client keeps each client's buckets as NAME:down:<address>, and keeps a rate set with tbucket key set", async () => {
+    const backend = await startBackend((socket) => socket.end("hello"));
+    backends.push(backend);
+    const dir = tempDir();
+    const store = `sqlite:${join(dir, "buckets.db")}`;
+    const env = { XDG_STATE_HOME: dir };
+    expect((await runCli(["key", "set", "per:down:127.0.0.3", "--rate", "2mb", "--store", store], { env })).code).toBe(0);
+    const proxy = await startProxy(["--to", `127.0.0.1:${backend.port}`, "--down", "1mb", "--per", "client", "--key", "per", "--store", store], { env });
+    expect((await receiveAll(await connectTo(proxy.port, "127.0.0.2"))).data.toString()).toBe("hello");
+    expect((await receiveAll(await connectTo(proxy.port, "127.0.0.3"))).data.toString()).toBe("hello");
+    expect((await stopProxy(proxy)).code).toBe(0);
+    const list = await runCli(["key", "list", "--store", store, "--json"], { env });
+    const keys = (JSON.parse(list.stdout.toString()) as Array<{ key: string; rate: number }>).map((state) => [state.key, state.rate]);
+    expect(keys).toEqual([
+      ["per:down:127.0.0.2", 1024 * 1024],
+      ["per:down:127.0.0.3", 2 * 1024 * 1024],
+    ]);
+  });
+
   it("exits 1 with one line when the store cannot be reached, and with --on-store-error local serves with private buckets", async () => {
     const store = `redis://127.0.0.1:${await unusedPort()}`;
     const backend = await startBackend((socket) => socket.end("hello"));
