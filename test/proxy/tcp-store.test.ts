@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { runCli } from "../helpers/cli.js";
 import { type Backend, connectTo, receiveAll, startBackend, startProxy, stopProxy } from "../helpers/proxy.js";
+import { startRedisServer } from "../helpers/redis-server.js";
 import { tempDirs } from "../helpers/temp-dir.js";
 
 const tempDir = tempDirs("proxy-store");
@@ -72,5 +73,35 @@ describe("tbucket proxy (TCP) --key", () => {
     expect(proxy.running.stderr()).toMatch(/^tbucket: warning: .*going on with private buckets\n/);
     expect((await receiveAll(await connectTo(proxy.port))).data.toString()).toBe("hello");
     expect((await stopProxy(proxy)).code).toBe(0);
+  });
+
+  it("when the store is lost mid-run, --on-store-error local keeps serving and the default stops the proxy with exit 1", async () => {
+    const backend = await startBackend((socket) => socket.end("hello"));
+    backends.push(backend);
+    const redis = await startRedisServer();
+    let stopped = false;
+    try {
+      const args = ["--to", `127.0.0.1:${backend.port}`, "--down", "1mb", "--per", "client", "--key", "lost", "--store", redis.url];
+      const local = await startProxy([...args, "--on-store-error", "local", "--metrics", "127.0.0.1:0"]);
+      const failing = await startProxy(args);
+      for (const proxy of [local, failing]) expect((await receiveAll(await connectTo(proxy.port, "127.0.0.2"))).data.toString()).toBe("hello");
+      await redis.stop();
+      stopped = true;
+      // A new client's bucket is asked of the store, which is gone.
+      const served = await receiveAll(await connectTo(local.port, "127.0.0.3"));
+      expect(served.data.toString()).toBe("hello");
+      expect(local.running.stderr()).toMatch(/\ntbucket: warning: .*; going on with private buckets at 1mib\/s, burst 104857\n/);
+      const metrics = await (await fetch(`http://127.0.0.1:${local.metricsPort}/metrics`)).text();
+      expect(metrics).toMatch(/\ntbucket_proxy_store_errors_total [1-9]/);
+      expect((await stopProxy(local)).code).toBe(0);
+
+      await connectTo(failing.port, "127.0.0.3").then(receiveAll, () => undefined);
+      const result = await failing.running.exited;
+      expect(result.code).toBe(1);
+      expect(result.stderr.split("\n").filter((line) => line.startsWith("tbucket: ") && !line.startsWith("tbucket: warning"))).toHaveLength(1);
+      expect(result.stderr).toMatch(/\ntbucket: .*; the proxy stopped; restart it, or add --on-store-error local to keep serving with private buckets\n$/);
+    } finally {
+      if (!stopped) await redis.stop();
+    }
   });
 });

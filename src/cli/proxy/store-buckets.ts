@@ -46,23 +46,38 @@ export async function openStoreBuckets(shared: SharedBucketOptions, hooks: Store
     return { open: (_key, _direction, spec) => ({ limiter: new TokenBucket({ rate: spec.bytesPerSecond, burst: spec.burstBytes }), close: async () => {} }), close: async () => {} };
   }
   const opened = store;
-  let warned = false;
+  /** Set once the store failed under --on-store-error local: later keys are private without asking it again. */
+  let failed = false;
+  /** Counts a failure, then stops the proxy, or (local) warns once and goes on. */
+  const lost = (error: StoreError, settings: BucketConfig): void => {
+    hooks.storeError();
+    const line = describeStoreFailure(error, { offerLocal: !local });
+    if (!local) {
+      const stop = new RuntimeError(`${line}; the proxy stopped; restart it, or add --on-store-error local to keep serving with private buckets`);
+      hooks.fatal(stop);
+      throw stop;
+    }
+    if (!failed) writeStandardError(`tbucket: warning: ${line}; going on with private buckets at ${describeConfig(settings)}\n`);
+    failed = true;
+  };
+  // A key first met after the store failed has taken nothing yet: it starts full, as a new key would.
+  const privateBucket = (config: BucketConfig) => ({ limiter: new TokenBucket({ rate: config.rate, burst: config.burst }), close: async () => {} });
   const open: LimiterFactory = async (key, direction, spec) => {
     const storeKey = key === "" ? `${name}:${direction}` : `${name}:${direction}:${key}`;
     const wanted: BucketConfig = { rate: spec.bytesPerSecond, burst: spec.burstBytes, kind: "bytes" };
-    const stored = key === "" ? undefined : await opened.read(storeKey);
-    const config = stored?.kind === "bytes" ? stored : await opened.configure(storeKey, wanted);
+    if (failed) return privateBucket(wanted);
+    let config: BucketConfig;
+    try {
+      const stored = key === "" ? undefined : await opened.read(storeKey);
+      config = stored?.kind === "bytes" ? stored : await opened.configure(storeKey, wanted);
+    } catch (error) {
+      if (!(error instanceof StoreError)) throw error;
+      lost(error, wanted);
+      return privateBucket(wanted);
+    }
     const limiter = new SharedLimiter({ store: opened, key: storeKey, config });
     const failover = new FailoverLimiter(limiter, (error, settings) => {
-      hooks.storeError();
-      const line = describeStoreFailure(error, { offerLocal: !local });
-      if (!local) {
-        const stop = new RuntimeError(`${line}; the proxy stopped`);
-        hooks.fatal(stop);
-        throw stop;
-      }
-      if (!warned) writeStandardError(`tbucket: warning: ${line}; going on with private buckets at ${describeConfig(settings)}\n`);
-      warned = true;
+      lost(error, settings);
       // Empty at first: the shared bucket may just have been drained, so no fresh burst.
       return new TokenBucket({ rate: settings.rate, burst: settings.burst, tokens: 0 });
     });
