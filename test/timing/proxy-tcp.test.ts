@@ -35,8 +35,8 @@ async function download(sockets: Socket[], ms: number): Promise<Received[]> {
   return Promise.all(receiving);
 }
 
-/** Timers and the scheduler may bunch deliveries: 50 ms of the rate, on a loaded machine. */
-const toleranceBytes = (rate: number) => rate * 0.05;
+/** A reader that wakes late on a loaded machine sees a bunch: 100 ms of the rate, far below what an unshaped link would show. */
+const toleranceBytes = (rate: number) => rate * 0.1;
 
 /** Every window between two arrivals holds at most burst + rate × its length (with the tolerance). */
 function expectInsideEnvelope(arrivals: Received["arrivals"], rate: number, burst: number): void {
