@@ -289,6 +289,13 @@ describe("tbucket proxy: failures to start", () => {
     }
   });
 
+  it("exits 1 with one line when --metrics cannot listen, having closed the proxy", async () => {
+    const port = await closedPort();
+    const result = await runCli(["proxy", "--listen", `127.0.0.1:${port}`, "--to", "127.0.0.1:9", "--rate", "1mb", "--metrics", `127.0.0.1:${port}`]);
+    expect(result.stderr).toBe(`tbucket: --metrics 127.0.0.1:${port}: the address is in use; stop what listens there, or choose another port\n`);
+    expect(result.code).toBe(1);
+  });
+
   it.each([
     [["--listen", "0", "--to", "nowhere", "--rate", "1mb"], `tbucket: --to: "nowhere" has no host; try "--to 127.0.0.1:5432" (TCP) or "--to http://127.0.0.1:3000" (HTTP)\n`],
     [["--listen", "0", "--to", "https://127.0.0.1:443", "--rate", "5/s"], `tbucket: --to: "https://127.0.0.1:443": tbucket proxy speaks plain http:// to its backend, not https://; try "--to 127.0.0.1:5432" (TCP) or "--to http://127.0.0.1:3000" (HTTP)\n`],
