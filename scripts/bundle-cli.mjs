@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // Bundles the CLI for bin/tbucket into one CommonJS file, dist/cli.cjs, with
-// commander and ora inlined. Each command's working code is wrapped so that it
+// commander inlined. Each command's working code is wrapped so that it
 // runs only when that command is imported, and V8 compiles a function only when
 // it is first called, so the unused code costs a quick scan. One CommonJS file
 // starts about 20 ms (of CPU) sooner than ESM chunks, which start the ESM loader,

@@ -1,5 +1,5 @@
 import { describe, it } from "vitest";
-import { fixture, sleep, startCli } from "../helpers/cli.js";
+import { fixture, runShell, sleep, startCli, TBUCKET } from "../helpers/cli.js";
 
 describe.concurrent("tbucket run: signals", () => {
   it("Ctrl-C stops launching, forwards SIGINT, waits; a second Ctrl-C kills; exit 130 with the summary", async ({ expect }) => {
@@ -23,6 +23,15 @@ describe.concurrent("tbucket run: signals", () => {
     expect(code).toBe(130);
     expect(cli.stdout()).toBe("ready\nready\nstopped by SIGINT\nstopped by SIGINT\n");
     expect(cli.stderr()).toBe("tbucket: run: interrupted: 2 started, 0 succeeded, 0 failed, 2 interrupted, 0 skipped, 0 retried\n");
+  });
+
+  it("under timeout, which sends its signal twice (to tbucket and to its group), jobs get it once and are not killed", async ({ expect }) => {
+    const run = `"${process.execPath}" "${TBUCKET}" run -r inf --count 1 --stats -- "${fixture("ignore-sigint.sh")}"`;
+    const result = await runShell(`timeout 2 ${run}; echo "status $?" >&2`);
+    // A second SIGTERM would have been a second signal: SIGKILL for the job, before its trap ran.
+    expect(result.stdout.toString()).toBe("ready\ngot SIGTERM\n");
+    // The job's shell may report its `sleep` as "Terminated".
+    expect(result.stderr.toString().replace(/^Terminated\n/, "")).toMatch(/^jobs: {5}1 started, 0 succeeded, 0 failed, 1 interrupted, 0 skipped, 0 retried\n(.*\n)*tbucket: run: interrupted\nstatus 124\n$/);
   });
 
   it("SIGTERM is forwarded likewise; exit 143", async ({ expect }) => {

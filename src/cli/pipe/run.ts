@@ -87,7 +87,11 @@ export async function runPipe(config: PipeConfig): Promise<number> {
     smallestSteadyBurst: burstBelowTimerTick(throttle, config.kind),
   });
   const progress = await startProgress(config, limiter, snapshot);
+  // Once only: a signal may arrive while the copy is finishing, and the stats are said once.
+  let finished = false;
   const finish = (code: number): number => {
+    if (finished) return code;
+    finished = true;
     progress?.stop(snapshot());
     if (config.stats) writeStandardError(formatPipeStats(snapshot(), config.stats));
     return code;
@@ -100,15 +104,24 @@ export async function runPipe(config: PipeConfig): Promise<number> {
   // in the kernel (its reader already holding it) before its end reaches the event loop. A
   // stalled reader's write never ends; then the stats count what was done. A shared key then
   // gets back the tokens of a wait cut short (close gives back a lease not yet due). A second
-  // signal ends it at once.
+  // signal ends it at once, after the stats: `timeout` sends its signal twice, to tbucket and
+  // to its process group, and a user's second Ctrl-C means now.
   const stopListening = () => {
     for (const signal of ENDING_SIGNALS) process.off(signal, onSignal);
   };
+  let signalled = false;
   const onSignal = (signal: NodeJS.Signals) => {
-    stopListening();
+    if (signalled) {
+      stopListening();
+      finish(signalExitStatus(signal));
+      process.kill(process.pid, signal);
+      return;
+    }
+    signalled = true;
     const end = () => {
       const code = finish(signalExitStatus(signal));
       void close().finally(() => {
+        stopListening();
         process.kill(process.pid, signal);
         // Reached only if some other listener kept the signal from ending the process.
         setImmediate(() => process.exit(code));
@@ -119,7 +132,7 @@ export async function runPipe(config: PipeConfig): Promise<number> {
     if (!writing) return setImmediate(end);
     void Promise.race([writing, new Promise((resolve) => setTimeout(resolve, SIGNAL_GRACE_MS))]).then(() => setImmediate(end));
   };
-  for (const signal of ENDING_SIGNALS) process.once(signal, onSignal);
+  for (const signal of ENDING_SIGNALS) process.on(signal, onSignal);
 
   const turns = eventLoopTurns();
   const copyChunks = async (chunks: AsyncIterable<Buffer> | Iterable<Buffer>) => {
@@ -154,12 +167,15 @@ export async function runPipe(config: PipeConfig): Promise<number> {
     }
     finish(EXIT.failure);
     await close();
-    throw error;
-  } finally {
     stopListening();
+    throw error;
   }
+  // The signals stay ours until the end: a signal that found no listener would end tbucket
+  // by default mid-write of its stats or of its progress row's file.
   await close();
-  return finish(unreadable ? EXIT.failure : EXIT.ok);
+  const code = finish(unreadable ? EXIT.failure : EXIT.ok);
+  stopListening();
+  return code;
 }
 
 /** The signals that end the pipe, after its stats, by the same signal. */

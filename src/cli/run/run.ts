@@ -26,6 +26,8 @@ const CANNOT_EXECUTE = 126;
 
 /** The signals that end a run. Jobs are in sessions of their own: the terminal's Ctrl-C and Ctrl-\ reach only us. */
 const HANDLED_SIGNALS: readonly NodeJS.Signals[] = ["SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT"];
+/** A signal repeated within this is the same delivery (see onSignal). */
+const DUPLICATE_SIGNAL_MS = 100;
 
 /** Launches the jobs, reports, and resolves to the exit status. */
 export async function runRun(config: RunConfig): Promise<number> {
@@ -191,9 +193,14 @@ async function launchAll(
   // First signal: stop launching and pass it on to every job's process group (jobs have groups
   // of their own, so the terminal's Ctrl-C reaches only us); a second one, or --kill-after, kills them.
   let interruptedBy: NodeJS.Signals | undefined;
+  let interruptedAtMs = 0;
   const onSignal = (signal: NodeJS.Signals) => {
+    // `timeout` sends its signal twice, to tbucket and to its process group: the same signal
+    // again at once is that one delivery, not a user's second Ctrl-C.
+    if (signal === interruptedBy && performance.now() - interruptedAtMs < DUPLICATE_SIGNAL_MS) return;
     if (interruptedBy === undefined) {
       interruptedBy = signal;
+      interruptedAtMs = performance.now();
       runner.stop("signal", FORWARDED[signal] ?? signal);
       groups.signalLingering(FORWARDED[signal] ?? signal);
     } else {
@@ -218,8 +225,10 @@ async function launchAll(
     // still reaches them (the handlers stay): dying of it here would leave them running.
     if (groups.anyLingering) await groups.endLingering("SIGTERM", config.killAfterMs);
   } finally {
-    for (const signal of HANDLED_SIGNALS) process.off(signal, onSignal);
+    // Stopped while the signals are still ours: one with no listener would end tbucket by
+    // default in the middle of leaving its progress row.
     progress?.stop();
+    for (const signal of HANDLED_SIGNALS) process.off(signal, onSignal);
   }
   process.off("exit", killLeftovers);
 
