@@ -218,12 +218,12 @@ describe("tbucket proxy (TCP): stopping", () => {
 
   it("with --progress writes a line a second: connections and bytes each way", async () => {
     const { port } = await backend((socket) => socket.end("x".repeat(1000)));
-    const proxy = await startProxy(["--to", `127.0.0.1:${port}`, "--rate", "1mb", "--progress"]);
+    const proxy = await startProxy(["--to", `127.0.0.1:${port}`, "--rate", "1mb", "--progress", "-N", "db"]);
     await receiveAll(await connectTo(proxy.port));
     await sleep(1300);
     const result = await stopProxy(proxy);
     expect(result.code).toBe(0);
-    expect(result.stderr).toMatch(/\n0 open, 1 accepted {2}up 0 B \(.+\) {2}down 1000 B \(.+\) {2}.+\n/);
+    expect(result.stderr).toMatch(/\ndb: 0 open, 1 accepted {2}up 0 B \(.+\) {2}down 1000 B \(.+\) {2}.+\n/);
   });
 
   it("on SIGTERM stops accepting, lets an open transfer finish, and exits 0", async () => {

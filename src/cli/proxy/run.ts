@@ -93,7 +93,7 @@ async function runTcpProxy(config: TcpProxyConfig): Promise<number> {
     );
   }
   const showProgress = config.progress === "on" || (config.progress === "auto" && process.stderr.isTTY);
-  const progress = showProgress ? startProgressLine(describeTcpProgress(() => running.stats), process.stderr) : undefined;
+  const progress = showProgress ? startProgressLine(named(config.name, describeTcpProgress(() => running.stats)), process.stderr) : undefined;
   const startedMs = performance.now();
   await stopper.until(config.drainMs, async (drainMs) => {
     await running.close(drainMs);
@@ -118,6 +118,11 @@ function backendWarning(to: HostPort, error: NodeJS.ErrnoException): void {
   lastBackendWarning = { atMs: nowMs, code };
   const why = code === "ECONNREFUSED" ? "nothing listens there (ECONNREFUSED)" : code === "ENOTFOUND" ? "the host name is not known (ENOTFOUND)" : code;
   writeStandardError(`tbucket: warning: --to ${formatHostPort(to)}: cannot connect: ${why}; the client's connection was reset, and the proxy goes on\n`);
+}
+
+/** -N: the progress line starts with the proxy's name, to tell several apart. */
+function named(name: string | undefined, describe: () => string): () => string {
+  return name === undefined ? describe : () => `${name}: ${describe()}`;
 }
 
 function describeDirection(direction: "up" | "down", spec: ByteBucketSpec | undefined): string {
@@ -192,7 +197,7 @@ async function runHttpProxy(config: HttpProxyConfig): Promise<number> {
     );
   }
   const showProgress = config.progress === "on" || (config.progress === "auto" && process.stderr.isTTY && config.accessLog !== "-");
-  const progress = showProgress ? startProgressLine(describeHttpProgress(() => tally, () => running.liveKeys()), process.stderr) : undefined;
+  const progress = showProgress ? startProgressLine(named(config.name, describeHttpProgress(() => tally, () => running.liveKeys())), process.stderr) : undefined;
   const startedMs = performance.now();
   await new Stopper().until(config.drainMs, async (drainMs) => {
     await running.close(drainMs);
