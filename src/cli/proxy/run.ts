@@ -1,23 +1,23 @@
 import { defaultBurst } from "../../core/default-burst.js";
-import { describeRate, describeSize } from "../../core/format.js";
+import { describeRate, describeSize, humanDuration } from "../../core/format.js";
 import type { ByteBucketSpec } from "../../proxy/bucket-pool.js";
 import { formatHostPort, type HostPort } from "../../proxy/host-port.js";
-import { ListenError } from "../../proxy/listen.js";
-import { type MetricsServer, ProxyMetrics, serveMetrics } from "../../proxy/metrics.js";
-import { startTcpProxy, type TcpProxy } from "../../proxy/tcp-proxy.js";
-import { createWriteStream } from "node:fs";
-import { once } from "node:events";
-import { humanDuration } from "../../core/format.js";
 import type { HttpProxyObserver, RunningHttpProxy, SharedHttpBuckets } from "../../proxy/http-proxy.js";
+import { ListenError } from "../../proxy/listen.js";
+import { ProxyMetrics } from "../../proxy/metrics.js";
+import { startTcpProxy, type TcpProxy } from "../../proxy/tcp-proxy.js";
 import { StoreError } from "../../store/bucket-store.js";
 import { EXIT, RuntimeError } from "../errors.js";
+import { writeStandardError } from "../standard-streams.js";
 import { describeStoreFailure } from "../store-failure.js";
 import { openCommandStore, storeLocation } from "../store-opener.js";
-import { writeStandardError } from "../standard-streams.js";
+import { openAccessLog } from "./access-log-file.js";
+import { listening, startMetrics } from "./listen-failure.js";
 import type { HttpProxyConfig, ProxyConfig, TcpProxyConfig } from "./options.js";
 import { describeHttpProgress, describeTcpProgress, type HttpTally, startProgressLine } from "./progress-line.js";
 import { formatHttpStats, formatTcpStats } from "./proxy-stats.js";
 import type { StoreBuckets } from "./store-buckets.js";
+import { Stopper } from "./stopper.js";
 
 /** Runs the proxy until SIGINT or SIGTERM, then drains; resolves to the exit status. */
 export async function runProxy(config: ProxyConfig): Promise<number> {
@@ -209,31 +209,6 @@ async function runHttpProxy(config: HttpProxyConfig): Promise<number> {
   return EXIT.ok;
 }
 
-/** The access log: standard output for "-", else a file appended to; a file that cannot be opened is a runtime failure. */
-async function openAccessLog(path: string): Promise<{ stream: NodeJS.WritableStream; close(): Promise<void> }> {
-  if (path === "-") {
-    process.stdout.on("error", () => {});
-    return { stream: process.stdout, close: async () => {} };
-  }
-  const stream = createWriteStream(path, { flags: "a" });
-  try {
-    await once(stream, "open");
-  } catch (error) {
-    throw new RuntimeError(`--access-log ${path}: ${describeFileError(error)}; choose a file you can write`);
-  }
-  // A log that fails mid-run (a full disk) must not stop the proxy.
-  stream.on("error", (error) => writeStandardError(`tbucket: warning: --access-log ${path}: ${describeFileError(error)}; requests go on unlogged\n`));
-  return { stream, close: () => new Promise<void>((resolve) => stream.end(() => resolve())) };
-}
-
-function describeFileError(error: unknown): string {
-  const code = (error as NodeJS.ErrnoException).code;
-  if (code === "ENOENT") return "its folder does not exist";
-  if (code === "EACCES" || code === "EPERM") return "permission denied";
-  if (code === "EISDIR") return "it is a folder";
-  return code ?? (error as Error).message;
-}
-
 /** The store for --key in HTTP mode: each client's bucket is NAME:<client>. */
 async function openHttpStore(config: HttpProxyConfig): Promise<{ buckets: SharedHttpBuckets | undefined; close(): Promise<void> }> {
   const local = config.shared.onStoreError === "local";
@@ -253,85 +228,3 @@ async function openHttpStore(config: HttpProxyConfig): Promise<{ buckets: Shared
     return { buckets: undefined, close: async () => {} };
   }
 }
-
-/** Starts a server; an address in use or refused is a runtime failure of one line. */
-async function listening<T>(start: () => Promise<T>): Promise<T> {
-  try {
-    return await start();
-  } catch (error) {
-    if (error instanceof ListenError) throw listenFailure("--listen", error);
-    throw error;
-  }
-}
-
-async function startMetrics(config: ProxyConfig, metrics: ProxyMetrics): Promise<MetricsServer | undefined> {
-  if (!config.metrics) return undefined;
-  try {
-    return await serveMetrics(metrics, config.metrics);
-  } catch (error) {
-    if (error instanceof ListenError) throw listenFailure("--metrics", error);
-    throw error;
-  }
-}
-
-function listenFailure(flag: string, error: ListenError): RuntimeError {
-  const where = formatHostPort(error.address);
-  switch (error.errno) {
-    case "EADDRINUSE":
-      return new RuntimeError(`${flag} ${where}: the address is in use; stop what listens there, or choose another port`);
-    case "EACCES":
-      return new RuntimeError(`${flag} ${where}: not allowed to listen there (ports below 1024 need privileges); choose a port from 1024 up`);
-    case "EADDRNOTAVAIL":
-    case "ENOTFOUND":
-      return new RuntimeError(`${flag} ${where}: the host is not an address of this machine; listen on 127.0.0.1 or one of its addresses`);
-    default:
-      return new RuntimeError(`${flag} ${where}: cannot listen (${error.errno || error.message}); choose another address`);
-  }
-}
-
-/**
- * Stopper ends a server on the first SIGINT or SIGTERM, or when told to: it
- * runs `stop` with the drain time; a second signal stops draining and closes
- * what is left at once.
- */
-class Stopper {
-  #stop: ((drainMs: number) => Promise<void>) | undefined;
-  #stopping: Promise<void> | undefined;
-  #requested: number | undefined;
-  #done: { resolve(): void; reject(error: unknown): void } | undefined;
-
-  readonly #onSignal = () => this.stop(this.#drainMs);
-  #drainMs = 0;
-
-  /** Resolves once `stop` has run after a signal or a call to `stop`. */
-  until(drainMs: number, stop: (drainMs: number) => Promise<void>): Promise<void> {
-    this.#stop = stop;
-    this.#drainMs = drainMs;
-    for (const signal of SIGNALS) process.on(signal, this.#onSignal);
-    return new Promise<void>((resolve, reject) => {
-      this.#done = { resolve, reject };
-      if (this.#requested !== undefined) this.stop(this.#requested);
-    });
-  }
-
-  stop(drainMs: number): void {
-    if (!this.#stop || !this.#done) {
-      this.#requested = Math.min(this.#requested ?? drainMs, drainMs);
-      return;
-    }
-    if (this.#stopping) {
-      // Impatient: what is still open is closed now.
-      void this.#stop(0);
-      return;
-    }
-    const done = this.#done;
-    this.#stopping = this.#stop(drainMs).then(() => {
-      for (const signal of SIGNALS) process.off(signal, this.#onSignal);
-      done.resolve();
-    }, done.reject);
-  }
-}
-
-const SIGNALS: readonly NodeJS.Signals[] = ["SIGINT", "SIGTERM"];
-
-
