@@ -4,6 +4,7 @@ import { helpTextConfiguration, showDefaultCommandOptions } from "./help-text.js
 import { registerKey } from "./key/register.js";
 import { checkNotMistypedCommand, commandNames } from "./mistyped-command.js";
 import { registerPipe } from "./pipe/register.js";
+import { registerProxy } from "./proxy/register.js";
 import { registerRun } from "./run/register.js";
 import { registerSimulate } from "./simulate/register.js";
 import { version } from "./version.js";
@@ -36,6 +37,7 @@ export function createProgram(onExit: (code: number) => void): Command {
   registerRun(program, onExit);
   registerSimulate(program, onExit);
   registerKey(program, onExit);
+  registerProxy(program, onExit);
   registerCompletion(program, onExit, DEFAULT_COMMAND);
   // Before the pipe parses its options: `tbucket simulte --arrivals x` is a mistyped command, not an unknown option.
   program.hook("preSubcommand", (root, command) => {

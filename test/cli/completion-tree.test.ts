@@ -31,7 +31,7 @@ describe("describeCommandTree", () => {
     expect(option("run", "--stats")).toMatchObject({ value: "none" });
     expect(command("completion").operands).toEqual({ kind: "words", values: ["bash", "zsh", "fish"] });
     expect(command("run").operands.kind).toBe("command");
-    expect(command("help").operands).toEqual({ kind: "words", values: ["pipe", "run", "simulate", "key", "completion"] });
+    expect(command("help").operands).toEqual({ kind: "words", values: ["pipe", "run", "simulate", "key", "proxy", "completion"] });
     expect(command("key").subcommands.map((sub) => sub.path)).toEqual(expect.arrayContaining([["key", "set"], ["key", "show"]]));
   });
 });

@@ -1,0 +1,313 @@
+#!/usr/bin/env node
+// The proxy's figures (issue 16, point 6 for TCP), read from outside: each client's output is
+// timestamped here as it arrives. trickle (Debian's package) shapes the same transfer side by side.
+//
+//   node bench/proxy.mjs              # everything: TCP (about 1 minute), then HTTP when bench/proxy-http.mjs exists
+//   node bench/proxy.mjs --only tcp   # a 50 MiB download through --down 5mb; 10 downloads per link and per connection
+//   node bench/proxy.mjs --only http  # the HTTP figures of bench/proxy-http.mjs (beside nginx, with wrk),
+//                                     # measured on the `tbucket proxy` command
+//
+// Needs `npm run build` and curl (the client of every row: trickle wraps it, tbucket proxies it;
+// the backend answers any request with SIZE bytes). Run as root, it installs trickle, nginx and
+// wrk from Debian's packages when they are missing.
+import { execFileSync, spawn } from "node:child_process";
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { connect, createServer } from "node:net";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const TBUCKET = fileURLToPath(new URL("../bin/tbucket", import.meta.url));
+const HTTP_BENCH = fileURLToPath(new URL("./proxy-http.mjs", import.meta.url));
+const onlyIndex = process.argv.indexOf("--only");
+const only = onlyIndex > 0 ? process.argv[onlyIndex + 1] : undefined;
+if (only !== undefined && only !== "tcp" && only !== "http") {
+  process.stderr.write(`bench: --only takes tcp or http, not ${only}\n`);
+  process.exit(2);
+}
+const MiB = 1024 * 1024;
+const RATE = 5 * MiB;
+/** tbucket's default burst: 100 ms of the rate. */
+const BURST = RATE / 10;
+const work = mkdtempSync(join(tmpdir(), "tbucket-bench-"));
+process.on("exit", () => rmSync(work, { recursive: true, force: true }));
+
+function have(tool) {
+  try {
+    execFileSync("sh", ["-c", `command -v ${tool}`], { stdio: "ignore" });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Installs the benchmark's peers from Debian's packages when they are missing, as root only. */
+function ensureTools(packages) {
+  const missing = packages.filter((name) => !have(name));
+  if (missing.length === 0) return;
+  if (process.getuid?.() !== 0 || !have("apt-get")) {
+    process.stderr.write(`bench: missing ${missing.join(", ")}; their rows are left out (apt-get install ${missing.join(" ")})\n`);
+    return;
+  }
+  process.stderr.write(`bench: installing ${missing.join(", ")} with apt-get\n`);
+  const list = missing.join(" ");
+  execFileSync("sh", ["-c", `apt-get install -y ${list} >/dev/null 2>&1 || { apt-get update >/dev/null 2>&1 && apt-get install -y ${list} >/dev/null 2>&1; }`], { stdio: "inherit" });
+}
+
+// A backend that answers each connection's request with SIZE bytes and ends: its own process,
+// so that the bench's event loop only reads.
+const BACKEND = join(work, "backend.cjs");
+writeFileSync(
+  BACKEND,
+  `const net = require("node:net");
+const size = Number(process.argv[2]);
+const block = Buffer.alloc(64 * 1024, 0x61);
+const server = net.createServer((socket) => {
+  socket.on("error", () => {});
+  socket.once("data", () => {
+    let left = size;
+    const feed = () => {
+      while (left > 0) {
+        const chunk = left >= block.length ? block : block.subarray(0, left);
+        left -= chunk.length;
+        if (left === 0) { socket.end(chunk); return; }
+        if (!socket.write(chunk)) return;
+      }
+    };
+    socket.on("drain", feed);
+    socket.write("HTTP/1.0 200 OK\\r\\nContent-Length: " + size + "\\r\\nConnection: close\\r\\n\\r\\n");
+    feed();
+  });
+});
+server.listen(0, "127.0.0.1", () => console.log(server.address().port));
+`,
+);
+const curl = (port) => ["curl", "-s", "--http1.0", `http://127.0.0.1:${port}/`];
+
+/** Starts a process that prints a port on its first line (backend) or says where it listens (proxy). */
+function startServer(argv, pattern) {
+  const child = spawn(argv[0], argv.slice(1), { stdio: ["ignore", "pipe", "pipe"] });
+  return new Promise((resolve, reject) => {
+    let text = "";
+    const look = (chunk) => {
+      text += chunk;
+      const match = pattern.exec(text);
+      if (match) resolve({ child, port: Number(match[1]) });
+    };
+    child.stdout.on("data", look);
+    child.stderr.on("data", look);
+    child.on("exit", (code) => reject(new Error(`${argv.join(" ")} ended (${code}): ${text}`)));
+  });
+}
+
+const startBackend = (size) => startServer([process.execPath, BACKEND, String(size)], /^(\d+)/);
+const startProxy = (backendPort, args) =>
+  startServer([process.execPath, TBUCKET, "proxy", "--listen", "127.0.0.1:0", "--to", `127.0.0.1:${backendPort}`, ...args], /listening on 127\.0\.0\.1:(\d+)/);
+
+async function stop({ child }) {
+  if (child.exitCode !== null) return;
+  const exited = new Promise((resolve) => child.on("exit", resolve));
+  child.kill("SIGTERM");
+  await exited;
+}
+
+/** Runs one client and timestamps what it receives. */
+function download(argv) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(argv[0], argv.slice(1), { stdio: ["ignore", "pipe", "inherit"] });
+    const times = [];
+    const totals = [];
+    let total = 0;
+    child.stdout.on("data", (chunk) => {
+      total += chunk.length;
+      times.push(performance.now());
+      totals.push(total);
+    });
+    child.on("error", reject);
+    child.on("close", () => resolve({ times, totals, total }));
+  });
+}
+
+/**
+ * A client inside the bench: a socket whose every chunk is timestamped as it comes off the
+ * connection, with no process or pipe between. Used for tbucket's own figures; a client
+ * process (curl) adds its pipe's bunching and its start-up, and is what trickle can wrap.
+ */
+function socketDownload(port) {
+  return new Promise((resolve, reject) => {
+    const socket = connect({ host: "127.0.0.1", port });
+    const times = [];
+    const totals = [];
+    let total = 0;
+    socket.on("connect", () => socket.write("GET / HTTP/1.0\r\n\r\n"));
+    socket.on("data", (chunk) => {
+      total += chunk.length;
+      times.push(performance.now());
+      totals.push(total);
+    });
+    socket.on("error", reject);
+    socket.on("close", () => resolve({ times, totals, total }));
+  });
+}
+
+/** The most received in any window beyond burst + rate × window, in bytes. */
+function envelopeExcess({ times, totals }, rate, burst) {
+  let worst = -Infinity;
+  let minStart = Infinity;
+  for (let j = 0; j < times.length; j++) {
+    const before = j === 0 ? 0 : totals[j - 1];
+    minStart = Math.min(minStart, before - (rate * times[j]) / 1000);
+    worst = Math.max(worst, totals[j] - (rate * times[j]) / 1000 - minStart - burst);
+  }
+  return worst;
+}
+
+/** The rate after the burst, from the first byte to the last, against the target. */
+function steadyRate({ times, total }, burst) {
+  return (total - burst) / ((times.at(-1) - times[0]) / 1000);
+}
+
+/** The lowest and highest rate over whole seconds after the first. */
+function secondRates({ times, totals }) {
+  const rates = [];
+  for (let from = times[0] + 1000; from + 1000 <= times.at(-1); from += 1000) {
+    rates.push(bytesUntil({ times, totals }, from + 1000) - bytesUntil({ times, totals }, from));
+  }
+  return rates.length ? { min: Math.min(...rates), max: Math.max(...rates) } : undefined;
+}
+
+function bytesUntil({ times, totals }, atMs) {
+  let received = 0;
+  for (let i = 0; i < times.length && times[i] <= atMs; i++) received = totals[i];
+  return received;
+}
+
+/** Several downloads' arrivals as one, in time order. */
+function merged(results) {
+  const chunks = results.flatMap((one) => one.times.map((atMs, i) => ({ atMs, bytes: one.totals[i] - (i === 0 ? 0 : one.totals[i - 1]) })));
+  chunks.sort((a, b) => a.atMs - b.atMs);
+  let total = 0;
+  const times = chunks.map((chunk) => chunk.atMs);
+  const totals = chunks.map((chunk) => (total += chunk.bytes));
+  return { times, totals, total };
+}
+
+/** Each download's share of what all received while all were running. */
+function shares(results) {
+  const fromMs = Math.max(...results.map((one) => one.times[0]));
+  const toMs = Math.min(...results.map((one) => one.times.at(-1)));
+  const got = results.map((one) => bytesUntil(one, toMs) - bytesUntil(one, fromMs));
+  const sum = got.reduce((a, b) => a + b, 0);
+  return { min: Math.min(...got) / sum, max: Math.max(...got) / sum, windowMs: toMs - fromMs };
+}
+
+const pct = (x) => `${x >= 0 ? "+" : ""}${(x * 100).toFixed(2)} %`;
+const mibps = (x) => `${(x / MiB).toFixed(3)} MiB/s`;
+const kib = (x) => `${(x / 1024).toFixed(1)} KiB`;
+/** An excess over the envelope, and how long the rate takes to send it: a reader that woke that late sees it. */
+const over = (x, rate) => (x <= 0 ? "never" : `${kib(x)} (${((x / rate) * 1000).toFixed(1)} ms of the rate)`);
+
+async function singleDownload() {
+  const size = 50 * MiB;
+  console.log(`## One download of ${size / MiB} MiB at ${RATE / MiB} MiB/s\n`);
+  console.log("| tool | steady rate vs 5 MiB/s | slowest / fastest second | worst window over b + r·T (b = 512 KiB) | worst window over r·T + 64 KiB |");
+  console.log("|---|---|---|---|---|");
+  const backend = await startBackend(size);
+  const rows = [];
+  const proxy = await startProxy(backend.port, ["--down", "5mb"]);
+  rows.push(["tbucket proxy --down 5mb (client: a socket in the bench)", await socketDownload(proxy.port)]);
+  rows.push(["tbucket proxy --down 5mb (client: curl)", await download(curl(proxy.port))]);
+  await stop(proxy);
+  if (have("trickle")) {
+    rows.push(["trickle -s -d 5120", await download(["trickle", "-s", "-d", String(RATE / 1024), ...curl(backend.port)])]);
+    rows.push(["trickle -s -d 5120 -w 65536", await download(["trickle", "-s", "-d", String(RATE / 1024), "-w", "65536", ...curl(backend.port)])]);
+  }
+  await stop(backend);
+  for (const [name, result] of rows) {
+    if (result.total < size) console.log(`| ${name} | received ${result.total} of ${size} bytes | | | |`);
+    const seconds = secondRates(result);
+    const excess = envelopeExcess(result, RATE, BURST);
+    const tight = envelopeExcess(result, RATE, 64 * 1024);
+    console.log(
+      `| ${name} | ${pct(steadyRate(result, BURST) / RATE - 1)} | ${seconds ? `${mibps(seconds.min)} / ${mibps(seconds.max)}` : "-"} | ${over(excess, RATE)} | ${over(tight, RATE)} |`,
+    );
+  }
+  console.log("");
+}
+
+async function concurrentDownloads() {
+  const count = 10;
+  console.log(`## ${count} downloads at once\n`);
+  console.log("| tool | each | all together | smallest / largest share | each one's rate, slowest / fastest | worst window of all over b + r·T |");
+  console.log("|---|---|---|---|---|---|");
+  const cases = [];
+  for (const client of ["socket", "curl"]) {
+    const by = client === "socket" ? "(clients: sockets in the bench)" : "(clients: curl)";
+    cases.push({ name: `tbucket proxy --down 5mb --per link ${by}`, client, each: 5 * MiB, args: ["--down", "5mb", "--per", "link"], rate: RATE });
+    cases.push({ name: `tbucket proxy --down 5mb --per connection ${by}`, client, each: 10 * MiB, args: ["--down", "5mb", "--per", "connection"], rate: RATE * count });
+  }
+  if (have("trickle")) cases.push({ name: "trickle -s -d 5120 -w 65536, one per process (clients: curl)", each: 10 * MiB, trickle: true, rate: RATE * count });
+  for (const test of cases) {
+    const backend = await startBackend(test.each);
+    const proxy = test.trickle ? undefined : await startProxy(backend.port, test.args);
+    const argv = test.trickle ? ["trickle", "-s", "-d", String(RATE / 1024), "-w", "65536", ...curl(backend.port)] : curl(proxy.port);
+    const results = await Promise.all(Array.from({ length: count }, () => (test.client === "socket" ? socketDownload(proxy.port) : download(argv))));
+    if (proxy) await stop(proxy);
+    await stop(backend);
+    const all = merged(results);
+    const share = shares(results);
+    const rates = results.map((one) => steadyRate(one, test.trickle ? 0 : BURST));
+    const excess = envelopeExcess(all, test.rate, test.trickle ? 0 : BURST * (test.rate / RATE));
+    console.log(
+      `| ${test.name} | ${test.each / MiB} MiB | ${mibps(steadyRate(all, 0))} | ${(share.min * 100).toFixed(1)} % / ${(share.max * 100).toFixed(1)} % | ` +
+        `${mibps(Math.min(...rates))} / ${mibps(Math.max(...rates))} | ${over(excess, test.rate)} |`,
+    );
+  }
+  console.log("");
+}
+
+if (only === undefined || only === "tcp") {
+  ensureTools(["trickle"]);
+  if (!have("curl")) throw new Error("bench: curl is needed for the client (apt-get install curl)");
+  await singleDownload();
+  await concurrentDownloads();
+}
+/**
+ * Runs `tbucket proxy` in HTTP mode for bench/proxy-http.mjs, which measures it: its options
+ * ({ target, rate, burst, trustProxy, policy, maxWaitMs }, rate "inf" for no limit) as flags.
+ */
+async function startHttpCommand(options) {
+  const args = ["--rate", options.rate === "inf" ? "inf" : `${options.rate}/s`, "--burst", String(options.burst), "-q"];
+  if (options.trustProxy?.length) args.push("--trust-proxy", options.trustProxy.join(","));
+  if (options.policy === "queue") args.push("--policy", "queue", "--max-wait", `${options.maxWaitMs}ms`);
+  const port = await freePort();
+  const child = spawn(process.execPath, [TBUCKET, "proxy", "--listen", `127.0.0.1:${port}`, "--to", options.target, ...args], { stdio: ["ignore", "ignore", "inherit"] });
+  // -q says nothing: ready once it accepts a connection.
+  for (let attempt = 0; ; attempt++) {
+    const accepted = await new Promise((resolve) => {
+      const socket = connect({ host: "127.0.0.1", port }, () => resolve(socket.end() && true));
+      socket.on("error", () => resolve(false));
+    });
+    if (accepted) break;
+    if (attempt > 200 || child.exitCode !== null) throw new Error(`tbucket proxy did not start on port ${port}`);
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  return { port, pid: child.pid, stop: () => stop({ child }) };
+}
+
+async function freePort() {
+  const server = createServer();
+  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address();
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+if (only === undefined || only === "http") {
+  if (existsSync(HTTP_BENCH)) {
+    const http = await import(HTTP_BENCH);
+    await http.runHttpBenchmarks({ startProxy: startHttpCommand });
+  } else {
+    process.stderr.write("bench: bench/proxy-http.mjs is not here; the HTTP figures are left out\n");
+  }
+}

@@ -1,0 +1,269 @@
+import { isIP } from "node:net";
+import { parseByteRate, parseByteSize, parseCount, parseCountRate, parseDuration } from "../../core/units.js";
+import type { BucketScope } from "../../proxy/bucket-pool.js";
+import { formatHostPort, type HostPort, parseHostPort } from "../../proxy/host-port.js";
+import { parseOption, UsageError } from "../errors.js";
+import { parseReportOptions, type ReportFlags, type ReportOptions } from "../report-options.js";
+import { parseSharedBucketOptions, type SharedBucketFlags, type SharedBucketOptions } from "../shared-options.js";
+
+/** What both modes share. */
+interface CommonProxyConfig extends ReportOptions {
+  listen: HostPort;
+  to: HostPort;
+  /** How long open connections may finish after SIGINT/SIGTERM. */
+  drainMs: number;
+  metrics: HostPort | undefined;
+  shared: SharedBucketOptions;
+}
+
+export interface TcpProxyConfig extends CommonProxyConfig {
+  mode: "tcp";
+  /** Bytes per second each way; undefined: that direction is not limited (or, with --key, the key's). */
+  upBytesPerSecond: number | undefined;
+  downBytesPerSecond: number | undefined;
+  burstBytes: number | undefined;
+  per: BucketScope;
+  idleTimeoutMs: number;
+  connections: { perSecond: number; burst: number; maxWaitMs: number } | undefined;
+}
+
+/** Whose bucket a request pays into: the client's address, a header's value, or one bucket for all. */
+export type HttpKeyScope = { by: "ip" } | { by: "header"; name: string } | { by: "all" };
+
+export interface HttpProxyConfig extends CommonProxyConfig {
+  mode: "http";
+  /** The backend as written: `http://HOST:PORT[/prefix]`. */
+  target: string;
+  /** Requests per second, per key. */
+  requestsPerSecond: number;
+  burst: number | undefined;
+  per: HttpKeyScope;
+  /** Addresses (CIDR) whose X-Forwarded-For and Forwarded headers are believed. */
+  trustProxy: string[];
+  policy: "drop" | "queue";
+  /** With `queue`: the longest wait before a 429. */
+  maxWaitMs: number | undefined;
+  bodyBytesPerSecond: number | undefined;
+  maxKeys: number | undefined;
+  /** A file, or "-" for standard output. */
+  accessLog: string | undefined;
+}
+
+export type ProxyConfig = TcpProxyConfig | HttpProxyConfig;
+
+export interface ProxyFlags extends SharedBucketFlags, ReportFlags {
+  listen?: string;
+  to?: string;
+  rate?: string;
+  burst?: string;
+  up?: string;
+  down?: string;
+  per?: string;
+  idleTimeout?: string;
+  connections?: string;
+  maxWait?: string;
+  trustProxy?: string;
+  policy?: string;
+  bodyRate?: string;
+  maxKeys?: string;
+  accessLog?: string;
+  drain?: string;
+  metrics?: string;
+}
+
+/** Where a listener binds when the user names only a port: loopback; a wider address is the user's choice. */
+export const DEFAULT_HOST = "127.0.0.1";
+
+const TCP_ONLY: ReadonlyArray<[keyof ProxyFlags, string]> = [
+  ["up", "--up"],
+  ["down", "--down"],
+  ["idleTimeout", "--idle-timeout"],
+  ["connections", "--connections"],
+];
+const HTTP_ONLY: ReadonlyArray<[keyof ProxyFlags, string]> = [
+  ["trustProxy", "--trust-proxy"],
+  ["policy", "--policy"],
+  ["bodyRate", "--body-rate"],
+  ["maxKeys", "--max-keys"],
+  ["accessLog", "--access-log"],
+];
+
+const TCP_EXAMPLE = `tbucket proxy --listen 5433 --to 127.0.0.1:5432 --down 2mb`;
+const HTTP_EXAMPLE = `tbucket proxy --listen 8080 --to http://127.0.0.1:3000 --rate 50/s --burst 10`;
+
+/** Turns the proxy's flags into a checked configuration of one mode; every mistake is a UsageError. */
+export function parseProxyOptions(flags: ProxyFlags): ProxyConfig {
+  if (flags.listen === undefined) throw new UsageError(`--listen: missing; try "${TCP_EXAMPLE}"`);
+  if (flags.to === undefined) throw new UsageError(`--to: missing; try "${TCP_EXAMPLE}" or "${HTTP_EXAMPLE}"`);
+  const shared = parseSharedBucketOptions(flags);
+  const report = parseReportOptions(flags);
+  const { mode, to, target } = parseTarget(flags.to);
+  const refused = mode === "tcp" ? HTTP_ONLY : TCP_ONLY;
+  for (const [name, flag] of refused) {
+    if (flags[name] !== undefined) {
+      const why = mode === "tcp" ? `is for HTTP mode, and --to ${flags.to} is TCP (http://HOST:PORT selects HTTP)` : `is for TCP mode, and --to ${flags.to} is HTTP (HOST:PORT selects TCP)`;
+      throw new UsageError(`${flag}: ${why}; drop ${flag} or change --to`);
+    }
+  }
+  const common: CommonProxyConfig = {
+    listen: parseOption("--listen", flags.listen, (text) => parseAddress(text, "--listen", true)),
+    to,
+    drainMs: flags.drain === undefined ? 10_000 : parseOption("--drain", flags.drain, parseDuration),
+    metrics: flags.metrics === undefined ? undefined : parseOption("--metrics", flags.metrics, (text) => parseAddress(text, "--metrics", true)),
+    shared,
+    ...report,
+  };
+  checkNotItself(common.listen, to);
+  return mode === "tcp" ? parseTcpOptions(flags, common) : parseHttpOptions(flags, common, target!);
+}
+
+/** `HOST:PORT` is TCP, `http://HOST:PORT` HTTP. */
+function parseTarget(text: string): { mode: "tcp" | "http"; to: HostPort; target?: string } {
+  const example = `try "--to 127.0.0.1:5432" (TCP) or "--to http://127.0.0.1:3000" (HTTP)`;
+  const url = /^([a-z][a-z0-9+.-]*):\/\/(.*)$/i.exec(text.trim());
+  if (url) {
+    const scheme = url[1]!.toLowerCase();
+    if (scheme !== "http") throw new UsageError(`--to: "${text}": tbucket proxy speaks plain http:// to its backend, not ${scheme}://; ${example}`);
+    const slash = url[2]!.indexOf("/");
+    const hostPort = slash === -1 ? url[2]! : url[2]!.slice(0, slash);
+    const path = slash === -1 ? "" : url[2]!.slice(slash);
+    if (/[?#@\s]/.test(url[2]!)) throw new UsageError(`--to: "${text}": a backend is http://HOST:PORT[/prefix], without a user, query or fragment; ${example}`);
+    const to = parseOption("--to", /:\d*$/.test(hostPort) ? hostPort : `${hostPort}:80`, (address) => parseAddress(address, "--to", false, example));
+    return { mode: "http", to, target: `http://${formatHostPort(to)}${path}` };
+  }
+  return { mode: "tcp", to: parseOption("--to", text, (hostPort) => parseAddress(hostPort, "--to", false, example)) };
+}
+
+function parseAddress(text: string, flag: string, listener: boolean, example?: string): HostPort {
+  try {
+    return parseHostPort(text, listener ? { defaultHost: DEFAULT_HOST, allowAnyPort: true } : {});
+  } catch (error) {
+    const tryThis = example ?? (listener ? `try "${flag} 8080" or "${flag} 127.0.0.1:8080"` : `try "${flag} 127.0.0.1:5432"`);
+    throw new Error(`${(error as Error).message}; ${tryThis}`);
+  }
+}
+
+function parseTcpOptions(flags: ProxyFlags, common: CommonProxyConfig): TcpProxyConfig {
+  const keyed = common.shared.key !== undefined;
+  const byteRate = (flag: string, text: string | undefined) =>
+    text === undefined ? undefined : parseOption(flag, text, (value) => parseByteRate(value, { allowZero: keyed }));
+  const both = byteRate("--rate", flags.rate);
+  const upBytesPerSecond = byteRate("--up", flags.up) ?? both;
+  const downBytesPerSecond = byteRate("--down", flags.down) ?? both;
+  const per = (flags.per ?? "link") as BucketScope;
+  if (!["link", "connection", "client"].includes(per)) {
+    throw new UsageError(`--per: "${flags.per}" is not a TCP scope; try "--per link" (one bucket for all, the default), "--per connection" or "--per client"`);
+  }
+  if (keyed && per === "connection") {
+    throw new UsageError(`--per connection: a connection's bucket is its own, so --key has nothing to share; use --per link or --per client with --key`);
+  }
+  const limited = upBytesPerSecond !== undefined || downBytesPerSecond !== undefined;
+  if (keyed && !limited) {
+    throw new UsageError(`--key: TCP mode sets its keys (${common.shared.key}:up, ${common.shared.key}:down) from --rate, --up or --down; add one, e.g. "--key ${common.shared.key} --down 1mb"`);
+  }
+  if (flags.burst !== undefined && !limited) {
+    throw new UsageError(`--burst: sizes the byte buckets, and no byte rate is given; add --rate, --up or --down (e.g. "--down 1mb --burst 256k")`);
+  }
+  if (!limited && flags.connections === undefined) {
+    throw new UsageError(`no limit given: add --rate (both ways), --up or --down, or --connections; try "${TCP_EXAMPLE}"`);
+  }
+  let connections: TcpProxyConfig["connections"];
+  if (flags.connections !== undefined) {
+    const perSecond = parseOption("--connections", flags.connections, (text) => parseCountRate(text));
+    const maxWaitMs = flags.maxWait === undefined ? 0 : parseOption("--max-wait", flags.maxWait, parseDuration);
+    connections = { perSecond, burst: 1, maxWaitMs };
+  } else if (flags.maxWait !== undefined) {
+    throw new UsageError(`--max-wait: holds connections over --connections, which is not given; add e.g. "--connections 10/s --max-wait 2s"`);
+  }
+  return {
+    ...common,
+    mode: "tcp",
+    upBytesPerSecond,
+    downBytesPerSecond,
+    burstBytes: flags.burst === undefined ? undefined : parseOption("--burst", flags.burst, parseByteSize),
+    per,
+    idleTimeoutMs: flags.idleTimeout === undefined ? Infinity : parseOption("--idle-timeout", flags.idleTimeout, parsePositiveDuration),
+    connections,
+  };
+}
+
+function parseHttpOptions(flags: ProxyFlags, common: CommonProxyConfig, target: string): HttpProxyConfig {
+  const keyed = common.shared.key !== undefined;
+  // With --key too: each client's key in the store is made from it.
+  if (flags.rate === undefined) throw new UsageError(`--rate: missing; HTTP mode limits requests, e.g. "${HTTP_EXAMPLE}"`);
+  const requestsPerSecond = parseOption("--rate", flags.rate, (text) => {
+    try {
+      return parseCountRate(text, { allowZero: keyed });
+    } catch (error) {
+      if (/byte rate|not a count rate/.test((error as Error).message) && /[a-z]/i.test(text.replace(/\/.*$/, ""))) {
+        throw new Error(`"${text}" is not a count of requests; HTTP mode's --rate counts requests ("50/s"), and --body-rate shapes bytes ("1mb")`);
+      }
+      throw error;
+    }
+  });
+  const policy = flags.policy ?? "drop";
+  if (policy !== "drop" && policy !== "queue") throw new UsageError(`--policy: "${policy}" is not a policy; try "--policy drop" (429 at once) or "--policy queue --max-wait 2s"`);
+  if (flags.maxWait !== undefined && policy !== "queue") {
+    throw new UsageError(`--max-wait: is how long --policy queue holds a request, and the policy is drop; add "--policy queue"`);
+  }
+  if (policy === "queue" && flags.maxWait === undefined) {
+    throw new UsageError(`--policy queue: needs --max-wait, the longest a request waits its turn before a 429; add e.g. "--max-wait 2s"`);
+  }
+  return {
+    ...common,
+    mode: "http",
+    target,
+    requestsPerSecond,
+    burst: flags.burst === undefined ? undefined : parseOption("--burst", flags.burst, (text) => parseCount(text)),
+    per: parseHttpScope(flags.per),
+    trustProxy: flags.trustProxy === undefined ? [] : parseOption("--trust-proxy", flags.trustProxy, parseCidrList),
+    policy,
+    maxWaitMs: flags.maxWait === undefined ? undefined : parseOption("--max-wait", flags.maxWait, parseDuration),
+    bodyBytesPerSecond: flags.bodyRate === undefined ? undefined : parseOption("--body-rate", flags.bodyRate, (text) => parseByteRate(text)),
+    maxKeys: flags.maxKeys === undefined ? undefined : parseOption("--max-keys", flags.maxKeys, (text) => parseCount(text)),
+    accessLog: flags.accessLog,
+  };
+}
+
+/** A duration above zero: an idle timeout of 0 would close every connection at once. */
+function parsePositiveDuration(text: string): number {
+  const ms = parseDuration(text);
+  if (ms === 0) throw new Error(`"${text}" must be more than zero; try "30s" or "5m", or leave it out for no timeout`);
+  return ms;
+}
+
+/** The proxy would connect to itself, and each connection would open another. */
+function checkNotItself(listen: HostPort, to: HostPort): void {
+  const everywhere = listen.host === "0.0.0.0" || listen.host === "::";
+  const sameHost = listen.host === to.host || ((everywhere || isLoopback(listen.host)) && isLoopback(to.host));
+  if (listen.port !== 0 && listen.port === to.port && sameHost) {
+    throw new UsageError(`--to ${formatHostPort(to)}: is where the proxy listens (--listen ${formatHostPort(listen)}), so it would connect to itself; give the backend's address`);
+  }
+}
+
+function isLoopback(host: string): boolean {
+  return host === "localhost" || host === "::1" || /^127\./.test(host);
+}
+
+function parseHttpScope(text: string | undefined): HttpKeyScope {
+  if (text === undefined || text === "ip") return { by: "ip" };
+  if (text === "all") return { by: "all" };
+  const header = /^header:([!#$%&'*+.^_`|~0-9A-Za-z-]+)$/.exec(text);
+  if (header) return { by: "header", name: header[1]!.toLowerCase() };
+  throw new UsageError(`--per: "${text}" is not an HTTP scope; try "--per ip" (the default), "--per header:X-Api-Key" or "--per all"`);
+}
+
+/** `127.0.0.1,10.0.0.0/8,::1`: addresses and CIDR blocks. */
+function parseCidrList(text: string): string[] {
+  return text.split(",").map((part) => {
+    const item = part.trim();
+    const [address, bits, extra] = item.split("/");
+    const family = isIP(address ?? "");
+    const most = family === 6 ? 128 : 32;
+    const bitsOk = bits === undefined || (/^\d{1,3}$/.test(bits) && Number(bits) <= most);
+    if (family === 0 || !bitsOk || extra !== undefined) {
+      throw new Error(`"${item}" is not an address or CIDR block; try "127.0.0.1" or "10.0.0.0/8,::1"`);
+    }
+    return item;
+  });
+}

@@ -1,0 +1,27 @@
+import { humanBytes, humanDuration, plural } from "../../core/format.js";
+import type { StatsFormat } from "../report-options.js";
+import type { HttpTally } from "./progress-line.js";
+
+/** TCP mode's --stats summary: connections and bytes each way, as one text line or one JSON object. */
+export function formatTcpStats(
+  stats: { accepted: number; refused: number; bytesUp: number; bytesDown: number },
+  elapsedMs: number,
+  format: StatsFormat,
+): string {
+  const seconds = elapsedMs / 1000;
+  if (format === "json") {
+    return `${JSON.stringify({ mode: "tcp", connections: stats.accepted, refused: stats.refused, bytesUp: stats.bytesUp, bytesDown: stats.bytesDown, seconds })}\n`;
+  }
+  const refused = stats.refused > 0 ? ` (${stats.refused} refused)` : "";
+  return `tbucket proxy: ${plural(stats.accepted, "connection")}${refused}, up ${humanBytes(stats.bytesUp)}, down ${humanBytes(stats.bytesDown)} in ${humanDuration(elapsedMs)}\n`;
+}
+
+/** HTTP mode's --stats summary: requests admitted, queued and refused. */
+export function formatHttpStats(tally: HttpTally, elapsedMs: number, format: StatsFormat): string {
+  const seconds = elapsedMs / 1000;
+  if (format === "json") {
+    return `${JSON.stringify({ mode: "http", admitted: tally.admitted + tally.queued, queued: tally.queued, refused: tally.refused, seconds })}\n`;
+  }
+  const requests = tally.admitted + tally.queued + tally.refused;
+  return `tbucket proxy: ${plural(requests, "request")}, ${tally.admitted + tally.queued} admitted (${tally.queued} after waiting), ${tally.refused} refused in ${humanDuration(elapsedMs)}\n`;
+}

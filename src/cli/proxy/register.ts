@@ -1,0 +1,47 @@
+import type { Command } from "commander";
+import { addReportOptions } from "../report-options.js";
+import { addSharedBucketOptions } from "../shared-options.js";
+import { parseProxyOptions, type ProxyFlags } from "./options.js";
+
+const EXAMPLES = `
+--to HOST:PORT shapes TCP (bytes both ways); --to http://HOST:PORT limits HTTP requests.
+A port alone listens on 127.0.0.1; name a wider address to listen on it.
+
+Examples:
+  tbucket proxy --listen 5433 --to 127.0.0.1:5432 --down 2mb           # a slow link to test on
+  tbucket proxy --listen 9000 --to 10.0.0.7:9000 --rate 5mb --per client --connections 20/s
+  tbucket proxy --listen 8080 --to http://127.0.0.1:3000 --rate 50/s --burst 10 --per ip
+  tbucket proxy --listen 8080 --to http://127.0.0.1:3000 --rate 50/s --key api --store redis://10.0.0.5:6379
+  tbucket proxy --listen 8080 --to http://127.0.0.1:3000 --rate 100/s --access-log access.log --metrics 9464`;
+
+export function registerProxy(program: Command, onExit: (code: number) => void): void {
+  const command = program
+    .command("proxy")
+    .description("shape TCP connections (bytes per link, connection or client) or limit HTTP requests per client, until SIGINT/SIGTERM")
+    .option("--listen <[host:]port>", "where to accept connections (host: 127.0.0.1 unless given; port 0: any free port)")
+    .option("--to <host:port|http://host:port>", "the backend: HOST:PORT for TCP mode, http://HOST:PORT for HTTP mode")
+    .option("-r, --rate <rate>", "TCP: byte rate each way (1mb, 10mbit); HTTP: requests per time (50/s, 600/m)")
+    .option("-b, --burst <size>", "bucket capacity: bytes in TCP mode (default 100 ms of the rate), requests in HTTP mode (default 1)")
+    .option("--up <rate>", "TCP: byte rate from clients to the backend (instead of --rate)")
+    .option("--down <rate>", "TCP: byte rate from the backend to clients (instead of --rate)")
+    .option("--per <scope>", "who shares a bucket. TCP: link (default), connection, client; HTTP: ip (default), header:NAME, all")
+    .option("--idle-timeout <d>", "TCP: close a connection that moves no byte for d")
+    .option("--connections <rate>", "TCP: accept at most this many connections per time (10/s)")
+    .option("--max-wait <d>", "TCP: hold a connection over --connections up to d, then close it (default 0); HTTP: --policy queue's longest wait")
+    .option("--trust-proxy <cidrs>", "HTTP: read X-Forwarded-For/Forwarded only from these addresses (127.0.0.1,10.0.0.0/8)")
+    .option("--policy <drop|queue>", "HTTP: drop (429 at once, the default) or queue (wait up to --max-wait)")
+    .option("--body-rate <rate>", "HTTP: shape response bodies per key to this byte rate")
+    .option("--max-keys <n>", "HTTP: most client buckets held; the least recently used go first (default 100000)")
+    .option("--access-log <file>", "HTTP: write Combined Log Format with each decision to <file> (- for standard output)")
+    .option("--drain <d>", "after SIGINT/SIGTERM, let open connections finish for up to d", "10s")
+    .option("--metrics <[host:]port>", "serve Prometheus metrics at http://host:port/metrics");
+  // -q also drops the line that says where the proxy listens.
+  addReportOptions(command);
+  addSharedBucketOptions(command)
+    .addHelpText("after", EXAMPLES)
+    .action(async (flags: ProxyFlags) => {
+      const config = parseProxyOptions(flags);
+      const { runProxy } = await import("./run.js");
+      onExit(await runProxy(config));
+    });
+}

@@ -1,0 +1,230 @@
+import { defaultBurst } from "../../core/default-burst.js";
+import { describeRate, describeSize, humanDuration } from "../../core/format.js";
+import type { ByteBucketSpec } from "../../proxy/bucket-pool.js";
+import { formatHostPort, type HostPort } from "../../proxy/host-port.js";
+import type { HttpProxyObserver, RunningHttpProxy, SharedHttpBuckets } from "../../proxy/http-proxy.js";
+import { ListenError } from "../../proxy/listen.js";
+import { ProxyMetrics } from "../../proxy/metrics.js";
+import { startTcpProxy, type TcpProxy } from "../../proxy/tcp-proxy.js";
+import { StoreError } from "../../store/bucket-store.js";
+import { EXIT, RuntimeError } from "../errors.js";
+import { writeStandardError } from "../standard-streams.js";
+import { describeStoreFailure } from "../store-failure.js";
+import { openCommandStore, storeLocation } from "../store-opener.js";
+import { openAccessLog } from "./access-log-file.js";
+import { listening, startMetrics } from "./listen-failure.js";
+import type { HttpProxyConfig, ProxyConfig, TcpProxyConfig } from "./options.js";
+import { describeHttpProgress, describeTcpProgress, type HttpTally, startProgressLine } from "./progress-line.js";
+import { formatHttpStats, formatTcpStats } from "./proxy-stats.js";
+import type { StoreBuckets } from "./store-buckets.js";
+import { Stopper } from "./stopper.js";
+
+/** Runs the proxy until SIGINT or SIGTERM, then drains; resolves to the exit status. */
+export async function runProxy(config: ProxyConfig): Promise<number> {
+  return config.mode === "tcp" ? runTcpProxy(config) : runHttpProxy(config);
+}
+
+const defaultBurstBytes = (bytesPerSecond: number) => defaultBurst("bytes", bytesPerSecond);
+
+function bucketSpec(bytesPerSecond: number | undefined, burstBytes: number | undefined): ByteBucketSpec | undefined {
+  if (bytesPerSecond === undefined) return undefined;
+  return { bytesPerSecond, burstBytes: burstBytes ?? defaultBurstBytes(bytesPerSecond) };
+}
+
+async function runTcpProxy(config: TcpProxyConfig): Promise<number> {
+  let proxy: TcpProxy | undefined;
+  const metrics = new ProxyMetrics({ liveKeys: () => proxy?.liveKeys ?? 0, openConnections: () => proxy?.stats.open ?? 0 });
+  const up = bucketSpec(config.upBytesPerSecond, config.burstBytes);
+  const down = bucketSpec(config.downBytesPerSecond, config.burstBytes);
+  const stopper = new Stopper();
+  let fatal: RuntimeError | undefined;
+  let buckets: StoreBuckets | undefined;
+  if (config.shared.key !== undefined) {
+    const { openStoreBuckets } = await import("./store-buckets.js");
+    buckets = await openStoreBuckets(config.shared, {
+      storeError: () => metrics.storeError(),
+      fatal: (error) => {
+        fatal ??= error;
+        stopper.stop(0);
+      },
+    });
+  }
+  const closeBuckets = async () => buckets?.close();
+  try {
+    proxy = await listening(() =>
+      startTcpProxy({
+        listen: config.listen,
+        to: config.to,
+        up,
+        down,
+        per: config.per,
+        openBucket: buckets?.open,
+        idleTimeoutMs: config.idleTimeoutMs,
+        connections: config.connections,
+        observer: {
+          admitted: (waitMs) => metrics.admitted(waitMs),
+          refused: () => metrics.refused(),
+          queued: () => metrics.queued(),
+          bytes: (direction, count) => metrics.bytes(direction, count),
+          storeError: () => metrics.storeError(),
+          backendFailed: (error) => {
+            metrics.backendFailed();
+            backendWarning(config.to, error);
+          },
+        },
+      }),
+    );
+  } catch (error) {
+    await closeBuckets();
+    throw error;
+  }
+  const running = proxy;
+  const metricsServer = await startMetrics(config, metrics).catch(async (error: unknown) => {
+    await running.close(0);
+    await closeBuckets();
+    throw error;
+  });
+  if (config.progress !== "off") {
+    const limits = [describeDirection("up", up), describeDirection("down", down)].filter(Boolean).join(", ");
+    writeStandardError(
+      `tbucket proxy: listening on ${formatHostPort(running.address)}, forwarding to ${formatHostPort(config.to)} (TCP${limits ? `, ${limits}` : ""}, per ${config.per})` +
+        (metricsServer ? `; metrics on http://${formatHostPort(metricsServer.address)}/metrics` : "") +
+        "\n",
+    );
+  }
+  const showProgress = config.progress === "on" || (config.progress === "auto" && process.stderr.isTTY);
+  const progress = showProgress ? startProgressLine(named(config.name, describeTcpProgress(() => running.stats)), process.stderr) : undefined;
+  const startedMs = performance.now();
+  await stopper.until(config.drainMs, async (drainMs) => {
+    await running.close(drainMs);
+    progress?.stop();
+  });
+  await metricsServer?.close();
+  await closeBuckets();
+  if (config.stats) writeStandardError(formatTcpStats(running.stats, performance.now() - startedMs, config.stats));
+  if (fatal) throw fatal;
+  return EXIT.ok;
+}
+
+/** When a backend failure was last told, and which: the same failure is told again only after a while. */
+let lastBackendWarning = { atMs: -Infinity, code: "" };
+const BACKEND_WARNING_EVERY_MS = 10_000;
+
+/** Tells on standard error that the backend cannot be reached: once, then at most every 10 s unless the reason changes. */
+function backendWarning(to: HostPort, error: NodeJS.ErrnoException): void {
+  const code = error.code ?? error.message;
+  const nowMs = performance.now();
+  if (code === lastBackendWarning.code && nowMs - lastBackendWarning.atMs < BACKEND_WARNING_EVERY_MS) return;
+  lastBackendWarning = { atMs: nowMs, code };
+  const why = code === "ECONNREFUSED" ? "nothing listens there (ECONNREFUSED)" : code === "ENOTFOUND" ? "the host name is not known (ENOTFOUND)" : code;
+  writeStandardError(`tbucket: warning: --to ${formatHostPort(to)}: cannot connect: ${why}; the client's connection was reset, and the proxy goes on\n`);
+}
+
+/** -N: the progress line starts with the proxy's name, to tell several apart. */
+function named(name: string | undefined, describe: () => string): () => string {
+  return name === undefined ? describe : () => `${name}: ${describe()}`;
+}
+
+function describeDirection(direction: "up" | "down", spec: ByteBucketSpec | undefined): string {
+  if (!spec) return "";
+  if (spec.bytesPerSecond === Infinity) return `${direction} unlimited`;
+  return `${direction} ${describeRate("bytes", spec.bytesPerSecond)}, burst ${describeSize("bytes", spec.burstBytes)}`;
+}
+
+async function runHttpProxy(config: HttpProxyConfig): Promise<number> {
+  const { startHttpProxy } = await import("../../proxy/http-proxy.js");
+  let proxy: RunningHttpProxy | undefined;
+  const metrics = new ProxyMetrics({ liveKeys: () => proxy?.liveKeys() ?? 0 });
+  const tally: HttpTally = { admitted: 0, queued: 0, refused: 0 };
+  const observer: HttpProxyObserver = {
+    decision(decision, waitMs) {
+      tally[decision]++;
+      if (decision === "refused") return metrics.refused();
+      if (decision === "queued") metrics.queued();
+      metrics.admitted(waitMs);
+    },
+    bytes: (count) => metrics.bytes("down", count),
+    storeError: () => metrics.storeError(),
+  };
+  const accessLog = config.accessLog === undefined ? undefined : await openAccessLog(config.accessLog);
+  const shared = config.shared.key === undefined ? undefined : await openHttpStore(config);
+  const release = async () => {
+    await shared?.close();
+    await accessLog?.close();
+  };
+  const burst = config.burst ?? defaultBurst("count", config.requestsPerSecond);
+  try {
+    proxy = await listening(async () => {
+      try {
+        return await startHttpProxy({
+          listen: config.listen,
+          target: config.target,
+          rate: config.requestsPerSecond,
+          burst,
+          per: config.per,
+          trustProxy: config.trustProxy,
+          policy: config.policy,
+          maxWaitMs: config.maxWaitMs,
+          bodyRate: config.bodyBytesPerSecond === undefined ? undefined : { bytesPerSecond: config.bodyBytesPerSecond, burstBytes: defaultBurstBytes(config.bodyBytesPerSecond) },
+          maxKeys: config.maxKeys,
+          shared: shared?.buckets,
+          accessLog: accessLog?.stream,
+          observer,
+        });
+      } catch (error) {
+        const code = (error as NodeJS.ErrnoException).code;
+        if (typeof code === "string" && /^E[A-Z]+$/.test(code)) throw new ListenError(config.listen, code, (error as Error).message);
+        throw error;
+      }
+    });
+  } catch (error) {
+    await release();
+    throw error;
+  }
+  const running = proxy;
+  const metricsServer = await startMetrics(config, metrics).catch(async (error: unknown) => {
+    await running.close(0);
+    await release();
+    throw error;
+  });
+  if (config.progress !== "off") {
+    const per = config.per.by === "header" ? `header ${config.per.name}` : config.per.by;
+    const queue = config.policy === "queue" ? `, queue up to ${humanDuration(config.maxWaitMs ?? 0)}` : "";
+    writeStandardError(
+      `tbucket proxy: listening on ${formatHostPort(running.address)}, forwarding to ${config.target} (HTTP, ${describeRate("count", config.requestsPerSecond)}, burst ${burst}, per ${per}${queue})` +
+        (metricsServer ? `; metrics on http://${formatHostPort(metricsServer.address)}/metrics` : "") +
+        "\n",
+    );
+  }
+  const showProgress = config.progress === "on" || (config.progress === "auto" && process.stderr.isTTY && config.accessLog !== "-");
+  const progress = showProgress ? startProgressLine(named(config.name, describeHttpProgress(() => tally, () => running.liveKeys())), process.stderr) : undefined;
+  const startedMs = performance.now();
+  await new Stopper().until(config.drainMs, async (drainMs) => {
+    await running.close(drainMs);
+    progress?.stop();
+  });
+  await metricsServer?.close();
+  await release();
+  if (config.stats) writeStandardError(formatHttpStats(tally, performance.now() - startedMs, config.stats));
+  return EXIT.ok;
+}
+
+/** The store for --key in HTTP mode: each client's bucket is NAME:<client>. */
+async function openHttpStore(config: HttpProxyConfig): Promise<{ buckets: SharedHttpBuckets | undefined; close(): Promise<void> }> {
+  const local = config.shared.onStoreError === "local";
+  try {
+    const store = await openCommandStore(storeLocation(config.shared.store));
+    return {
+      buckets: { store, name: config.shared.key!, onStoreError: config.shared.onStoreError },
+      close: async () => {
+        await Promise.race([store.close().catch(() => {}), new Promise((resolve) => setTimeout(resolve, 1000).unref())]);
+      },
+    };
+  } catch (error) {
+    if (!(error instanceof StoreError)) throw error;
+    const line = describeStoreFailure(error, { offerLocal: !local });
+    if (!local) throw new RuntimeError(line);
+    writeStandardError(`tbucket: warning: ${line}; going on with private buckets\n`);
+    return { buckets: undefined, close: async () => {} };
+  }
+}

@@ -1,0 +1,47 @@
+/** The signals that stop a proxy: it drains on the first, and closes what is left on the second. */
+const SIGNALS: readonly NodeJS.Signals[] = ["SIGINT", "SIGTERM"];
+
+/**
+ * Stopper ends a server on the first SIGINT or SIGTERM, or when told to: it
+ * runs `stop` with the drain time; a second signal stops draining and closes
+ * what is left at once.
+ */
+export class Stopper {
+  #stop: ((drainMs: number) => Promise<void>) | undefined;
+  #stopping: Promise<void> | undefined;
+  #requested: number | undefined;
+  #done: { resolve(): void; reject(error: unknown): void } | undefined;
+
+  readonly #onSignal = () => this.stop(this.#drainMs);
+  #drainMs = 0;
+
+  /** Resolves once `stop` has run after a signal or a call to `stop`. */
+  until(drainMs: number, stop: (drainMs: number) => Promise<void>): Promise<void> {
+    this.#stop = stop;
+    this.#drainMs = drainMs;
+    for (const signal of SIGNALS) process.on(signal, this.#onSignal);
+    return new Promise<void>((resolve, reject) => {
+      this.#done = { resolve, reject };
+      if (this.#requested !== undefined) this.stop(this.#requested);
+    });
+  }
+
+  stop(drainMs: number): void {
+    if (!this.#stop || !this.#done) {
+      this.#requested = Math.min(this.#requested ?? drainMs, drainMs);
+      return;
+    }
+    if (this.#stopping) {
+      // Impatient: what is still open is closed now.
+      void this.#stop(0);
+      return;
+    }
+    const done = this.#done;
+    this.#stopping = this.#stop(drainMs).then(() => {
+      for (const signal of SIGNALS) process.off(signal, this.#onSignal);
+      done.resolve();
+    }, done.reject);
+  }
+}
+
+

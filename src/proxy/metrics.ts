@@ -1,0 +1,104 @@
+import { createServer, type Server } from "node:http";
+import { Counter, Gauge, Histogram, Registry } from "prom-client";
+import type { Direction } from "./bucket-pool.js";
+import type { HostPort } from "./host-port.js";
+import { listenOn } from "./listen.js";
+
+/** Where wait times fall, in seconds: from a timer's tick to a long queue. */
+const WAIT_BUCKETS_SECONDS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+
+/**
+ * ProxyMetrics counts what a proxy decides, in Prometheus's terms: what was
+ * admitted (connections in TCP mode, requests in HTTP mode), refused and
+ * queued, how long admitted ones waited, the keys held, the bytes shaped
+ * and the store's failures. Both modes feed the same names, so one dashboard
+ * reads either.
+ */
+export class ProxyMetrics {
+  readonly registry = new Registry();
+  readonly #admitted: Counter;
+  readonly #refused: Counter;
+  readonly #queued: Counter;
+  readonly #wait: Histogram;
+  readonly #bytes: Counter<"direction">;
+  readonly #storeErrors: Counter;
+  readonly #backendErrors: Counter;
+
+  /** `openConnections` where the proxy counts them (TCP mode). */
+  constructor(read: { liveKeys: () => number; openConnections?: () => number }) {
+    const registers = [this.registry];
+    this.#admitted = new Counter({ name: "tbucket_proxy_admitted_total", help: "Connections (TCP) or requests (HTTP) let through", registers });
+    this.#refused = new Counter({ name: "tbucket_proxy_refused_total", help: "Connections closed or requests answered 429 by the limit", registers });
+    this.#queued = new Counter({ name: "tbucket_proxy_queued_total", help: "Connections or requests held to wait their turn", registers });
+    this.#wait = new Histogram({ name: "tbucket_proxy_wait_seconds", help: "How long admitted connections or requests waited for a token", buckets: WAIT_BUCKETS_SECONDS, registers });
+    this.#bytes = new Counter({ name: "tbucket_proxy_bytes_total", help: "Bytes passed through the buckets, up (client to backend) and down", labelNames: ["direction"], registers });
+    this.#storeErrors = new Counter({ name: "tbucket_proxy_store_errors_total", help: "Failures of the shared store", registers });
+    this.#backendErrors = new Counter({ name: "tbucket_proxy_backend_errors_total", help: "Connections whose backend could not be reached (TCP mode)", registers });
+    new Gauge({ name: "tbucket_proxy_live_keys", help: "Buckets held now (per client, per connection, or the link's)", registers, collect() {
+      this.set(read.liveKeys());
+    } });
+    const { openConnections } = read;
+    if (openConnections) {
+      new Gauge({ name: "tbucket_proxy_open_connections", help: "Client connections open now", registers, collect() {
+        this.set(openConnections());
+      } });
+    }
+    // Both directions show from the start, at 0.
+    this.#bytes.inc({ direction: "up" }, 0);
+    this.#bytes.inc({ direction: "down" }, 0);
+  }
+
+  admitted(waitMs: number): void {
+    this.#admitted.inc();
+    this.#wait.observe(waitMs / 1000);
+  }
+
+  refused(): void {
+    this.#refused.inc();
+  }
+
+  queued(): void {
+    this.#queued.inc();
+  }
+
+  bytes(direction: Direction, count: number): void {
+    this.#bytes.inc({ direction }, count);
+  }
+
+  storeError(): void {
+    this.#storeErrors.inc();
+  }
+
+  backendFailed(): void {
+    this.#backendErrors.inc();
+  }
+}
+
+export interface MetricsServer {
+  readonly address: HostPort;
+  close(): Promise<void>;
+}
+
+/** Serves the metrics at `GET /metrics` on `address`; any other path is 404. */
+export async function serveMetrics(metrics: ProxyMetrics, address: HostPort): Promise<MetricsServer> {
+  const server: Server = createServer((request, response) => {
+    const path = (request.url ?? "").split("?")[0];
+    if (request.method !== "GET" || path !== "/metrics") {
+      response.writeHead(404, { "content-type": "text/plain" }).end("not found: metrics are at /metrics\n");
+      return;
+    }
+    metrics.registry.metrics().then(
+      (text) => response.writeHead(200, { "content-type": metrics.registry.contentType }).end(text),
+      (error: Error) => response.writeHead(500, { "content-type": "text/plain" }).end(`${error.message}\n`),
+    );
+  });
+  const bound = await listenOn(server, address);
+  return {
+    address: bound,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}

@@ -1,0 +1,245 @@
+import { connect, createServer, type Server, type Socket } from "node:net";
+import { TokenBucket } from "../core/token-bucket.js";
+import { BucketPool, type BucketScope, type ByteBucketSpec, type ConnectionBuckets, type Direction, type LimiterFactory } from "./bucket-pool.js";
+import { BytePump } from "./byte-pump.js";
+import type { HostPort } from "./host-port.js";
+import { listenOn } from "./listen.js";
+
+export interface ConnectionLimit {
+  /** Connections accepted per second. */
+  perSecond: number;
+  /** Connections accepted back to back. */
+  burst: number;
+  /** How long a connection over the limit is held before it is closed; 0 closes it at once. */
+  maxWaitMs: number;
+}
+
+export interface TcpProxyOptions {
+  listen: HostPort;
+  to: HostPort;
+  /** Each direction's bucket; an absent direction is not limited. */
+  up?: ByteBucketSpec;
+  down?: ByteBucketSpec;
+  per: BucketScope;
+  /** Opens each bucket; default: private buckets. */
+  openBucket?: LimiterFactory;
+  /** A connection that moves no byte either way for this long is closed; Infinity: never. */
+  idleTimeoutMs?: number;
+  connections?: ConnectionLimit;
+  observer?: TcpProxyObserver;
+}
+
+/** What the proxy tells as it goes: for metrics and progress. */
+export interface TcpProxyObserver {
+  /** A connection was let through, after waiting `waitMs` for the connection limit. */
+  admitted(waitMs: number): void;
+  /** A connection over the connection limit was closed. */
+  refused(): void;
+  /** A connection over the connection limit is being held. */
+  queued(): void;
+  /** Bytes written on towards their destination. */
+  bytes(direction: Direction, count: number): void;
+  /** A bucket's store failed (the caller's factory decides what then). */
+  storeError(): void;
+  /** The backend could not be reached for a connection (its client's connection was reset). */
+  backendFailed(error: NodeJS.ErrnoException): void;
+}
+
+export interface TcpProxyStats {
+  /** Connections open now. */
+  open: number;
+  accepted: number;
+  refused: number;
+  bytesUp: number;
+  bytesDown: number;
+}
+
+export interface TcpProxy {
+  /** Where it listens, with the port the system chose for port 0. */
+  readonly address: HostPort;
+  readonly stats: Readonly<TcpProxyStats>;
+  /** Buckets held now. */
+  readonly liveKeys: number;
+  /**
+   * Stops accepting, lets open connections finish for up to `drainMs`, then
+   * closes those left. Resolves when every connection is closed.
+   */
+  close(drainMs: number): Promise<void>;
+}
+
+/** How long closing waits for destroyed sockets to report closed. */
+const CLOSE_CAP_MS = 1000;
+
+const NO_OBSERVER: TcpProxyObserver = { admitted() {}, refused() {}, queued() {}, bytes() {}, storeError() {}, backendFailed() {} };
+
+/**
+ * Starts a TCP proxy: each connection accepted on `listen` is joined to a new
+ * connection to `to`, and the bytes each way pay into the buckets of its
+ * scope. Half-closes pass through, a reset on one side resets the other, and
+ * a backend that cannot be reached resets the client's connection.
+ */
+export async function startTcpProxy(options: TcpProxyOptions): Promise<TcpProxy> {
+  const observer = options.observer ?? NO_OBSERVER;
+  const pool = new BucketPool({ scope: options.per, up: options.up, down: options.down, open: options.openBucket });
+  const gate = options.connections ? new TokenBucket({ rate: options.connections.perSecond, burst: options.connections.burst }) : undefined;
+  const stats: TcpProxyStats = { open: 0, accepted: 0, refused: 0, bytesUp: 0, bytesDown: 0 };
+  const live = new Set<{ abort(): void; settled: Promise<void> }>();
+  const closing = new AbortController();
+
+  const onBytes = (direction: Direction) => (count: number) => {
+    if (direction === "up") stats.bytesUp += count;
+    else stats.bytesDown += count;
+    observer.bytes(direction, count);
+  };
+
+  const admit = async (client: Socket): Promise<boolean> => {
+    if (!gate || !options.connections) return true;
+    const startedMs = performance.now();
+    const { maxWaitMs } = options.connections;
+    if (gate.tokens() < 1 && maxWaitMs > 0) observer.queued();
+    const admitted = await gate.tryWait(1, maxWaitMs, closing.signal).catch(() => false);
+    if (!admitted || client.destroyed) {
+      stats.refused++;
+      observer.refused();
+      return false;
+    }
+    observer.admitted(performance.now() - startedMs);
+    return true;
+  };
+
+  const server: Server = createServer({ allowHalfOpen: true, pauseOnConnect: true }, (client) => {
+    client.on("error", () => {});
+    const connection: { abort(): void; settled: Promise<void> } = { abort: () => void client.destroy(), settled: Promise.resolve() };
+    live.add(connection);
+    stats.open++;
+    connection.settled = (async () => {
+      if (!(await admit(client))) {
+        client.destroy();
+        return;
+      }
+      if (!gate) observer.admitted(0);
+      stats.accepted++;
+      let buckets: ConnectionBuckets;
+      try {
+        buckets = await pool.acquire(client.remoteAddress ?? "");
+      } catch {
+        observer.storeError();
+        client.resetAndDestroy();
+        return;
+      }
+      try {
+        await joinConnection(client, options, buckets, onBytes, observer, (abort) => (connection.abort = abort));
+      } finally {
+        buckets.release();
+      }
+    })().finally(() => {
+      stats.open--;
+      live.delete(connection);
+    });
+  });
+
+  const address = await listenOn(server, options.listen);
+
+  return {
+    address,
+    stats,
+    get liveKeys() {
+      return pool.liveKeys;
+    },
+    async close(drainMs) {
+      closing.abort();
+      const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
+      const drained = Promise.all([...live].map((connection) => connection.settled));
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const late = new Promise<"late">((resolve) => (timer = setTimeout(() => resolve("late"), drainMs)));
+      if ((await Promise.race([drained, late])) === "late") {
+        for (const connection of live) connection.abort();
+      }
+      clearTimeout(timer);
+      // Sockets destroyed close at once; the cap only keeps a stuck one from holding the exit.
+      const closed = Promise.all([...live].map((connection) => connection.settled));
+      await Promise.race([closed, new Promise((resolve) => setTimeout(resolve, CLOSE_CAP_MS).unref())]);
+      await Promise.race([stopped, new Promise((resolve) => setTimeout(resolve, CLOSE_CAP_MS).unref())]);
+      await pool.close();
+    },
+  };
+}
+
+/**
+ * Joins an accepted client to a new connection to the backend and pumps both
+ * ways until both are closed. `setAbort` receives how to tear it down.
+ */
+function joinConnection(
+  client: Socket,
+  options: TcpProxyOptions,
+  buckets: ConnectionBuckets,
+  onBytes: (direction: Direction) => (count: number) => void,
+  observer: TcpProxyObserver,
+  setAbort: (abort: () => void) => void,
+): Promise<void> {
+  return new Promise<void>((resolve) => {
+    // Gone while it waited for its turn or its buckets: its 'close' has passed.
+    if (client.destroyed) {
+      resolve();
+      return;
+    }
+    const teardown = new AbortController();
+    const backend = connect({ host: options.to.host, port: options.to.port, allowHalfOpen: true });
+    let closedSockets = 0;
+    let idleTimer: ReturnType<typeof setTimeout> | undefined;
+    const finish = () => {
+      if (++closedSockets < 2) return;
+      teardown.abort();
+      if (idleTimer) clearTimeout(idleTimer);
+      resolve();
+    };
+    client.once("close", finish);
+    backend.once("close", finish);
+    const destroyBoth = () => {
+      teardown.abort();
+      client.destroy();
+      backend.destroy();
+    };
+    setAbort(destroyBoth);
+
+    // A reset (or any failure) on one side resets the other, as a direct connection would show it.
+    const resetOther = (other: Socket) => () => {
+      teardown.abort();
+      if (!other.destroyed) other.resetAndDestroy();
+    };
+    const resetBoth = () => {
+      teardown.abort();
+      if (!client.destroyed) client.resetAndDestroy();
+      if (!backend.destroyed) backend.resetAndDestroy();
+    };
+    client.on("error", resetOther(backend));
+    // A backend that cannot be reached resets the client's connection too; the proxy goes on.
+    let connected = false;
+    backend.on("error", (error: NodeJS.ErrnoException) => {
+      if (!connected) observer.backendFailed(error);
+      resetOther(client)();
+    });
+
+    backend.once("connect", () => {
+      connected = true;
+      const up = new BytePump({ source: client, target: backend, limiter: buckets.up, onBytes: touch(onBytes("up")), signal: teardown.signal, onFailure: resetBoth });
+      const down = new BytePump({ source: backend, target: client, limiter: buckets.down, onBytes: touch(onBytes("down")), signal: teardown.signal, onFailure: resetBoth });
+      up.start();
+      down.start();
+      const idleMs = options.idleTimeoutMs ?? Infinity;
+      if (idleMs !== Infinity) {
+        idleTimer = setTimeout(function onIdle() {
+          if (up.busy || down.busy) idleTimer = setTimeout(onIdle, idleMs);
+          else destroyBoth();
+        }, idleMs);
+      }
+    });
+
+    function touch(count: (bytes: number) => void): (bytes: number) => void {
+      return (bytes) => {
+        idleTimer?.refresh();
+        count(bytes);
+      };
+    }
+  });
+}

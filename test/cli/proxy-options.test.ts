@@ -1,0 +1,83 @@
+import { describe, expect, it } from "vitest";
+import { parseProxyOptions, type ProxyFlags } from "../../src/cli/proxy/options.js";
+
+const parse = (flags: ProxyFlags) => parseProxyOptions({ drain: "10s", onStoreError: "fail", ...flags });
+
+describe("parseProxyOptions", () => {
+  it("reads TCP mode: --rate both ways, --up/--down over it, the link by default", () => {
+    const config = parse({ listen: "8080", to: "127.0.0.1:5432", rate: "1mb", down: "5mb" });
+    expect(config).toMatchObject({
+      mode: "tcp",
+      listen: { host: "127.0.0.1", port: 8080 },
+      to: { host: "127.0.0.1", port: 5432 },
+      upBytesPerSecond: 1024 * 1024,
+      downBytesPerSecond: 5 * 1024 * 1024,
+      burstBytes: undefined,
+      per: "link",
+      idleTimeoutMs: Infinity,
+      drainMs: 10_000,
+    });
+  });
+
+  it("reads --connections with --max-wait, and --idle-timeout", () => {
+    const config = parse({ listen: "0.0.0.0:9000", to: "10.0.0.7:9000", connections: "20/s", maxWait: "2s", idleTimeout: "1m" });
+    expect(config).toMatchObject({ mode: "tcp", listen: { host: "0.0.0.0", port: 9000 }, connections: { perSecond: 20, burst: 1, maxWaitMs: 2000 }, idleTimeoutMs: 60_000 });
+  });
+
+  it("reads HTTP mode", () => {
+    const config = parse({
+      listen: "8080",
+      to: "http://127.0.0.1:3000/",
+      rate: "50/s",
+      burst: "10",
+      per: "header:X-Api-Key",
+      trustProxy: "127.0.0.1, 10.0.0.0/8,::1",
+      policy: "queue",
+      maxWait: "2s",
+      bodyRate: "1mb",
+      maxKeys: "1000",
+      accessLog: "-",
+      metrics: "9464",
+    });
+    expect(config).toMatchObject({
+      mode: "http",
+      to: { host: "127.0.0.1", port: 3000 },
+      target: "http://127.0.0.1:3000/",
+      requestsPerSecond: 50,
+      burst: 10,
+      per: { by: "header", name: "x-api-key" },
+      trustProxy: ["127.0.0.1", "10.0.0.0/8", "::1"],
+      policy: "queue",
+      maxWaitMs: 2000,
+      bodyBytesPerSecond: 1024 * 1024,
+      maxKeys: 1000,
+      accessLog: "-",
+      metrics: { host: "127.0.0.1", port: 9464 },
+    });
+  });
+
+  it("keeps an HTTP backend's path prefix, and port 80 when none is written", () => {
+    expect(parse({ listen: "1", to: "http://localhost/api/v1", rate: "5/s" })).toMatchObject({ to: { host: "localhost", port: 80 }, target: "http://localhost:80/api/v1" });
+  });
+
+  it.each<[ProxyFlags, string]>([
+    [{ to: "127.0.0.1:1", rate: "1mb" }, `--listen: missing; try "tbucket proxy --listen 5433 --to 127.0.0.1:5432 --down 2mb"`],
+    [{ listen: "1", rate: "1mb" }, `--to: missing; try`],
+    [{ listen: "1", to: "127.0.0.1:2", rate: "1mb", burst: "1mb", per: "connection", key: "k" }, `--per connection: a connection's bucket is its own`],
+    [{ listen: "1", to: "127.0.0.1:2", burst: "1mb", connections: "5/s" }, `--burst: sizes the byte buckets, and no byte rate is given`],
+    [{ listen: "1", to: "127.0.0.1:2", rate: "1mb", maxWait: "1s" }, `--max-wait: holds connections over --connections, which is not given`],
+    [{ listen: "1", to: "127.0.0.1:2", key: "link" }, `--key: TCP mode sets its keys (link:up, link:down) from --rate, --up or --down`],
+    [{ listen: "1", to: "http://127.0.0.1:2" }, `--rate: missing; HTTP mode limits requests`],
+    [{ listen: "0.0.0.0:9000", to: "localhost:9000", rate: "1mb" }, `--to localhost:9000: is where the proxy listens (--listen 0.0.0.0:9000), so it would connect to itself`],
+    [{ listen: "1", to: "http://127.0.0.1:2", rate: "1mb" }, `--rate: "1mb" is not a count of requests`],
+    [{ listen: "1", to: "http://127.0.0.1:2", rate: "5/s", maxWait: "1s" }, `--max-wait: is how long --policy queue holds a request, and the policy is drop`],
+    [{ listen: "1", to: "http://127.0.0.1:2", rate: "5/s", per: "cookie" }, `--per: "cookie" is not an HTTP scope`],
+    [{ listen: "1", to: "http://127.0.0.1:2", rate: "5/s", trustProxy: "10.0.0.0/33" }, `--trust-proxy: "10.0.0.0/33" is not an address or CIDR block`],
+    [{ listen: "1", to: "http://127.0.0.1:2/api?x=1", rate: "5/s" }, `a backend is http://HOST:PORT[/prefix], without a user, query or fragment`],
+    [{ listen: "1", to: "http://127.0.0.1:2", rate: "5/s", idleTimeout: "1s" }, `--idle-timeout: is for TCP mode`],
+    [{ listen: "1", to: "127.0.0.1:2", rate: "1mb", accessLog: "-" }, `--access-log: is for HTTP mode`],
+    [{ listen: "1", to: "127.0.0.1:2", rate: "1mb", metrics: "x" }, `--metrics: "x": "x" is not a port`],
+  ])("refuses %j", (flags, message) => {
+    expect(() => parse(flags)).toThrow(message);
+  });
+});

@@ -1,0 +1,93 @@
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { FakeClock } from "../../src/core/clock.js";
+import { TokenBucket } from "../../src/core/token-bucket.js";
+import { BucketPool, type LimiterFactory } from "../../src/proxy/bucket-pool.js";
+
+const spec = { bytesPerSecond: 1000, burstBytes: 100 };
+
+describe("BucketPool", () => {
+  let clock: FakeClock;
+  let opened: string[];
+  let closed: string[];
+  const open: LimiterFactory = (key, direction, bucket) => {
+    opened.push(`${direction}:${key}`);
+    return {
+      limiter: new TokenBucket({ rate: bucket.bytesPerSecond, burst: bucket.burstBytes, clock }),
+      close: async () => void closed.push(`${direction}:${key}`),
+    };
+  };
+  beforeEach(() => {
+    vi.useFakeTimers();
+    clock = new FakeClock();
+    opened = [];
+    closed = [];
+  });
+  afterEach(() => vi.useRealTimers());
+
+  /** Moves the buckets' clock and the pool's timers together. */
+  async function elapse(ms: number): Promise<void> {
+    clock.set(clock.now() + ms);
+    await vi.advanceTimersByTimeAsync(ms);
+  }
+
+  it("gives every connection of the link the same buckets, and keeps them", async () => {
+    const pool = new BucketPool({ scope: "link", up: spec, down: spec, open });
+    const first = await pool.acquire("127.0.0.1");
+    const second = await pool.acquire("127.0.0.2");
+    expect(second.down).toBe(first.down);
+    expect(second.up).toBe(first.up);
+    first.release();
+    second.release();
+    expect(pool.liveKeys).toBe(1);
+    expect(opened).toEqual(["up:", "down:"]);
+  });
+
+  it("gives each connection its own buckets, dropped with it", async () => {
+    const pool = new BucketPool({ scope: "connection", down: spec, open });
+    const first = await pool.acquire("127.0.0.1");
+    const second = await pool.acquire("127.0.0.1");
+    expect(second.down).not.toBe(first.down);
+    expect(first.up).toBeUndefined();
+    first.release();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(pool.liveKeys).toBe(1);
+    expect(closed).toEqual(["down:#1"]);
+  });
+
+  it("shares a client's buckets between its connections, and drops them once it has none open and they are full", async () => {
+    const pool = new BucketPool({ scope: "client", down: spec, open });
+    const first = await pool.acquire("127.0.0.1");
+    const second = await pool.acquire("127.0.0.1");
+    const other = await pool.acquire("127.0.0.2");
+    expect(second.down).toBe(first.down);
+    expect(other.down).not.toBe(first.down);
+    // 60 of 100 bytes spent: full again 60 ms later, at 1000 B/s.
+    expect(first.down!.tokens!()).toBe(100);
+    (first.down as TokenBucket).reserve(60);
+    first.release();
+    await vi.advanceTimersByTimeAsync(100);
+    expect(pool.liveKeys).toBe(2);
+    second.release();
+    other.release();
+    await vi.advanceTimersByTimeAsync(0);
+    // The other client's bucket was full: dropped at once; this one waits to refill.
+    expect(pool.liveKeys).toBe(1);
+    await elapse(59);
+    expect(pool.liveKeys).toBe(1);
+    await elapse(2);
+    expect(pool.liveKeys).toBe(0);
+    expect(closed.sort()).toEqual(["down:127.0.0.1", "down:127.0.0.2"]);
+  });
+
+  it("keeps a client's bucket when it comes back before the bucket refilled", async () => {
+    const pool = new BucketPool({ scope: "client", down: spec, open });
+    const first = await pool.acquire("127.0.0.1");
+    (first.down as TokenBucket).reserve(100);
+    first.release();
+    await elapse(50);
+    const again = await pool.acquire("127.0.0.1");
+    expect(again.down).toBe(first.down);
+    expect(again.down!.tokens!()).toBeCloseTo(50);
+    again.release();
+  });
+});

@@ -1,0 +1,100 @@
+import { readFileSync } from "node:fs";
+import { createServer, type Server } from "node:http";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { runCli } from "../helpers/cli.js";
+import { startProxy, stopProxy } from "../helpers/proxy.js";
+import { tempDirs } from "../helpers/temp-dir.js";
+
+const tempDir = tempDirs("proxy-http");
+const servers: Server[] = [];
+afterEach(async () => {
+  await Promise.all(servers.splice(0).map((server) => new Promise<void>((resolve) => server.close(() => resolve()))));
+});
+
+async function httpBackend(): Promise<number> {
+  const server = createServer((request, response) => response.end(`ok ${request.url}\n`));
+  servers.push(server);
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return (server.address() as { port: number }).port;
+}
+
+describe("tbucket proxy --to http://...", () => {
+  it("admits the burst, answers 429 with Retry-After beyond it, logs each decision, counts them in metrics, and exits 0 on SIGTERM", async () => {
+    const backendPort = await httpBackend();
+    const log = join(tempDir(), "access.log");
+    const proxy = await startProxy(["--to", `http://127.0.0.1:${backendPort}`, "--rate", "1/10s", "--burst", "2", "--access-log", log, "--metrics", "127.0.0.1:0"]);
+    const responses = [];
+    for (let i = 0; i < 4; i++) responses.push(await fetch(`http://127.0.0.1:${proxy.port}/item/${i}`));
+    expect(responses.map((response) => response.status)).toEqual([200, 200, 429, 429]);
+    expect(await responses[0]!.text()).toBe("ok /item/0\n");
+    expect(Number(responses[2]!.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
+    expect(Number(responses[2]!.headers.get("retry-after"))).toBeLessThanOrEqual(10);
+    const metrics = await (await fetch(`http://127.0.0.1:${proxy.metricsPort}/metrics`)).text();
+    expect(metrics).toContain("tbucket_proxy_admitted_total 2\n");
+    expect(metrics).toContain("tbucket_proxy_refused_total 2\n");
+    expect(metrics).toContain("tbucket_proxy_live_keys 1\n");
+    const result = await stopProxy(proxy);
+    expect(result.code).toBe(0);
+    const lines = readFileSync(log, "utf8").trim().split("\n");
+    expect(lines).toHaveLength(4);
+    expect(lines[0]).toMatch(/^127\.0\.0\.1 - - \[.+\] "GET \/item\/0 HTTP\/1\.1" 200 \d+ .* admitted/);
+    expect(lines[3]).toMatch(/"GET \/item\/3 HTTP\/1\.1" 429 .* refused/);
+  });
+
+  it("two proxies on one --key and store hold a client to one limit together", async () => {
+    const backendPort = await httpBackend();
+    const dir = tempDir();
+    const shared = ["--to", `http://127.0.0.1:${backendPort}`, "--rate", "1/10s", "--burst", "3", "--key", "api", "--store", `sqlite:${join(dir, "buckets.db")}`];
+    const env = { XDG_STATE_HOME: dir };
+    const first = await startProxy(shared, { env });
+    const second = await startProxy(shared, { env });
+    const statuses = [];
+    for (let i = 0; i < 8; i++) statuses.push((await fetch(`http://127.0.0.1:${(i % 2 === 0 ? first : second).port}/`)).status);
+    expect(statuses.filter((status) => status === 200)).toHaveLength(3);
+    expect(statuses.filter((status) => status === 429)).toHaveLength(5);
+    expect((await stopProxy(first)).code).toBe(0);
+    expect((await stopProxy(second)).code).toBe(0);
+  });
+
+  it("passes --policy queue, --max-wait, --per and --trust-proxy on to the proxy", async () => {
+    const backendPort = await httpBackend();
+    const queued = await startProxy(["--to", `http://127.0.0.1:${backendPort}`, "--rate", "5/s", "--policy", "queue", "--max-wait", "1s"]);
+    const startedMs = performance.now();
+    const statuses = await Promise.all([0, 1, 2].map(async () => (await fetch(`http://127.0.0.1:${queued.port}/`)).status));
+    expect(statuses).toEqual([200, 200, 200]);
+    // One at once, then one every 200 ms.
+    expect(performance.now() - startedMs).toBeGreaterThanOrEqual(350);
+    expect((await stopProxy(queued)).code).toBe(0);
+
+    const perClient = await startProxy(["--to", `http://127.0.0.1:${backendPort}`, "--rate", "1/10s", "--trust-proxy", "127.0.0.1", "--per", "ip"]);
+    const as = async (client: string) => (await fetch(`http://127.0.0.1:${perClient.port}/`, { headers: { "x-forwarded-for": client } })).status;
+    expect([await as("10.0.0.1"), await as("10.0.0.2"), await as("10.0.0.1")]).toEqual([200, 200, 429]);
+    expect((await stopProxy(perClient)).code).toBe(0);
+
+    const perHeader = await startProxy(["--to", `http://127.0.0.1:${backendPort}`, "--rate", "1/10s", "--per", "header:X-Api-Key"]);
+    const key = async (name: string) => (await fetch(`http://127.0.0.1:${perHeader.port}/`, { headers: { "x-api-key": name } })).status;
+    expect([await key("a"), await key("b"), await key("a")]).toEqual([200, 200, 429]);
+    expect((await stopProxy(perHeader)).code).toBe(0);
+  });
+
+  it("exits 1 with one line when the access log cannot be opened", async () => {
+    const log = join(tempDir(), "missing", "access.log");
+    const result = await runCli(["proxy", "--listen", "127.0.0.1:0", "--to", "http://127.0.0.1:9", "--rate", "5/s", "--access-log", log]);
+    expect(result.stderr).toBe(`tbucket: --access-log ${log}: its folder does not exist; choose a file you can write\n`);
+    expect(result.code).toBe(1);
+  });
+
+  it("exits 1 with one line when the port is in use", async () => {
+    const port = await httpBackend();
+    const result = await runCli(["proxy", "--listen", `127.0.0.1:${port}`, "--to", "http://127.0.0.1:9", "--rate", "5/s"]);
+    expect(result.stderr).toBe(`tbucket: --listen 127.0.0.1:${port}: the address is in use; stop what listens there, or choose another port\n`);
+    expect(result.code).toBe(1);
+  });
+
+  it("exits 2 for --policy queue without --max-wait", async () => {
+    const result = await runCli(["proxy", "--listen", "0", "--to", "http://127.0.0.1:9", "--rate", "5/s", "--policy", "queue"]);
+    expect(result.stderr).toBe(`tbucket: --policy queue: needs --max-wait, the longest a request waits its turn before a 429; add e.g. "--max-wait 2s"\n`);
+    expect(result.code).toBe(2);
+  });
+});

@@ -1,0 +1,107 @@
+import { randomBytes } from "node:crypto";
+import { createServer } from "node:net";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { runCli } from "../helpers/cli.js";
+import { type Backend, connectTo, receiveAll, startBackend, startProxy, stopProxy } from "../helpers/proxy.js";
+import { startRedisServer } from "../helpers/redis-server.js";
+import { tempDirs } from "../helpers/temp-dir.js";
+
+const tempDir = tempDirs("proxy-store");
+const backends: Backend[] = [];
+afterEach(async () => {
+  await Promise.all(backends.splice(0).map((backend) => backend.close()));
+});
+
+async function unusedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+describe("tbucket proxy (TCP) --key", () => {
+  it("keeps the link's buckets in the store as NAME:up and NAME:down", async () => {
+    const payload = randomBytes(200 * 1024);
+    const backend = await startBackend((socket) => socket.end(payload));
+    backends.push(backend);
+    const dir = tempDir();
+    const store = `sqlite:${join(dir, "buckets.db")}`;
+    const env = { XDG_STATE_HOME: dir };
+    const proxy = await startProxy(["--to", `127.0.0.1:${backend.port}`, "--down", "4mb", "--up", "1mb", "--key", "link", "--store", store], { env });
+    const received = await receiveAll(await connectTo(proxy.port));
+    expect(received.data.equals(payload)).toBe(true);
+    expect((await stopProxy(proxy)).code).toBe(0);
+    const list = await runCli(["key", "list", "--store", store, "--json"], { env });
+    const keys = (JSON.parse(list.stdout.toString()) as Array<{ key: string; rate: number }>).map((state) => [state.key, state.rate]);
+    expect(keys).toEqual([
+      ["link:down", 4 * 1024 * 1024],
+      ["link:up", 1024 * 1024],
+    ]);
+  });
+
+  it("--per client keeps each client's buckets as NAME:down:<address>, and keeps a rate set with tbucket key set", async () => {
+    const backend = await startBackend((socket) => socket.end("hello"));
+    backends.push(backend);
+    const dir = tempDir();
+    const store = `sqlite:${join(dir, "buckets.db")}`;
+    const env = { XDG_STATE_HOME: dir };
+    expect((await runCli(["key", "set", "per:down:127.0.0.3", "--rate", "2mb", "--store", store], { env })).code).toBe(0);
+    const proxy = await startProxy(["--to", `127.0.0.1:${backend.port}`, "--down", "1mb", "--per", "client", "--key", "per", "--store", store], { env });
+    expect((await receiveAll(await connectTo(proxy.port, "127.0.0.2"))).data.toString()).toBe("hello");
+    expect((await receiveAll(await connectTo(proxy.port, "127.0.0.3"))).data.toString()).toBe("hello");
+    expect((await stopProxy(proxy)).code).toBe(0);
+    const list = await runCli(["key", "list", "--store", store, "--json"], { env });
+    const keys = (JSON.parse(list.stdout.toString()) as Array<{ key: string; rate: number }>).map((state) => [state.key, state.rate]);
+    expect(keys).toEqual([
+      ["per:down:127.0.0.2", 1024 * 1024],
+      ["per:down:127.0.0.3", 2 * 1024 * 1024],
+    ]);
+  });
+
+  it("exits 1 with one line when the store cannot be reached, and with --on-store-error local serves with private buckets", async () => {
+    const store = `redis://127.0.0.1:${await unusedPort()}`;
+    const backend = await startBackend((socket) => socket.end("hello"));
+    backends.push(backend);
+    const failing = await runCli(["proxy", "--listen", "127.0.0.1:0", "--to", `127.0.0.1:${backend.port}`, "--down", "1mb", "--key", "link", "--store", store]);
+    expect(failing.code).toBe(1);
+    expect(failing.stderr.split("\n")).toHaveLength(2);
+    expect(failing.stderr).toMatch(/^tbucket: .*redis:\/\/127\.0\.0\.1:\d+.*--on-store-error local\n$/);
+
+    const proxy = await startProxy(["--to", `127.0.0.1:${backend.port}`, "--down", "1mb", "--key", "link", "--store", store, "--on-store-error", "local"]);
+    expect(proxy.running.stderr()).toMatch(/^tbucket: warning: .*going on with private buckets\n/);
+    expect((await receiveAll(await connectTo(proxy.port))).data.toString()).toBe("hello");
+    expect((await stopProxy(proxy)).code).toBe(0);
+  });
+
+  it("when the store is lost mid-run, --on-store-error local keeps serving and the default stops the proxy with exit 1", async () => {
+    const backend = await startBackend((socket) => socket.end("hello"));
+    backends.push(backend);
+    const redis = await startRedisServer();
+    let stopped = false;
+    try {
+      const args = ["--to", `127.0.0.1:${backend.port}`, "--down", "1mb", "--per", "client", "--key", "lost", "--store", redis.url];
+      const local = await startProxy([...args, "--on-store-error", "local", "--metrics", "127.0.0.1:0"]);
+      const failing = await startProxy(args);
+      for (const proxy of [local, failing]) expect((await receiveAll(await connectTo(proxy.port, "127.0.0.2"))).data.toString()).toBe("hello");
+      await redis.stop();
+      stopped = true;
+      // A new client's bucket is asked of the store, which is gone.
+      const served = await receiveAll(await connectTo(local.port, "127.0.0.3"));
+      expect(served.data.toString()).toBe("hello");
+      expect(local.running.stderr()).toMatch(/\ntbucket: warning: .*; going on with private buckets at 1mib\/s, burst 104857\n/);
+      const metrics = await (await fetch(`http://127.0.0.1:${local.metricsPort}/metrics`)).text();
+      expect(metrics).toMatch(/\ntbucket_proxy_store_errors_total [1-9]/);
+      expect((await stopProxy(local)).code).toBe(0);
+
+      await connectTo(failing.port, "127.0.0.3").then(receiveAll, () => undefined);
+      const result = await failing.running.exited;
+      expect(result.code).toBe(1);
+      expect(result.stderr.split("\n").filter((line) => line.startsWith("tbucket: ") && !line.startsWith("tbucket: warning"))).toHaveLength(1);
+      expect(result.stderr).toMatch(/\ntbucket: .*; the proxy stopped; restart it, or add --on-store-error local to keep serving with private buckets\n$/);
+    } finally {
+      if (!stopped) await redis.stop();
+    }
+  });
+});
