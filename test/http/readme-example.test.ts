@@ -5,10 +5,7 @@ import { start } from "../helpers/cli.js";
 
 const root = fileURLToPath(new URL("../../", import.meta.url));
 
-/**
- * The README's tbucket/http example, exactly as the README shows it (between
- * `<!-- http-example -->` and the end of its code block, once the README has it).
- */
+/** The README's tbucket/http example, exactly as the README shows it (after `<!-- http-example -->`). */
 export const HTTP_EXAMPLE = `import http from "node:http";
 import { rateLimit } from "tbucket/http";
 
@@ -30,7 +27,7 @@ describe("the README's tbucket/http example", () => {
   it("runs against the built package and prints what its comment says", async () => {
     const readme = readFileSync(`${root}README.md`, "utf8");
     const shown = /<!-- http-example -->\n```js\n([\s\S]*?)```/.exec(readme)?.[1];
-    if (shown !== undefined) expect(shown).toBe(HTTP_EXAMPLE);
+    expect(shown).toBe(HTTP_EXAMPLE);
     // Inside the package folder, "tbucket/http" resolves to this package through its own exports.
     const path = `${root}dist/readme-http-example.mjs`;
     writeFileSync(path, HTTP_EXAMPLE);
