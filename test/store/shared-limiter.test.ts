@@ -280,10 +280,12 @@ describe("SharedLimiter", () => {
       const again = limiter.wait(1);
       await clock.advance(0);
       expect((await store.read("k"))?.tokens).toBeCloseTo(-0.98, 9);
+      // Held from here: the wait ends in a rejection while the clock runs.
+      const closedWhileWaiting = expect(again).rejects.toThrow('key "k": the limiter was closed while waiting');
       await limiter.close();
       expect((await store.read("k"))?.tokens).toBeCloseTo(0.02, 9);
       await runFor(clock, 600);
-      await expect(again).rejects.toThrow('key "k": the limiter was closed while waiting');
+      await closedWhileWaiting;
     });
 
     it("when tryWait is aborted", async () => {
@@ -309,11 +311,12 @@ describe("SharedLimiter", () => {
       await clock.advance(0);
       // Another process reserves after my lease of 5: its 3 stay taken.
       expect((await store.take("k", 3))?.waitMs).toBe(80);
+      const closedWhileWaiting = expect(waiting).rejects.toThrow("the limiter was closed while waiting");
       await mine.close();
       // -8 before: mine is due at 50 ms, theirs at 80 ms, so 5 - 3 come back.
       expect((await store.read("k"))?.tokens).toBeCloseTo(-6, 9);
       await runFor(clock, 600);
-      await expect(waiting).rejects.toThrow("the limiter was closed while waiting");
+      await closedWhileWaiting;
     });
 
     it("not once the lease is due: tokens waited for count as used", async () => {
