@@ -53,6 +53,10 @@ export class HttpProxy implements RunningHttpProxy {
   readonly #bodyBuckets: KeyTable<TokenBucket> | undefined;
   readonly #tunnels = new Set<Socket>();
   readonly #backendTimeoutMs: number;
+  /** The target's path prefix without its final slash, put before every request's path. */
+  readonly #pathPrefix: string;
+  /** False at an infinite rate with private buckets and no body rate: every request goes, so none asks the middleware. */
+  readonly #limitsRequests: boolean;
   #accessLog: NodeJS.WritableStream | undefined;
   #active = 0;
   readonly #sweeper: ReturnType<typeof setInterval>;
@@ -64,6 +68,8 @@ export class HttpProxy implements RunningHttpProxy {
     this.#target = typeof options.target === "string" ? parseHttpTarget(options.target) : options.target;
     this.#clock = options.clock ?? systemClock;
     this.#backendTimeoutMs = options.backendTimeoutMs ?? DEFAULT_BACKEND_TIMEOUT_MS;
+    this.#pathPrefix = this.#target.pathname.replace(/\/$/, "");
+    this.#limitsRequests = options.rate !== Infinity || options.shared !== undefined || options.bodyRate !== undefined;
     this.#trusted = options.trustProxy && options.trustProxy.length > 0 ? new TrustedProxies(options.trustProxy) : undefined;
     const per = options.per ?? { by: "ip" };
     const maxKeys = options.maxKeys ?? DEFAULT_MAX_KEYS;
@@ -211,6 +217,12 @@ export class HttpProxy implements RunningHttpProxy {
       if (record.decision === "refused") record.bytes = Number(res.getHeader("content-length") ?? 0) || 0;
       this.#end(req, res.writableFinished ? res.statusCode : 499);
     });
+    if (!this.#limitsRequests) {
+      // The same as the middleware's answer at an infinite rate (admitted, no fields to add), without the key it would not use.
+      this.#options.observer?.decision("admitted", 0);
+      this.#forward(req, res, record);
+      return;
+    }
     this.#limit(req, res, (error) => {
       if (error !== undefined) {
         record.decision = "failed";
@@ -301,8 +313,7 @@ export class HttpProxy implements RunningHttpProxy {
   }
 
   #backendPath(url: string): string {
-    const prefix = this.#target.pathname.replace(/\/$/, "");
-    return prefix + (url.startsWith("/") ? url : `/${url}`);
+    return this.#pathPrefix + (url.startsWith("/") ? url : `/${url}`);
   }
 
   #sendError(res: ServerResponse, status: number, why: string): void {
