@@ -27,6 +27,7 @@ interface RequestRecord {
   startedAtMs: number;
   client: string;
   key: string | undefined;
+  /** Empty until the limit decides: a client that leaves before that (while queued) was cancelled. */
   decision: string;
   waitMs: number;
   bytes: number;
@@ -195,7 +196,7 @@ export class HttpProxy implements RunningHttpProxy {
   #begin(req: IncomingMessage): RequestRecord {
     // Read now: a socket that closes forgets its address. Only a log needs it.
     const client = this.#accessLog ? this.#clientOf(req) : "-";
-    const record: RequestRecord = { startedAtMs: Date.now(), client, key: undefined, decision: "admitted", waitMs: 0, bytes: 0 };
+    const record: RequestRecord = { startedAtMs: Date.now(), client, key: undefined, decision: "", waitMs: 0, bytes: 0 };
     this.#records.set(req, record);
     this.#active++;
     return record;
@@ -206,6 +207,11 @@ export class HttpProxy implements RunningHttpProxy {
     if (!record) return;
     this.#records.delete(req);
     this.#active--;
+    // The middleware hears of the hang-up after this: the wait it gives up ends now.
+    if (record.decision === "") {
+      record.decision = "cancelled";
+      record.waitMs = Date.now() - record.startedAtMs;
+    }
     if (this.#accessLog?.writable) this.#accessLog.write(accessLogLine({ ...record, req, status }));
     if (this.#active === 0) this.#idle?.();
   }
@@ -219,6 +225,7 @@ export class HttpProxy implements RunningHttpProxy {
     });
     if (!this.#limitsRequests) {
       // The same as the middleware's answer at an infinite rate (admitted, no fields to add), without the key it would not use.
+      record.decision = "admitted";
       this.#options.observer?.decision("admitted", 0);
       this.#forward(req, res, record);
       return;
