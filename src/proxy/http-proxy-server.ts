@@ -118,6 +118,11 @@ export class HttpProxy implements RunningHttpProxy {
     this.#sweeper.unref();
     this.#server.on("request", (req, res) => this.#onRequest(req, res));
     this.#server.on("upgrade", (req, socket, head) => this.#onUpgrade(req, socket as Socket, head));
+    // CONNECT asks for a tunnel to anywhere: a reverse proxy does not give one (node would drop the connection without a word).
+    this.#server.on("connect", (_req, socket: Socket) => {
+      socket.on("error", () => socket.destroy());
+      socket.end("HTTP/1.1 405 Method Not Allowed\r\nconnection: close\r\ncontent-length: 0\r\n\r\n");
+    });
     this.#server.on("clientError", (error, socket) => this.#onClientError(error as NodeJS.ErrnoException, socket as Socket));
   }
 
@@ -320,7 +325,13 @@ export class HttpProxy implements RunningHttpProxy {
   }
 
   #backendPath(url: string): string {
-    return this.#pathPrefix + (url.startsWith("/") ? url : `/${url}`);
+    if (url.startsWith("/")) return this.#pathPrefix + url;
+    // The asterisk form (OPTIONS *) is about the server, not a path.
+    if (url === "*") return this.#pathPrefix === "" ? "*" : `${this.#pathPrefix}/`;
+    // The absolute form (RFC 9112 3.2.2), as a client talking to a proxy writes it: its path goes to the backend, its host does not.
+    const absolute = /^https?:\/\/[^/?#]*(.*)$/i.exec(url);
+    const path = absolute ? absolute[1]! : url;
+    return this.#pathPrefix + (path.startsWith("/") ? path : `/${path}`);
   }
 
   #sendError(res: ServerResponse, status: number, why: string): void {

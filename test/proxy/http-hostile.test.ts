@@ -326,4 +326,40 @@ describe("the HTTP proxy against hostile clients and backends", () => {
     expect(client.text().toLowerCase()).not.toContain("transfer-encoding");
     expect(client.text().endsWith("\r\n\r\nbad upgrade\n")).toBe(true);
   });
+  it("refuses requests that could smuggle another (Content-Length with chunked, two lengths) with 400, and nothing reaches the backend", async () => {
+    const seen: string[] = [];
+    const backend = await listen((req, res) => {
+      seen.push(`${req.method} ${req.url}`);
+      req.resume();
+      res.end("ok\n");
+    });
+    const { port } = await proxyTo(backend.url);
+    for (const attempt of [
+      "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\nGET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n",
+      "POST /two HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nContent-Length: 5\r\n\r\nabcde",
+    ]) {
+      const client = await raw(port);
+      client.write(attempt);
+      await client.closed;
+      expect(client.text()).toMatch(/^HTTP\/1\.1 400 Bad Request\r\n/);
+    }
+    expect(seen).toEqual([]);
+  });
+
+  it("sends the path of an absolute-form request and OPTIONS * as they are meant, and answers CONNECT with 405", async () => {
+    const seen: string[] = [];
+    const backend = await listen((req, res) => {
+      seen.push(`${req.method} ${req.url}`);
+      res.end("ok\n");
+    });
+    const { port } = await proxyTo(backend.url);
+    const client = await raw(port);
+    client.write("GET http://elsewhere.example/abs?q=1 HTTP/1.1\r\nHost: x\r\n\r\nOPTIONS * HTTP/1.1\r\nHost: x\r\n\r\n");
+    await until(() => statuses(client.text()).length === 2, "two answers");
+    expect(seen).toEqual(["GET /abs?q=1", "OPTIONS *"]);
+    const tunnel = await raw(port);
+    tunnel.write("CONNECT elsewhere.example:443 HTTP/1.1\r\nHost: elsewhere.example:443\r\n\r\n");
+    await tunnel.closed;
+    expect(tunnel.text()).toMatch(/^HTTP\/1\.1 405 Method Not Allowed\r\n/);
+  });
 });
