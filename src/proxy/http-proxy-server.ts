@@ -117,6 +117,7 @@ export class HttpProxy implements RunningHttpProxy {
     }, SWEEP_INTERVAL_MS);
     this.#sweeper.unref();
     this.#server.on("request", (req, res) => this.#onRequest(req, res));
+    this.#server.on("checkContinue", (req, res) => this.#onRequest(req, res, true));
     this.#server.on("upgrade", (req, socket, head) => this.#onUpgrade(req, socket as Socket, head));
     // CONNECT asks for a tunnel to anywhere: a reverse proxy does not give one (node would drop the connection without a word).
     this.#server.on("connect", (_req, socket: Socket) => {
@@ -221,7 +222,13 @@ export class HttpProxy implements RunningHttpProxy {
     if (this.#active === 0) this.#idle?.();
   }
 
-  #onRequest(req: IncomingMessage, res: ServerResponse): void {
+  /**
+   * One request. With `expectsContinue` (Expect: 100-continue) the client
+   * holds its body until told to go on: only an admitted request is told,
+   * and a refused one's connection closes after the answer, since the body
+   * the client did not send cannot be told from its next request.
+   */
+  #onRequest(req: IncomingMessage, res: ServerResponse, expectsContinue = false): void {
     const record = this.#begin(req);
     res.once("close", () => {
       // A refusal's body is what the middleware wrote.
@@ -232,14 +239,21 @@ export class HttpProxy implements RunningHttpProxy {
       // The same as the middleware's answer at an infinite rate (admitted, no fields to add), without the key it would not use.
       record.decision = "admitted";
       this.#options.observer?.decision("admitted", 0);
+      if (expectsContinue) res.writeContinue();
       this.#forward(req, res, record);
       return;
     }
+    const keepAlive = res.shouldKeepAlive;
+    if (expectsContinue) res.shouldKeepAlive = false;
     this.#limit(req, res, (error) => {
       if (error !== undefined) {
         record.decision = "failed";
         this.#sendError(res, error instanceof StoreError ? 503 : 500, error instanceof StoreError ? "the rate limit's store cannot be reached" : "internal error");
         return;
+      }
+      if (expectsContinue) {
+        res.shouldKeepAlive = keepAlive;
+        res.writeContinue();
       }
       this.#forward(req, res, record);
     });

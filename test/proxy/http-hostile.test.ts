@@ -217,6 +217,30 @@ describe("the HTTP proxy against hostile clients and backends", () => {
     expect(statuses(client.text())).toEqual([100, 200]);
   });
 
+  it("tells a client that expects 100-continue to go on only when the limit lets its request through; a refused one gets the 429 and the connection closes", async () => {
+    const bodies: string[] = [];
+    const backend = await listen((req, res) => {
+      let body = "";
+      req.on("data", (chunk: Buffer) => (body += chunk));
+      req.on("end", () => {
+        bodies.push(body);
+        res.end("ok\n");
+      });
+    });
+    const { port } = await proxyTo(backend.url, { rate: 1, burst: 1 });
+    const admitted = await raw(port);
+    admitted.write("PUT /e HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 4\r\n\r\n");
+    await until(() => admitted.text().startsWith("HTTP/1.1 100 Continue\r\n\r\n"), "100 Continue");
+    admitted.write("data");
+    await until(() => admitted.text().endsWith("ok\n"), "the answer");
+    const refused = await raw(port);
+    refused.write("PUT /e HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 4\r\n\r\n");
+    await refused.closed;
+    expect(statuses(refused.text())).toEqual([429]);
+    expect(refused.text().toLowerCase()).toContain("connection: close");
+    expect(bodies).toEqual(["data"]);
+  });
+
   it("passes HEAD, 204 and 304 answers without a body, the connection still good for the next request", async () => {
     const backend = await listen((req, res) => {
       if (req.method === "HEAD") {
