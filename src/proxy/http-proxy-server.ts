@@ -56,6 +56,9 @@ export class HttpProxy implements RunningHttpProxy {
   readonly #backendTimeoutMs: number;
   /** The target's path prefix without its final slash, put before every request's path. */
   readonly #pathPrefix: string;
+  /** The backend's host as node connects to it: an IPv6 address without the URL's brackets. */
+  readonly #backendHost: string;
+  readonly #backendPort: number;
   /** False at an infinite rate with private buckets and no body rate: every request goes, so none asks the middleware. */
   readonly #limitsRequests: boolean;
   #accessLog: NodeJS.WritableStream | undefined;
@@ -70,6 +73,8 @@ export class HttpProxy implements RunningHttpProxy {
     this.#clock = options.clock ?? systemClock;
     this.#backendTimeoutMs = options.backendTimeoutMs ?? DEFAULT_BACKEND_TIMEOUT_MS;
     this.#pathPrefix = this.#target.pathname.replace(/\/$/, "");
+    this.#backendHost = this.#target.hostname.replace(/^\[(.*)\]$/, "$1");
+    this.#backendPort = Number(this.#target.port) || 80;
     this.#limitsRequests = options.rate !== Infinity || options.shared !== undefined || options.bodyRate !== undefined;
     this.#trusted = options.trustProxy && options.trustProxy.length > 0 ? new TrustedProxies(options.trustProxy) : undefined;
     const per = options.per ?? { by: "ip" };
@@ -262,8 +267,8 @@ export class HttpProxy implements RunningHttpProxy {
   #forward(req: IncomingMessage, res: ServerResponse, record: RequestRecord): void {
     const backendReq = httpRequest({
       agent: this.#agent,
-      host: this.#target.hostname,
-      port: this.#target.port || 80,
+      host: this.#backendHost,
+      port: this.#backendPort,
       method: req.method,
       path: this.#backendPath(req.url ?? "/"),
       headers: backendRequestHeaders(req.headers, peerOf(req)),
@@ -395,8 +400,8 @@ export class HttpProxy implements RunningHttpProxy {
 
   #tunnel(req: IncomingMessage, socket: Socket, head: Buffer, end: (status: number) => void): void {
     const backendReq = httpRequest({
-      host: this.#target.hostname,
-      port: this.#target.port || 80,
+      host: this.#backendHost,
+      port: this.#backendPort,
       method: req.method,
       path: this.#backendPath(req.url ?? "/"),
       headers: backendRequestHeaders(req.headers, peerOf(req), ["upgrade", "connection"]),
