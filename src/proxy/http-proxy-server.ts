@@ -10,7 +10,7 @@ import { clientAddress, plainAddress, TrustedProxies } from "../http/trusted-pro
 import { StoreError } from "../store/bucket-store.js";
 import { ThrottleStream } from "../stream/throttle-stream.js";
 import { accessLogLine } from "./access-log.js";
-import { backendRequestHeaders, endToEndHeaders } from "./forward-headers.js";
+import { backendRequestHeaders, backendRequestRawHeaders, endToEndHeaders, endToEndRawHeaders, rawHasBody } from "./forward-headers.js";
 import type { HttpProxyOptions, RunningHttpProxy } from "./http-proxy-options.js";
 import { parseHttpTarget } from "./http-target.js";
 
@@ -59,6 +59,8 @@ export class HttpProxy implements RunningHttpProxy {
   /** The backend's host as node connects to it: an IPv6 address without the URL's brackets. */
   readonly #backendHost: string;
   readonly #backendPort: number;
+  /** The Host a request without one gets, as node would write it. */
+  readonly #hostHeader: string;
   /** False at an infinite rate with private buckets and no body rate: every request goes, so none asks the middleware. */
   readonly #limitsRequests: boolean;
   #accessLog: NodeJS.WritableStream | undefined;
@@ -75,6 +77,7 @@ export class HttpProxy implements RunningHttpProxy {
     this.#pathPrefix = this.#target.pathname.replace(/\/$/, "");
     this.#backendHost = this.#target.hostname.replace(/^\[(.*)\]$/, "$1");
     this.#backendPort = Number(this.#target.port) || 80;
+    this.#hostHeader = this.#target.port === "" ? this.#target.hostname : `${this.#target.hostname}:${this.#target.port}`;
     this.#limitsRequests = options.rate !== Infinity || options.shared !== undefined || options.bodyRate !== undefined;
     this.#trusted = options.trustProxy && options.trustProxy.length > 0 ? new TrustedProxies(options.trustProxy) : undefined;
     const per = options.per ?? { by: "ip" };
@@ -271,7 +274,8 @@ export class HttpProxy implements RunningHttpProxy {
       port: this.#backendPort,
       method: req.method,
       path: this.#backendPath(req.url ?? "/"),
-      headers: backendRequestHeaders(req.headers, peerOf(req)),
+      // Raw lines, not an object: node then builds neither the request's headers object nor one of its own.
+      headers: backendRequestRawHeaders(req.rawHeaders, req.method ?? "GET", peerOf(req), this.#hostHeader),
     });
     const timer = setTimeout(() => backendReq.destroy(new BackendTimeout()), this.#backendTimeoutMs);
     // The client hung up: the backend's work is not wanted any more.
@@ -282,7 +286,7 @@ export class HttpProxy implements RunningHttpProxy {
     backendReq.once("response", (backendRes) => {
       clearTimeout(timer);
       try {
-        res.writeHead(backendRes.statusCode ?? 502, backendRes.statusMessage, endToEndHeaders(backendRes.headers));
+        res.writeHead(backendRes.statusCode ?? 502, backendRes.statusMessage, endToEndRawHeaders(backendRes.rawHeaders));
       } catch (error) {
         // A header node will not send on (an invalid character): the backend's answer cannot be passed on.
         backendRes.destroy();
@@ -316,7 +320,7 @@ export class HttpProxy implements RunningHttpProxy {
     });
     // Without a body the request ends with its headers: piping it would make the backend request
     // chunked, its final empty chunk a second small packet that Nagle and delayed ACKs hold back.
-    if (!hasBody(req)) {
+    if (!rawHasBody(req.rawHeaders)) {
       req.resume();
       backendReq.end();
       return;
@@ -468,12 +472,6 @@ export class HttpProxy implements RunningHttpProxy {
 function peerOf(req: IncomingMessage): string | undefined {
   const address = req.socket.remoteAddress;
   return address === undefined ? undefined : plainAddress(address);
-}
-
-/** Whether a request has a body to send on (RFC 9112 6.3: a length, or a transfer coding). */
-function hasBody(req: IncomingMessage): boolean {
-  const length = req.headers["content-length"];
-  return req.headers["transfer-encoding"] !== undefined || (length !== undefined && length !== "0");
 }
 
 /** The backend took longer than the backend timeout to start its answer. */
