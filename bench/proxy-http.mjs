@@ -5,11 +5,15 @@
 //   2. honest Retry-After: clients that wait exactly Retry-After after a 429, admitted on the retry;
 //   3. the queue policy: admitted requests against the bucket's schedule (median deviation);
 //   4. overhead at --rate inf: wrk, 64 keep-alive connections, against nginx proxy_pass to the
-//      same backend; added p99 latency at 1,000 requests/s against the backend direct;
+//      same backend, and against the floor of any proxy built on node:http (ten lines, no limit,
+//      no checks): requests/s, and the CPU each proxy process spends per request (which other
+//      load on the machine does not skew as much); added p99 latency at 1,000 requests/s against
+//      the backend direct;
 //   5. memory: RSS after 100,000 distinct clients, and with 1,000 idle keep-alive connections.
 //
 //   node bench/proxy-http.mjs                 # about 2 minutes
 //   node bench/proxy-http.mjs --seconds 5     # shorter runs for 1 and 4
+//   node bench/proxy-http.mjs --only overhead,queue   # some of precision, queue, overhead, memory
 //
 // Needs `npm run build`. Installs nginx and wrk (Debian packages) with apt-get when missing, as root.
 // bench/proxy.mjs imports runHttpBenchmarks (or measureHttpProxy, for the figures), and may pass
@@ -19,7 +23,7 @@ import { once } from "node:events";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { Agent, request } from "node:http";
 import { connect, createServer } from "node:net";
-import { tmpdir } from "node:os";
+import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -94,6 +98,28 @@ function startLibraryProxy(options) {
   return startChild(["--input-type=module", "-e", code, PROXY_MODULE, JSON.stringify({ listen: { host: "127.0.0.1", port: 0 }, ...options })]);
 }
 
+/**
+ * The least a reverse proxy on node:http does: a keep-alive agent, headers passed as they are,
+ * bodies piped. No limit, no hop-by-hop headers removed, no timeouts: a reference for what part
+ * of the proxy's cost is node's own on this machine.
+ */
+function startBareNodeProxy(backendPort) {
+  const code = `
+    const http = require("node:http");
+    const agent = new http.Agent({ keepAlive: true, scheduling: "lifo" });
+    const server = http.createServer((req, res) => {
+      const back = http.request({ agent, host: "127.0.0.1", port: ${backendPort}, method: req.method, path: req.url, headers: req.headers }, (backRes) => {
+        res.writeHead(backRes.statusCode, backRes.headers);
+        backRes.pipe(res);
+      });
+      back.on("error", () => res.destroy());
+      req.pipe(back);
+    });
+    server.listen(0, "127.0.0.1", () => process.stdout.write(server.address().port + "\\n"));
+    process.on("SIGTERM", () => process.exit(0));`;
+  return startChild(["-e", code]);
+}
+
 /** nginx with a limit_req server and a plain proxy_pass server, both to `backendPort`. */
 async function startNginx(dir, backendPort, { rate, burst }) {
   const limited = await freePort();
@@ -135,6 +161,8 @@ async function startNginx(dir, backendPort, { rate, burst }) {
   return {
     limited,
     plain,
+    /** The worker's pid (nginx's master only starts it), for its CPU time. */
+    workerPid: () => Number(execFileSync("pgrep", ["-P", String(child.pid)], { encoding: "utf8" }).trim().split("\n")[0]),
     stop: async () => {
       child.kill("SIGQUIT");
       if (child.exitCode === null) await once(child, "exit");
@@ -234,13 +262,37 @@ async function queueSchedule(port, rate, burst, count) {
   return { admitted: times.length, medianDeviationMs: median(deviations), p90DeviationMs: quantile(deviations, 0.9) };
 }
 
-/** wrk's requests per second and its p99 latency. */
-function wrk(port, seconds) {
+/** CPU time (user + system) a process has used, in ms; NaN when it cannot be read (not Linux). */
+function cpuMs(pid) {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
+  } catch {
+    return NaN;
+  }
+}
+
+/** wrk's requests per second and its p99 latency; with `pid`, the CPU that process spent per request, in µs. */
+function wrk(port, seconds, pid) {
+  const cpuBefore = pid ? cpuMs(pid) : NaN;
   const out = execFileSync("wrk", ["-t2", "-c64", `-d${seconds}s`, "--latency", `http://127.0.0.1:${port}/`], { encoding: "utf8" });
+  const requests = Number(/(\d+) requests in/.exec(out)?.[1]);
   const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1]);
   const p99 = /99%\s+([\d.]+)(us|ms|s)/.exec(out);
   const p99Ms = p99 ? Number(p99[1]) * { us: 0.001, ms: 1, s: 1000 }[p99[2]] : NaN;
-  return { rps, p99Ms };
+  return { rps, p99Ms, cpuUsPerRequest: ((cpuMs(pid) - cpuBefore) * 1000) / requests };
+}
+
+/** The median of each figure over `rounds` wrk runs, the contenders taking turns so that a busy moment hits all of them. */
+function wrkRounds(contenders, seconds, rounds) {
+  const runs = Object.fromEntries(Object.keys(contenders).map((name) => [name, []]));
+  for (let round = 0; round < rounds; round++) {
+    for (const [name, { port, pid }] of Object.entries(contenders)) runs[name].push(wrk(port, seconds, pid));
+  }
+  const medianOf = (name, field) => median(runs[name].map((run) => run[field]));
+  return Object.fromEntries(
+    Object.keys(contenders).map((name) => [name, { rps: medianOf(name, "rps"), p99Ms: medianOf(name, "p99Ms"), cpuUsPerRequest: medianOf(name, "cpuUsPerRequest") }]),
+  );
 }
 
 /** Latencies at a steady `perSecond` for `seconds`, open loop over 32 keep-alive connections. */
@@ -259,6 +311,17 @@ async function latencyAt(port, perSecond, seconds) {
   await Promise.all(pending);
   agent.destroy();
   return { p50Ms: quantile(latencies, 0.5), p99Ms: quantile(latencies, 0.99) };
+}
+
+/** Each target's latencies at 1,000 requests/s, the targets taking turns `rounds` times: the median of each figure (one stall on a busy machine spoils one round, not the row). */
+async function latencyRounds(ports, rounds) {
+  const runs = Object.fromEntries(Object.keys(ports).map((name) => [name, []]));
+  for (let round = 0; round < rounds; round++) {
+    for (const [name, port] of Object.entries(ports)) runs[name].push(await latencyAt(port, 1000, 3));
+  }
+  return Object.fromEntries(
+    Object.entries(runs).map(([name, list]) => [name, { p50Ms: median(list.map((run) => run.p50Ms)), p99Ms: median(list.map((run) => run.p99Ms)) }]),
+  );
 }
 
 function rssMiB(pid) {
@@ -300,7 +363,8 @@ async function idleConnections(port, pid, count) {
  * `startProxy(options)` starts the proxy ({ target, rate, burst, trustProxy, policy, maxWaitMs,
  * headersTimeoutMs }, rate "inf" for no limit) and resolves to { port, pid, stop() }.
  */
-export async function measureHttpProxy({ seconds = 10, startProxy = startLibraryProxy, log = (line) => process.stderr.write(`${line}\n`) } = {}) {
+export async function measureHttpProxy({ seconds = 10, startProxy = startLibraryProxy, only = undefined, log = (line) => process.stderr.write(`${line}\n`) } = {}) {
+  const wanted = (part) => only === undefined || only.includes(part);
   ensureNginxAndWrk();
   const dir = mkdtempSync(join(tmpdir(), "tbucket-bench-proxy-http-"));
   const backend = await startBackend();
@@ -309,29 +373,49 @@ export async function measureHttpProxy({ seconds = 10, startProxy = startLibrary
   const nginx = await startNginx(dir, backend.port, limit);
   const figures = { seconds };
   try {
-    log("1. per-client precision");
-    const limited = await startProxy({ target, ...limit, trustProxy: ["127.0.0.1"] });
-    figures.precision = { tbucket: await precision(limited.port, 20, seconds), nginx: await precision(nginx.limited, 20, seconds) };
-    log("2. Retry-After");
-    figures.retryAfter = await retryAfterHonesty(limited.port, 20, 10);
-    await limited.stop();
+    if (wanted("precision")) {
+      log("1. per-client precision");
+      const limited = await startProxy({ target, ...limit, trustProxy: ["127.0.0.1"] });
+      figures.precision = { tbucket: await precision(limited.port, 20, seconds), nginx: await precision(nginx.limited, 20, seconds) };
+      log("2. Retry-After");
+      figures.retryAfter = await retryAfterHonesty(limited.port, 20, 10);
+      await limited.stop();
+    }
 
-    log("3. queue policy");
-    const queued = await startProxy({ target, ...limit, trustProxy: ["127.0.0.1"], policy: "queue", maxWaitMs: 2000 });
-    figures.queue = await queueSchedule(queued.port, limit.rate, limit.burst, 60);
-    await queued.stop();
+    if (wanted("queue")) {
+      log("3. queue policy");
+      const queued = await startProxy({ target, ...limit, trustProxy: ["127.0.0.1"], policy: "queue", maxWaitMs: 2000 });
+      figures.queue = await queueSchedule(queued.port, limit.rate, limit.burst, 60);
+      figures.queue.loadAverage = loadavg()[0];
+      await queued.stop();
+    }
 
+    if (wanted("overhead")) await overhead();
+    if (wanted("memory")) await memory();
+  } finally {
+    await nginx.stop();
+    await backend.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+  return { figures, text: table(figures, limit) };
+
+  async function overhead() {
     log("4. overhead");
     const open = await startProxy({ target, rate: "inf", burst: 1 });
+    const bare = await startBareNodeProxy(backend.port);
+    const contenders = { tbucket: { port: open.port, pid: open.pid }, nginx: { port: nginx.plain, pid: nginx.workerPid() }, bare: { port: bare.port, pid: bare.pid } };
+    // A first round unmeasured: the JIT and the connection pools warm up.
+    wrkRounds(contenders, Math.min(2, seconds), 1);
     figures.overhead = {
-      tbucket: wrk(open.port, seconds),
-      nginx: wrk(nginx.plain, seconds),
-      latencyDirect: await latencyAt(backend.port, 1000, 5),
-      latencyTbucket: await latencyAt(open.port, 1000, 5),
-      latencyNginx: await latencyAt(nginx.plain, 1000, 5),
+      ...wrkRounds(contenders, Math.max(1, Math.round(seconds / 3)), 3),
+      loadAverage: loadavg()[0],
+      ...(await latencyRounds({ latencyDirect: backend.port, latencyTbucket: open.port, latencyNginx: nginx.plain }, 3)),
     };
+    await bare.stop();
     await open.stop();
+  }
 
+  async function memory() {
     log("5. memory");
     const counted = await startProxy({ target, ...limit, trustProxy: ["127.0.0.1"] });
     figures.memory = { clients: await manyClients(counted.port, counted.pid, 100_000) };
@@ -339,12 +423,7 @@ export async function measureHttpProxy({ seconds = 10, startProxy = startLibrary
     const idle = await startProxy({ target, ...limit, trustProxy: ["127.0.0.1"] });
     figures.memory.idle = await idleConnections(idle.port, idle.pid, 1000);
     await idle.stop();
-  } finally {
-    await nginx.stop();
-    await backend.stop();
-    rmSync(dir, { recursive: true, force: true });
   }
-  return { figures, text: table(figures, limit) };
 }
 
 function table(f, { rate, burst }) {
@@ -356,19 +435,37 @@ function table(f, { rate, burst }) {
   const p = f.precision;
   const o = f.overhead;
   const ms = (v) => `${v.toFixed(2)} ms`;
-  return [
+  const cpu = (v) => (Number.isFinite(v) ? `${v.toFixed(0)} µs` : "–");
+  const rows = [
     `# HTTP proxy against nginx (${new Date().toISOString().slice(0, 10)}, node ${process.version})`,
     "",
     "| measure | tbucket | nginx | goal |",
     "|---|---|---|---|",
-    `| 1. admitted per client, 20 clients, ${rate}/s burst ${burst}, ${p.tbucket.elapsedS.toFixed(1)} s | ${range(p.tbucket.counts)} (${within(p.tbucket)}/20 within) | ${range(p.nginx.counts)} (${within(p.nginx)}/20 within) | ≤ ${envelope(p.tbucket.elapsedS).toFixed(0)}, ≥ ${floor().toFixed(0)} |`,
-    `| 2. retries after exactly Retry-After admitted | ${f.retryAfter.admitted}/${f.retryAfter.total} | no Retry-After | ≥ 99 % |`,
-    `| 3. queue: deviation from the schedule, median (p90) | ${ms(f.queue.medianDeviationMs)} (${ms(f.queue.p90DeviationMs)}), ${f.queue.admitted}/60 admitted | – | ≤ 5 ms |`,
-    `| 4. requests/s, rate inf, wrk -c64 (p99) | ${o.tbucket.rps.toFixed(0)} (${ms(o.tbucket.p99Ms)}) | ${o.nginx.rps.toFixed(0)} (${ms(o.nginx.p99Ms)}) | ≥ 50 % of nginx: ${((o.tbucket.rps / o.nginx.rps) * 100).toFixed(0)} % |`,
-    `| 4. p99 at 1,000 req/s, added to direct (${ms(o.latencyDirect.p99Ms)}) | +${ms(o.latencyTbucket.p99Ms - o.latencyDirect.p99Ms)} | +${ms(o.latencyNginx.p99Ms - o.latencyDirect.p99Ms)} | ≤ 2 ms |`,
-    `| 5. RSS after 100,000 distinct clients (peak) | ${f.memory.clients.rss.toFixed(0)} MiB (${f.memory.clients.peak.toFixed(0)}) | – | < 150 MB |`,
-    `| 5. RSS with 1,000 idle keep-alive connections | ${f.memory.idle.rss.toFixed(0)} MiB | – | < 150 MB |`,
-  ].join("\n");
+  ];
+  if (p) {
+    rows.push(
+      `| 1. admitted per client, 20 clients, ${rate}/s burst ${burst}, ${p.tbucket.elapsedS.toFixed(1)} s | ${range(p.tbucket.counts)} (${within(p.tbucket)}/20 within) | ${range(p.nginx.counts)} (${within(p.nginx)}/20 within) | ≤ ${envelope(p.tbucket.elapsedS).toFixed(0)}, ≥ ${floor().toFixed(0)} |`,
+      `| 2. retries after exactly Retry-After admitted | ${f.retryAfter.admitted}/${f.retryAfter.total} | no Retry-After | ≥ 99 % |`,
+    );
+  }
+  if (f.queue) {
+    rows.push(`| 3. queue: deviation from the schedule, median (p90), load average ${f.queue.loadAverage.toFixed(1)} | ${ms(f.queue.medianDeviationMs)} (${ms(f.queue.p90DeviationMs)}), ${f.queue.admitted}/60 admitted | – | ≤ 5 ms |`);
+  }
+  if (o) {
+    rows.push(
+      `| 4. requests/s, rate inf, wrk -c64 (p99), median of 3, load average ${o.loadAverage.toFixed(1)} | ${o.tbucket.rps.toFixed(0)} (${ms(o.tbucket.p99Ms)}) | ${o.nginx.rps.toFixed(0)} (${ms(o.nginx.p99Ms)}) | ≥ 50 % of nginx: ${((o.tbucket.rps / o.nginx.rps) * 100).toFixed(0)} % |`,
+      `| 4. the floor of node:http: a bare proxy of ten lines, requests/s | ${o.bare.rps.toFixed(0)} (${((o.bare.rps / o.nginx.rps) * 100).toFixed(0)} % of nginx) | – | – |`,
+      `| 4. CPU per request of the proxy process (bare node:http proxy ${cpu(o.bare.cpuUsPerRequest)}) | ${cpu(o.tbucket.cpuUsPerRequest)} | ${cpu(o.nginx.cpuUsPerRequest)} | – |`,
+      `| 4. p99 at 1,000 req/s, added to direct (${ms(o.latencyDirect.p99Ms)}), median of 3 | +${ms(o.latencyTbucket.p99Ms - o.latencyDirect.p99Ms)} | +${ms(o.latencyNginx.p99Ms - o.latencyDirect.p99Ms)} | ≤ 2 ms |`,
+    );
+  }
+  if (f.memory) {
+    rows.push(
+      `| 5. RSS after 100,000 distinct clients (peak) | ${f.memory.clients.rss.toFixed(0)} MiB (${f.memory.clients.peak.toFixed(0)}) | – | < 150 MB |`,
+      `| 5. RSS with 1,000 idle keep-alive connections | ${f.memory.idle.rss.toFixed(0)} MiB | – | < 150 MB |`,
+    );
+  }
+  return rows.join("\n");
 }
 
 /** Runs the measurements and prints their table: what bench/proxy.mjs calls. */
@@ -382,5 +479,7 @@ export default runHttpBenchmarks;
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   const args = process.argv.slice(2);
   const seconds = args.includes("--seconds") ? Number(args[args.indexOf("--seconds") + 1]) : 10;
-  await runHttpBenchmarks({ seconds });
+  // --only overhead,queue: some of precision (1 and 2), queue, overhead, memory.
+  const only = args.includes("--only") ? args[args.indexOf("--only") + 1].split(",") : undefined;
+  await runHttpBenchmarks({ seconds, only });
 }

@@ -58,6 +58,8 @@ function addCidr(list: BlockList, cidr: string): void {
 
 /** `::ffff:10.0.0.1` is 10.0.0.1: a dual-stack socket reports IPv4 clients that way. */
 export function plainAddress(address: string): string {
+  // Most addresses are not mapped: no pattern to run for them.
+  if (!address.startsWith("::")) return address;
   const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
   return mapped ? mapped[1]! : address;
 }

@@ -37,8 +37,21 @@ export function accessLogLine(entry: AccessLogEntry): string {
   );
 }
 
+/** The last second formatted: a busy proxy logs many requests within each. */
+let cachedSecond = Number.NaN;
+let cachedTime = "";
+
 /** `01/Dec/2026:02:49:13 +0000`. */
 export function clfTime(epochMs: number): string {
+  const second = Math.floor(epochMs / 1000);
+  if (second !== cachedSecond) {
+    cachedTime = formatClfTime(second * 1000);
+    cachedSecond = second;
+  }
+  return cachedTime;
+}
+
+function formatClfTime(epochMs: number): string {
   const date = new Date(epochMs);
   const two = (n: number) => String(n).padStart(2, "0");
   return `${two(date.getUTCDate())}/${MONTHS[date.getUTCMonth()]}/${date.getUTCFullYear()}:${two(date.getUTCHours())}:${two(date.getUTCMinutes())}:${two(date.getUTCSeconds())} +0000`;

@@ -10,7 +10,7 @@ import { clientAddress, plainAddress, TrustedProxies } from "../http/trusted-pro
 import { StoreError } from "../store/bucket-store.js";
 import { ThrottleStream } from "../stream/throttle-stream.js";
 import { accessLogLine } from "./access-log.js";
-import { backendRequestHeaders, endToEndHeaders } from "./forward-headers.js";
+import { backendRequestHeaders, backendRequestRawHeaders, endToEndHeaders, endToEndRawHeaders, rawHasBody } from "./forward-headers.js";
 import type { HttpProxyOptions, RunningHttpProxy } from "./http-proxy-options.js";
 import { parseHttpTarget } from "./http-target.js";
 
@@ -27,6 +27,7 @@ interface RequestRecord {
   startedAtMs: number;
   client: string;
   key: string | undefined;
+  /** Empty until the limit decides: a client that leaves before that (while queued) was cancelled. */
   decision: string;
   waitMs: number;
   bytes: number;
@@ -53,6 +54,15 @@ export class HttpProxy implements RunningHttpProxy {
   readonly #bodyBuckets: KeyTable<TokenBucket> | undefined;
   readonly #tunnels = new Set<Socket>();
   readonly #backendTimeoutMs: number;
+  /** The target's path prefix without its final slash, put before every request's path. */
+  readonly #pathPrefix: string;
+  /** The backend's host as node connects to it: an IPv6 address without the URL's brackets. */
+  readonly #backendHost: string;
+  readonly #backendPort: number;
+  /** The Host a request without one gets, as node would write it. */
+  readonly #hostHeader: string;
+  /** False at an infinite rate with private buckets and no body rate: every request goes, so none asks the middleware. */
+  readonly #limitsRequests: boolean;
   #accessLog: NodeJS.WritableStream | undefined;
   #active = 0;
   readonly #sweeper: ReturnType<typeof setInterval>;
@@ -64,6 +74,11 @@ export class HttpProxy implements RunningHttpProxy {
     this.#target = typeof options.target === "string" ? parseHttpTarget(options.target) : options.target;
     this.#clock = options.clock ?? systemClock;
     this.#backendTimeoutMs = options.backendTimeoutMs ?? DEFAULT_BACKEND_TIMEOUT_MS;
+    this.#pathPrefix = this.#target.pathname.replace(/\/$/, "");
+    this.#backendHost = this.#target.hostname.replace(/^\[(.*)\]$/, "$1");
+    this.#backendPort = Number(this.#target.port) || 80;
+    this.#hostHeader = this.#target.port === "" ? this.#target.hostname : `${this.#target.hostname}:${this.#target.port}`;
+    this.#limitsRequests = options.rate !== Infinity || options.shared !== undefined || options.bodyRate !== undefined;
     this.#trusted = options.trustProxy && options.trustProxy.length > 0 ? new TrustedProxies(options.trustProxy) : undefined;
     const per = options.per ?? { by: "ip" };
     const maxKeys = options.maxKeys ?? DEFAULT_MAX_KEYS;
@@ -110,7 +125,13 @@ export class HttpProxy implements RunningHttpProxy {
     }, SWEEP_INTERVAL_MS);
     this.#sweeper.unref();
     this.#server.on("request", (req, res) => this.#onRequest(req, res));
+    this.#server.on("checkContinue", (req, res) => this.#onRequest(req, res, true));
     this.#server.on("upgrade", (req, socket, head) => this.#onUpgrade(req, socket as Socket, head));
+    // CONNECT asks for a tunnel to anywhere: a reverse proxy does not give one (node would drop the connection without a word).
+    this.#server.on("connect", (_req, socket: Socket) => {
+      socket.on("error", () => socket.destroy());
+      socket.end("HTTP/1.1 405 Method Not Allowed\r\nconnection: close\r\ncontent-length: 0\r\n\r\n");
+    });
     this.#server.on("clientError", (error, socket) => this.#onClientError(error as NodeJS.ErrnoException, socket as Socket));
   }
 
@@ -189,7 +210,7 @@ export class HttpProxy implements RunningHttpProxy {
   #begin(req: IncomingMessage): RequestRecord {
     // Read now: a socket that closes forgets its address. Only a log needs it.
     const client = this.#accessLog ? this.#clientOf(req) : "-";
-    const record: RequestRecord = { startedAtMs: Date.now(), client, key: undefined, decision: "admitted", waitMs: 0, bytes: 0 };
+    const record: RequestRecord = { startedAtMs: Date.now(), client, key: undefined, decision: "", waitMs: 0, bytes: 0 };
     this.#records.set(req, record);
     this.#active++;
     return record;
@@ -200,22 +221,47 @@ export class HttpProxy implements RunningHttpProxy {
     if (!record) return;
     this.#records.delete(req);
     this.#active--;
+    // The middleware hears of the hang-up after this: the wait it gives up ends now.
+    if (record.decision === "") {
+      record.decision = "cancelled";
+      record.waitMs = Date.now() - record.startedAtMs;
+    }
     if (this.#accessLog?.writable) this.#accessLog.write(accessLogLine({ ...record, req, status }));
     if (this.#active === 0) this.#idle?.();
   }
 
-  #onRequest(req: IncomingMessage, res: ServerResponse): void {
+  /**
+   * One request. With `expectsContinue` (Expect: 100-continue) the client
+   * holds its body until told to go on: only an admitted request is told,
+   * and a refused one's connection closes after the answer, since the body
+   * the client did not send cannot be told from its next request.
+   */
+  #onRequest(req: IncomingMessage, res: ServerResponse, expectsContinue = false): void {
     const record = this.#begin(req);
     res.once("close", () => {
       // A refusal's body is what the middleware wrote.
       if (record.decision === "refused") record.bytes = Number(res.getHeader("content-length") ?? 0) || 0;
       this.#end(req, res.writableFinished ? res.statusCode : 499);
     });
+    if (!this.#limitsRequests) {
+      // The same as the middleware's answer at an infinite rate (admitted, no fields to add), without the key it would not use.
+      record.decision = "admitted";
+      this.#options.observer?.decision("admitted", 0);
+      if (expectsContinue) res.writeContinue();
+      this.#forward(req, res, record);
+      return;
+    }
+    const keepAlive = res.shouldKeepAlive;
+    if (expectsContinue) res.shouldKeepAlive = false;
     this.#limit(req, res, (error) => {
       if (error !== undefined) {
         record.decision = "failed";
         this.#sendError(res, error instanceof StoreError ? 503 : 500, error instanceof StoreError ? "the rate limit's store cannot be reached" : "internal error");
         return;
+      }
+      if (expectsContinue) {
+        res.shouldKeepAlive = keepAlive;
+        res.writeContinue();
       }
       this.#forward(req, res, record);
     });
@@ -224,11 +270,12 @@ export class HttpProxy implements RunningHttpProxy {
   #forward(req: IncomingMessage, res: ServerResponse, record: RequestRecord): void {
     const backendReq = httpRequest({
       agent: this.#agent,
-      host: this.#target.hostname,
-      port: this.#target.port || 80,
+      host: this.#backendHost,
+      port: this.#backendPort,
       method: req.method,
       path: this.#backendPath(req.url ?? "/"),
-      headers: backendRequestHeaders(req.headers, peerOf(req)),
+      // Raw lines, not an object: node then builds neither the request's headers object nor one of its own.
+      headers: backendRequestRawHeaders(req.rawHeaders, req.method ?? "GET", peerOf(req), this.#hostHeader),
     });
     const timer = setTimeout(() => backendReq.destroy(new BackendTimeout()), this.#backendTimeoutMs);
     // The client hung up: the backend's work is not wanted any more.
@@ -239,7 +286,7 @@ export class HttpProxy implements RunningHttpProxy {
     backendReq.once("response", (backendRes) => {
       clearTimeout(timer);
       try {
-        res.writeHead(backendRes.statusCode ?? 502, backendRes.statusMessage, endToEndHeaders(backendRes.headers));
+        res.writeHead(backendRes.statusCode ?? 502, backendRes.statusMessage, endToEndRawHeaders(backendRes.rawHeaders));
       } catch (error) {
         // A header node will not send on (an invalid character): the backend's answer cannot be passed on.
         backendRes.destroy();
@@ -273,7 +320,7 @@ export class HttpProxy implements RunningHttpProxy {
     });
     // Without a body the request ends with its headers: piping it would make the backend request
     // chunked, its final empty chunk a second small packet that Nagle and delayed ACKs hold back.
-    if (!hasBody(req)) {
+    if (!rawHasBody(req.rawHeaders)) {
       req.resume();
       backendReq.end();
       return;
@@ -301,8 +348,13 @@ export class HttpProxy implements RunningHttpProxy {
   }
 
   #backendPath(url: string): string {
-    const prefix = this.#target.pathname.replace(/\/$/, "");
-    return prefix + (url.startsWith("/") ? url : `/${url}`);
+    if (url.startsWith("/")) return this.#pathPrefix + url;
+    // The asterisk form (OPTIONS *) is about the server, not a path.
+    if (url === "*") return this.#pathPrefix === "" ? "*" : `${this.#pathPrefix}/`;
+    // The absolute form (RFC 9112 3.2.2), as a client talking to a proxy writes it: its path goes to the backend, its host does not.
+    const absolute = /^https?:\/\/[^/?#]*(.*)$/i.exec(url);
+    const path = absolute ? absolute[1]! : url;
+    return this.#pathPrefix + (path.startsWith("/") ? path : `/${path}`);
   }
 
   #sendError(res: ServerResponse, status: number, why: string): void {
@@ -352,8 +404,8 @@ export class HttpProxy implements RunningHttpProxy {
 
   #tunnel(req: IncomingMessage, socket: Socket, head: Buffer, end: (status: number) => void): void {
     const backendReq = httpRequest({
-      host: this.#target.hostname,
-      port: this.#target.port || 80,
+      host: this.#backendHost,
+      port: this.#backendPort,
       method: req.method,
       path: this.#backendPath(req.url ?? "/"),
       headers: backendRequestHeaders(req.headers, peerOf(req), ["upgrade", "connection"]),
@@ -420,12 +472,6 @@ export class HttpProxy implements RunningHttpProxy {
 function peerOf(req: IncomingMessage): string | undefined {
   const address = req.socket.remoteAddress;
   return address === undefined ? undefined : plainAddress(address);
-}
-
-/** Whether a request has a body to send on (RFC 9112 6.3: a length, or a transfer coding). */
-function hasBody(req: IncomingMessage): boolean {
-  const length = req.headers["content-length"];
-  return req.headers["transfer-encoding"] !== undefined || (length !== undefined && length !== "0");
 }
 
 /** The backend took longer than the backend timeout to start its answer. */

@@ -88,6 +88,39 @@ describe("RequestGate, queueing", () => {
     expect(await second).toMatchObject({ decision: "queued", waitMs: 50 });
   });
 
+  it("gives every token back when all the waiting requests are given up, first come first: the bucket is as before them", async () => {
+    const { gate: g, clock } = gate({ rate: 10, burst: 5, maxWaitMs: 300_000 });
+    for (let i = 0; i < 5; i++) g.admit("a");
+    const hangUps = Array.from({ length: 1000 }, () => new AbortController());
+    const waiting = hangUps.map((hangUp) => g.admit("a", hangUp.signal));
+    await clock.advance(50);
+    for (const hangUp of hangUps) hangUp.abort();
+    const results = await Promise.all(waiting);
+    expect(results.every((result) => result.decision === "cancelled")).toBe(true);
+    // 100 ms after the burst was spent, one token is back, as if none of them had come.
+    await clock.advance(50);
+    expect(g.admit("a")).toMatchObject({ decision: "admitted", level: 0 });
+  });
+
+  it("when a request in the middle of the line is given up, the last in line takes its turn", async () => {
+    const { gate: g, clock } = gate({ rate: 10, burst: 1, maxWaitMs: 1000 });
+    g.admit("a");
+    const hangUp = new AbortController();
+    const second = g.admit("a");
+    const third = g.admit("a", hangUp.signal);
+    const fourth = g.admit("a");
+    const fifth = g.admit("a");
+    await clock.advance(50);
+    hangUp.abort();
+    expect(await third).toMatchObject({ decision: "cancelled" });
+    await clock.advance(400);
+    expect(await second).toMatchObject({ decision: "queued", waitMs: 100 });
+    expect(await fifth).toMatchObject({ decision: "queued", waitMs: 200 });
+    expect(await fourth).toMatchObject({ decision: "queued", waitMs: 300 });
+    // The turn at 400 ms is no one's: the bucket holds it.
+    expect(g.admit("a")).toMatchObject({ decision: "admitted" });
+  });
+
   it("a waiting request keeps its key in the table", async () => {
     const { gate: g, clock } = gate({ rate: 1, burst: 1, maxWaitMs: 5000, maxKeys: 10 });
     g.admit("a");

@@ -1,5 +1,6 @@
 import { PassThrough } from "node:stream";
 import { afterEach, describe, expect, it } from "vitest";
+import { clfTime } from "../../src/proxy/access-log.js";
 import { type RunningHttpProxy, startHttpProxy } from "../../src/proxy/http-proxy.js";
 import { runCli } from "../helpers/cli.js";
 import { get, listen } from "../http/http-helpers.js";
@@ -36,5 +37,14 @@ describe("the HTTP proxy's access log", () => {
       ["10.0.0.1", false],
       ["10.0.0.2", true],
     ]);
+  });
+});
+
+describe("the access log's time", () => {
+  it("is the second of each instant, whatever second came before (it is kept from one line to the next)", () => {
+    expect(clfTime(Date.UTC(2026, 11, 1, 2, 49, 13, 999))).toBe("01/Dec/2026:02:49:13 +0000");
+    expect(clfTime(Date.UTC(2026, 11, 1, 2, 49, 13, 0))).toBe("01/Dec/2026:02:49:13 +0000");
+    expect(clfTime(Date.UTC(2026, 11, 1, 2, 49, 14, 0))).toBe("01/Dec/2026:02:49:14 +0000");
+    expect(clfTime(Date.UTC(1999, 0, 9, 23, 5, 0, 500))).toBe("09/Jan/1999:23:05:00 +0000");
   });
 });
