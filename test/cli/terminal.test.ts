@@ -98,6 +98,15 @@ describe("binary data to a terminal", () => {
     expect([text.code, text.stdout.toString()]).toEqual([0, "plain text\r\n"]);
   });
 
+  // The first segment alone decided: at a low burst it is a few bytes, and binary data went to the terminal.
+  it("is refused where the first NUL comes after text, whatever the segments: what went before stays", async () => {
+    const refused = await runInTerminal(`printf '0123456789ab\\0c' | tbucket --rate 100 --burst 10`);
+    const screen = refused.stdout.toString();
+    expect([refused.code, screen.includes("\0")]).toEqual([1, false]);
+    expect(screen).toMatch(/^0123456789(ab)?tbucket: /);
+    expect(screen.endsWith(`tbucket: ${BINARY_ON_TERMINAL}\r\n`)).toBe(true);
+  });
+
   it("goes through with -0, whose NUL bytes are the records' own ends", async () => {
     const records = await runInTerminal(`printf 'a\\0b\\0' | tbucket -0 --rate inf`);
     expect([records.code, records.stdout.toString()]).toEqual([0, "a\0b\0"]);
