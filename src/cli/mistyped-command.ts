@@ -17,7 +17,7 @@ export function checkNotMistypedCommand(word: string | undefined, commandNames: 
 
 /** The names a first operand may be a mistyped one of: the program's commands, and help. */
 export function commandNames(program: Command): string[] {
-  return [...program.commands.map((command) => command.name()), "help"];
+  return [...new Set([...program.commands.map((command) => command.name()), "help"])];
 }
 
 /** Mistakes as a typist makes them: a letter left out, added, changed, or two swapped. */

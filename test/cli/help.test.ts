@@ -123,6 +123,27 @@ describe("--help on every command", () => {
   );
 });
 
+// Regression: `tbucket help simulte` printed the whole help on standard error, then "tbucket: (outputHelp)", status 2.
+describe("tbucket help <command>", () => {
+  it.each([
+    [["help", "run"], ["run", "--help"]],
+    [["help", "key", "show"], ["key", "show", "--help"]],
+    [["help"], ["--help"]],
+  ])("%j prints what %j prints, on standard output", async (args, same) => {
+    const [help, direct] = await Promise.all([runCli(args), runCli(same)]);
+    expect([help.code, help.stderr, help.stdout.toString()]).toEqual([0, "", direct.stdout.toString()]);
+  });
+
+  it.each([
+    [["help", "simulte"], `tbucket: help: "simulte" is not a command; did you mean "tbucket help simulate"?\n`],
+    [["help", "key", "shw"], `tbucket: help: "key shw" is not a command; did you mean "tbucket help key show"?\n`],
+    [["help", "nosuch"], `tbucket: help: "nosuch" is not a command; see 'tbucket --help' for the commands\n`],
+  ])("%j: one line, status 2, no help text", async (args, message) => {
+    const result = await runCli(args);
+    expect([result.code, result.stderr, result.stdout.toString()]).toEqual([2, message, ""]);
+  });
+});
+
 /** Every command that prints a report or a script to standard output. */
 const PRINTING_COMMANDS = [["--help"], ["pipe", "--help"], ["--version"], ["key", "list"], ["key", "show", "k"], ["completion", "bash"]].map(
   (args) => [args.join(" "), args] as const,
