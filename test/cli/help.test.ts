@@ -5,6 +5,7 @@ import type { Command } from "commander";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createProgram } from "../../src/cli/program.js";
 import { runCli, runShell, TBUCKET } from "../helpers/cli.js";
+import { runInTerminal } from "../helpers/terminal.js";
 
 let dir: string;
 let env: NodeJS.ProcessEnv;
@@ -121,6 +122,26 @@ describe("--help on every command", () => {
       }
     },
   );
+});
+
+// Regression: below commander's minWidthToWrap the descriptions stayed one long line each, broken mid-word by the terminal.
+describe("--help on a terminal 40 and 200 columns wide", () => {
+  it.each(allPaths().map((path) => [path.join(" ") || "(top)", path] as const))("tbucket %s --help", async (_name, path) => {
+    const [narrow, wide] = await Promise.all(
+      [40, 200].map(async (columns) => {
+        const result = await runInTerminal(`tbucket ${path.join(" ")} --help`, { columns });
+        expect(result.code).toBe(0);
+        return result.stdout.toString().replaceAll("\r\n", "\n");
+      }),
+    );
+    for (const title of ["Options:", "Commands:", "Arguments:"]) {
+      const rows = section(narrow!, title);
+      for (const row of rows) expect(row.length, row).toBeLessThanOrEqual(40);
+      // Each term on a line of its own, its description under it.
+      if (rows.length > 0) expect(rows[0]).toMatch(/^  \S/);
+      for (const row of section(wide!, title)) expect(row, row).toMatch(/^  \S.*\S {2,}\S|^ {3,}\S/);
+    }
+  });
 });
 
 // Regression: `tbucket help simulte` printed the whole help on standard error, then "tbucket: (outputHelp)", status 2.
