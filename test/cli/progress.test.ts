@@ -125,6 +125,16 @@ describe("the ETA (issue 15, point 5)", () => {
 });
 
 describe("pipe --stats", () => {
+  // Regression: 100,000 bytes at --rate 1mb --burst 4mb read "average 24.19 MiB/s ... limit 1.00 MiB/s" with no word of the burst.
+  it("says so when every byte (or line) fitted in the burst, where the average may be far above the limit", () => {
+    const bytes = stats({ bytes: 100_000, elapsedMs: 4, burst: 4 * MiB });
+    expect(formatPipeStats(bytes, "text")).toContain("(25,000,000 B/s), all within the burst; waited");
+    const lines = stats({ kind: "count", rate: 100, burst: 100, records: 50, bytes: 100, elapsedMs: 6 });
+    expect(formatPipeStats(lines, "text")).toContain(", all within the burst; waited");
+    expect(formatPipeStats(stats({ bytes: 100_000, elapsedMs: 4, rate: Infinity }), "text")).not.toContain("burst;");
+    expect(formatPipeStats(stats({ bytes: 0, elapsedMs: 4 }), "text")).not.toContain("within");
+  });
+
   it("gives the average past the burst, in text and JSON (issue 15, point 4)", () => {
     const s = stats({ bytes: 14 * MiB, elapsedMs: 10_000, burst: 4 * MiB });
     expect(formatPipeStats(s, "text")).toContain("average 1.40 MiB/s (1,468,006 B/s), 1.00 MiB/s past the burst;");
