@@ -1,3 +1,5 @@
+import { displayWidth, fitToColumns } from "./display-width.js";
+
 /**
  * One progress line on standard error, shared by the pipe and run. Where the
  * terminal can redraw, the line is redrawn in place five times a second;
@@ -73,6 +75,10 @@ export interface ProgressLine {
   stop(): void;
 }
 
+/** A name takes at most this share of the line, or these many columns on a very narrow one. */
+const NAME_SHARE = 1 / 3;
+const MIN_NAME_COLUMNS = 8;
+
 export const REDRAW_MS = 200;
 export const PLAIN_LINE_MS = 1000;
 
@@ -86,11 +92,15 @@ export function startProgressLine(options: ProgressLineOptions): ProgressLine {
   // Progress that cannot be shown (standard error full or closed) is no reason to fail the work.
   stream.on("error", () => {});
   const style = progressStyle(stream, env);
-  // A name's control characters (a newline, an escape) would break the line: shown as "?".
-  const prefix = options.name === undefined ? "" : `${options.name.replace(/[\x00-\x1f\x7f]/g, "?")}: `;
+  // A name's control characters (a newline, an escape, C1's CSI) would break the line: shown as "?".
+  const name = options.name?.replace(/[\x00-\x1f\x7f-\x9f]/g, "?");
   const text = () => {
     const width = progressWidth(stream, env);
-    return (prefix + options.describe(Math.max(0, width - prefix.length))).slice(0, width);
+    if (name === undefined) return options.describe(width).slice(0, width);
+    // A long name leaves the figures most of the line; its width in columns, not characters (日本, emoji).
+    const prefix = `${fitToColumns(name, Math.max(MIN_NAME_COLUMNS, Math.floor(width * NAME_SHARE)))}: `;
+    const used = displayWidth(prefix);
+    return used > width ? fitToColumns(prefix, width) : prefix + options.describe(width - used).slice(0, width - used);
   };
   const row = style === "redraw" ? options.row : undefined;
   let stopped = false;

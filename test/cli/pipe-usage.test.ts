@@ -27,6 +27,9 @@ describe("tbucket pipe: bad input gets one clear line and status 2", () => {
     [["--rate", "1mb", "--size", "big"], `tbucket: --size: "big" is not a size; try "8k", "4mb" or "1000"`],
     [["--rate", "1mb", "--stats-format", "xml"], `tbucket: --stats-format: "xml" is not a format; try "text" or "json"`],
     [["--rate", "1mb", "-p", "-q"], `tbucket: --progress and --quiet: choose one`],
+    // Regression: an empty name showed as ": " before the figures.
+    [["--rate", "1mb", "-N", ""], `tbucket: --name: empty; give the progress line a name, e.g. -N upload`],
+    [["--rate", "1mb", "--name", "  "], `tbucket: --name: empty; give the progress line a name, e.g. -N upload`],
     [[], `tbucket: --rate: missing; try "tbucket --rate 1mb" (or --lines --rate 100/s), or --key to use a shared bucket`],
     [["--rat", "1mb"], `tbucket: unknown option '--rat'; did you mean --rate?`],
     [["--rate"], `tbucket: option '-r, --rate <rate>' argument missing; see 'tbucket --help'`],
