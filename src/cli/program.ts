@@ -3,7 +3,7 @@ import { registerCompletion } from "./completion/register.js";
 import { registerHelpCommand } from "./help-command.js";
 import { helpTextConfiguration, showDefaultCommandOptions } from "./help-text.js";
 import { registerKey } from "./key/register.js";
-import { checkNotMistypedCommand, commandNames } from "./mistyped-command.js";
+import { checkNotMistypedCommand, commandNames, givenWords } from "./mistyped-command.js";
 import { registerPipe } from "./pipe/register.js";
 import { registerProxy } from "./proxy/register.js";
 import { registerRun } from "./run/register.js";
@@ -43,7 +43,7 @@ export function createProgram(onExit: (code: number) => void): Command {
   registerHelpCommand(program);
   // Before the pipe parses its options: `tbucket simulte --arrivals x` is a mistyped command, not an unknown option.
   program.hook("preSubcommand", (root, command) => {
-    if (command.name() === DEFAULT_COMMAND) checkNotMistypedCommand(root.args[0], commandNames(root));
+    if (command.name() === DEFAULT_COMMAND) checkNotMistypedCommand(root.args[0], commandNames(root), givenWords(root));
   });
   program.addHelpText(
     "after",

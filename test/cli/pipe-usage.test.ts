@@ -70,6 +70,15 @@ describe("a mistyped command is named as such, before the pipe's options are che
     expect([result.code, result.stderr]).toEqual([1, "tbucket: no-such-file: no such file or directory; check the path\n"]);
   });
 
+  // Regression: `tbucket -- simulte` guessed a command, where `tbucket -r 1mb -- run` reads the file run.
+  it.each([[["--rate", "1mb", "--", "simulte"]], [["pipe", "--rate", "1mb", "--", "simulte"]]])(
+    "%j: a word after -- is a file, never a mistyped command",
+    async (args) => {
+      const result = await runCli(args, { input: "" });
+      expect([result.code, result.stderr]).toEqual([1, "tbucket: simulte: no such file or directory; check the path\n"]);
+    },
+  );
+
   it("an existing file of that name is still read", async () => {
     const dir = tempDir();
     writeFileSync(join(dir, "simulte"), "data\n");
