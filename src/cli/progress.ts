@@ -47,9 +47,17 @@ export interface ProgressView {
 export class PipeProgressMeter {
   #tokens = new RateWindow(CURRENT_RATE_WINDOW_MS);
   #bytes = new RateWindow(ETA_RATE_WINDOW_MS);
+  #last: PipeStats | undefined;
 
   record(stats: PipeStats): { currentRate: number; etaBytesPerSecond: number } {
     this.#tokens.record(stats.elapsedMs, stats.kind === "count" ? (stats.records ?? 0) : stats.bytes);
+    // A new limit (key set, --key --rate elsewhere) makes the window's older samples another pace:
+    // the ETA's window starts again from the last sample, so it follows at once, not a window later.
+    if (this.#last !== undefined && this.#last.rate !== stats.rate) {
+      this.#bytes = new RateWindow(ETA_RATE_WINDOW_MS);
+      this.#bytes.record(this.#last.elapsedMs, this.#last.bytes);
+    }
+    this.#last = stats;
     this.#bytes.record(stats.elapsedMs, stats.bytes);
     return { currentRate: this.#tokens.rateOver(CURRENT_RATE_WINDOW_MS), etaBytesPerSecond: this.#bytes.rateOver(ETA_RATE_WINDOW_MS) };
   }

@@ -113,6 +113,19 @@ describe("the ETA (issue 15, point 5)", () => {
     expect(at(raisedAtMs) - at(raisedAtMs + 2000)).toBeGreaterThan(4);
   });
 
+  // Regression: for the window's 5 s after a raise the ETA blended the old pace in (2.0 s shown for 1.0 s of work).
+  it("follows a changed limit from the next line on, raised or lowered", async () => {
+    const changedAtMs = 10_000;
+    for (const [before, after] of [
+      [MiB, 4 * MiB],
+      [4 * MiB, MiB],
+    ] as const) {
+      const rate = (ms: number) => (ms <= changedAtMs ? before : after);
+      const lines = await copy(before * 10 + after * 20, rate, rate);
+      for (const line of lines.filter((l) => l.atMs > changedAtMs)) expect(Math.abs(line.eta - line.left), `at ${line.atMs} ms`).toBeLessThanOrEqual(0.1);
+    }
+  });
+
   it("counts down at the speed a shared key really gives (half the limit), not the limit's", async () => {
     const lines = await copy(20 * MiB, () => 2 * MiB, () => MiB);
     for (const line of lines.filter((l) => l.atMs >= 1000)) expect(Math.abs(line.eta - line.left)).toBeLessThanOrEqual(0.1);
