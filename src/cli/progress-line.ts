@@ -6,7 +6,7 @@ import { displayWidth, fitToColumns } from "./display-width.js";
  * where it cannot (not a terminal, TERM=dumb, a terminal that reports no
  * width), a plain line is printed once a second, so a log or a dumb terminal
  * still sees the figures move. The line always fits the width: fields are
- * dropped in a fixed order (fitFields), then it is cut.
+ * dropped in a fixed order (fitFields), then those that still do not fit.
  */
 
 /** A field of the line; fields with a `dropRank` go, lowest rank first, until the line fits. */
@@ -20,7 +20,7 @@ export const DROP = { average: 1, bucket: 2, limit: 3, elapsed: 4, percentage: 5
 
 const SEPARATOR = "  ";
 
-/** The fields joined, without the droppable ones that do not fit `width`; cut to it as a last resort. */
+/** The fields joined, without the droppable ones that do not fit `width`; then only the whole fields that fit. */
 export function fitFields(fields: readonly ProgressField[], width: number, separator = SEPARATOR): string {
   let kept = fields;
   let line = kept.map((field) => field.text).join(separator);
@@ -30,7 +30,15 @@ export function fitFields(fields: readonly ProgressField[], width: number, separ
     kept = kept.filter((field) => field.dropRank !== rank);
     line = kept.map((field) => field.text).join(separator);
   }
-  return line.length <= width ? line : line.slice(0, Math.max(0, width));
+  if (line.length <= width) return line;
+  // Whole fields only, in order, each that still fits: a figure cut short ("144.05 K" of 144.05 KiB/s,
+  // "1" of 144.05) reads as another figure. The first is cut only if it alone is too long.
+  let fitted = "";
+  for (const field of kept) {
+    const next = fitted === "" ? field.text : `${fitted}${separator}${field.text}`;
+    if (next.length <= width) fitted = next;
+  }
+  return fitted !== "" ? fitted : (kept[0]?.text ?? "").slice(0, Math.max(0, width));
 }
 
 /** How the line is shown: redrawn in place, or a plain line a second. */

@@ -18,7 +18,16 @@ describe("fitFields", () => {
     expect(fitFields(fields, 100)).toBe("aaaa  bb  cc  dddd");
     expect(fitFields(fields, 14)).toBe("aaaa  bb  dddd");
     expect(fitFields(fields, 10)).toBe("aaaa  dddd");
-    expect(fitFields(fields, 6)).toBe("aaaa  ");
+    expect(fitFields(fields, 6)).toBe("aaaa");
+    expect(fitFields(fields, 3)).toBe("aaa");
+  });
+
+  // Regression: at 20 columns the line read "29.00 KiB  144.05 K", a figure cut mid-unit.
+  it("never cuts a field short: those that fit stay, whole, in their order", () => {
+    const fields = [{ text: "29.00 KiB" }, { text: "144.05 KiB/s" }, { text: "bucket 0%", dropRank: 1 }, { text: "ETA 2.6 s" }];
+    expect(fitFields(fields, 19)).toBe("29.00 KiB");
+    expect(fitFields(fields, 20)).toBe("29.00 KiB  ETA 2.6 s");
+    expect(fitFields(fields, 34)).toBe("29.00 KiB  144.05 KiB/s  ETA 2.6 s");
   });
 });
 

@@ -77,8 +77,10 @@ describe("the pipe's progress line", () => {
     expect(describeProgress(s, v, narrower[0]!.length - 1)).toBe(narrower[1]);
     // 40 columns (39 usable): the amount, the rate and the ETA.
     expect(describeProgress(s, v, 39)).toBe(narrower[4]);
-    // Narrower than what cannot go: cut, never wrapped.
-    expect(describeProgress(s, v, 20)).toBe("12.00 MiB  1.00 MiB/");
+    // Narrower than what cannot go: whole fields that fit, never a figure cut short, never wrapped.
+    expect(describeProgress(s, v, 20)).toBe("12.00 MiB");
+    expect(describeProgress(s, v, 21)).toBe("12.00 MiB  1.00 MiB/s");
+    expect(describeProgress(s, v, 8)).toBe("12.00 Mi");
   });
 });
 
