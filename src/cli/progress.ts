@@ -123,7 +123,8 @@ export function describeProgress(stats: PipeStats, view: ProgressView, width = I
   if (lines) fields.push({ text: humanBytes(stats.bytes), dropRank: DROP.secondary });
   else if (stats.records !== undefined) fields.push({ text: `${stats.records} lines`, dropRank: DROP.secondary });
   if (view.totalBytes !== undefined && view.totalBytes > 0) {
-    const share = Math.min(1, stats.bytes / view.totalBytes);
+    // Past 100% when more came than --size said, as pv shows it: a pinned 100.0% would look finished.
+    const share = stats.bytes / view.totalBytes;
     fields.push({ text: `${(share * 100).toFixed(1)}%`, dropRank: DROP.percentage });
     // Never faster than the limit (the window may still hold the burst); none while paused.
     const pace = limited && !lines ? Math.min(stats.rate, view.etaBytesPerSecond) : stats.rate === 0 ? 0 : view.etaBytesPerSecond;

@@ -84,6 +84,14 @@ describe("the pipe's progress line", () => {
   });
 });
 
+// Regression: with -s smaller than the input the line sat at 100.0% while bytes kept coming.
+describe("more bytes than --size said", () => {
+  it("shows the share past 100%, as pv does, and no ETA", () => {
+    const line = describeProgress(stats({ bytes: 250 * 1024, elapsedMs: 1000 }), view({ totalBytes: 100 * 1024 }));
+    expect(line).toMatch(/  250\.0%$/);
+  });
+});
+
 describe("the ETA (issue 15, point 5)", () => {
   /** A copy of `totalBytes` drawn every 200 ms on a fake clock at `bytesPerSecondAt(ms)`, and the ETA each line shows. */
   async function copy(totalBytes: number, rateLimit: (ms: number) => number, bytesPerSecondAt: (ms: number) => number) {
