@@ -107,6 +107,22 @@ describe("binary data to a terminal", () => {
     expect(screen.endsWith(`tbucket: ${BINARY_ON_TERMINAL}\r\n`)).toBe(true);
   });
 
+  // run passed job output that looked binary to the terminal: the job writes to tbucket's pipe, so its own guard (curl's) never fires.
+  it("run: job output that looks binary is refused on a terminal (line and group output), the run stops with status 1; --force, raw output or a pipe write it", async () => {
+    const refused = await runInTerminal(`tbucket run -r inf --count 3 -j 1 -- printf 'a\\0b\\n'; echo "status=$?"`);
+    expect(refused.stdout.toString()).toBe(
+      "tbucket: run: standard output: it is a terminal and job output looks binary; 1 line (4 bytes) of job output not written; redirect it (> file), or add --force\r\nstatus=1\r\n",
+    );
+    const group = await runInTerminal(`tbucket run -r inf --count 1 --output group -- printf 'a\\0b'; echo "status=$?"`);
+    expect(group.stdout.toString()).toMatch(/job output looks binary.*\r\nstatus=1\r\n$/);
+    for (const options of ["--force", "--output raw"]) {
+      const written = await runInTerminal(`tbucket run -r inf --count 1 ${options} -- printf 'a\\0b\\n'; echo "status=$?"`);
+      expect(written.stdout.toString(), options).toBe("a\0b\r\nstatus=0\r\n");
+    }
+    const text = await runInTerminal(`tbucket run -r inf --count 1 -- echo text`);
+    expect([text.code, text.stdout.toString()]).toEqual([0, "text\r\n"]);
+  });
+
   it("goes through with -0, whose NUL bytes are the records' own ends", async () => {
     const records = await runInTerminal(`printf 'a\\0b\\0' | tbucket -0 --rate inf`);
     expect([records.code, records.stdout.toString()]).toEqual([0, "a\0b\0"]);
