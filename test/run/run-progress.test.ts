@@ -24,7 +24,7 @@ describe("run's progress line", () => {
     expect(formatProgress(counts, { launchesPerSecond: 8, limitPerSecond: 5, total: 30 })).toMatch(/ETA 3\.6 s$/);
     expect(formatProgress({ ...counts, started: 30 }, { launchesPerSecond: 5, limitPerSecond: 5, total: 30 })).not.toContain("ETA");
     expect(formatProgress(counts, { launchesPerSecond: 0, limitPerSecond: 0, total: 30, key: "jobs" })).toBe(
-      `12/30 started · 2 running · 9 done · 1 failed · 1 skipped · 0.0/min · paused, key "jobs"`,
+      `12/30 started · 2 running · 9 done · 1 failed · 1 skipped · 0/s · paused, key "jobs"`,
     );
   });
 
