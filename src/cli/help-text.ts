@@ -69,3 +69,32 @@ function formatItemToFit(this: Help, term: string, termWidth: number, descriptio
   const wrapped = anyWidth.boxWrap(description, Math.max(1, width - NARROW_INDENT));
   return `  ${term}\n${wrapped.replace(/^/gm, " ".repeat(NARROW_INDENT))}`;
 }
+
+/**
+ * Help text for a terminal `columns` wide: a line of prose too long for it
+ * (the notes after the options, a usage line) is wrapped at spaces, where the
+ * terminal would break it mid-word. Indented lines (examples, the option
+ * lists commander has already fitted) are left as they are: a command line
+ * cut in two could not be copied.
+ */
+export function wrapProse(text: string, columns: number): string {
+  if (!(columns > 0)) return text;
+  return text
+    .split("\n")
+    .map((line) => (line.length <= columns || /^\s/.test(line) ? line : wrapLine(line, columns)))
+    .join("\n");
+}
+
+function wrapLine(line: string, columns: number): string {
+  const rows: string[] = [];
+  let row = "";
+  for (const word of line.split(" ")) {
+    if (row !== "" && row.length + 1 + word.length > columns) {
+      rows.push(row);
+      row = word;
+    } else {
+      row = row === "" ? word : `${row} ${word}`;
+    }
+  }
+  return [...rows, row].join("\n");
+}

@@ -134,6 +134,8 @@ describe("--help on a terminal 40 and 200 columns wide", () => {
         return result.stdout.toString().replaceAll("\r\n", "\n");
       }),
     );
+    // Prose (notes, the usage line) wrapped at spaces; indented lines (examples) as they are.
+    for (const row of narrow!.split("\n").filter((row) => !/^\s/.test(row))) expect(row.length, row).toBeLessThanOrEqual(40);
     for (const title of ["Options:", "Commands:", "Arguments:"]) {
       const rows = section(narrow!, title);
       for (const row of rows) expect(row.length, row).toBeLessThanOrEqual(40);
