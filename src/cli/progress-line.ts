@@ -112,6 +112,8 @@ export function startProgressLine(options: ProgressLineOptions): ProgressLine {
   };
   const row = style === "redraw" ? options.row : undefined;
   let stopped = false;
+  // Cleared for other output to the same terminal, until draw(): the timer must not cover a part of a line.
+  let cleared = false;
   const write = (data: string) => {
     if (!stream.destroyed) stream.write(data);
   };
@@ -123,19 +125,26 @@ export function startProgressLine(options: ProgressLineOptions): ProgressLine {
     write(`${SAVE_CURSOR}\x1b[${row.rowsUp()}A\r${text()}${ERASE_TO_END}${RESTORE_CURSOR}`);
   };
   if (style === "redraw") draw();
-  const timer = setInterval(draw, style === "plain" ? PLAIN_LINE_MS : REDRAW_MS);
+  const timer = setInterval(() => {
+    if (!cleared || style === "plain") draw();
+  }, style === "plain" ? PLAIN_LINE_MS : REDRAW_MS);
   timer.unref();
   return {
     clear() {
-      if (style === "redraw" && !row && !stopped) write(`\r${ERASE_TO_END}`);
+      if (style !== "redraw" || row || stopped || cleared) return;
+      cleared = true;
+      write(`\r${ERASE_TO_END}`);
     },
     draw: () => {
+      cleared = false;
       if (style === "redraw") draw();
     },
     stop() {
       if (stopped) return;
       clearInterval(timer);
-      if (style === "plain" || !row) write(style === "plain" ? `${text()}\n` : `\r${text()}${ERASE_TO_END}\n`);
+      // Still cleared, the cursor may be after a part of a line of output: the last line goes below it.
+      const start = cleared ? "\n" : "\r";
+      if (style === "plain" || !row) write(style === "plain" ? `${text()}\n` : `${start}${text()}${ERASE_TO_END}\n`);
       else draw();
       stopped = true;
       row?.leave();

@@ -20,6 +20,12 @@ export interface ProgressOptions {
 }
 
 export interface ProgressDisplay {
+  /**
+   * Output is about to go to the terminal the line is on (stdout and stderr
+   * one terminal, with -p): the line clears itself, and is drawn again after
+   * output that ends a line, so the two never overwrite each other.
+   */
+  aroundOutput(write: () => void | Promise<void>, endsLine: boolean): void | Promise<void>;
   stop(final: PipeStats): void;
 }
 
@@ -83,6 +89,15 @@ export function startProgressDisplay(options: ProgressOptions): ProgressDisplay 
     },
   });
   return {
+    aroundOutput(write, endsLine) {
+      // Cleared once until the output ends a line: a redraw (from column 0) would cover a part of one.
+      line.clear();
+      const redraw = () => {
+        if (endsLine) line.draw();
+      };
+      const written = write();
+      return written ? written.then(redraw) : redraw();
+    },
     stop(final) {
       read = () => final;
       line.stop();

@@ -41,6 +41,23 @@ describe("progress on a terminal 40 columns wide (issue 15, point 10)", () => {
   });
 });
 
+// Regression: with -p and the output on the same terminal, the line was drawn over the output (lines lost, "1" + line + "0").
+describe("-p with the output on the same terminal", () => {
+  it("the line steps aside for each line of output and is drawn below it", async () => {
+    const result = await runInTerminal(`seq 1 30 | tbucket --rate 200 --burst 8 -p; echo end`);
+    expect(result.code).toBe(0);
+    const rows = drawScreen(result.stdout.toString(), 80);
+    expect(rows.slice(0, 30)).toEqual(Array.from({ length: 30 }, (_, i) => String(i + 1)));
+    expect(rows.slice(30)).toEqual([expect.stringMatching(/^81 B  .*limit 200 B\/s/), "end"]);
+  });
+
+  it("a part of a line is never covered: the line waits for its end, and the last one goes below it", async () => {
+    const result = await runInTerminal(`printf 'abc' | tbucket --rate 4 --burst 1 -p; echo; echo end`);
+    const rows = drawScreen(result.stdout.toString(), 80);
+    expect(rows).toEqual(["abc", expect.stringMatching(/^3 B  /), "", "end"]);
+  });
+});
+
 // Issue 15, point 12: several tbuckets in one pipeline overwrote each other's line.
 describe("named progress lines (-N) in one pipeline", () => {
   it("keep a row each on the terminal (three of them), and leave nothing behind in XDG_RUNTIME_DIR", async () => {
