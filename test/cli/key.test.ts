@@ -190,6 +190,8 @@ describe("tbucket key", () => {
     }
     const show = (await key(["show", "crumb", "--store", `sqlite:${path}`])).stdout.toString();
     expect(show).toMatch(/^level: {3}0 B \(0%\)$/m);
+    // Regression: "burst:   100 B (100 B)".
+    expect(show).toMatch(/^burst: {3}100 B$/m);
   });
 });
 

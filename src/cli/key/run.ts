@@ -116,7 +116,8 @@ function formatState(state: BucketState, store: BucketStore): string {
     ["store", store.url],
     ["kind", state.kind === "bytes" ? "bytes" : "count (lines, launches)"],
     ["rate", formatRate(state, true)],
-    ["burst", state.kind === "bytes" ? `${humanBytes(state.burst)} (${grouped(state.burst)} B)` : String(state.burst)],
+    // The exact figure where the human one rounds (1 KiB and up), as for the rate: not "10 B (10 B)".
+    ["burst", state.kind === "bytes" && state.burst >= 1024 ? `${humanBytes(state.burst)} (${grouped(state.burst)} B)` : humanAmount(state.kind, state.burst)],
     ["level", formatLevel(state)],
     ["updated", new Date(state.updatedAtMs).toISOString()],
   ];
