@@ -44,6 +44,8 @@ export interface ProgressView {
   currentRate: number;
   /** Bytes per second over the ETA's window. */
   etaBytesPerSecond: number;
+  /** The copy is over: the line shows no ETA. */
+  ended?: boolean;
   level: number | undefined;
   totalBytes: number | undefined;
   key?: string;
@@ -76,6 +78,8 @@ export class PipeProgressMeter {
 export function startProgressDisplay(options: ProgressOptions): ProgressDisplay {
   const meter = new PipeProgressMeter();
   let read = options.read;
+  // The last line: the copy is over (done, or its reader gone), so no ETA is left to give.
+  let ended = false;
   // A first sample at the start: the first plain line, a second later, has a rate.
   meter.record(read());
   const line = startProgressLine({
@@ -85,7 +89,7 @@ export function startProgressDisplay(options: ProgressOptions): ProgressDisplay 
     row: options.name !== undefined && progressStyle(options.stream, options.env) === "redraw" ? joinProgressRows(options.stream, options.env) : undefined,
     describe(width) {
       const stats = read();
-      return describeProgress(stats, { ...meter.record(stats), level: options.level(), totalBytes: options.totalBytes, key: options.key }, width);
+      return describeProgress(stats, { ...meter.record(stats), level: options.level(), totalBytes: options.totalBytes, key: options.key, ended }, width);
     },
   });
   return {
@@ -100,6 +104,7 @@ export function startProgressDisplay(options: ProgressOptions): ProgressDisplay 
     },
     stop(final) {
       read = () => final;
+      ended = true;
       line.stop();
     },
   };
@@ -143,7 +148,7 @@ export function describeProgress(stats: PipeStats, view: ProgressView, width = I
     fields.push({ text: `${(share * 100).toFixed(1)}%`, dropRank: DROP.percentage });
     // Never faster than the limit (the window may still hold the burst); none while paused.
     const pace = limited && !lines ? Math.min(stats.rate, view.etaBytesPerSecond) : stats.rate === 0 ? 0 : view.etaBytesPerSecond;
-    if (share < 1 && pace > 0) fields.push({ text: `ETA ${humanDuration(((view.totalBytes - stats.bytes) / pace) * 1000)}` });
+    if (share < 1 && pace > 0 && !view.ended) fields.push({ text: `ETA ${humanDuration(((view.totalBytes - stats.bytes) / pace) * 1000)}` });
   }
   return fitFields(fields, width);
 }

@@ -84,6 +84,15 @@ describe("the pipe's progress line", () => {
   });
 });
 
+// Regression: a copy that ended short of --size (its reader gone, -s too large) left "34.8%  ETA 318 ms" on the screen.
+describe("the last line", () => {
+  it("has no ETA: the copy is over", () => {
+    const s = stats({ bytes: 100 * 1024, elapsedMs: 1000 });
+    expect(describeProgress(s, view({ totalBytes: 300 * 1024 }))).toMatch(/  33\.3%  ETA /);
+    expect(describeProgress(s, view({ totalBytes: 300 * 1024, ended: true }))).toMatch(/  33\.3%$/);
+  });
+});
+
 // Regression: with -s smaller than the input the line sat at 100.0% while bytes kept coming.
 describe("more bytes than --size said", () => {
   it("shows the share past 100%, as pv does, and no ETA", () => {

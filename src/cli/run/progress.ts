@@ -35,6 +35,7 @@ export function startRunProgress(options: RunProgressOptions, limiter: Limiter, 
   const wanted = options.progress === "on" || (options.progress === "auto" && process.stderr.isTTY && !process.stdout.isTTY);
   if (!wanted) return undefined;
   let line: ProgressLine | undefined;
+  let ended = false;
   return {
     aroundWrite(write) {
       line?.clear();
@@ -61,6 +62,7 @@ export function startRunProgress(options: RunProgressOptions, limiter: Limiter, 
               limitPerSecond: limiter.rate,
               total,
               key: options.key,
+              ended,
             }),
             width,
             PROGRESS_SEPARATOR,
@@ -68,6 +70,7 @@ export function startRunProgress(options: RunProgressOptions, limiter: Limiter, 
       });
     },
     stop() {
+      ended = true;
       line?.stop();
     },
   };
