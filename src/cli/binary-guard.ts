@@ -4,17 +4,16 @@ type Emit = (segment: Buffer) => void | Promise<void>;
 
 /**
  * `emit`, refusing binary data bound for a terminal, as curl does: raw bytes
- * there can leave the terminal in a state that needs a reset. The first
- * segment decides: a NUL byte in it is binary (what git and grep look for);
- * then nothing is written and the copy fails. Text goes through untouched.
+ * there can leave the terminal in a state that needs a reset. A NUL byte is
+ * binary (what git and grep look for). Every segment is looked at, not the
+ * first alone: how the input is cut into segments depends on the rate (at
+ * `-r 10` the first is 10 bytes), and a file may open with text. The segment
+ * holding the NUL and all after it are not written; the copy fails. Text
+ * goes through untouched.
  */
 export function refusingBinaryOnTerminal(emit: Emit): Emit {
-  let checked = false;
   return (segment) => {
-    if (!checked && segment.length > 0) {
-      checked = true;
-      if (segment.includes(0)) throw new RuntimeError(BINARY_ON_TERMINAL);
-    }
+    if (segment.includes(0)) throw new RuntimeError(BINARY_ON_TERMINAL);
     return emit(segment);
   };
 }

@@ -30,6 +30,8 @@ const WRITE_REASONS: Record<string, [why: string, fix: string]> = {
   EISDIR: ["is a directory", "name a file"],
   EINVAL: ["does not take writes like this", "write to a file or a pipe"],
   ECONNRESET: ["the connection was reset by its peer", "check the other end"],
+  // OutputSink's own (run's job output): not an errno.
+  EBINARY: ["it is a terminal and job output looks binary", "redirect it (> file), or add --force"],
 };
 
 /** One line about a file that could not be read, as `cat` would say it, with what to do. */

@@ -1,6 +1,7 @@
 import { CommanderError } from "commander";
 import { CliError, EXIT, ReaderGone } from "./errors.js";
 import { type BuildAssets, setBuildAssets } from "./build-assets.js";
+import { wrapProse } from "./help-text.js";
 import { createProgram } from "./program.js";
 import { ignoreStandardErrorFailures, writeStandardError, writeStandardOutput } from "./standard-streams.js";
 
@@ -29,7 +30,9 @@ export async function main(argv: readonly string[], options: MainOptions = {}): 
 function applyErrorHandling(command: ReturnType<typeof createProgram>): void {
   command.exitOverride();
   // Help and versions are written whole or fail here, at once, as a thrown error main() reports.
-  command.configureOutput({ writeOut: writeStandardOutput, writeErr: writeStandardError, outputError: () => {} });
+  // On a terminal, help's prose is wrapped to its width (wrapProse); piped, it stays as written.
+  const writeOut = (text: string) => writeStandardOutput(process.stdout.isTTY ? wrapProse(text, process.stdout.columns) : text);
+  command.configureOutput({ writeOut, writeErr: writeStandardError, outputError: () => {} });
   for (const sub of command.commands) applyErrorHandling(sub);
 }
 

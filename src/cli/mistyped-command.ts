@@ -7,17 +7,25 @@ import { UsageError } from "./errors.js";
  * would be read as a file that does not exist, or complain of a missing
  * --rate. A first operand that is no file and is close to a command's name is
  * that command mistyped: say so before anything else is checked. A file of
- * that name is still read.
+ * that name is still read, and so is a word after `--`.
  */
-export function checkNotMistypedCommand(word: string | undefined, commandNames: readonly string[]): void {
+export function checkNotMistypedCommand(word: string | undefined, commandNames: readonly string[], rawArgs: readonly string[] = []): void {
   if (word === undefined || word === "-" || word.startsWith("-") || commandNames.includes(word) || existsSync(word)) return;
+  // After `--` the words are files by the user's own say (`tbucket -r 1mb -- run` reads ./run).
+  const doubleDash = rawArgs.indexOf("--");
+  if (doubleDash !== -1 && doubleDash < rawArgs.indexOf(word)) return;
   const nearest = nearestName(word, commandNames);
   if (nearest !== undefined) throw new UsageError(`"${word}" is neither a file nor a command; did you mean "${nearest}"?`);
 }
 
+/** The words as given (commander keeps them, undeclared in its types), to see where `--` stood. */
+export function givenWords(program: Command): readonly string[] {
+  return (program as Command & { rawArgs?: string[] }).rawArgs ?? [];
+}
+
 /** The names a first operand may be a mistyped one of: the program's commands, and help. */
 export function commandNames(program: Command): string[] {
-  return [...program.commands.map((command) => command.name()), "help"];
+  return [...new Set([...program.commands.map((command) => command.name()), "help"])];
 }
 
 /** Mistakes as a typist makes them: a letter left out, added, changed, or two swapped. */

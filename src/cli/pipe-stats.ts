@@ -35,6 +35,12 @@ export function steadyRate(stats: PipeStats): number | undefined {
   return ((tokens - stats.burst) * 1000) / stats.elapsedMs;
 }
 
+/** Every token fitted in the bucket's burst, so the limit never set the pace (as run's --stats says). */
+function allWithinBurst(stats: PipeStats): boolean {
+  const tokens = stats.kind === "count" ? stats.records : stats.bytes;
+  return Number.isFinite(stats.rate) && tokens !== undefined && tokens > 0 && tokens <= stats.burst;
+}
+
 /** The --stats summary: one text line, or one JSON object, each ending in a newline. */
 export function formatPipeStats(stats: PipeStats, format: StatsFormat): string {
   const seconds = stats.elapsedMs / 1000;
@@ -64,8 +70,13 @@ export function formatPipeStats(stats: PipeStats, format: StatsFormat): string {
       : stats.kind === "bytes"
         ? `limit ${humanByteRate(stats.rate)} = ${Math.round(stats.rate).toLocaleString("en-US")} B/s, burst ${stats.burst.toLocaleString("en-US")} B`
         : `limit ${stats.rate}/s, burst ${stats.burst}`;
+  // Without a figure past the burst, an average far above the limit needs its reason next to it.
   const pastBurst =
-    steady === undefined ? "" : `, ${stats.kind === "bytes" ? humanByteRate(steady) : humanCountRate(steady).replace("/", " lines/")} past the burst`;
+    steady !== undefined
+      ? `, ${stats.kind === "bytes" ? humanByteRate(steady) : humanCountRate(steady).replace("/", " lines/")} past the burst`
+      : allWithinBurst(stats)
+        ? ", all within the burst"
+        : "";
   const lineRate = linesPerSecond === undefined ? "" : `${humanCountRate(linesPerSecond).replace("/", " lines/")} and `;
   return (
     `tbucket: ${stats.bytes.toLocaleString("en-US")} bytes (${humanBytes(stats.bytes)})` +

@@ -1,8 +1,9 @@
 import { Command } from "commander";
 import { registerCompletion } from "./completion/register.js";
+import { registerHelpCommand } from "./help-command.js";
 import { helpTextConfiguration, showDefaultCommandOptions } from "./help-text.js";
 import { registerKey } from "./key/register.js";
-import { checkNotMistypedCommand, commandNames } from "./mistyped-command.js";
+import { checkNotMistypedCommand, commandNames, givenWords } from "./mistyped-command.js";
 import { registerPipe } from "./pipe/register.js";
 import { registerProxy } from "./proxy/register.js";
 import { registerRun } from "./run/register.js";
@@ -27,7 +28,7 @@ export function createProgram(onExit: (code: number) => void): Command {
     )
     .version(version(), "-V, --version", "print the version")
     .helpOption("-h, --help", "show help")
-    .helpCommand("help [command]", "show a command's help, as tbucket <command> --help does")
+    .helpCommand(false)
     .usage("[options] [file...]\n       tbucket <command> [options]")
     .enablePositionalOptions()
     .showSuggestionAfterError(true)
@@ -39,9 +40,10 @@ export function createProgram(onExit: (code: number) => void): Command {
   registerKey(program, onExit);
   registerProxy(program, onExit);
   registerCompletion(program, onExit, DEFAULT_COMMAND);
+  registerHelpCommand(program);
   // Before the pipe parses its options: `tbucket simulte --arrivals x` is a mistyped command, not an unknown option.
   program.hook("preSubcommand", (root, command) => {
-    if (command.name() === DEFAULT_COMMAND) checkNotMistypedCommand(root.args[0], commandNames(root));
+    if (command.name() === DEFAULT_COMMAND) checkNotMistypedCommand(root.args[0], commandNames(root), givenWords(root));
   });
   program.addHelpText(
     "after",

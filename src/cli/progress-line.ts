@@ -1,10 +1,12 @@
+import { displayWidth, fitToColumns } from "./display-width.js";
+
 /**
  * One progress line on standard error, shared by the pipe and run. Where the
  * terminal can redraw, the line is redrawn in place five times a second;
  * where it cannot (not a terminal, TERM=dumb, a terminal that reports no
  * width), a plain line is printed once a second, so a log or a dumb terminal
  * still sees the figures move. The line always fits the width: fields are
- * dropped in a fixed order (fitFields), then it is cut.
+ * dropped in a fixed order (fitFields), then those that still do not fit.
  */
 
 /** A field of the line; fields with a `dropRank` go, lowest rank first, until the line fits. */
@@ -18,7 +20,7 @@ export const DROP = { average: 1, bucket: 2, limit: 3, elapsed: 4, percentage: 5
 
 const SEPARATOR = "  ";
 
-/** The fields joined, without the droppable ones that do not fit `width`; cut to it as a last resort. */
+/** The fields joined, without the droppable ones that do not fit `width`; then only the whole fields that fit. */
 export function fitFields(fields: readonly ProgressField[], width: number, separator = SEPARATOR): string {
   let kept = fields;
   let line = kept.map((field) => field.text).join(separator);
@@ -28,7 +30,15 @@ export function fitFields(fields: readonly ProgressField[], width: number, separ
     kept = kept.filter((field) => field.dropRank !== rank);
     line = kept.map((field) => field.text).join(separator);
   }
-  return line.length <= width ? line : line.slice(0, Math.max(0, width));
+  if (line.length <= width) return line;
+  // Whole fields only, in order, each that still fits: a figure cut short ("144.05 K" of 144.05 KiB/s,
+  // "1" of 144.05) reads as another figure. The first is cut only if it alone is too long.
+  let fitted = "";
+  for (const field of kept) {
+    const next = fitted === "" ? field.text : `${fitted}${separator}${field.text}`;
+    if (next.length <= width) fitted = next;
+  }
+  return fitted !== "" ? fitted : (kept[0]?.text ?? "").slice(0, Math.max(0, width));
 }
 
 /** How the line is shown: redrawn in place, or a plain line a second. */
@@ -73,6 +83,10 @@ export interface ProgressLine {
   stop(): void;
 }
 
+/** A name takes at most this share of the line, or these many columns on a very narrow one. */
+const NAME_SHARE = 1 / 3;
+const MIN_NAME_COLUMNS = 8;
+
 export const REDRAW_MS = 200;
 export const PLAIN_LINE_MS = 1000;
 
@@ -86,14 +100,20 @@ export function startProgressLine(options: ProgressLineOptions): ProgressLine {
   // Progress that cannot be shown (standard error full or closed) is no reason to fail the work.
   stream.on("error", () => {});
   const style = progressStyle(stream, env);
-  // A name's control characters (a newline, an escape) would break the line: shown as "?".
-  const prefix = options.name === undefined ? "" : `${options.name.replace(/[\x00-\x1f\x7f]/g, "?")}: `;
+  // A name's control characters (a newline, an escape, C1's CSI) would break the line: shown as "?".
+  const name = options.name?.replace(/[\x00-\x1f\x7f-\x9f]/g, "?");
   const text = () => {
     const width = progressWidth(stream, env);
-    return (prefix + options.describe(Math.max(0, width - prefix.length))).slice(0, width);
+    if (name === undefined) return options.describe(width).slice(0, width);
+    // A long name leaves the figures most of the line; its width in columns, not characters (日本, emoji).
+    const prefix = `${fitToColumns(name, Math.max(MIN_NAME_COLUMNS, Math.floor(width * NAME_SHARE)))}: `;
+    const used = displayWidth(prefix);
+    return used > width ? fitToColumns(prefix, width) : prefix + options.describe(width - used).slice(0, width - used);
   };
   const row = style === "redraw" ? options.row : undefined;
   let stopped = false;
+  // Cleared for other output to the same terminal, until draw(): the timer must not cover a part of a line.
+  let cleared = false;
   const write = (data: string) => {
     if (!stream.destroyed) stream.write(data);
   };
@@ -105,19 +125,26 @@ export function startProgressLine(options: ProgressLineOptions): ProgressLine {
     write(`${SAVE_CURSOR}\x1b[${row.rowsUp()}A\r${text()}${ERASE_TO_END}${RESTORE_CURSOR}`);
   };
   if (style === "redraw") draw();
-  const timer = setInterval(draw, style === "plain" ? PLAIN_LINE_MS : REDRAW_MS);
+  const timer = setInterval(() => {
+    if (!cleared || style === "plain") draw();
+  }, style === "plain" ? PLAIN_LINE_MS : REDRAW_MS);
   timer.unref();
   return {
     clear() {
-      if (style === "redraw" && !row && !stopped) write(`\r${ERASE_TO_END}`);
+      if (style !== "redraw" || row || stopped || cleared) return;
+      cleared = true;
+      write(`\r${ERASE_TO_END}`);
     },
     draw: () => {
+      cleared = false;
       if (style === "redraw") draw();
     },
     stop() {
       if (stopped) return;
       clearInterval(timer);
-      if (style === "plain" || !row) write(style === "plain" ? `${text()}\n` : `\r${text()}${ERASE_TO_END}\n`);
+      // Still cleared, the cursor may be after a part of a line of output: the last line goes below it.
+      const start = cleared ? "\n" : "\r";
+      if (style === "plain" || !row) write(style === "plain" ? `${text()}\n` : `${start}${text()}${ERASE_TO_END}\n`);
       else draw();
       stopped = true;
       row?.leave();

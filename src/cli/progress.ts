@@ -20,6 +20,12 @@ export interface ProgressOptions {
 }
 
 export interface ProgressDisplay {
+  /**
+   * Output is about to go to the terminal the line is on (stdout and stderr
+   * one terminal, with -p): the line clears itself, and is drawn again after
+   * output that ends a line, so the two never overwrite each other.
+   */
+  aroundOutput(write: () => void | Promise<void>, endsLine: boolean): void | Promise<void>;
   stop(final: PipeStats): void;
 }
 
@@ -38,6 +44,8 @@ export interface ProgressView {
   currentRate: number;
   /** Bytes per second over the ETA's window. */
   etaBytesPerSecond: number;
+  /** The copy is over: the line shows no ETA. */
+  ended?: boolean;
   level: number | undefined;
   totalBytes: number | undefined;
   key?: string;
@@ -47,9 +55,17 @@ export interface ProgressView {
 export class PipeProgressMeter {
   #tokens = new RateWindow(CURRENT_RATE_WINDOW_MS);
   #bytes = new RateWindow(ETA_RATE_WINDOW_MS);
+  #last: PipeStats | undefined;
 
   record(stats: PipeStats): { currentRate: number; etaBytesPerSecond: number } {
     this.#tokens.record(stats.elapsedMs, stats.kind === "count" ? (stats.records ?? 0) : stats.bytes);
+    // A new limit (key set, --key --rate elsewhere) makes the window's older samples another pace:
+    // the ETA's window starts again from the last sample, so it follows at once, not a window later.
+    if (this.#last !== undefined && this.#last.rate !== stats.rate) {
+      this.#bytes = new RateWindow(ETA_RATE_WINDOW_MS);
+      this.#bytes.record(this.#last.elapsedMs, this.#last.bytes);
+    }
+    this.#last = stats;
     this.#bytes.record(stats.elapsedMs, stats.bytes);
     return { currentRate: this.#tokens.rateOver(CURRENT_RATE_WINDOW_MS), etaBytesPerSecond: this.#bytes.rateOver(ETA_RATE_WINDOW_MS) };
   }
@@ -62,6 +78,8 @@ export class PipeProgressMeter {
 export function startProgressDisplay(options: ProgressOptions): ProgressDisplay {
   const meter = new PipeProgressMeter();
   let read = options.read;
+  // The last line: the copy is over (done, or its reader gone), so no ETA is left to give.
+  let ended = false;
   // A first sample at the start: the first plain line, a second later, has a rate.
   meter.record(read());
   const line = startProgressLine({
@@ -71,12 +89,22 @@ export function startProgressDisplay(options: ProgressOptions): ProgressDisplay 
     row: options.name !== undefined && progressStyle(options.stream, options.env) === "redraw" ? joinProgressRows(options.stream, options.env) : undefined,
     describe(width) {
       const stats = read();
-      return describeProgress(stats, { ...meter.record(stats), level: options.level(), totalBytes: options.totalBytes, key: options.key }, width);
+      return describeProgress(stats, { ...meter.record(stats), level: options.level(), totalBytes: options.totalBytes, key: options.key, ended }, width);
     },
   });
   return {
+    aroundOutput(write, endsLine) {
+      // Cleared once until the output ends a line: a redraw (from column 0) would cover a part of one.
+      line.clear();
+      const redraw = () => {
+        if (endsLine) line.draw();
+      };
+      const written = write();
+      return written ? written.then(redraw) : redraw();
+    },
     stop(final) {
       read = () => final;
+      ended = true;
       line.stop();
     },
   };
@@ -115,11 +143,12 @@ export function describeProgress(stats: PipeStats, view: ProgressView, width = I
   if (lines) fields.push({ text: humanBytes(stats.bytes), dropRank: DROP.secondary });
   else if (stats.records !== undefined) fields.push({ text: `${stats.records} lines`, dropRank: DROP.secondary });
   if (view.totalBytes !== undefined && view.totalBytes > 0) {
-    const share = Math.min(1, stats.bytes / view.totalBytes);
+    // Past 100% when more came than --size said, as pv shows it: a pinned 100.0% would look finished.
+    const share = stats.bytes / view.totalBytes;
     fields.push({ text: `${(share * 100).toFixed(1)}%`, dropRank: DROP.percentage });
     // Never faster than the limit (the window may still hold the burst); none while paused.
     const pace = limited && !lines ? Math.min(stats.rate, view.etaBytesPerSecond) : stats.rate === 0 ? 0 : view.etaBytesPerSecond;
-    if (share < 1 && pace > 0) fields.push({ text: `ETA ${humanDuration(((view.totalBytes - stats.bytes) / pace) * 1000)}` });
+    if (share < 1 && pace > 0 && !view.ended) fields.push({ text: `ETA ${humanDuration(((view.totalBytes - stats.bytes) / pace) * 1000)}` });
   }
   return fitFields(fields, width);
 }

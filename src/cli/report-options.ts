@@ -44,5 +44,7 @@ export function parseReportOptions(flags: ReportFlags): ReportOptions {
   let stats: StatsFormat | undefined = flags.stats ? "text" : undefined;
   // choiceOption has checked it.
   if (flags.statsFormat !== undefined) stats = flags.statsFormat as StatsFormat;
+  // An empty name would show as ": " before the figures.
+  if (flags.name !== undefined && flags.name.trim() === "") throw new UsageError(`--name: empty; give the progress line a name, e.g. -N upload`);
   return { progress: flags.progress ? "on" : flags.quiet ? "off" : "auto", stats, name: flags.name };
 }

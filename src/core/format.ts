@@ -58,9 +58,11 @@ export function humanByteRate(bytesPerSecond: number): string {
   return `${humanBytes(bytesPerSecond)}/s`;
 }
 
-/** A count rate for people, to a tenth: `120/s`, `2.5/s`, or per minute below one a second: `30.0/min`; `inf` for Infinity. */
+/** A count rate for people, to a tenth: `120/s`, `2.5/s`, or per minute below one a second: `30.0/min`; `0/s` for none; `inf` for Infinity. */
 export function humanCountRate(perSecond: number): string {
   if (perSecond === Infinity) return "inf";
+  // Nothing yet (a progress line's first draw, a paused key): not "0.0/min", which reads as a slow rate.
+  if (perSecond === 0) return "0/s";
   if (perSecond >= 100) return `${Math.round(perSecond)}/s`;
   if (perSecond >= 1) return `${perSecond.toFixed(1)}/s`;
   return `${(perSecond * 60).toFixed(1)}/min`;

@@ -12,11 +12,19 @@ export interface OutputSinkOptions {
   aroundWrite?: (write: () => boolean) => boolean;
   /** Shared with the other sink, so a job streaming a long line holds both. */
   lock?: OutputLock;
+  /**
+   * Refuse output that holds a NUL byte, as binary bound for a terminal (curl refuses
+   * it there): the sink fails with code BINARY_OUTPUT, and that output and all after it are lost.
+   */
+  refuseBinary?: boolean;
   /** The first write that failed (a full disk, a reader gone); later output is counted as lost. */
   onFailure?: (error: NodeJS.ErrnoException) => void;
 }
 
 const NEWLINE = 0x0a;
+
+/** The code of the failure a sink that refuses binary output has (see OutputSinkOptions.refuseBinary). */
+export const BINARY_OUTPUT = "EBINARY";
 
 /**
  * Where the output of every job goes (standard output, or standard error).
@@ -66,6 +74,10 @@ export class OutputSink {
     if (chunk.length === 0) return true;
     if (this.#failure) {
       this.#lose(chunk);
+      return true;
+    }
+    if (this.#options.refuseBinary && (typeof chunk === "string" ? chunk.includes("\0") : chunk.includes(0))) {
+      this.#fail(Object.assign(new Error("binary output"), { code: BINARY_OUTPUT }), chunk);
       return true;
     }
     const write = () => this.#stream.write(chunk, (error) => error && this.#fail(error as NodeJS.ErrnoException, chunk));

@@ -11,6 +11,8 @@ export interface RunProgressView {
   total?: number;
   /** The shared bucket's key (--key), said next to the limit. */
   key?: string;
+  /** The run is over (done, or stopped by a signal): the line shows no ETA. */
+  ended?: boolean;
 }
 
 /** A field of the line; the lowest dropRank goes first when the line is too wide (see cli/progress-line.ts). */
@@ -41,7 +43,7 @@ export function runProgressFields(counts: Readonly<RunCounts>, view: RunProgress
     view.limitPerSecond === 0 ? { text: `${limit}${key}` } : { text: `${limit}${key}`, dropRank: 3 },
   ];
   const pace = Math.min(view.limitPerSecond, view.launchesPerSecond);
-  if (total !== undefined && counts.started < total && pace > 0) {
+  if (total !== undefined && counts.started < total && pace > 0 && !view.ended) {
     fields.push({ text: `ETA ${humanDuration(((total - counts.started) / pace) * 1000)}` });
   }
   return fields;

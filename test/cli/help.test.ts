@@ -5,6 +5,7 @@ import type { Command } from "commander";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createProgram } from "../../src/cli/program.js";
 import { runCli, runShell, TBUCKET } from "../helpers/cli.js";
+import { runInTerminal } from "../helpers/terminal.js";
 
 let dir: string;
 let env: NodeJS.ProcessEnv;
@@ -121,6 +122,49 @@ describe("--help on every command", () => {
       }
     },
   );
+});
+
+// Regression: below commander's minWidthToWrap the descriptions stayed one long line each, broken mid-word by the terminal.
+describe("--help on a terminal 40 and 200 columns wide", () => {
+  it.each(allPaths().map((path) => [path.join(" ") || "(top)", path] as const))("tbucket %s --help", async (_name, path) => {
+    const [narrow, wide] = await Promise.all(
+      [40, 200].map(async (columns) => {
+        const result = await runInTerminal(`tbucket ${path.join(" ")} --help`, { columns });
+        expect(result.code).toBe(0);
+        return result.stdout.toString().replaceAll("\r\n", "\n");
+      }),
+    );
+    // Prose (notes, the usage line) wrapped at spaces; indented lines (examples) as they are.
+    for (const row of narrow!.split("\n").filter((row) => !/^\s/.test(row))) expect(row.length, row).toBeLessThanOrEqual(40);
+    for (const title of ["Options:", "Commands:", "Arguments:"]) {
+      const rows = section(narrow!, title);
+      for (const row of rows) expect(row.length, row).toBeLessThanOrEqual(40);
+      // Each term on a line of its own, its description under it.
+      if (rows.length > 0) expect(rows[0]).toMatch(/^  \S/);
+      for (const row of section(wide!, title)) expect(row, row).toMatch(/^  \S.*\S {2,}\S|^ {3,}\S/);
+    }
+  });
+});
+
+// Regression: `tbucket help simulte` printed the whole help on standard error, then "tbucket: (outputHelp)", status 2.
+describe("tbucket help <command>", () => {
+  it.each([
+    [["help", "run"], ["run", "--help"]],
+    [["help", "key", "show"], ["key", "show", "--help"]],
+    [["help"], ["--help"]],
+  ])("%j prints what %j prints, on standard output", async (args, same) => {
+    const [help, direct] = await Promise.all([runCli(args), runCli(same)]);
+    expect([help.code, help.stderr, help.stdout.toString()]).toEqual([0, "", direct.stdout.toString()]);
+  });
+
+  it.each([
+    [["help", "simulte"], `tbucket: help: "simulte" is not a command; did you mean "tbucket help simulate"?\n`],
+    [["help", "key", "shw"], `tbucket: help: "key shw" is not a command; did you mean "tbucket help key show"?\n`],
+    [["help", "nosuch"], `tbucket: help: "nosuch" is not a command; see 'tbucket --help' for the commands\n`],
+  ])("%j: one line, status 2, no help text", async (args, message) => {
+    const result = await runCli(args);
+    expect([result.code, result.stderr, result.stdout.toString()]).toEqual([2, message, ""]);
+  });
 });
 
 /** Every command that prints a report or a script to standard output. */

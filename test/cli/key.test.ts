@@ -176,6 +176,23 @@ describe("tbucket key", () => {
     expect(show).toMatch(/^rate: {4}1 B\/s$/m);
     expect(show).toMatch(/^level: {3}0 \(owes 64\.00 KiB\)$/m);
   });
+
+  // Regression: a debt under half a byte read "0 (owes 0 B)".
+  it("shows a debt too small to show as an empty bucket", async () => {
+    const path = join(dir, "crumb.db");
+    const store = await SqliteStore.open(path);
+    try {
+      await store.configure("crumb", { rate: 0.001, burst: 100, kind: "bytes" });
+      await store.take("crumb", 100);
+      await store.take("crumb", 0.3);
+    } finally {
+      await store.close();
+    }
+    const show = (await key(["show", "crumb", "--store", `sqlite:${path}`])).stdout.toString();
+    expect(show).toMatch(/^level: {3}0 B \(0%\)$/m);
+    // Regression: "burst:   100 B (100 B)".
+    expect(show).toMatch(/^burst: {3}100 B$/m);
+  });
 });
 
 // Regression (issue 15): a second process at --key backup --rate 50mb silently raised a running 2mb transfer.

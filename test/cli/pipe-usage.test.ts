@@ -27,6 +27,9 @@ describe("tbucket pipe: bad input gets one clear line and status 2", () => {
     [["--rate", "1mb", "--size", "big"], `tbucket: --size: "big" is not a size; try "8k", "4mb" or "1000"`],
     [["--rate", "1mb", "--stats-format", "xml"], `tbucket: --stats-format: "xml" is not a format; try "text" or "json"`],
     [["--rate", "1mb", "-p", "-q"], `tbucket: --progress and --quiet: choose one`],
+    // Regression: an empty name showed as ": " before the figures.
+    [["--rate", "1mb", "-N", ""], `tbucket: --name: empty; give the progress line a name, e.g. -N upload`],
+    [["--rate", "1mb", "--name", "  "], `tbucket: --name: empty; give the progress line a name, e.g. -N upload`],
     [[], `tbucket: --rate: missing; try "tbucket --rate 1mb" (or --lines --rate 100/s), or --key to use a shared bucket`],
     [["--rat", "1mb"], `tbucket: unknown option '--rat'; did you mean --rate?`],
     [["--rate"], `tbucket: option '-r, --rate <rate>' argument missing; see 'tbucket --help'`],
@@ -66,6 +69,15 @@ describe("a mistyped command is named as such, before the pipe's options are che
     const result = await runCli(["--rate", "1mb", "no-such-file"]);
     expect([result.code, result.stderr]).toEqual([1, "tbucket: no-such-file: no such file or directory; check the path\n"]);
   });
+
+  // Regression: `tbucket -- simulte` guessed a command, where `tbucket -r 1mb -- run` reads the file run.
+  it.each([[["--rate", "1mb", "--", "simulte"]], [["pipe", "--rate", "1mb", "--", "simulte"]]])(
+    "%j: a word after -- is a file, never a mistyped command",
+    async (args) => {
+      const result = await runCli(args, { input: "" });
+      expect([result.code, result.stderr]).toEqual([1, "tbucket: simulte: no such file or directory; check the path\n"]);
+    },
+  );
 
   it("an existing file of that name is still read", async () => {
     const dir = tempDir();

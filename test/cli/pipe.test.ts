@@ -157,7 +157,7 @@ describe("tbucket pipe: endings", () => {
     const result = await runCli(["--rate", "1mb", "--stats"], { input: "a\nb\n" });
     expect(result.stdout.toString()).toBe("a\nb\n");
     expect(result.stderr).toMatch(
-      /^tbucket: 4 bytes \(4 B\) in \d+ ms, average .+ B\/s\); waited \d+ ms for tokens; limit 1\.00 MiB\/s = 1,048,576 B\/s, burst 104,857 B\n$/,
+      /^tbucket: 4 bytes \(4 B\) in \d+ ms, average .+ B\/s\), all within the burst; waited \d+ ms for tokens; limit 1\.00 MiB\/s = 1,048,576 B\/s, burst 104,857 B\n$/,
     );
     const lines = await runCli(["--lines", "--rate", "inf", "--stats"], { input: "a\nb\n" });
     expect(lines.stderr).toMatch(/^tbucket: 4 bytes \(4 B\), 2 lines in \d+ ms, average [\d.]+ lines\/s and .+; no limit\n$/);

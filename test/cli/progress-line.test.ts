@@ -2,6 +2,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { PassThrough } from "node:stream";
 import { fitFields, progressStyle, progressWidth, startProgressLine } from "../../src/cli/progress-line.js";
 import { RateWindow } from "../../src/cli/rate-window.js";
+import { displayWidth, fitToColumns } from "../../src/cli/display-width.js";
 
 /** A stand-in for standard error: a terminal of `columns` or not, collecting what is written. */
 function fakeStream(columns: number | undefined) {
@@ -17,7 +18,16 @@ describe("fitFields", () => {
     expect(fitFields(fields, 100)).toBe("aaaa  bb  cc  dddd");
     expect(fitFields(fields, 14)).toBe("aaaa  bb  dddd");
     expect(fitFields(fields, 10)).toBe("aaaa  dddd");
-    expect(fitFields(fields, 6)).toBe("aaaa  ");
+    expect(fitFields(fields, 6)).toBe("aaaa");
+    expect(fitFields(fields, 3)).toBe("aaa");
+  });
+
+  // Regression: at 20 columns the line read "29.00 KiB  144.05 K", a figure cut mid-unit.
+  it("never cuts a field short: those that fit stay, whole, in their order", () => {
+    const fields = [{ text: "29.00 KiB" }, { text: "144.05 KiB/s" }, { text: "bucket 0%", dropRank: 1 }, { text: "ETA 2.6 s" }];
+    expect(fitFields(fields, 19)).toBe("29.00 KiB");
+    expect(fitFields(fields, 20)).toBe("29.00 KiB  ETA 2.6 s");
+    expect(fitFields(fields, 34)).toBe("29.00 KiB  144.05 KiB/s  ETA 2.6 s");
   });
 });
 
@@ -68,6 +78,27 @@ describe("the progress line on a terminal and elsewhere", () => {
     expect(stream.written).toBe("a?b?[2J: 1 B\n");
   });
 
+  // Regression: a 200-character name filled the whole line, and wide characters (日本, emoji) were counted as one column, so the line wrapped.
+  it("gives a long name a third of the line at most, counted in columns, cut with …; the figures keep the rest", () => {
+    for (const [name, shown] of [
+      ["a".repeat(200), `${"a".repeat(12)}…`],
+      ["日本語の名前がとても長い🎉", "日本語の名前…"],
+      ["名前", "名前"],
+    ] as const) {
+      const stream = fakeStream(40);
+      startProgressLine({ stream, env: { TERM: "xterm" }, name, describe: (width) => "9".repeat(width) }).stop();
+      const frame = stream.written.split("\r").at(-2)!.replace("\x1b[K", "");
+      expect(frame.startsWith(`${shown}: 9`), frame).toBe(true);
+      expect(displayWidth(frame)).toBe(39);
+    }
+  });
+
+  it("shows C1 control characters of a name (CSI, U+009B) as ? too", () => {
+    const stream = fakeStream(undefined);
+    startProgressLine({ stream, env: {}, name: "a\u009b2Jb", describe: () => "1 B" }).stop();
+    expect(stream.written).toBe("a?2Jb: 1 B\n");
+  });
+
   it("knows which terminals redraw, and their width", () => {
     expect(progressStyle(fakeStream(80), { TERM: "xterm" })).toBe("redraw");
     expect(progressStyle(fakeStream(80), { TERM: "dumb" })).toBe("plain");
@@ -76,5 +107,17 @@ describe("the progress line on a terminal and elsewhere", () => {
     expect(progressWidth(fakeStream(80), { COLUMNS: "40" })).toBe(79);
     expect(progressWidth(fakeStream(undefined), { COLUMNS: "40" })).toBe(39);
     expect(progressWidth(fakeStream(undefined), {})).toBe(Infinity);
+  });
+});
+
+describe("displayWidth and fitToColumns", () => {
+  it("count wide characters as two columns and combining marks as none, and never cut a wide one in half", () => {
+    expect(displayWidth("abc")).toBe(3);
+    expect(displayWidth("日本")).toBe(4);
+    expect(displayWidth("🎉")).toBe(2);
+    expect(displayWidth("e\u0301")).toBe(1);
+    expect(fitToColumns("日本語", 4)).toBe("日…");
+    expect(fitToColumns("日本語", 6)).toBe("日本語");
+    expect(fitToColumns("abcdef", 3)).toBe("ab…");
   });
 });

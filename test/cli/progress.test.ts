@@ -77,8 +77,27 @@ describe("the pipe's progress line", () => {
     expect(describeProgress(s, v, narrower[0]!.length - 1)).toBe(narrower[1]);
     // 40 columns (39 usable): the amount, the rate and the ETA.
     expect(describeProgress(s, v, 39)).toBe(narrower[4]);
-    // Narrower than what cannot go: cut, never wrapped.
-    expect(describeProgress(s, v, 20)).toBe("12.00 MiB  1.00 MiB/");
+    // Narrower than what cannot go: whole fields that fit, never a figure cut short, never wrapped.
+    expect(describeProgress(s, v, 20)).toBe("12.00 MiB");
+    expect(describeProgress(s, v, 21)).toBe("12.00 MiB  1.00 MiB/s");
+    expect(describeProgress(s, v, 8)).toBe("12.00 Mi");
+  });
+});
+
+// Regression: a copy that ended short of --size (its reader gone, -s too large) left "34.8%  ETA 318 ms" on the screen.
+describe("the last line", () => {
+  it("has no ETA: the copy is over", () => {
+    const s = stats({ bytes: 100 * 1024, elapsedMs: 1000 });
+    expect(describeProgress(s, view({ totalBytes: 300 * 1024 }))).toMatch(/  33\.3%  ETA /);
+    expect(describeProgress(s, view({ totalBytes: 300 * 1024, ended: true }))).toMatch(/  33\.3%$/);
+  });
+});
+
+// Regression: with -s smaller than the input the line sat at 100.0% while bytes kept coming.
+describe("more bytes than --size said", () => {
+  it("shows the share past 100%, as pv does, and no ETA", () => {
+    const line = describeProgress(stats({ bytes: 250 * 1024, elapsedMs: 1000 }), view({ totalBytes: 100 * 1024 }));
+    expect(line).toMatch(/  250\.0%$/);
   });
 });
 
@@ -113,6 +132,19 @@ describe("the ETA (issue 15, point 5)", () => {
     expect(at(raisedAtMs) - at(raisedAtMs + 2000)).toBeGreaterThan(4);
   });
 
+  // Regression: for the window's 5 s after a raise the ETA blended the old pace in (2.0 s shown for 1.0 s of work).
+  it("follows a changed limit from the next line on, raised or lowered", async () => {
+    const changedAtMs = 10_000;
+    for (const [before, after] of [
+      [MiB, 4 * MiB],
+      [4 * MiB, MiB],
+    ] as const) {
+      const rate = (ms: number) => (ms <= changedAtMs ? before : after);
+      const lines = await copy(before * 10 + after * 20, rate, rate);
+      for (const line of lines.filter((l) => l.atMs > changedAtMs)) expect(Math.abs(line.eta - line.left), `at ${line.atMs} ms`).toBeLessThanOrEqual(0.1);
+    }
+  });
+
   it("counts down at the speed a shared key really gives (half the limit), not the limit's", async () => {
     const lines = await copy(20 * MiB, () => 2 * MiB, () => MiB);
     for (const line of lines.filter((l) => l.atMs >= 1000)) expect(Math.abs(line.eta - line.left)).toBeLessThanOrEqual(0.1);
@@ -125,6 +157,16 @@ describe("the ETA (issue 15, point 5)", () => {
 });
 
 describe("pipe --stats", () => {
+  // Regression: 100,000 bytes at --rate 1mb --burst 4mb read "average 24.19 MiB/s ... limit 1.00 MiB/s" with no word of the burst.
+  it("says so when every byte (or line) fitted in the burst, where the average may be far above the limit", () => {
+    const bytes = stats({ bytes: 100_000, elapsedMs: 4, burst: 4 * MiB });
+    expect(formatPipeStats(bytes, "text")).toContain("(25,000,000 B/s), all within the burst; waited");
+    const lines = stats({ kind: "count", rate: 100, burst: 100, records: 50, bytes: 100, elapsedMs: 6 });
+    expect(formatPipeStats(lines, "text")).toContain(", all within the burst; waited");
+    expect(formatPipeStats(stats({ bytes: 100_000, elapsedMs: 4, rate: Infinity }), "text")).not.toContain("burst;");
+    expect(formatPipeStats(stats({ bytes: 0, elapsedMs: 4 }), "text")).not.toContain("within");
+  });
+
   it("gives the average past the burst, in text and JSON (issue 15, point 4)", () => {
     const s = stats({ bytes: 14 * MiB, elapsedMs: 10_000, burst: 4 * MiB });
     expect(formatPipeStats(s, "text")).toContain("average 1.40 MiB/s (1,468,006 B/s), 1.00 MiB/s past the burst;");

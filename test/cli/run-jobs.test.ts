@@ -1,7 +1,7 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { fixture, runCli } from "../helpers/cli.js";
+import { fixture, runCli, runShell, TBUCKET } from "../helpers/cli.js";
 import { tempDirs } from "../helpers/temp-dir.js";
 
 const tempDir = tempDirs("run");
@@ -21,6 +21,16 @@ describe.concurrent("tbucket run: jobs and results", () => {
     const result = await runCli(["run", "-r", "inf", "-j", "1", "--input", join(dir, "items.txt"), "--count", "2", "--", "echo", "{}"]);
     expect(result.stdout.toString()).toBe("x\ny\n");
     expect(result.code).toBe(0);
+  });
+
+  // Regression: items from standard input redirected from a file showed no total, where --input of the same file did.
+  it("--progress: standard input redirected from a file gives the total, as --input does; a pipe gives none", async ({ expect }) => {
+    const dir = tempDir();
+    writeFileSync(join(dir, "items.txt"), "a\nb\nc\n");
+    const fromFile = await runShell(`"$NODE" "$TBUCKET" run -r 10 -p -- echo {} < "$ITEMS"`, { env: { NODE: process.execPath, TBUCKET, ITEMS: join(dir, "items.txt") } });
+    expect(fromFile.stderr.trimEnd().split("\n").at(-1)).toMatch(/^3\/3 started · /);
+    const fromPipe = await runShell(`cat "$ITEMS" | "$NODE" "$TBUCKET" run -r inf -p -- echo {}`, { env: { NODE: process.execPath, TBUCKET, ITEMS: join(dir, "items.txt") } });
+    expect(fromPipe.stderr.trimEnd().split("\n").at(-1)).toMatch(/^3 started · /);
   });
 
   it("an unreadable --input: exit 1, one line", async ({ expect }) => {

@@ -41,6 +41,23 @@ describe("progress on a terminal 40 columns wide (issue 15, point 10)", () => {
   });
 });
 
+// Regression: with -p and the output on the same terminal, the line was drawn over the output (lines lost, "1" + line + "0").
+describe("-p with the output on the same terminal", () => {
+  it("the line steps aside for each line of output and is drawn below it", async () => {
+    const result = await runInTerminal(`seq 1 30 | tbucket --rate 200 --burst 8 -p; echo end`);
+    expect(result.code).toBe(0);
+    const rows = drawScreen(result.stdout.toString(), 80);
+    expect(rows.slice(0, 30)).toEqual(Array.from({ length: 30 }, (_, i) => String(i + 1)));
+    expect(rows.slice(30)).toEqual([expect.stringMatching(/^81 B  .*limit 200 B\/s/), "end"]);
+  });
+
+  it("a part of a line is never covered: the line waits for its end, and the last one goes below it", async () => {
+    const result = await runInTerminal(`printf 'abc' | tbucket --rate 4 --burst 1 -p; echo; echo end`);
+    const rows = drawScreen(result.stdout.toString(), 80);
+    expect(rows).toEqual(["abc", expect.stringMatching(/^3 B  /), "", "end"]);
+  });
+});
+
 // Issue 15, point 12: several tbuckets in one pipeline overwrote each other's line.
 describe("named progress lines (-N) in one pipeline", () => {
   it("keep a row each on the terminal (three of them), and leave nothing behind in XDG_RUNTIME_DIR", async () => {
@@ -96,6 +113,31 @@ describe("binary data to a terminal", () => {
     expect([forced.code, forced.stdout.toString()]).toEqual([0, "a\0b"]);
     const text = await runInTerminal(`printf 'plain text\\n' | tbucket --rate inf`);
     expect([text.code, text.stdout.toString()]).toEqual([0, "plain text\r\n"]);
+  });
+
+  // The first segment alone decided: at a low burst it is a few bytes, and binary data went to the terminal.
+  it("is refused where the first NUL comes after text, whatever the segments: what went before stays", async () => {
+    const refused = await runInTerminal(`printf '0123456789ab\\0c' | tbucket --rate 100 --burst 10`);
+    const screen = refused.stdout.toString();
+    expect([refused.code, screen.includes("\0")]).toEqual([1, false]);
+    expect(screen).toMatch(/^0123456789(ab)?tbucket: /);
+    expect(screen.endsWith(`tbucket: ${BINARY_ON_TERMINAL}\r\n`)).toBe(true);
+  });
+
+  // run passed job output that looked binary to the terminal: the job writes to tbucket's pipe, so its own guard (curl's) never fires.
+  it("run: job output that looks binary is refused on a terminal (line and group output), the run stops with status 1; --force, raw output or a pipe write it", async () => {
+    const refused = await runInTerminal(`tbucket run -r inf --count 3 -j 1 -- printf 'a\\0b\\n'; echo "status=$?"`);
+    expect(refused.stdout.toString()).toBe(
+      "tbucket: run: standard output: it is a terminal and job output looks binary; 1 line (4 bytes) of job output not written; redirect it (> file), or add --force\r\nstatus=1\r\n",
+    );
+    const group = await runInTerminal(`tbucket run -r inf --count 1 --output group -- printf 'a\\0b'; echo "status=$?"`);
+    expect(group.stdout.toString()).toMatch(/job output looks binary.*\r\nstatus=1\r\n$/);
+    for (const options of ["--force", "--output raw"]) {
+      const written = await runInTerminal(`tbucket run -r inf --count 1 ${options} -- printf 'a\\0b\\n'; echo "status=$?"`);
+      expect(written.stdout.toString(), options).toBe("a\0b\r\nstatus=0\r\n");
+    }
+    const text = await runInTerminal(`tbucket run -r inf --count 1 -- echo text`);
+    expect([text.code, text.stdout.toString()]).toEqual([0, "text\r\n"]);
   });
 
   it("goes through with -0, whose NUL bytes are the records' own ends", async () => {

@@ -48,6 +48,8 @@ describe("numbers for people", () => {
     expect(humanCountRate(123.4)).toBe("123/s");
     expect(humanCountRate(2.54)).toBe("2.5/s");
     expect(humanCountRate(0.5)).toBe("30.0/min");
+    // Regression: a progress line's first draw read "0.0/min".
+    expect(humanCountRate(0)).toBe("0/s");
   });
 
   it("durations: coarse for elapsed times, three digits for waits", () => {

@@ -21,10 +21,12 @@ describe("run's progress line", () => {
     );
     // At the pace of the launches when slower than the limit (a shared key, --jobs), never faster than the limit.
     expect(formatProgress(counts, { launchesPerSecond: 2, limitPerSecond: 5, total: 30 })).toMatch(/ETA 9\.0 s$/);
+    // Regression: a run stopped by Ctrl-C left "12/30 started ... ETA 3.6 s" as its last line.
+    expect(formatProgress(counts, { launchesPerSecond: 4.96, limitPerSecond: 5, total: 30, ended: true })).toMatch(/limit 5\.0\/s$/);
     expect(formatProgress(counts, { launchesPerSecond: 8, limitPerSecond: 5, total: 30 })).toMatch(/ETA 3\.6 s$/);
     expect(formatProgress({ ...counts, started: 30 }, { launchesPerSecond: 5, limitPerSecond: 5, total: 30 })).not.toContain("ETA");
     expect(formatProgress(counts, { launchesPerSecond: 0, limitPerSecond: 0, total: 30, key: "jobs" })).toBe(
-      `12/30 started · 2 running · 9 done · 1 failed · 1 skipped · 0.0/min · paused, key "jobs"`,
+      `12/30 started · 2 running · 9 done · 1 failed · 1 skipped · 0/s · paused, key "jobs"`,
     );
   });
 

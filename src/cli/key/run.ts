@@ -102,9 +102,12 @@ function formatRate(state: BucketState, exact: boolean): string {
  * tokens ahead, and the next waits until the rate has paid it back.
  */
 function formatLevel(state: BucketState): string {
-  if (state.tokens < 0) return `0 (owes ${humanAmount(state.kind, -state.tokens)}${state.kind === "count" ? " tokens" : ""})`;
-  const percent = Math.round((state.tokens / state.burst) * 100);
-  return `${humanAmount(state.kind, state.tokens)} (${state.tokens >= state.burst ? "full" : `${percent}%`})`;
+  const owed = humanAmount(state.kind, -state.tokens);
+  // A debt too small to show ("owes 0 B") reads as the empty bucket it is.
+  if (state.tokens < 0 && !/^0( B)?$/.test(owed)) return `0 (owes ${owed}${state.kind === "count" ? " tokens" : ""})`;
+  const tokens = Math.max(0, state.tokens);
+  const percent = Math.round((tokens / state.burst) * 100);
+  return `${humanAmount(state.kind, tokens)} (${tokens >= state.burst ? "full" : `${percent}%`})`;
 }
 
 function formatState(state: BucketState, store: BucketStore): string {
@@ -113,7 +116,8 @@ function formatState(state: BucketState, store: BucketStore): string {
     ["store", store.url],
     ["kind", state.kind === "bytes" ? "bytes" : "count (lines, launches)"],
     ["rate", formatRate(state, true)],
-    ["burst", state.kind === "bytes" ? `${humanBytes(state.burst)} (${grouped(state.burst)} B)` : String(state.burst)],
+    // The exact figure where the human one rounds (1 KiB and up), as for the rate: not "10 B (10 B)".
+    ["burst", state.kind === "bytes" && state.burst >= 1024 ? `${humanBytes(state.burst)} (${grouped(state.burst)} B)` : humanAmount(state.kind, state.burst)],
     ["level", formatLevel(state)],
     ["updated", new Date(state.updatedAtMs).toISOString()],
   ];

@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import { checkNotMistypedCommand, commandNames } from "../mistyped-command.js";
+import { checkNotMistypedCommand, commandNames, givenWords } from "../mistyped-command.js";
 import { addReportOptions } from "../report-options.js";
 import { addSharedBucketOptions } from "../shared-options.js";
 import { type PipeFlags, parsePipeOptions } from "./options.js";
@@ -32,7 +32,7 @@ export function registerPipe(program: Command, onExit: (code: number) => void): 
   return addSharedBucketOptions(command)
     .addHelpText("after", EXAMPLES)
     .action(async (files: string[], flags: PipeFlags) => {
-      checkNotMistypedCommand(files[0], commandNames(program));
+      checkNotMistypedCommand(files[0], commandNames(program), givenWords(program));
       const config = parsePipeOptions(files, flags);
       const { runPipe } = await import("./run.js");
       onExit(await runPipe(config));

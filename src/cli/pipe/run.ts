@@ -18,6 +18,8 @@ import { sizePipes } from "./pipe-capacity.js";
 import type { ProgressDisplay } from "../progress.js";
 import { refusingBinaryOnTerminal } from "../binary-guard.js";
 
+const NEWLINE = 0x0a;
+
 /** What a Linux pipe holds unless asked otherwise, and so what one read from it gives at most. */
 const PIPE_BUFFER_BYTES = 64 * 1024;
 const MAX_READ_AHEAD_BYTES = 1024 * 1024;
@@ -72,7 +74,11 @@ export async function runPipe(config: PipeConfig): Promise<number> {
   const fdWriter = createFdWriter(1, (bytes) => (writtenBytes += bytes));
   const failingWrite = failingAsStandardOutput(fdWriter, () => writtenBytes);
   // isatty(1), not process.stdout.isTTY (see wantsProgress). With -0 the NUL bytes are the user's own separators.
-  const writeOut = isatty(1) && !config.force && config.delimiter !== 0 ? refusingBinaryOnTerminal(failingWrite) : failingWrite;
+  const guardedWrite = isatty(1) && !config.force && config.delimiter !== 0 ? refusingBinaryOnTerminal(failingWrite) : failingWrite;
+  // With -p and output to the terminal too, the progress line steps aside for each write.
+  const writeOut: Emit = isatty(1)
+    ? (segment) => (progress ? progress.aroundOutput(() => guardedWrite(segment), segment.at(-1) === NEWLINE) : guardedWrite(segment))
+    : guardedWrite;
 
   const snapshot = (): PipeStats => ({
     // What standard output took: a slice that failed to go out is not counted.

@@ -26,6 +26,8 @@ export interface RunConfig extends ReportOptions {
   tag: boolean;
   joblog: string | undefined;
   shell: boolean;
+  /** --force: job output that looks binary goes to a terminal too. */
+  force: boolean;
   shared: SharedBucketOptions;
 }
 
@@ -44,6 +46,7 @@ export interface RunFlags extends ReportFlags, SharedBucketFlags {
   tag?: boolean;
   joblog?: string;
   shell?: boolean;
+  force?: boolean;
 }
 
 /** --output's values. */
@@ -104,6 +107,7 @@ export function parseRunOptions(words: string[], flags: RunFlags): RunConfig {
     tag: Boolean(flags.tag),
     joblog: flags.joblog,
     shell: Boolean(flags.shell),
+    force: Boolean(flags.force),
     progress,
     stats,
     name,

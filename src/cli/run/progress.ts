@@ -12,11 +12,15 @@ export interface RunProgress {
   aroundWrite: ((write: () => boolean) => boolean) | undefined;
   /**
    * Starts the line once the runner exists. `total` is --count; `input`, an
-   * --input file whose lines, counted meanwhile, give the total when fewer.
+   * --input file (or - for standard input, if a regular file) whose lines,
+   * counted meanwhile, give the total when fewer.
    */
   attach(runner: JobRunner, total: number, input?: string): void;
   stop(): void;
 }
+
+/** Standard input by name, so that countFileLines sees whether it is a regular file. */
+const STDIN_PATH = "/dev/stdin";
 
 export interface RunProgressOptions {
   progress: ProgressMode;
@@ -31,6 +35,7 @@ export function startRunProgress(options: RunProgressOptions, limiter: Limiter, 
   const wanted = options.progress === "on" || (options.progress === "auto" && process.stderr.isTTY && !process.stdout.isTTY);
   if (!wanted) return undefined;
   let line: ProgressLine | undefined;
+  let ended = false;
   return {
     aroundWrite(write) {
       line?.clear();
@@ -40,8 +45,9 @@ export function startRunProgress(options: RunProgressOptions, limiter: Limiter, 
     },
     attach(runner, count, input) {
       let total = count;
-      if (input !== undefined && input !== "-") {
-        void countFileLines(input).then((lines) => {
+      if (input !== undefined) {
+        // Standard input redirected from a file (`< items.txt`) has a total as --input does; a pipe has none.
+        void countFileLines(input === "-" ? STDIN_PATH : input).then((lines) => {
           if (lines !== undefined) total = Math.min(total, lines);
         });
       }
@@ -56,6 +62,7 @@ export function startRunProgress(options: RunProgressOptions, limiter: Limiter, 
               limitPerSecond: limiter.rate,
               total,
               key: options.key,
+              ended,
             }),
             width,
             PROGRESS_SEPARATOR,
@@ -63,6 +70,7 @@ export function startRunProgress(options: RunProgressOptions, limiter: Limiter, 
       });
     },
     stop() {
+      ended = true;
       line?.stop();
     },
   };

@@ -36,6 +36,7 @@ export function registerRun(program: Command, onExit: (code: number) => void): v
     .option("--retries <n>", "rerun a failed job up to n times; every attempt costs a token", "0")
     .addOption(choiceOption("--output <mode>", "line (whole lines, never mixed), group (each job's output at its end), or raw", OUTPUT_MODES, "an output mode").default("line"))
     .option("--tag", "prefix each output line with the job's item (or number) and a tab")
+    .option("--force", "write to a terminal even job output that looks binary (refused otherwise, with line and group output)")
     .option("--joblog <file>", "write one JSON line per finished job to <file>")
     .option("--shell", "run the command with /bin/sh -c; items are shell-quoted");
   addReportOptions(command);

@@ -147,6 +147,8 @@ async function launchAll(
   const lock = new OutputLock();
   const stdout = new OutputSink(process.stdout, {
     aroundWrite: process.stdout.isTTY ? progress?.aroundWrite : undefined,
+    // Jobs write to a pipe of ours, so a job's own guard (curl's) cannot see the terminal: ours stands in.
+    refuseBinary: process.stdout.isTTY && !config.force && config.output !== "raw",
     lock,
     onFailure: (error) => onOutputFailure(error),
   });
