@@ -172,6 +172,12 @@ export class JobRunner {
           this.#releaseSlot();
           break;
         }
+        // Past --duration by the clock, though its timer has not fired yet (a busy machine wakes timers late).
+        if (this.#clock.now() - startMs >= durationMs) {
+          this.stop("duration");
+          this.#releaseSlot();
+          break;
+        }
         this.#waitMs += token.waitMs;
         if (!token.ok) {
           this.#releaseSlot();
