@@ -12,6 +12,8 @@ import { writeStandardError } from "../standard-streams.js";
 import { describeStoreFailure } from "../store-failure.js";
 import { openCommandStore, storeLocation } from "../store-opener.js";
 import { openAccessLog } from "./access-log-file.js";
+import { checkBackendName } from "./backend-name.js";
+import { connectionsWithinDescriptorLimit } from "./descriptor-limit.js";
 import { listening, startMetrics } from "./listen-failure.js";
 import type { HttpProxyConfig, ProxyConfig, TcpProxyConfig } from "./options.js";
 import { describeHttpProgress, describeTcpProgress, type HttpTally, startProgressLine } from "./progress-line.js";
@@ -19,8 +21,9 @@ import { formatHttpStats, formatTcpStats } from "./proxy-stats.js";
 import type { StoreBuckets } from "./store-buckets.js";
 import { Stopper } from "./stopper.js";
 
-/** Runs the proxy until SIGINT or SIGTERM, then drains; resolves to the exit status. */
+/** Runs the proxy until SIGINT, SIGTERM or SIGHUP, then drains; resolves to the exit status. */
 export async function runProxy(config: ProxyConfig): Promise<number> {
+  await checkBackendName(config.to);
   return config.mode === "tcp" ? runTcpProxy(config) : runHttpProxy(config);
 }
 
@@ -50,6 +53,7 @@ async function runTcpProxy(config: TcpProxyConfig): Promise<number> {
     });
   }
   const closeBuckets = async () => buckets?.close();
+  const maxConnections = connectionsWithinDescriptorLimit();
   try {
     proxy = await listening(() =>
       startTcpProxy({
@@ -61,6 +65,7 @@ async function runTcpProxy(config: TcpProxyConfig): Promise<number> {
         openBucket: buckets?.open,
         idleTimeoutMs: config.idleTimeoutMs,
         connections: config.connections,
+        maxConnections,
         observer: {
           admitted: (waitMs) => metrics.admitted(waitMs),
           refused: () => metrics.refused(),
@@ -71,6 +76,7 @@ async function runTcpProxy(config: TcpProxyConfig): Promise<number> {
             metrics.backendFailed();
             backendWarning(config.to, error);
           },
+          full: () => fullWarning(maxConnections),
         },
       }),
     );
@@ -118,6 +124,18 @@ function backendWarning(to: HostPort, error: NodeJS.ErrnoException): void {
   lastBackendWarning = { atMs: nowMs, code };
   const why = code === "ECONNREFUSED" ? "nothing listens there (ECONNREFUSED)" : code === "ENOTFOUND" ? "the host name is not known (ENOTFOUND)" : code;
   writeStandardError(`tbucket: warning: --to ${formatHostPort(to)}: cannot connect: ${why}; the client's connection was reset, and the proxy goes on\n`);
+}
+
+let toldFull = false;
+
+/** Tells once that the descriptor limit is reached, and what the proxy does about it. */
+function fullWarning(maxConnections: number): void {
+  if (toldFull) return;
+  toldFull = true;
+  writeStandardError(
+    `tbucket: warning: ${maxConnections} connections open, as many as the open-file limit allows (two descriptors each); ` +
+      `each new connection closes the one idle the longest (or is closed when none is idle); raise it with ulimit -n\n`,
+  );
 }
 
 /** -N: the progress line starts with the proxy's name, to tell several apart. */
