@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { SqliteStore } from "../../src/store/sqlite-store.js";
 import { runCli } from "../helpers/cli.js";
 import { type Backend, connectTo, receiveAll, startBackend, startProxy, stopProxy } from "../helpers/proxy.js";
 import { startRedisServer } from "../helpers/redis-server.js";
@@ -58,6 +59,13 @@ describe("tbucket proxy (TCP) --key", () => {
       ["per:down:127.0.0.2", 1024 * 1024],
       ["per:down:127.0.0.3", 2 * 1024 * 1024],
     ]);
+    // The key the proxy made may be forgotten once full again; the one a user set never is.
+    const opened = await SqliteStore.open(join(dir, "buckets.db"));
+    expect((await opened.list()).map((state) => [state.key, state.expiresWhenFull])).toEqual([
+      ["per:down:127.0.0.2", true],
+      ["per:down:127.0.0.3", undefined],
+    ]);
+    await opened.close();
   });
 
   it("exits 1 with one line when the store cannot be reached, and with --on-store-error local serves with private buckets", async () => {

@@ -282,8 +282,10 @@ describe("SharedLimiter", () => {
       expect((await store.read("k"))?.tokens).toBeCloseTo(-0.98, 9);
       await limiter.close();
       expect((await store.read("k"))?.tokens).toBeCloseTo(0.02, 9);
+      // Expected before the clock runs, so the rejection is never left unhandled meanwhile.
+      const rejected = expect(again).rejects.toThrow('key "k": the limiter was closed while waiting');
       await runFor(clock, 600);
-      await expect(again).rejects.toThrow('key "k": the limiter was closed while waiting');
+      await rejected;
     });
 
     it("when tryWait is aborted", async () => {
@@ -312,8 +314,9 @@ describe("SharedLimiter", () => {
       await mine.close();
       // -8 before: mine is due at 50 ms, theirs at 80 ms, so 5 - 3 come back.
       expect((await store.read("k"))?.tokens).toBeCloseTo(-6, 9);
+      const rejected = expect(waiting).rejects.toThrow("the limiter was closed while waiting");
       await runFor(clock, 600);
-      await expect(waiting).rejects.toThrow("the limiter was closed while waiting");
+      await rejected;
     });
 
     it("not once the lease is due: tokens waited for count as used", async () => {
@@ -337,6 +340,21 @@ describe("SharedLimiter", () => {
     const error = await limiter.wait(50).catch((e: unknown) => e);
     // The library names no command: the CLI adds how to set the key again.
     expect(error).toMatchObject({ message: 'key "k": deleted from memory: while in use', failure: "deleted", key: "k", storeUrl: "memory:" });
+  });
+
+  it("with expireWhenFull, makes the key again, full, when the store forgot it once full", async () => {
+    const config: BucketConfig = { rate: 1000, burst: 100, kind: "bytes" };
+    const { clock, store } = await setup(config);
+    const limiter = new SharedLimiter({ store, key: "k", config, clock, expireWhenFull: true, pollMs: 100 });
+    limiter.startPolling();
+    await store.delete("k");
+    // A poll finds it gone: it is full, nothing fails.
+    await runFor(clock, 150);
+    expect(limiter.tokens()).toBe(100);
+    await limiter.wait(50);
+    expect(await store.read("k")).toMatchObject({ rate: 1000, burst: 100, expiresWhenFull: true });
+    expect((await store.read("k"))!.tokens).toBeLessThanOrEqual(80);
+    await limiter.close();
   });
 });
 
