@@ -16,7 +16,7 @@ import { checkBackendName } from "./backend-name.js";
 import { connectionsWithinDescriptorLimit } from "./descriptor-limit.js";
 import { listening, startMetrics } from "./listen-failure.js";
 import type { HttpProxyConfig, ProxyConfig, TcpProxyConfig } from "./options.js";
-import { describeHttpProgress, describeTcpProgress, type HttpTally, startProgressLine } from "./progress-line.js";
+import { describeHttpProgress, describeTcpProgress, type HttpTally, startProxyProgress } from "./progress-line.js";
 import { formatHttpStats, formatTcpStats } from "./proxy-stats.js";
 import type { StoreBuckets } from "./store-buckets.js";
 import { Stopper } from "./stopper.js";
@@ -99,7 +99,7 @@ async function runTcpProxy(config: TcpProxyConfig): Promise<number> {
     );
   }
   const showProgress = config.progress === "on" || (config.progress === "auto" && process.stderr.isTTY);
-  const progress = showProgress ? startProgressLine(named(config.name, describeTcpProgress(() => running.stats)), process.stderr) : undefined;
+  const progress = showProgress ? startProxyProgress({ describe: describeTcpProgress(() => running.stats), name: config.name, stream: process.stderr, env: process.env }) : undefined;
   const startedMs = performance.now();
   await stopper.until(config.drainMs, async (drainMs) => {
     await running.close(drainMs);
@@ -136,11 +136,6 @@ function fullWarning(maxConnections: number): void {
     `tbucket: warning: ${maxConnections} connections open, as many as the open-file limit allows (two descriptors each); ` +
       `each new connection closes the one idle the longest (or is closed when none is idle); raise it with ulimit -n\n`,
   );
-}
-
-/** -N: the progress line starts with the proxy's name, to tell several apart. */
-function named(name: string | undefined, describe: () => string): () => string {
-  return name === undefined ? describe : () => `${name}: ${describe()}`;
 }
 
 function describeDirection(direction: "up" | "down", spec: ByteBucketSpec | undefined): string {
@@ -215,7 +210,9 @@ async function runHttpProxy(config: HttpProxyConfig): Promise<number> {
     );
   }
   const showProgress = config.progress === "on" || (config.progress === "auto" && process.stderr.isTTY && config.accessLog !== "-");
-  const progress = showProgress ? startProgressLine(named(config.name, describeHttpProgress(() => tally, () => running.liveKeys())), process.stderr) : undefined;
+  const progress = showProgress
+    ? startProxyProgress({ describe: describeHttpProgress(() => tally, () => running.liveKeys()), name: config.name, stream: process.stderr, env: process.env })
+    : undefined;
   const startedMs = performance.now();
   await new Stopper().until(config.drainMs, async (drainMs) => {
     await running.close(drainMs);
