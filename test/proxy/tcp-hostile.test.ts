@@ -1,6 +1,8 @@
 import { randomBytes } from "node:crypto";
+import { readFileSync } from "node:fs";
+import { type AddressInfo, connect, createServer } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
-import { fixture, runCli, start } from "../helpers/cli.js";
+import { fixture, runCli, sleep, start, TBUCKET } from "../helpers/cli.js";
 import { type Backend, connectTo, echo, receiveAll, startBackend, startProxy, stopProxy } from "../helpers/proxy.js";
 
 const backends: Backend[] = [];
@@ -75,3 +77,169 @@ describe("tbucket proxy (TCP): a listen address that is not this machine's", () 
   });
 });
 
+
+/** The value of a metric on the proxy's /metrics page. */
+async function metric(port: number, name: string): Promise<number> {
+  const page = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+  const line = page.split("\n").find((row) => row.startsWith(`${name} `));
+  return Number(line?.split(" ")[1]);
+}
+
+describe("tbucket proxy (TCP): a flood of connections", () => {
+  it("1,000 connects in about a second with --connections 10/s --max-wait 1s: the excess closed, metrics scraped meanwhile add up, nothing left open", async () => {
+    const { port } = await backend((socket) => socket.end("hi"));
+    const proxy = await startProxy(["--to", `127.0.0.1:${port}`, "--rate", "1mb", "--connections", "10/s", "--max-wait", "1s", "--metrics", "127.0.0.1:0"]);
+    const outcomes: Array<Promise<string>> = [];
+    const scrapes: Array<Promise<number>> = [];
+    for (let made = 0; made < 1000; made++) {
+      outcomes.push(
+        new Promise((resolve) => {
+          const client = connect({ host: "127.0.0.1", port: proxy.port });
+          let data = "";
+          client.on("data", (chunk) => (data += chunk));
+          client.on("error", () => {});
+          client.on("close", () => resolve(data));
+          // Half of them go away on their own, some while held.
+          if (made % 2 === 1) setTimeout(() => client.destroy(), (made % 7) * 70);
+        }),
+      );
+      if (made % 100 === 99) {
+        scrapes.push(metric(proxy.metricsPort!, "tbucket_proxy_open_connections"));
+        await sleep(100);
+      }
+    }
+    const answers = await Promise.all(outcomes);
+    for (const open of await Promise.all(scrapes)) expect(open).toBeGreaterThanOrEqual(0);
+    const served = answers.filter((answer) => answer === "hi").length;
+    // Burst 10, then 10 a second for the ~2 s the flood and the wait last.
+    expect(served).toBeGreaterThan(5);
+    expect(served).toBeLessThan(60);
+    let open = NaN;
+    for (let attempt = 0; attempt < 50 && open !== 0; attempt++, await sleep(100)) open = await metric(proxy.metricsPort!, "tbucket_proxy_open_connections");
+    expect(open).toBe(0);
+    const admitted = await metric(proxy.metricsPort!, "tbucket_proxy_admitted_total");
+    const refused = await metric(proxy.metricsPort!, "tbucket_proxy_refused_total");
+    expect(admitted + refused).toBe(1000);
+    // And the proxy still serves, once the rate allows.
+    await sleep(300);
+    const client = await connectTo(proxy.port);
+    expect((await receiveAll(client)).data.toString()).toBe("hi");
+    expect((await stopProxy(proxy)).code).toBe(0);
+  });
+});
+
+describe("tbucket proxy (TCP): hostile peers", () => {
+  it("a backend that never reads holds the client back; the proxy buffers nothing much", async () => {
+    const { port } = await backend((socket) => socket.pause());
+    const proxy = await startProxy(["--to", `127.0.0.1:${port}`, "--up", "1gb"]);
+    const client = await connectTo(proxy.port);
+    client.on("error", () => {});
+    let sent = 0;
+    const block = Buffer.alloc(256 * 1024);
+    const feed = () => {
+      while (!client.destroyed && sent < 512 * 1024 * 1024 && client.write(block)) sent += block.length;
+    };
+    client.on("drain", feed);
+    feed();
+    await sleep(1500);
+    const rssKib = Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${proxy.running.pid}/status`, "utf8"))?.[1]);
+    client.destroy();
+    expect(sent).toBeLessThan(64 * 1024 * 1024);
+    expect(rssKib).toBeLessThan(150 * 1024);
+  });
+
+  it("a backend that accepts then resets: each client's connection is reset, and the proxy goes on", async () => {
+    const { port } = await backend((socket) => socket.resetAndDestroy());
+    const proxy = await startProxy(["--to", `127.0.0.1:${port}`, "--rate", "1mb"]);
+    for (let attempt = 0; attempt < 20; attempt++) {
+      const outcome = await connectTo(proxy.port).then(
+        (client) => {
+          client.write("x");
+          return receiveAll(client);
+        },
+        (error: NodeJS.ErrnoException) => ({ data: Buffer.alloc(0), ended: false, error }),
+      );
+      expect(outcome.data.length).toBe(0);
+      expect(outcome.ended).toBe(false);
+    }
+    const result = await stopProxy(proxy);
+    expect(result.code).toBe(0);
+    const warnings = result.stderr.split("\n").filter((line) => line.startsWith("tbucket: warning:"));
+    // Told at most once (the reset may also come after the connection was made: then nothing to tell).
+    expect(warnings.length).toBeLessThanOrEqual(1);
+    for (const warning of warnings) expect(warning).toMatch(/: cannot connect: the backend reset the connection as it was made \(ECONNRESET\); the client's connection was reset, and the proxy goes on$/);
+  });
+
+  it("a backend that ends first: the client sees the end and may still send, which the backend receives", async () => {
+    let backendGot: Promise<string> | undefined;
+    const { port } = await backend((socket) => {
+      socket.end("server first");
+      backendGot = new Promise((resolve) => {
+        let text = "";
+        socket.on("data", (chunk: Buffer) => (text += chunk.toString()));
+        socket.on("end", () => resolve(text));
+      });
+    });
+    const proxy = await startProxy(["--to", `127.0.0.1:${port}`, "--rate", "1mb"]);
+    const client = await connectTo(proxy.port);
+    let received = "";
+    client.on("data", (chunk: Buffer) => (received += chunk.toString()));
+    await new Promise((resolve) => client.once("end", resolve));
+    client.end("client after");
+    expect(received).toBe("server first");
+    expect(await backendGot).toBe("client after");
+    expect((await stopProxy(proxy)).code).toBe(0);
+  });
+});
+
+describe("tbucket proxy (TCP): stopping while busy", () => {
+  it("SIGTERM drains for --drain with transfers still running, and a SIGINT then closes them at once, exit 0", async () => {
+    const block = Buffer.alloc(64 * 1024, 0x61);
+    const { port } = await backend((socket) => {
+      const feed = () => {
+        while (!socket.destroyed && socket.write(block));
+      };
+      socket.on("drain", feed);
+      feed();
+    });
+    const proxy = await startProxy(["--to", `127.0.0.1:${port}`, "--down", "100kb", "--drain", "20s"]);
+    const clients = await Promise.all(Array.from({ length: 20 }, () => connectTo(proxy.port)));
+    const closed = clients.map((client) => receiveAll(client));
+    await sleep(300);
+    proxy.running.signal("SIGTERM");
+    await sleep(500);
+    expect(proxy.running.done()).toBe(false);
+    const secondMs = performance.now();
+    proxy.running.signal("SIGINT");
+    await Promise.all(closed);
+    const result = await proxy.running.exited;
+    expect(result.code).toBe(0);
+    expect(performance.now() - secondMs).toBeLessThan(5000);
+  });
+});
+
+describe("tbucket proxy (TCP): IPv6 loopback", () => {
+  it("listens on [::1] and forwards to [::1]", async () => {
+    const server = createServer((socket) => socket.end("over IPv6"));
+    const listened = await new Promise<boolean>((resolve) => {
+      server.once("error", () => resolve(false));
+      server.listen(0, "::1", () => resolve(true));
+    });
+    // A machine without IPv6 on its loopback has nothing to test here.
+    if (!listened) return;
+    try {
+      const running = start(TBUCKET, ["proxy", "--listen", "[::1]:0", "--to", `[::1]:${(server.address() as AddressInfo).port}`, "--rate", "1mb"]);
+      let port = 0;
+      for (let attempt = 0; attempt < 200 && !port; attempt++, await sleep(25)) port = Number(/listening on \[::1\]:(\d+)/.exec(running.stderr())?.[1] ?? 0);
+      const client = connect({ host: "::1", port });
+      let received = "";
+      client.on("data", (chunk: Buffer) => (received += chunk.toString()));
+      await new Promise((resolve) => client.on("close", resolve));
+      expect(received).toBe("over IPv6");
+      running.signal("SIGTERM");
+      expect((await running.exited).code).toBe(0);
+    } finally {
+      server.close();
+    }
+  });
+});

@@ -122,7 +122,14 @@ function backendWarning(to: HostPort, error: NodeJS.ErrnoException): void {
   const nowMs = performance.now();
   if (code === lastBackendWarning.code && nowMs - lastBackendWarning.atMs < BACKEND_WARNING_EVERY_MS) return;
   lastBackendWarning = { atMs: nowMs, code };
-  const why = code === "ECONNREFUSED" ? "nothing listens there (ECONNREFUSED)" : code === "ENOTFOUND" ? "the host name is not known (ENOTFOUND)" : code;
+  const why =
+    code === "ECONNREFUSED"
+      ? "nothing listens there (ECONNREFUSED)"
+      : code === "ENOTFOUND"
+        ? "the host name is not known (ENOTFOUND)"
+        : code === "ECONNRESET"
+          ? "the backend reset the connection as it was made (ECONNRESET)"
+          : code;
   writeStandardError(`tbucket: warning: --to ${formatHostPort(to)}: cannot connect: ${why}; the client's connection was reset, and the proxy goes on\n`);
 }
 
