@@ -39,6 +39,8 @@ export interface SqliteStoreOptions {
   nativeBinding?: string | (() => string);
   /** How long a key made with `expireWhenFull` stays once full (tests shorten it). */
   fullKeyMarginMs?: number;
+  /** How often to check that the path still names the file opened (default 1 s; tests use 0). */
+  fileCheckMs?: number;
 }
 
 interface Row {
@@ -74,6 +76,9 @@ export class SqliteStore implements BucketStore {
   readonly #fullKeyMarginMs: number;
   /** When this process last swept keys made with `expireWhenFull` that are full again. */
   #lastSweepMs = -Infinity;
+  /** The file opened, to notice when its path names it no more; undefined for ":memory:". */
+  #file: { path: string; dev: number; ino: number; checkEveryMs: number } | undefined;
+  #lastFileCheckMs = -Infinity;
 
   private constructor(db: BetterSqlite3.Database, url: string, clock: Clock, busyTimeoutMs: number, fullKeyMarginMs: number) {
     this.#db = db;
@@ -148,7 +153,12 @@ export class SqliteStore implements BucketStore {
       db.pragma("journal_mode = WAL");
       db.pragma("synchronous = NORMAL");
       migrate(db, url);
-      return new SqliteStore(db, url, options.clock ?? wallClock, busyTimeoutMs, options.fullKeyMarginMs ?? FULL_KEY_MARGIN_MS);
+      const store = new SqliteStore(db, url, options.clock ?? wallClock, busyTimeoutMs, options.fullKeyMarginMs ?? FULL_KEY_MARGIN_MS);
+      if (path !== ":memory:") {
+        const { dev, ino } = statSync(path);
+        store.#file = { path, dev, ino, checkEveryMs: options.fileCheckMs ?? FILE_CHECK_MS };
+      }
+      return store;
     } catch (error) {
       db?.close();
       throw sqliteStoreError(error, url, busyTimeoutMs);
@@ -193,7 +203,24 @@ export class SqliteStore implements BucketStore {
     if (this.#db.open) this.#db.close();
   }
 
+  /**
+   * A file deleted or replaced while open goes on working for this process
+   * alone: the others open a new file at the path, and the buckets are no
+   * longer shared. That is a lost store, said as such (at most once a second it is checked).
+   */
+  #checkFile(): void {
+    const file = this.#file;
+    if (!file) return;
+    const nowMs = performance.now();
+    if (nowMs - this.#lastFileCheckMs < file.checkEveryMs) return;
+    this.#lastFileCheckMs = nowMs;
+    const now = statSync(file.path, { throwIfNoEntry: false });
+    if (now && now.dev === file.dev && now.ino === file.ino) return;
+    throw new StoreError("lost", `store ${this.url}: the file was ${now ? "replaced" : "deleted"} while in use, so its buckets are no longer shared`, { storeUrl: this.url });
+  }
+
   #guard<T>(operation: () => T): T {
+    this.#checkFile();
     try {
       return operation();
     } catch (error) {
@@ -201,6 +228,9 @@ export class SqliteStore implements BucketStore {
     }
   }
 }
+
+/** How often the store checks that its path still names the file it opened. */
+const FILE_CHECK_MS = 1000;
 
 /**
  * mkdir -p, one level at a time: Node 20's recursive mkdirSync spins forever

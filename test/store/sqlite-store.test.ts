@@ -55,6 +55,25 @@ describe("SqliteStore: keys made per client (expireWhenFull)", () => {
     await store.close();
   });
 
+  it("says the store is lost when its file is deleted or replaced while in use (the buckets would silently stop being shared)", async () => {
+    const path = join(dir, "buckets.db");
+    const store = await SqliteStore.open(path, { fileCheckMs: 0 });
+    await store.configure("k", { rate: 10, burst: 10, kind: "count" });
+    rmSync(path);
+    const error = await store.take("k", 1).catch((failure: unknown) => failure);
+    expect(error).toBeInstanceOf(StoreError);
+    expect(error).toMatchObject({ failure: "lost", message: `store sqlite:${path}: the file was deleted while in use, so its buckets are no longer shared` });
+    await store.close();
+    const other = await SqliteStore.open(path, { fileCheckMs: 0 });
+    await other.configure("k", { rate: 10, burst: 10, kind: "count" });
+    const first = await SqliteStore.open(path, { fileCheckMs: 0 });
+    rmSync(path);
+    await (await SqliteStore.open(path)).close();
+    await expect(first.read("k")).rejects.toThrow("the file was replaced while in use");
+    await first.close();
+    await other.close();
+  });
+
   it("adds its column to a file made before it, which an older release goes on using", async () => {
     const path = join(dir, "old.db");
     const old = new Database(path);
