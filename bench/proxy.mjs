@@ -3,7 +3,8 @@
 // timestamped here as it arrives. trickle (Debian's package) shapes the same transfer side by side.
 //
 //   node bench/proxy.mjs              # everything: TCP (about 1 minute), then HTTP when bench/proxy-http.mjs exists
-//   node bench/proxy.mjs --only tcp   # a 50 MiB download through --down 5mb; 10 downloads per link and per connection
+//   node bench/proxy.mjs --only tcp   # a 50 MiB download through --down 5mb; 10 downloads per link and per connection;
+//                                     # 1 GiB through --rate inf beside a plain node relay and socat, with CPU per GiB
 //   node bench/proxy.mjs --only http  # the HTTP figures of bench/proxy-http.mjs (beside nginx, with wrk),
 //                                     # measured on the `tbucket proxy` command
 //

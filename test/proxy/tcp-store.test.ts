@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
-import { createServer } from "node:net";
 import { rmSync } from "node:fs";
+import { createServer } from "node:net";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { SqliteStore } from "../../src/store/sqlite-store.js";
