@@ -76,7 +76,11 @@ async function runTcpProxy(config: TcpProxyConfig): Promise<number> {
             metrics.backendFailed();
             backendWarning(config.to, error);
           },
-          full: () => fullWarning(maxConnections),
+          full: (evicted) => {
+            if (evicted) metrics.idleClosed();
+            else metrics.refused();
+            fullWarning(maxConnections);
+          },
         },
       }),
     );
