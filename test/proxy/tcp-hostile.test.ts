@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { type AddressInfo, connect, createServer } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
+import { startTcpProxy } from "../../src/proxy/tcp-proxy.js";
 import { fixture, runCli, sleep, start, TBUCKET } from "../helpers/cli.js";
 import { type Backend, connectTo, echo, receiveAll, startBackend, startProxy, stopProxy } from "../helpers/proxy.js";
 
@@ -244,6 +245,33 @@ describe("tbucket proxy (TCP): IPv6 loopback", () => {
       expect((await running.exited).code).toBe(0);
     } finally {
       server.close();
+    }
+  });
+});
+
+describe("startTcpProxy({ maxConnections })", () => {
+  it("closes the connection idle the longest for a new one past the limit", async () => {
+    const { port } = await backend(echo);
+    const proxy = await startTcpProxy({ listen: { host: "127.0.0.1", port: 0 }, to: { host: "127.0.0.1", port }, per: "link", maxConnections: 2 });
+    try {
+      const first = await connectTo(proxy.address.port);
+      const firstClosed = receiveAll(first);
+      await sleep(50);
+      const second = await connectTo(proxy.address.port);
+      const secondReceived = receiveAll(second);
+      second.write("still here");
+      await sleep(50);
+      // The first has been idle the longest: it goes for the third.
+      const third = await connectTo(proxy.address.port);
+      const thirdReceived = receiveAll(third);
+      expect((await firstClosed).data.length).toBe(0);
+      third.end("third");
+      second.end();
+      expect((await thirdReceived).data.toString()).toBe("third");
+      expect((await secondReceived).data.toString()).toBe("still here");
+      expect(proxy.stats).toMatchObject({ accepted: 3, evicted: 1 });
+    } finally {
+      await proxy.close(0);
     }
   });
 });
