@@ -1,6 +1,7 @@
 import { TokenBucket } from "../../core/token-bucket.js";
 import type { BucketConfig, BucketStore } from "../../store/bucket-store.js";
 import { StoreError } from "../../store/bucket-store.js";
+import { failFast } from "../../store/fail-fast-store.js";
 import { FailoverLimiter } from "../../store/failover-limiter.js";
 import { SharedLimiter } from "../../store/shared-limiter.js";
 import type { LimiterFactory } from "../../proxy/bucket-pool.js";
@@ -47,7 +48,8 @@ export async function openStoreBuckets(shared: SharedBucketOptions, hooks: Store
   if (!store) {
     return { open: (_key, _direction, spec) => ({ limiter: new TokenBucket({ rate: spec.bytesPerSecond, burst: spec.burstBytes }), close: async () => {} }), close: async () => {} };
   }
-  const opened = store;
+  // Once the store failed, the other keys need not each find out the slow way.
+  const opened = failFast(store);
   /** Set once the store failed under --on-store-error local: later keys are private without asking it again. */
   let failed = false;
   /** Counts a failure, then stops the proxy, or (local) warns once and goes on. */
