@@ -7,6 +7,7 @@ import { ListenError } from "../../proxy/listen.js";
 import { ProxyMetrics } from "../../proxy/metrics.js";
 import { startTcpProxy, type TcpProxy } from "../../proxy/tcp-proxy.js";
 import { StoreError } from "../../store/bucket-store.js";
+import { failFast } from "../../store/fail-fast-store.js";
 import { EXIT, RuntimeError } from "../errors.js";
 import { writeStandardError } from "../standard-streams.js";
 import { describeStoreFailure } from "../store-failure.js";
@@ -241,7 +242,8 @@ async function openHttpStore(config: HttpProxyConfig): Promise<{ buckets: Shared
   try {
     const store = await openCommandStore(storeLocation(config.shared.store));
     return {
-      buckets: { store, name: config.shared.key!, onStoreError: config.shared.onStoreError },
+      // With local, once the store failed the other keys need not each find out the slow way; without, a later request may find it back.
+      buckets: { store: local ? failFast(store) : store, name: config.shared.key!, onStoreError: config.shared.onStoreError },
       close: async () => {
         await Promise.race([store.close().catch(() => {}), new Promise((resolve) => setTimeout(resolve, 1000).unref())]);
       },
