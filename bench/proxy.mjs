@@ -3,7 +3,8 @@
 // timestamped here as it arrives. trickle (Debian's package) shapes the same transfer side by side.
 //
 //   node bench/proxy.mjs              # everything: TCP (about 1 minute), then HTTP when bench/proxy-http.mjs exists
-//   node bench/proxy.mjs --only tcp   # a 50 MiB download through --down 5mb; 10 downloads per link and per connection
+//   node bench/proxy.mjs --only tcp   # a 50 MiB download through --down 5mb; 10 downloads per link and per connection;
+//                                     # 1 GiB through --rate inf beside a plain node relay and socat, with CPU per GiB
 //   node bench/proxy.mjs --only http  # the HTTP figures of bench/proxy-http.mjs (beside nginx, with wrk),
 //                                     # measured on the `tbucket proxy` command
 //
@@ -11,8 +12,8 @@
 // the backend answers any request with SIZE bytes). Run as root, it installs trickle, nginx and
 // wrk from Debian's packages when they are missing.
 import { execFileSync, spawn } from "node:child_process";
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { loadavg, tmpdir } from "node:os";
 import { connect, createServer } from "node:net";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -266,11 +267,80 @@ async function concurrentDownloads() {
   console.log("");
 }
 
+// A plain relay in node, the floor for a proxy written in node: no bucket, pipe() both ways.
+const RELAY = join(work, "relay.cjs");
+writeFileSync(
+  RELAY,
+  `const net = require("node:net");
+const to = Number(process.argv[2]);
+const server = net.createServer((client) => {
+  const backend = net.connect(to, "127.0.0.1");
+  client.on("error", () => backend.destroy());
+  backend.on("error", () => client.destroy());
+  client.pipe(backend).pipe(client);
+});
+server.listen(0, "127.0.0.1", () => console.log("listening on 127.0.0.1:" + server.address().port));
+`,
+);
+
+/** CPU seconds (user + system) a process and its finished children have used so far, from /proc. */
+function cpuSeconds(pid) {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
+    // utime, stime, and those of children waited for (socat forks one per connection).
+    return fields.slice(11, 15).reduce((sum, ticks) => sum + Number(ticks), 0) / 100;
+  } catch {
+    return NaN;
+  }
+}
+
+/** Point 6 beside it: 1 GiB with no limit (--rate inf) through tbucket, a plain node relay and socat, one at a time. */
+async function throughput() {
+  const size = 1024 * MiB;
+  const backend = await startBackend(size);
+  const rows = [];
+  const relays = [
+    { name: "tbucket proxy --rate inf", start: () => startProxy(backend.port, ["--rate", "inf"]) },
+    { name: "node relay (pipe both ways)", start: () => startServer([process.execPath, RELAY, String(backend.port)], /listening on 127\.0\.0\.1:(\d+)/) },
+  ];
+  if (have("socat")) {
+    relays.push({
+      name: "socat",
+      start: async () => {
+        const port = await freePort();
+        const child = spawn("socat", [`TCP-LISTEN:${port},bind=127.0.0.1,reuseaddr,fork`, `TCP:127.0.0.1:${backend.port}`], { stdio: "ignore" });
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        return { child, port };
+      },
+    });
+  }
+  for (const relay of relays) {
+    const server = await relay.start();
+    const cpuBefore = cpuSeconds(server.child.pid);
+    const startedMs = performance.now();
+    const out = execFileSync("curl", ["-s", "--http1.0", "-o", "/dev/null", "-w", "%{size_download}", `http://127.0.0.1:${server.port}/`]).toString();
+    const seconds = (performance.now() - startedMs) / 1000;
+    // socat's child for the connection is counted once it has ended and been waited for.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const cpu = cpuSeconds(server.child.pid) - cpuBefore;
+    await stop(server);
+    const gib = Number(out) / (1024 * MiB);
+    rows.push(`| ${relay.name} | ${(Number(out) / MiB / seconds).toFixed(0)} MiB/s | ${Number.isNaN(cpu) ? "n/a" : `${(cpu / gib).toFixed(2)} s`} |`);
+  }
+  await stop(backend);
+  console.log(`### 1 GiB with no limit, one connection (load average ${loadavg().map((load) => load.toFixed(2)).join(", ")})\n`);
+  console.log("| relay | throughput | CPU per GiB (relay process) |");
+  console.log("|---|---|---|");
+  for (const row of rows) console.log(row);
+  console.log("");
+}
+
 if (only === undefined || only === "tcp") {
-  ensureTools(["trickle"]);
+  ensureTools(["trickle", "socat"]);
   if (!have("curl")) throw new Error("bench: curl is needed for the client (apt-get install curl)");
   await singleDownload();
   await concurrentDownloads();
+  await throughput();
 }
 /**
  * Runs `tbucket proxy` in HTTP mode for bench/proxy-http.mjs, which measures it: its options

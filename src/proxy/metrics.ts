@@ -23,6 +23,7 @@ export class ProxyMetrics {
   readonly #bytes: Counter<"direction">;
   readonly #storeErrors: Counter;
   readonly #backendErrors: Counter;
+  readonly #evicted: Counter;
 
   /** `openConnections` where the proxy counts them (TCP mode). */
   constructor(read: { liveKeys: () => number; openConnections?: () => number }) {
@@ -34,6 +35,11 @@ export class ProxyMetrics {
     this.#bytes = new Counter({ name: "tbucket_proxy_bytes_total", help: "Bytes passed through the buckets, up (client to backend) and down", labelNames: ["direction"], registers });
     this.#storeErrors = new Counter({ name: "tbucket_proxy_store_errors_total", help: "Failures of the shared store", registers });
     this.#backendErrors = new Counter({ name: "tbucket_proxy_backend_errors_total", help: "Connections whose backend could not be reached (TCP mode)", registers });
+    this.#evicted = new Counter({
+      name: "tbucket_proxy_idle_closed_total",
+      help: "Idle connections closed to make room for new ones, at the most the open-file limit allows (TCP mode)",
+      registers,
+    });
     new Gauge({ name: "tbucket_proxy_live_keys", help: "Buckets held now (per client, per connection, or the link's)", registers, collect() {
       this.set(read.liveKeys());
     } });
@@ -67,6 +73,11 @@ export class ProxyMetrics {
 
   storeError(): void {
     this.#storeErrors.inc();
+  }
+
+  /** An idle connection was closed to make room for a new one. */
+  idleClosed(): void {
+    this.#evicted.inc();
   }
 
   backendFailed(): void {

@@ -26,6 +26,13 @@ export interface TcpProxyOptions {
   /** A connection that moves no byte either way for this long is closed; Infinity: never. */
   idleTimeoutMs?: number;
   connections?: ConnectionLimit;
+  /**
+   * Connections held open at most (each costs two descriptors). A new one
+   * past it closes the connection idle the longest, as a server closes idle
+   * keep-alive connections, so idle clients cannot lock new ones out; when
+   * none is idle the new one is closed. Default: no limit.
+   */
+  maxConnections?: number;
   observer?: TcpProxyObserver;
 }
 
@@ -43,13 +50,18 @@ export interface TcpProxyObserver {
   storeError(): void;
   /** The backend could not be reached for a connection (its client's connection was reset). */
   backendFailed(error: NodeJS.ErrnoException): void;
+  /** `maxConnections` were open: the connection idle the longest was closed for a new one (or, none idle, the new one). */
+  full?(evicted: boolean): void;
 }
 
 export interface TcpProxyStats {
   /** Connections open now. */
   open: number;
   accepted: number;
+  /** Refused by --connections, or closed because `maxConnections` were open and busy. */
   refused: number;
+  /** Idle connections closed to make room for new ones past `maxConnections`. */
+  evicted: number;
   bytesUp: number;
   bytesDown: number;
 }
@@ -67,6 +79,15 @@ export interface TcpProxy {
   close(drainMs: number): Promise<void>;
 }
 
+/** A connection the proxy holds: how to tear it down, and when it last moved a byte. */
+interface LiveConnection {
+  abort(): void;
+  settled: Promise<void>;
+  lastActiveMs: number;
+  /** True while a chunk is being paid for or written either way. */
+  busy(): boolean;
+}
+
 /** How long closing waits for destroyed sockets to report closed. */
 const CLOSE_CAP_MS = 1000;
 
@@ -82,8 +103,24 @@ export async function startTcpProxy(options: TcpProxyOptions): Promise<TcpProxy>
   const observer = options.observer ?? NO_OBSERVER;
   const pool = new BucketPool({ scope: options.per, up: options.up, down: options.down, open: options.openBucket });
   const gate = options.connections ? new TokenBucket({ rate: options.connections.perSecond, burst: options.connections.burst }) : undefined;
-  const stats: TcpProxyStats = { open: 0, accepted: 0, refused: 0, bytesUp: 0, bytesDown: 0 };
-  const live = new Set<{ abort(): void; settled: Promise<void> }>();
+  const stats: TcpProxyStats = { open: 0, accepted: 0, refused: 0, evicted: 0, bytesUp: 0, bytesDown: 0 };
+  const live = new Set<LiveConnection>();
+  const maxConnections = options.maxConnections ?? Infinity;
+
+  /** Makes room for one more connection: closes the one idle the longest; false when every one is busy. */
+  const makeRoom = (): boolean => {
+    let oldest: LiveConnection | undefined;
+    for (const connection of live) {
+      if (connection.busy() || (oldest && oldest.lastActiveMs <= connection.lastActiveMs)) continue;
+      oldest = connection;
+    }
+    observer.full?.(oldest !== undefined);
+    if (!oldest) return false;
+    stats.evicted++;
+    oldest.abort();
+    live.delete(oldest);
+    return true;
+  };
   const closing = new AbortController();
 
   const onBytes = (direction: Direction) => (count: number) => {
@@ -109,7 +146,12 @@ export async function startTcpProxy(options: TcpProxyOptions): Promise<TcpProxy>
 
   const server: Server = createServer({ allowHalfOpen: true, pauseOnConnect: true }, (client) => {
     client.on("error", () => {});
-    const connection: { abort(): void; settled: Promise<void> } = { abort: () => void client.destroy(), settled: Promise.resolve() };
+    if (live.size >= maxConnections && !makeRoom()) {
+      stats.refused++;
+      client.destroy();
+      return;
+    }
+    const connection: LiveConnection = { abort: () => void client.destroy(), settled: Promise.resolve(), lastActiveMs: performance.now(), busy: () => false };
     live.add(connection);
     stats.open++;
     connection.settled = (async () => {
@@ -128,7 +170,7 @@ export async function startTcpProxy(options: TcpProxyOptions): Promise<TcpProxy>
         return;
       }
       try {
-        await joinConnection(client, options, buckets, onBytes, observer, (abort) => (connection.abort = abort));
+        await joinConnection(client, options, buckets, onBytes, observer, connection);
       } finally {
         buckets.release();
       }
@@ -167,7 +209,8 @@ export async function startTcpProxy(options: TcpProxyOptions): Promise<TcpProxy>
 
 /**
  * Joins an accepted client to a new connection to the backend and pumps both
- * ways until both are closed. `setAbort` receives how to tear it down.
+ * ways until both are closed. `connection` receives how to tear it down,
+ * whether it is busy, and when it last moved a byte.
  */
 function joinConnection(
   client: Socket,
@@ -175,7 +218,7 @@ function joinConnection(
   buckets: ConnectionBuckets,
   onBytes: (direction: Direction) => (count: number) => void,
   observer: TcpProxyObserver,
-  setAbort: (abort: () => void) => void,
+  connection: LiveConnection,
 ): Promise<void> {
   return new Promise<void>((resolve) => {
     // Gone while it waited for its turn or its buckets: its 'close' has passed.
@@ -200,7 +243,7 @@ function joinConnection(
       client.destroy();
       backend.destroy();
     };
-    setAbort(destroyBoth);
+    connection.abort = destroyBoth;
 
     // A reset (or any failure) on one side resets the other, as a direct connection would show it.
     const resetOther = (other: Socket) => () => {
@@ -224,6 +267,7 @@ function joinConnection(
       connected = true;
       const up = new BytePump({ source: client, target: backend, limiter: buckets.up, onBytes: touch(onBytes("up")), signal: teardown.signal, onFailure: resetBoth });
       const down = new BytePump({ source: backend, target: client, limiter: buckets.down, onBytes: touch(onBytes("down")), signal: teardown.signal, onFailure: resetBoth });
+      connection.busy = () => up.busy || down.busy;
       up.start();
       down.start();
       const idleMs = options.idleTimeoutMs ?? Infinity;
@@ -238,6 +282,7 @@ function joinConnection(
     function touch(count: (bytes: number) => void): (bytes: number) => void {
       return (bytes) => {
         idleTimer?.refresh();
+        connection.lastActiveMs = performance.now();
         count(bytes);
       };
     }

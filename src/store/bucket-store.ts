@@ -38,7 +38,7 @@ export interface BucketStore {
    * change keeps the tokens gained so far; a lower burst caps the level; a
    * change of kind starts the bucket full again.
    */
-  configure(key: string, config: BucketConfig): Promise<BucketState>;
+  configure(key: string, config: BucketConfig, options?: ConfigureOptions): Promise<BucketState>;
   /** Every bucket, sorted by key. */
   list(): Promise<BucketState[]>;
   /** Forgets a bucket; says whether it existed. */
@@ -56,12 +56,34 @@ export interface BucketConfig {
   kind: RateKind;
 }
 
+/**
+ * How a key came to be. A program that makes a key per client (a proxy's
+ * `NAME:down:<address>`) would keep every client it ever saw; a full bucket
+ * is the same as a new one, so such a key may be forgotten once it is full
+ * again, and made anew (full) when the client comes back.
+ */
+export interface ConfigureOptions {
+  /**
+   * The key is made implicitly, not by a user: the store may forget it once
+   * it has been full for `FULL_KEY_MARGIN_MS` (Redis: an expiry; SQLite: a
+   * sweep when other such keys are made). Only a new key, or one already so
+   * marked, takes the mark; a configure without it (`tbucket key set`) makes
+   * the key permanent again, so a key a user set is never forgotten this way.
+   */
+  expireWhenFull?: boolean;
+}
+
+/** How long a key made with `expireWhenFull` stays after it is full again: a client that comes back soon finds it. */
+export const FULL_KEY_MARGIN_MS = 60_000;
+
 export interface BucketState extends BucketConfig {
   key: string;
   /** The level now (negative while reservations are waiting). */
   tokens: number;
   /** When the bucket was last changed, in ms since the epoch on the store's clock. */
   updatedAtMs: number;
+  /** Set when the key was made with `expireWhenFull` and may be forgotten once full. */
+  expiresWhenFull?: true;
 }
 
 export interface TakeOptions {

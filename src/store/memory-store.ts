@@ -4,6 +4,7 @@ import {
   type BucketState,
   type BucketStore,
   checkCancel,
+  type ConfigureOptions,
   checkConfig,
   checkTake,
   type StoreReservation,
@@ -27,6 +28,8 @@ export class MemoryStore implements BucketStore {
   readonly url = "memory:";
   readonly #clock: Clock;
   readonly #buckets = new Map<string, StoredBucket>();
+  /** Keys made with `expireWhenFull`: marked, never swept (the map goes with the process). */
+  readonly #implicit = new Set<string>();
 
   constructor(options: { clock?: Clock } = {}) {
     this.#clock = options.clock ?? wallClock;
@@ -52,23 +55,27 @@ export class MemoryStore implements BucketStore {
 
   async read(key: string): Promise<BucketState | undefined> {
     const stored = this.#buckets.get(key);
-    return stored && stateOf(key, stored, this.#clock.now());
+    return stored && stateOf(key, stored, this.#clock.now(), this.#implicit.has(key));
   }
 
-  async configure(key: string, config: BucketConfig): Promise<BucketState> {
+  async configure(key: string, config: BucketConfig, options?: ConfigureOptions): Promise<BucketState> {
     checkConfig(config);
     const nowMs = this.#clock.now();
-    const next = configureAt(this.#buckets.get(key), nowMs, config);
+    const existing = this.#buckets.get(key);
+    const next = configureAt(existing, nowMs, config);
+    if (options?.expireWhenFull && (!existing || this.#implicit.has(key))) this.#implicit.add(key);
+    else this.#implicit.delete(key);
     this.#buckets.set(key, next);
-    return stateOf(key, next, nowMs);
+    return stateOf(key, next, nowMs, this.#implicit.has(key));
   }
 
   async list(): Promise<BucketState[]> {
     const nowMs = this.#clock.now();
-    return [...this.#buckets.keys()].sort().map((key) => stateOf(key, this.#buckets.get(key)!, nowMs));
+    return [...this.#buckets.keys()].sort().map((key) => stateOf(key, this.#buckets.get(key)!, nowMs, this.#implicit.has(key)));
   }
 
   async delete(key: string): Promise<boolean> {
+    this.#implicit.delete(key);
     return this.#buckets.delete(key);
   }
 
@@ -76,6 +83,8 @@ export class MemoryStore implements BucketStore {
 }
 
 /** What `read` and `list` report for a stored record at `nowMs`. */
-export function stateOf(key: string, stored: StoredBucket, nowMs: number): BucketState {
-  return { key, rate: stored.rate, burst: stored.burst, kind: stored.kind, tokens: levelAt(stored, nowMs), updatedAtMs: stored.lastMs };
+export function stateOf(key: string, stored: StoredBucket, nowMs: number, expiresWhenFull = false): BucketState {
+  const state: BucketState = { key, rate: stored.rate, burst: stored.burst, kind: stored.kind, tokens: levelAt(stored, nowMs), updatedAtMs: stored.lastMs };
+  if (expiresWhenFull) state.expiresWhenFull = true;
+  return state;
 }

@@ -11,11 +11,12 @@
  * ARGV[1] operation: "take" | "cancel" | "read" | "configure"
  * ARGV[2] now in ms, or "" for the server's clock (tests pass a fake time)
  * ARGV[3] idle expiry in ms: the key is forgotten this long after it is full
- * take:      ARGV[4] n, ARGV[5] max wait ms ("inf"), ARGV[6] "1" to allow n above the burst
- * cancel:    ARGV[4] n, ARGV[5] the reservation's time to act in ms
- * configure: ARGV[4] rate ("inf"), ARGV[5] burst, ARGV[6] kind
+ * ARGV[4] the same for a key made with expireWhenFull (hash field "implicit" = "1")
+ * take:      ARGV[5] n, ARGV[6] max wait ms ("inf"), ARGV[7] "1" to allow n above the burst
+ * cancel:    ARGV[5] n, ARGV[6] the reservation's time to act in ms
+ * configure: ARGV[5] rate ("inf"), ARGV[6] burst, ARGV[7] kind, ARGV[8] "1" for expireWhenFull
  * Replies: take {ok, waitMs, tokens, rate, burst, kind, timeToActMs};
- * cancel {restored}; read/configure {rate, burst, kind, tokens, lastMs};
+ * cancel {restored}; read/configure {rate, burst, kind, tokens, lastMs, implicit};
  * nil when the key is unknown.
  * cancel repeats TokenBucket.cancelAt on a bucket rebuilt from the hash: a
  * negative level is owed to reservations due until last + wait(debt), so
@@ -36,9 +37,11 @@ else
   now = tonumber(time[1]) * 1000 + tonumber(time[2]) / 1000
 end
 local idleMs = tonumber(ARGV[3])
+local implicitIdleMs = tonumber(ARGV[4])
 
-local h = redis.call("HMGET", key, "rate", "burst", "kind", "tokens", "last")
+local h = redis.call("HMGET", key, "rate", "burst", "kind", "tokens", "last", "implicit")
 local exists = h[1] ~= false and h[1] ~= nil
+local implicit = exists and h[6] == "1"
 local rate, burst, kind, tokens, last
 if exists then
   rate = num(h[1]); burst = num(h[2]); kind = h[3]; tokens = num(h[4]); last = num(h[5])
@@ -64,14 +67,25 @@ local function save(t, level)
   end
   local fullInMs = 0
   if rate ~= INF and level < burst then fullInMs = ((burst - level) / rate) * 1000 end
-  redis.call("PEXPIRE", key, string.format("%d", math.max(1, math.ceil(fullInMs + idleMs))))
+  local afterFullMs = idleMs
+  if implicit then afterFullMs = implicitIdleMs end
+  redis.call("PEXPIRE", key, string.format("%d", math.max(1, math.ceil(fullInMs + afterFullMs))))
 end
+
+local function mark()
+  if implicit then
+    redis.call("HSET", key, "implicit", "1")
+  else
+    redis.call("HDEL", key, "implicit")
+  end
+end
+local function flag() if implicit then return "1" end return "0" end
 
 if op == "take" then
   if not exists then return nil end
-  local n = tonumber(ARGV[4])
-  local maxWait = num(ARGV[5])
-  local overBurst = ARGV[6] == "1"
+  local n = tonumber(ARGV[5])
+  local maxWait = num(ARGV[6])
+  local overBurst = ARGV[7] == "1"
   local t, level = advance(now)
   if rate == INF then
     save(t, burst)
@@ -87,8 +101,8 @@ if op == "take" then
   return {"1", str(wait), str(after), str(rate), str(burst), kind, str(t + wait)}
 elseif op == "cancel" then
   if not exists then return nil end
-  local n = tonumber(ARGV[4])
-  local due = num(ARGV[5])
+  local n = tonumber(ARGV[5])
+  local due = num(ARGV[6])
   if n == 0 or rate == INF or due < now then return {"0"} end
   local lastEvent = last
   if tokens < 0 then lastEvent = last + math.floor((-tokens / rate) * 1e9) / 1e6 end
@@ -104,13 +118,16 @@ elseif op == "cancel" then
 elseif op == "read" then
   if not exists then return nil end
   local t, level = advance(now)
-  return {str(rate), str(burst), kind, str(level), str(last)}
+  return {str(rate), str(burst), kind, str(level), str(last), flag()}
 elseif op == "configure" then
-  local newRate = num(ARGV[4]); local newBurst = num(ARGV[5]); local newKind = ARGV[6]
+  local newRate = num(ARGV[5]); local newBurst = num(ARGV[6]); local newKind = ARGV[7]
+  -- Only a new key, or one already made implicitly, is made implicitly; a configure without the flag keeps the key.
+  implicit = ARGV[8] == "1" and (not exists or implicit)
+  mark()
   if not exists or kind ~= newKind then
     rate = newRate; burst = newBurst; kind = newKind
     save(now, burst)
-    return {str(rate), str(burst), kind, str(burst), str(now)}
+    return {str(rate), str(burst), kind, str(burst), str(now), flag()}
   end
   local t, level = advance(now)
   rate = newRate
@@ -118,7 +135,7 @@ elseif op == "configure" then
   burst = newBurst
   if rate == INF then level = burst end
   save(t, level)
-  return {str(rate), str(burst), kind, str(level), str(t)}
+  return {str(rate), str(burst), kind, str(level), str(t), flag()}
 end
 return redis.error_reply("tbucket: unknown operation " .. tostring(op))
 `;

@@ -9,6 +9,8 @@ import {
   checkCancel,
   checkConfig,
   checkTake,
+  type ConfigureOptions,
+  FULL_KEY_MARGIN_MS,
   StoreError,
   type StoreReservation,
   type TakeOptions,
@@ -29,6 +31,8 @@ export interface RedisStoreOptions {
   /** A fake clock for tests; by default the script reads the server's clock. */
   clock?: Clock;
   idleExpiryMs?: number;
+  /** The same for keys made with `expireWhenFull` (tests shorten it). */
+  fullKeyMarginMs?: number;
   /** How long to try to reach the server at the start. */
   connectTimeoutMs?: number;
   /** How long one operation may take before the store counts as lost. */
@@ -45,6 +49,7 @@ export class RedisStore implements BucketStore {
   readonly #client: RedisClient;
   readonly #clock: Clock | undefined;
   readonly #idleExpiryMs: number;
+  readonly #fullKeyMarginMs: number;
   readonly #sha = createHash("sha1").update(BUCKET_SCRIPT).digest("hex");
 
   private constructor(client: RedisClient, url: string, options: RedisStoreOptions) {
@@ -52,6 +57,7 @@ export class RedisStore implements BucketStore {
     this.url = url;
     this.#clock = options.clock;
     this.#idleExpiryMs = options.idleExpiryMs ?? DEFAULT_IDLE_EXPIRY_MS;
+    this.#fullKeyMarginMs = options.fullKeyMarginMs ?? FULL_KEY_MARGIN_MS;
   }
 
   /**
@@ -127,9 +133,9 @@ export class RedisStore implements BucketStore {
     return reply === null ? undefined : stateOf(key, reply as string[]);
   }
 
-  async configure(key: string, config: BucketConfig): Promise<BucketState> {
+  async configure(key: string, config: BucketConfig, options?: ConfigureOptions): Promise<BucketState> {
     checkConfig(config);
-    const reply = await this.#run(key, ["configure", numberText(config.rate), numberText(config.burst), config.kind]);
+    const reply = await this.#run(key, ["configure", numberText(config.rate), numberText(config.burst), config.kind, options?.expireWhenFull ? "1" : "0"]);
     return stateOf(key, reply as string[]);
   }
 
@@ -168,7 +174,7 @@ export class RedisStore implements BucketStore {
   /** Runs the script on one key, loading it again if the server lost it (restart, SCRIPT FLUSH). */
   async #run(key: string, args: string[]): Promise<unknown> {
     const [operation, ...rest] = args;
-    const argv = [operation!, this.#clock ? numberText(this.#clock.now()) : "", String(this.#idleExpiryMs), ...rest];
+    const argv = [operation!, this.#clock ? numberText(this.#clock.now()) : "", String(this.#idleExpiryMs), String(this.#fullKeyMarginMs), ...rest];
     try {
       try {
         return await this.#client.evalsha(this.#sha, 1, REDIS_KEY_PREFIX + key, ...argv);
@@ -188,8 +194,10 @@ export class RedisStore implements BucketStore {
 }
 
 function stateOf(key: string, reply: string[]): BucketState {
-  const [rate, burst, kind, tokens, lastMs] = reply;
-  return { key, rate: numberOf(rate!), burst: numberOf(burst!), kind: kind as RateKind, tokens: numberOf(tokens!), updatedAtMs: numberOf(lastMs!) };
+  const [rate, burst, kind, tokens, lastMs, implicit] = reply;
+  const state: BucketState = { key, rate: numberOf(rate!), burst: numberOf(burst!), kind: kind as RateKind, tokens: numberOf(tokens!), updatedAtMs: numberOf(lastMs!) };
+  if (implicit === "1") state.expiresWhenFull = true;
+  return state;
 }
 
 function numberText(value: number): string {

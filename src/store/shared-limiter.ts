@@ -18,6 +18,12 @@ export interface SharedLimiterOptions {
   leaseMs?: number;
   /** How often the key's settings are read while no take brings them: live changes land within this. */
   pollMs?: number;
+  /**
+   * The key was made with `expireWhenFull` (one per client): when the store
+   * has forgotten it, full again, it is made anew, full, with the settings
+   * last read, instead of failing as a deleted key.
+   */
+  expireWhenFull?: boolean;
 }
 
 /**
@@ -48,6 +54,7 @@ export class SharedLimiter implements Limiter {
   readonly #clock: Clock;
   readonly #leaseMs: number;
   readonly #pollMs: number;
+  readonly #expireWhenFull: boolean;
   #rate: number;
   #burst: number;
   #kind: RateKind;
@@ -79,6 +86,7 @@ export class SharedLimiter implements Limiter {
     this.#clock = options.clock ?? systemClock;
     this.#leaseMs = options.leaseMs ?? 20;
     this.#pollMs = options.pollMs ?? 500;
+    this.#expireWhenFull = options.expireWhenFull ?? false;
     this.#rate = options.config.rate;
     this.#burst = options.config.burst;
     this.#kind = options.config.kind;
@@ -220,7 +228,7 @@ export class SharedLimiter implements Limiter {
     let result;
     try {
       this.roundTrips++;
-      const taking = this.#store.take(this.key, n, options);
+      const taking = this.#takeOrRemake(n, options);
       this.#taking = taking;
       result = await taking;
       if (!result) throw this.#deletedError();
@@ -238,6 +246,16 @@ export class SharedLimiter implements Limiter {
     if (result.waitMs === Infinity) this.#pausedDebt = Math.max(this.#pausedDebt, -result.tokens);
     this.#readyAtMs = Math.max(this.#readyAtMs, sentMs + result.waitMs);
     return "taken";
+  }
+
+  /** Takes; a key made per client and forgotten once full is made again (full, as it was) and taken from. */
+  async #takeOrRemake(n: number, options: { overBurst?: boolean; maxWaitMs?: number }) {
+    const result = await this.#store.take(this.key, n, options);
+    if (result || !this.#expireWhenFull) return result;
+    this.roundTrips++;
+    await this.#store.configure(this.key, { rate: this.#rate, burst: this.#burst, kind: this.#kind }, { expireWhenFull: true });
+    this.roundTrips++;
+    return this.#store.take(this.key, n, options);
   }
 
   /** Sleeps until the held tokens may be used, in steps of `pollMs` so a rate change shortens or stretches the wait. */
@@ -258,6 +276,12 @@ export class SharedLimiter implements Limiter {
     this.#polling = true;
     try {
       const state = await this.#store.read(this.key);
+      if (!state && this.#expireWhenFull) {
+        // Forgotten once full: it is full, with the settings it had; the next take makes it again.
+        this.#lastContactMs = this.#clock.now();
+        this.#storeTokens = this.#burst;
+        return;
+      }
       if (!state) throw this.#deletedError();
       this.#lastContactMs = this.#clock.now();
       this.#apply(state);

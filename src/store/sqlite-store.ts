@@ -10,6 +10,8 @@ import {
   checkCancel,
   checkConfig,
   checkTake,
+  type ConfigureOptions,
+  FULL_KEY_MARGIN_MS,
   StoreError,
   type StoreFailure,
   type StoreReservation,
@@ -35,6 +37,10 @@ export interface SqliteStoreOptions {
    * only when a file is opened, so that it may write the addon out then.
    */
   nativeBinding?: string | (() => string);
+  /** How long a key made with `expireWhenFull` stays once full (tests shorten it). */
+  fullKeyMarginMs?: number;
+  /** How often to check that the path still names the file opened (default 1 s; tests use 0). */
+  fileCheckMs?: number;
 }
 
 interface Row {
@@ -44,6 +50,10 @@ interface Row {
   burst: number;
   tokens: number;
   last_ms: number;
+}
+
+interface MarkedRow extends Row {
+  expire_when_full: number;
 }
 
 /**
@@ -58,18 +68,31 @@ export class SqliteStore implements BucketStore {
   readonly #db: BetterSqlite3.Database;
   readonly #clock: Clock;
   readonly #busyTimeoutMs: number;
-  readonly #select: BetterSqlite3.Statement<[string], Row>;
+  readonly #select: BetterSqlite3.Statement<[string], MarkedRow>;
   readonly #upsert: BetterSqlite3.Statement<[Row]>;
   readonly #take: (key: string, n: number, options: TakeOptions | undefined) => TakeResult | undefined;
-  readonly #configure: (key: string, config: BucketConfig) => BucketState;
+  readonly #configure: (key: string, config: BucketConfig, options: ConfigureOptions | undefined) => BucketState;
   readonly #cancel: (key: string, reservation: StoreReservation) => number | undefined;
+  readonly #fullKeyMarginMs: number;
+  /** When this process last swept keys made with `expireWhenFull` that are full again. */
+  #lastSweepMs = -Infinity;
+  /** The file opened, to notice when its path names it no more; undefined for ":memory:". */
+  #file: { path: string; dev: number; ino: number; checkEveryMs: number } | undefined;
+  #lastFileCheckMs = -Infinity;
 
-  private constructor(db: BetterSqlite3.Database, url: string, clock: Clock, busyTimeoutMs: number) {
+  private constructor(db: BetterSqlite3.Database, url: string, clock: Clock, busyTimeoutMs: number, fullKeyMarginMs: number) {
     this.#db = db;
     this.url = url;
     this.#clock = clock;
     this.#busyTimeoutMs = busyTimeoutMs;
-    this.#select = db.prepare<[string], Row>("SELECT key, kind, rate, burst, tokens, last_ms FROM buckets WHERE key = ?");
+    this.#fullKeyMarginMs = fullKeyMarginMs;
+    this.#select = db.prepare<[string], MarkedRow>("SELECT key, kind, rate, burst, tokens, last_ms, expire_when_full FROM buckets WHERE key = ?");
+    const mark = db.prepare<[number, string]>("UPDATE buckets SET expire_when_full = ? WHERE key = ?");
+    // Full since the cutoff: the level it had at `last_ms`, refilled up to the cutoff, reached the burst.
+    const sweep = db.prepare<{ cutoff: number }>(
+      `DELETE FROM buckets WHERE expire_when_full = 1 AND last_ms <= @cutoff
+         AND (rate >= 9e999 OR (rate > 0 AND tokens + ((@cutoff - last_ms) / 1000.0) * rate >= burst))`,
+    );
     this.#upsert = db.prepare<[Row]>(
       `INSERT INTO buckets (key, kind, rate, burst, tokens, last_ms) VALUES (@key, @kind, @rate, @burst, @tokens, @last_ms)
        ON CONFLICT (key) DO UPDATE SET kind = excluded.kind, rate = excluded.rate, burst = excluded.burst,
@@ -91,14 +114,21 @@ export class SqliteStore implements BucketStore {
       return restored;
     });
     this.#cancel = (key, reservation) => cancel.immediate(key, reservation);
-    const configure = db.transaction((key: string, config: BucketConfig) => {
+    const configure = db.transaction((key: string, config: BucketConfig, options: ConfigureOptions | undefined) => {
       const row = this.#select.get(key);
       const nowMs = this.#clock.now();
       const next = configureAt(row && storedOf(row), nowMs, config);
+      const expiresWhenFull = Boolean(options?.expireWhenFull) && (!row || row.expire_when_full === 1);
       this.#upsert.run(rowOf(key, next));
-      return stateOf(key, next, nowMs);
+      mark.run(expiresWhenFull ? 1 : 0, key);
+      // Keys made per client are what grows the table: making one also sweeps those full again, at most once a margin.
+      if (expiresWhenFull && nowMs - this.#lastSweepMs >= this.#fullKeyMarginMs) {
+        this.#lastSweepMs = nowMs;
+        sweep.run({ cutoff: nowMs - this.#fullKeyMarginMs });
+      }
+      return stateOf(key, next, nowMs, expiresWhenFull);
     });
-    this.#configure = (key, config) => configure.immediate(key, config);
+    this.#configure = (key, config, options) => configure.immediate(key, config, options);
   }
 
   /** Opens (creating if need be) the file at `path`; failures are StoreErrors with one-line messages. */
@@ -123,7 +153,12 @@ export class SqliteStore implements BucketStore {
       db.pragma("journal_mode = WAL");
       db.pragma("synchronous = NORMAL");
       migrate(db, url);
-      return new SqliteStore(db, url, options.clock ?? wallClock, busyTimeoutMs);
+      const store = new SqliteStore(db, url, options.clock ?? wallClock, busyTimeoutMs, options.fullKeyMarginMs ?? FULL_KEY_MARGIN_MS);
+      if (path !== ":memory:") {
+        const { dev, ino } = statSync(path);
+        store.#file = { path, dev, ino, checkEveryMs: options.fileCheckMs ?? FILE_CHECK_MS };
+      }
+      return store;
     } catch (error) {
       db?.close();
       throw sqliteStoreError(error, url, busyTimeoutMs);
@@ -143,20 +178,20 @@ export class SqliteStore implements BucketStore {
   async read(key: string): Promise<BucketState | undefined> {
     return this.#guard(() => {
       const row = this.#select.get(key);
-      return row && stateOf(key, storedOf(row), this.#clock.now());
+      return row && stateOf(key, storedOf(row), this.#clock.now(), row.expire_when_full === 1);
     });
   }
 
-  async configure(key: string, config: BucketConfig): Promise<BucketState> {
+  async configure(key: string, config: BucketConfig, options?: ConfigureOptions): Promise<BucketState> {
     checkConfig(config);
-    return this.#guard(() => this.#configure(key, config));
+    return this.#guard(() => this.#configure(key, config, options));
   }
 
   async list(): Promise<BucketState[]> {
     return this.#guard(() => {
-      const rows = this.#db.prepare<[], Row>("SELECT key, kind, rate, burst, tokens, last_ms FROM buckets ORDER BY key").all();
+      const rows = this.#db.prepare<[], MarkedRow>("SELECT key, kind, rate, burst, tokens, last_ms, expire_when_full FROM buckets ORDER BY key").all();
       const nowMs = this.#clock.now();
-      return rows.map((row) => stateOf(row.key, storedOf(row), nowMs));
+      return rows.map((row) => stateOf(row.key, storedOf(row), nowMs, row.expire_when_full === 1));
     });
   }
 
@@ -168,7 +203,24 @@ export class SqliteStore implements BucketStore {
     if (this.#db.open) this.#db.close();
   }
 
+  /**
+   * A file deleted or replaced while open goes on working for this process
+   * alone: the others open a new file at the path, and the buckets are no
+   * longer shared. That is a lost store, said as such (at most once a second it is checked).
+   */
+  #checkFile(): void {
+    const file = this.#file;
+    if (!file) return;
+    const nowMs = performance.now();
+    if (nowMs - this.#lastFileCheckMs < file.checkEveryMs) return;
+    this.#lastFileCheckMs = nowMs;
+    const now = statSync(file.path, { throwIfNoEntry: false });
+    if (now && now.dev === file.dev && now.ino === file.ino) return;
+    throw new StoreError("lost", `store ${this.url}: the file was ${now ? "replaced" : "deleted"} while in use, so its buckets are no longer shared`, { storeUrl: this.url });
+  }
+
   #guard<T>(operation: () => T): T {
+    this.#checkFile();
     try {
       return operation();
     } catch (error) {
@@ -176,6 +228,9 @@ export class SqliteStore implements BucketStore {
     }
   }
 }
+
+/** How often the store checks that its path still names the file it opened. */
+const FILE_CHECK_MS = 1000;
 
 /**
  * mkdir -p, one level at a time: Node 20's recursive mkdirSync spins forever
@@ -214,6 +269,11 @@ function migrate(db: BetterSqlite3.Database, url: string): void {
         last_ms REAL NOT NULL
       )`);
       db.prepare("INSERT INTO tbucket_schema (version) VALUES (?)").run(SQLITE_SCHEMA_VERSION);
+    }
+    // Added beside schema 1 rather than as schema 2: a release without it names its columns, and goes on using the file.
+    const columns = db.prepare<[], { name: string }>("PRAGMA table_info(buckets)").all();
+    if (!columns.some((column) => column.name === "expire_when_full")) {
+      db.exec("ALTER TABLE buckets ADD COLUMN expire_when_full INTEGER NOT NULL DEFAULT 0");
     }
   }).immediate();
 }

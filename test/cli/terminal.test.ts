@@ -1,7 +1,8 @@
 import { randomBytes } from "node:crypto";
 import { readdirSync, writeFileSync } from "node:fs";
+import { type AddressInfo, createServer, type Server } from "node:net";
 import { join } from "node:path";
-import { describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BINARY_ON_TERMINAL } from "../../src/cli/binary-guard.js";
 import { tempDirs } from "../helpers/temp-dir.js";
 import { drawScreen, runInTerminal } from "../helpers/terminal.js";
@@ -150,3 +151,50 @@ describe("binary data to a terminal", () => {
     expect(piped.stdout.toString()).toMatch(/a +\\0 +b/);
   });
 });
+
+describe("tbucket proxy's progress on a terminal", () => {
+  // The proxy listens on a port chosen here, so that the script can wait until it accepts before signalling it;
+  // it is started without the shell function, so that $! is its own pid.
+  const untilReady = `until (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null; do sleep 0.1; done`;
+  let backend: Server;
+  beforeAll(async () => {
+    backend = createServer((socket) => socket.end());
+    await new Promise<void>((resolve) => backend.listen(0, "127.0.0.1", resolve));
+  });
+  afterAll(() => new Promise<void>((resolve) => backend.close(() => resolve())));
+  const env = async () => ({ PORT: String(await freePort()), BACKEND: String((backend.address() as AddressInfo).port) });
+
+  it("is the pipe's line: redrawn in place within the width, named with -N, left with the totals", async () => {
+    const result = await runInTerminal(
+      `"$TBUCKET_NODE" "$TBUCKET_BIN" proxy --listen "127.0.0.1:$PORT" --to "127.0.0.1:$BACKEND" --rate 1mb -N db & P=$!; ${untilReady}; sleep 1; kill $P; wait $P; echo "exit $?"`,
+      { columns: 50, env: await env() },
+    );
+    expect(result.code).toBe(0);
+    const screen = result.stdout.toString();
+    const progress = frames(screen).filter((frame) => frame.startsWith("db: "));
+    expect(progress.length).toBeGreaterThan(2);
+    for (const frame of progress) expect(frame.length, frame).toBeLessThanOrEqual(49);
+    const rows = drawScreen(screen, 50).filter((row) => row !== "");
+    expect(rows.slice(-2)).toEqual([expect.stringMatching(/^db: 0 open, 1 accepted {2}down 0 B \(0 B\/s\)/), "exit 0"]);
+  });
+
+  it("where the terminal cannot redraw (TERM=dumb), a plain line a second", async () => {
+    const result = await runInTerminal(
+      `"$TBUCKET_NODE" "$TBUCKET_BIN" proxy --listen "127.0.0.1:$PORT" --to "127.0.0.1:$BACKEND" --rate 1mb --progress & P=$!; ${untilReady}; sleep 2.2; kill $P; wait $P`,
+      { columns: 50, env: { ...(await env()), TERM: "dumb" } },
+    );
+    expect(result.code).toBe(0);
+    const lines = result.stdout.toString().split(/\r?\n/).filter((line) => line.includes("open,"));
+    expect(lines.length).toBeGreaterThanOrEqual(2);
+    expect(result.stdout.toString()).not.toMatch(/\x1b\[K/);
+  });
+});
+
+/** A port nothing listens on: one the system gave and took back. */
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}

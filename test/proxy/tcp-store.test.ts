@@ -1,8 +1,10 @@
 import { randomBytes } from "node:crypto";
+import { rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { runCli } from "../helpers/cli.js";
+import { SqliteStore } from "../../src/store/sqlite-store.js";
+import { runCli, sleep } from "../helpers/cli.js";
 import { type Backend, connectTo, receiveAll, startBackend, startProxy, stopProxy } from "../helpers/proxy.js";
 import { startRedisServer } from "../helpers/redis-server.js";
 import { tempDirs } from "../helpers/temp-dir.js";
@@ -58,6 +60,13 @@ describe("tbucket proxy (TCP) --key", () => {
       ["per:down:127.0.0.2", 1024 * 1024],
       ["per:down:127.0.0.3", 2 * 1024 * 1024],
     ]);
+    // The key the proxy made may be forgotten once full again; the one a user set never is.
+    const opened = await SqliteStore.open(join(dir, "buckets.db"));
+    expect((await opened.list()).map((state) => [state.key, state.expiresWhenFull])).toEqual([
+      ["per:down:127.0.0.2", true],
+      ["per:down:127.0.0.3", undefined],
+    ]);
+    await opened.close();
   });
 
   it("exits 1 with one line when the store cannot be reached, and with --on-store-error local serves with private buckets", async () => {
@@ -102,6 +111,43 @@ describe("tbucket proxy (TCP) --key", () => {
       expect(result.stderr).toMatch(/\ntbucket: .*; the proxy stopped; restart it, or add --on-store-error local to keep serving with private buckets\n$/);
     } finally {
       if (!stopped) await redis.stop();
+    }
+  });
+
+  it("a SQLite file deleted mid-transfer is a lost store: exit 1 with one line, or with --on-store-error local a warning and private buckets", async () => {
+    const block = Buffer.alloc(16 * 1024, 0x61);
+    const backend = await startBackend((socket) => {
+      const feed = () => {
+        while (!socket.destroyed && socket.write(block));
+      };
+      socket.on("drain", feed);
+      feed();
+    });
+    backends.push(backend);
+    for (const local of [false, true]) {
+      const dir = tempDir();
+      const path = join(dir, "buckets.db");
+      const proxy = await startProxy(["--to", `127.0.0.1:${backend.port}`, "--down", "200kb", "--drain", "1s", "--key", "gone", "--store", `sqlite:${path}`, ...(local ? ["--on-store-error", "local"] : [])], {
+        env: { XDG_STATE_HOME: dir },
+      });
+      const client = await connectTo(proxy.port);
+      const receiving = receiveAll(client);
+      await sleep(500);
+      rmSync(path);
+      if (!local) {
+        const result = await proxy.running.exited;
+        expect(result.code).toBe(1);
+        expect(result.stderr).toMatch(/\ntbucket: store sqlite:.*: the file was deleted while in use, so its buckets are no longer shared; the proxy stopped; restart it, or add --on-store-error local to keep serving with private buckets\n$/);
+      } else {
+        const deadline = performance.now() + 5000;
+        while (!proxy.running.stderr().includes("tbucket: warning:") && performance.now() < deadline) await sleep(50);
+        expect(proxy.running.stderr()).toMatch(/\ntbucket: warning: store sqlite:.*: the file was deleted while in use, so its buckets are no longer shared; going on with private buckets at /);
+        const before = (await Promise.race([receiving, sleep(300).then(() => undefined)])) === undefined;
+        expect(before).toBe(true);
+        expect((await stopProxy(proxy)).code).toBe(0);
+      }
+      client.destroy();
+      await receiving;
     }
   });
 });

@@ -119,6 +119,22 @@ export function describeStoreConformance(name: string, setup: () => Promise<Stor
       expect(await store.read("backups")).toEqual(state);
     });
 
+    it("marks a key made with expireWhenFull, and never a key a user configured (key set makes it permanent)", async () => {
+      const config = { rate: 10, burst: 5, kind: "count" as const };
+      expect(await store.configure("client", config, { expireWhenFull: true })).toMatchObject({ expiresWhenFull: true });
+      await store.take("client", 2);
+      expect(await store.read("client")).toMatchObject({ expiresWhenFull: true, tokens: 3 });
+      // Made again by another proxy: still marked, level kept.
+      expect(await store.configure("client", config, { expireWhenFull: true })).toMatchObject({ expiresWhenFull: true, tokens: 3 });
+      expect((await store.list()).map((state) => state.expiresWhenFull)).toEqual([true]);
+      // tbucket key set: permanent from now on, even if a proxy asks again.
+      expect((await store.configure("client", { ...config, rate: 20 })).expiresWhenFull).toBeUndefined();
+      expect((await store.configure("client", config, { expireWhenFull: true })).expiresWhenFull).toBeUndefined();
+      await store.configure("set-by-user", config);
+      expect((await store.configure("set-by-user", config, { expireWhenFull: true })).expiresWhenFull).toBeUndefined();
+      expect((await store.read("set-by-user"))?.expiresWhenFull).toBeUndefined();
+    });
+
     for (const table of TABLES) {
       it(`agrees with TokenBucket: ${table.name}`, async () => {
         await expectAgreement(store, clock, table.rate, table.burst, table.steps);

@@ -66,6 +66,27 @@ describe("RedisStore: the server", () => {
     await store.close();
   });
 
+  it("forgets a key made per client (expireWhenFull) once it is full again for the margin, and never one a user set for that", async () => {
+    await admin.flushdb();
+    const store = await RedisStore.open(server.url, { fullKeyMarginMs: 100 });
+    await store.configure("p:down:10.0.0.1", { rate: 1000, burst: 100, kind: "bytes" }, { expireWhenFull: true });
+    await store.take("p:down:10.0.0.1", 100);
+    // Full again in 100 ms, then the margin.
+    const ttl = await admin.pttl("tbucket:p:down:10.0.0.1");
+    expect(ttl).toBeGreaterThan(150);
+    expect(ttl).toBeLessThanOrEqual(200);
+    await store.configure("p:down:10.0.0.2", { rate: 1000, burst: 100, kind: "bytes" });
+    await store.configure("p:down:10.0.0.3", { rate: 1000, burst: 100, kind: "bytes" }, { expireWhenFull: true });
+    // tbucket key set on a key a proxy made: the long expiry of a key set by hand again.
+    await store.configure("p:down:10.0.0.3", { rate: 2000, burst: 100, kind: "bytes" });
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    expect(await store.read("p:down:10.0.0.1")).toBeUndefined();
+    expect(await admin.pttl("tbucket:p:down:10.0.0.2")).toBeGreaterThan(DEFAULT_IDLE_EXPIRY_MS - 5000);
+    expect(await store.read("p:down:10.0.0.3")).toMatchObject({ rate: 2000 });
+    expect(await admin.pttl("tbucket:p:down:10.0.0.3")).toBeGreaterThan(DEFAULT_IDLE_EXPIRY_MS - 5000);
+    await store.close();
+  });
+
   it("runs on the server's clock: the level refills in real time", async () => {
     const store = await RedisStore.open(server.url);
     const before = Date.now();

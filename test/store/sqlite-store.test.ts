@@ -20,6 +20,77 @@ describeStoreConformance("SqliteStore", async () => {
   return { store, clock, cleanup: async () => rmSync(dir, { recursive: true, force: true }) };
 });
 
+describe("SqliteStore: keys made per client (expireWhenFull)", () => {
+  let dir: string;
+  beforeEach(() => {
+    dir = tempDir();
+  });
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  it("sweeps those full again for the margin when another is made, and keeps the rest", async () => {
+    const clock = new FakeClock();
+    clock.set(1_700_000_000_000);
+    const store = await SqliteStore.open(join(dir, "buckets.db"), { clock, fullKeyMarginMs: 1000 });
+    const perClient = { expireWhenFull: true };
+    await store.configure("p:down:10.0.0.1", { rate: 10, burst: 10, kind: "bytes" }, perClient);
+    await store.take("p:down:10.0.0.1", 10);
+    await store.configure("p:down:10.0.0.2", { rate: 1, burst: 10, kind: "bytes" }, perClient);
+    await store.take("p:down:10.0.0.2", 10);
+    await store.configure("p:down:free", { rate: Infinity, burst: 10, kind: "bytes" }, perClient);
+    await store.configure("p:down:paused", { rate: 10, burst: 10, kind: "bytes" }, perClient);
+    await store.take("p:down:paused", 5);
+    await store.configure("p:down:paused", { rate: 0, burst: 10, kind: "bytes" }, perClient);
+    await store.configure("set", { rate: 10, burst: 10, kind: "bytes" });
+    // 10.0.0.1 is full after 1 s, then the margin; 10.0.0.2 needs 10 s; paused never fills; "set" was set by a user.
+    await clock.advance(2500);
+    await store.configure("p:down:10.0.0.3", { rate: 10, burst: 10, kind: "bytes" }, perClient);
+    expect((await store.list()).map((state) => state.key)).toEqual(["p:down:10.0.0.2", "p:down:10.0.0.3", "p:down:paused", "set"]);
+    // At most one sweep a margin.
+    await clock.advance(500);
+    await store.configure("p:down:10.0.0.4", { rate: 10, burst: 10, kind: "bytes" }, perClient);
+    expect((await store.list()).length).toBe(5);
+    await clock.advance(20_000);
+    await store.configure("p:down:10.0.0.5", { rate: 10, burst: 10, kind: "bytes" }, perClient);
+    expect((await store.list()).map((state) => state.key)).toEqual(["p:down:10.0.0.5", "p:down:paused", "set"]);
+    await store.close();
+  });
+
+  it("says the store is lost when its file is deleted or replaced while in use (the buckets would silently stop being shared)", async () => {
+    const path = join(dir, "buckets.db");
+    const store = await SqliteStore.open(path, { fileCheckMs: 0 });
+    await store.configure("k", { rate: 10, burst: 10, kind: "count" });
+    rmSync(path);
+    const error = await store.take("k", 1).catch((failure: unknown) => failure);
+    expect(error).toBeInstanceOf(StoreError);
+    expect(error).toMatchObject({ failure: "lost", message: `store sqlite:${path}: the file was deleted while in use, so its buckets are no longer shared` });
+    await store.close();
+    const other = await SqliteStore.open(path, { fileCheckMs: 0 });
+    await other.configure("k", { rate: 10, burst: 10, kind: "count" });
+    const first = await SqliteStore.open(path, { fileCheckMs: 0 });
+    rmSync(path);
+    await (await SqliteStore.open(path)).close();
+    await expect(first.read("k")).rejects.toThrow("the file was replaced while in use");
+    await first.close();
+    await other.close();
+  });
+
+  it("adds its column to a file made before it, which an older release goes on using", async () => {
+    const path = join(dir, "old.db");
+    const old = new Database(path);
+    old.exec("CREATE TABLE tbucket_schema (version INTEGER NOT NULL); INSERT INTO tbucket_schema VALUES (1)");
+    old.exec("CREATE TABLE buckets (key TEXT PRIMARY KEY NOT NULL, kind TEXT NOT NULL, rate REAL NOT NULL, burst REAL NOT NULL, tokens REAL NOT NULL, last_ms REAL NOT NULL)");
+    old.prepare("INSERT INTO buckets VALUES ('kept', 'bytes', 10, 20, 20, 0)").run();
+    old.close();
+    const store = await SqliteStore.open(path);
+    expect(await store.read("kept")).toMatchObject({ rate: 10, burst: 20 });
+    expect((await store.read("kept"))?.expiresWhenFull).toBeUndefined();
+    await store.close();
+    const reopened = new Database(path);
+    expect(reopened.prepare("SELECT max(version) AS version FROM tbucket_schema").get()).toEqual({ version: SQLITE_SCHEMA_VERSION });
+    reopened.close();
+  });
+});
+
 describe("SqliteStore: the file", () => {
   let dir: string;
   beforeEach(() => {

@@ -1,49 +1,58 @@
 import { humanByteRate, humanBytes, humanDuration } from "../../core/format.js";
 import type { TcpProxyStats } from "../../proxy/tcp-proxy.js";
+import { DROP, fitFields, type ProgressField, type ProgressLine, progressStyle, startProgressLine } from "../progress-line.js";
+import { joinProgressRows } from "../progress-rows.js";
+import { RateWindow } from "../rate-window.js";
 
-const TERMINAL_REFRESH_MS = 500;
-const PLAIN_REFRESH_MS = 1000;
+/** Rates on the line are measured over about this window, as the pipe's. */
+const RATE_WINDOW_MS = 1000;
 
-export interface ProgressLine {
-  stop(): void;
+export interface ProxyProgressOptions {
+  /** The line's text in at most `width` columns. */
+  describe(width: number): string;
+  /** -N: the line's name. */
+  name?: string;
+  stream: NodeJS.WriteStream;
+  env: NodeJS.ProcessEnv;
 }
 
 /**
- * A proxy's progress on standard error: redrawn in place on a terminal, one
- * plain line a second elsewhere (when forced with --progress).
+ * A proxy's progress on standard error, with the pipe's and run's display
+ * (progress-line.ts): redrawn in place where the terminal can, fitted to its
+ * width, a plain line a second elsewhere, a row of its own with -N.
  */
-export function startProgressLine(describe: () => string, stream: NodeJS.WriteStream): ProgressLine {
-  // Progress that cannot be shown is no reason to stop serving.
-  stream.on("error", () => {});
-  const terminal = Boolean(stream.isTTY);
-  const draw = () => stream.write(terminal ? `\r\x1b[K${describe()}` : `${describe()}\n`);
-  const timer = setInterval(draw, terminal ? TERMINAL_REFRESH_MS : PLAIN_REFRESH_MS);
-  timer.unref();
-  return {
-    stop() {
-      clearInterval(timer);
-      // The last line stays, with the totals.
-      stream.write(terminal ? `\r\x1b[K${describe()}\n` : `${describe()}\n`);
-    },
-  };
+export function startProxyProgress(options: ProxyProgressOptions): ProgressLine {
+  const named = options.name !== undefined && progressStyle(options.stream, options.env) === "redraw";
+  return startProgressLine({
+    stream: options.stream,
+    env: options.env,
+    name: options.name,
+    row: named ? joinProgressRows(options.stream, options.env) : undefined,
+    describe: options.describe,
+  });
 }
 
-/** TCP mode: connections, bytes each way and their rate since the last line, time running. */
-export function describeTcpProgress(read: () => Readonly<TcpProxyStats>): () => string {
+/**
+ * TCP mode: connections open and accepted, bytes each way and their rate
+ * over the last second, time running. On a narrow terminal the refusals and
+ * evictions go first, then the time, then the upload.
+ */
+export function describeTcpProgress(read: () => Readonly<TcpProxyStats>): (width: number) => string {
   const startedMs = performance.now();
-  let last = { atMs: startedMs, up: 0, down: 0 };
-  return () => {
+  const up = new RateWindow(RATE_WINDOW_MS);
+  const down = new RateWindow(RATE_WINDOW_MS);
+  return (width) => {
     const stats = read();
     const nowMs = performance.now();
-    const seconds = Math.max(1e-3, (nowMs - last.atMs) / 1000);
-    const line = [
-      `${stats.open} open, ${stats.accepted} accepted${stats.refused > 0 ? `, ${stats.refused} refused` : ""}`,
-      `up ${humanBytes(stats.bytesUp)} (${humanByteRate((stats.bytesUp - last.up) / seconds)})`,
-      `down ${humanBytes(stats.bytesDown)} (${humanByteRate((stats.bytesDown - last.down) / seconds)})`,
-      humanDuration(nowMs - startedMs),
-    ].join("  ");
-    last = { atMs: nowMs, up: stats.bytesUp, down: stats.bytesDown };
-    return line;
+    up.record(nowMs, stats.bytesUp);
+    down.record(nowMs, stats.bytesDown);
+    const fields: ProgressField[] = [{ text: `${stats.open} open, ${stats.accepted} accepted` }];
+    if (stats.refused > 0) fields.push({ text: `${stats.refused} refused`, dropRank: DROP.average });
+    if (stats.evicted > 0) fields.push({ text: `${stats.evicted} idle closed`, dropRank: DROP.average });
+    fields.push({ text: `up ${humanBytes(stats.bytesUp)} (${humanByteRate(up.rateOver(RATE_WINDOW_MS))})`, dropRank: DROP.secondary });
+    fields.push({ text: `down ${humanBytes(stats.bytesDown)} (${humanByteRate(down.rateOver(RATE_WINDOW_MS))})` });
+    fields.push({ text: humanDuration(nowMs - startedMs), dropRank: DROP.elapsed });
+    return fitFields(fields, width);
   };
 }
 
@@ -53,21 +62,22 @@ export interface HttpTally {
   refused: number;
 }
 
-/** HTTP mode: requests admitted, queued and refused, their rate since the last line, keys held, time running. */
-export function describeHttpProgress(read: () => Readonly<HttpTally>, liveKeys: () => number): () => string {
+/** HTTP mode: requests admitted, queued and refused, their rate over the last second, keys held, time running. */
+export function describeHttpProgress(read: () => Readonly<HttpTally>, liveKeys: () => number): (width: number) => string {
   const startedMs = performance.now();
-  let last = { atMs: startedMs, requests: 0 };
-  return () => {
+  const requests = new RateWindow(RATE_WINDOW_MS);
+  return (width) => {
     const tally = read();
     const nowMs = performance.now();
-    const requests = tally.admitted + tally.queued + tally.refused;
-    const perSecond = (requests - last.requests) / Math.max(1e-3, (nowMs - last.atMs) / 1000);
-    last = { atMs: nowMs, requests };
-    return [
-      `${tally.admitted + tally.queued} admitted (${tally.queued} after waiting), ${tally.refused} refused`,
-      `${perSecond.toFixed(1)} requests/s`,
-      `${liveKeys()} keys`,
-      humanDuration(nowMs - startedMs),
-    ].join("  ");
+    requests.record(nowMs, tally.admitted + tally.queued + tally.refused);
+    return fitFields(
+      [
+        { text: `${tally.admitted + tally.queued} admitted (${tally.queued} after waiting), ${tally.refused} refused` },
+        { text: `${requests.rateOver(RATE_WINDOW_MS).toFixed(1)} requests/s` },
+        { text: `${liveKeys()} keys`, dropRank: DROP.secondary },
+        { text: humanDuration(nowMs - startedMs), dropRank: DROP.elapsed },
+      ],
+      width,
+    );
   };
 }

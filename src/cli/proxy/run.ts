@@ -7,20 +7,24 @@ import { ListenError } from "../../proxy/listen.js";
 import { ProxyMetrics } from "../../proxy/metrics.js";
 import { startTcpProxy, type TcpProxy } from "../../proxy/tcp-proxy.js";
 import { StoreError } from "../../store/bucket-store.js";
+import { failFast } from "../../store/fail-fast-store.js";
 import { EXIT, RuntimeError } from "../errors.js";
 import { writeStandardError } from "../standard-streams.js";
 import { describeStoreFailure } from "../store-failure.js";
 import { openCommandStore, storeLocation } from "../store-opener.js";
 import { openAccessLog } from "./access-log-file.js";
+import { checkBackendName } from "./backend-name.js";
+import { connectionsWithinDescriptorLimit } from "./descriptor-limit.js";
 import { listening, startMetrics } from "./listen-failure.js";
 import type { HttpProxyConfig, ProxyConfig, TcpProxyConfig } from "./options.js";
-import { describeHttpProgress, describeTcpProgress, type HttpTally, startProgressLine } from "./progress-line.js";
+import { describeHttpProgress, describeTcpProgress, type HttpTally, startProxyProgress } from "./progress-line.js";
 import { formatHttpStats, formatTcpStats } from "./proxy-stats.js";
 import type { StoreBuckets } from "./store-buckets.js";
 import { Stopper } from "./stopper.js";
 
-/** Runs the proxy until SIGINT or SIGTERM, then drains; resolves to the exit status. */
+/** Runs the proxy until SIGINT, SIGTERM or SIGHUP, then drains; resolves to the exit status. */
 export async function runProxy(config: ProxyConfig): Promise<number> {
+  await checkBackendName(config.to);
   return config.mode === "tcp" ? runTcpProxy(config) : runHttpProxy(config);
 }
 
@@ -50,6 +54,7 @@ async function runTcpProxy(config: TcpProxyConfig): Promise<number> {
     });
   }
   const closeBuckets = async () => buckets?.close();
+  const maxConnections = connectionsWithinDescriptorLimit();
   try {
     proxy = await listening(() =>
       startTcpProxy({
@@ -61,6 +66,7 @@ async function runTcpProxy(config: TcpProxyConfig): Promise<number> {
         openBucket: buckets?.open,
         idleTimeoutMs: config.idleTimeoutMs,
         connections: config.connections,
+        maxConnections,
         observer: {
           admitted: (waitMs) => metrics.admitted(waitMs),
           refused: () => metrics.refused(),
@@ -70,6 +76,11 @@ async function runTcpProxy(config: TcpProxyConfig): Promise<number> {
           backendFailed: (error) => {
             metrics.backendFailed();
             backendWarning(config.to, error);
+          },
+          full: (evicted) => {
+            if (evicted) metrics.idleClosed();
+            else metrics.refused();
+            fullWarning(maxConnections);
           },
         },
       }),
@@ -93,7 +104,7 @@ async function runTcpProxy(config: TcpProxyConfig): Promise<number> {
     );
   }
   const showProgress = config.progress === "on" || (config.progress === "auto" && process.stderr.isTTY);
-  const progress = showProgress ? startProgressLine(named(config.name, describeTcpProgress(() => running.stats)), process.stderr) : undefined;
+  const progress = showProgress ? startProxyProgress({ describe: describeTcpProgress(() => running.stats), name: config.name, stream: process.stderr, env: process.env }) : undefined;
   const startedMs = performance.now();
   await stopper.until(config.drainMs, async (drainMs) => {
     await running.close(drainMs);
@@ -116,13 +127,27 @@ function backendWarning(to: HostPort, error: NodeJS.ErrnoException): void {
   const nowMs = performance.now();
   if (code === lastBackendWarning.code && nowMs - lastBackendWarning.atMs < BACKEND_WARNING_EVERY_MS) return;
   lastBackendWarning = { atMs: nowMs, code };
-  const why = code === "ECONNREFUSED" ? "nothing listens there (ECONNREFUSED)" : code === "ENOTFOUND" ? "the host name is not known (ENOTFOUND)" : code;
+  const why =
+    code === "ECONNREFUSED"
+      ? "nothing listens there (ECONNREFUSED)"
+      : code === "ENOTFOUND"
+        ? "the host name is not known (ENOTFOUND)"
+        : code === "ECONNRESET"
+          ? "the backend reset the connection as it was made (ECONNRESET)"
+          : code;
   writeStandardError(`tbucket: warning: --to ${formatHostPort(to)}: cannot connect: ${why}; the client's connection was reset, and the proxy goes on\n`);
 }
 
-/** -N: the progress line starts with the proxy's name, to tell several apart. */
-function named(name: string | undefined, describe: () => string): () => string {
-  return name === undefined ? describe : () => `${name}: ${describe()}`;
+let toldFull = false;
+
+/** Tells once that the descriptor limit is reached, and what the proxy does about it. */
+function fullWarning(maxConnections: number): void {
+  if (toldFull) return;
+  toldFull = true;
+  writeStandardError(
+    `tbucket: warning: ${maxConnections} connections open, as many as the open-file limit allows (two descriptors each); ` +
+      `each new connection closes the one idle the longest (or is closed when none is idle); raise it with ulimit -n\n`,
+  );
 }
 
 function describeDirection(direction: "up" | "down", spec: ByteBucketSpec | undefined): string {
@@ -197,7 +222,9 @@ async function runHttpProxy(config: HttpProxyConfig): Promise<number> {
     );
   }
   const showProgress = config.progress === "on" || (config.progress === "auto" && process.stderr.isTTY && config.accessLog !== "-");
-  const progress = showProgress ? startProgressLine(named(config.name, describeHttpProgress(() => tally, () => running.liveKeys())), process.stderr) : undefined;
+  const progress = showProgress
+    ? startProxyProgress({ describe: describeHttpProgress(() => tally, () => running.liveKeys()), name: config.name, stream: process.stderr, env: process.env })
+    : undefined;
   const startedMs = performance.now();
   await new Stopper().until(config.drainMs, async (drainMs) => {
     await running.close(drainMs);
@@ -215,7 +242,8 @@ async function openHttpStore(config: HttpProxyConfig): Promise<{ buckets: Shared
   try {
     const store = await openCommandStore(storeLocation(config.shared.store));
     return {
-      buckets: { store, name: config.shared.key!, onStoreError: config.shared.onStoreError },
+      // With local, once the store failed the other keys need not each find out the slow way; without, a later request may find it back.
+      buckets: { store: local ? failFast(store) : store, name: config.shared.key!, onStoreError: config.shared.onStoreError },
       close: async () => {
         await Promise.race([store.close().catch(() => {}), new Promise((resolve) => setTimeout(resolve, 1000).unref())]);
       },

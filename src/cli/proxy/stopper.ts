@@ -1,8 +1,12 @@
-/** The signals that stop a proxy: it drains on the first, and closes what is left on the second. */
-const SIGNALS: readonly NodeJS.Signals[] = ["SIGINT", "SIGTERM"];
+/**
+ * The signals that stop a proxy: it drains on the first, and closes what is
+ * left on the second. A hang-up (the terminal closed) ends it as the pipe and
+ * run end: drained, not killed mid-transfer.
+ */
+const SIGNALS: readonly NodeJS.Signals[] = ["SIGINT", "SIGTERM", "SIGHUP"];
 
 /**
- * Stopper ends a server on the first SIGINT or SIGTERM, or when told to: it
+ * Stopper ends a server on the first SIGINT, SIGTERM or SIGHUP, or when told to: it
  * runs `stop` with the drain time; a second signal stops draining and closes
  * what is left at once.
  */

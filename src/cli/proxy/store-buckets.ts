@@ -1,6 +1,7 @@
 import { TokenBucket } from "../../core/token-bucket.js";
 import type { BucketConfig, BucketStore } from "../../store/bucket-store.js";
 import { StoreError } from "../../store/bucket-store.js";
+import { failFast } from "../../store/fail-fast-store.js";
 import { FailoverLimiter } from "../../store/failover-limiter.js";
 import { SharedLimiter } from "../../store/shared-limiter.js";
 import type { LimiterFactory } from "../../proxy/bucket-pool.js";
@@ -27,7 +28,9 @@ export interface StoreBucketHooks {
  * The TCP proxy's buckets in a store: `NAME:up` and `NAME:down` for the link,
  * `NAME:up:<client address>` and `NAME:down:<client address>` per client. The
  * link's keys take their settings from the command line; a client's key
- * keeps settings a `tbucket key set` gave it, else takes the command line's.
+ * keeps settings a `tbucket key set` gave it, else takes the command line's,
+ * and is then made with `expireWhenFull`: the store forgets it once full again
+ * (a full bucket is a new one), so the clients ever seen do not pile up.
  */
 export async function openStoreBuckets(shared: SharedBucketOptions, hooks: StoreBucketHooks): Promise<StoreBuckets> {
   const name = shared.key!;
@@ -45,7 +48,8 @@ export async function openStoreBuckets(shared: SharedBucketOptions, hooks: Store
   if (!store) {
     return { open: (_key, _direction, spec) => ({ limiter: new TokenBucket({ rate: spec.bytesPerSecond, burst: spec.burstBytes }), close: async () => {} }), close: async () => {} };
   }
-  const opened = store;
+  // Once the store failed, the other keys need not each find out the slow way.
+  const opened = failFast(store);
   /** Set once the store failed under --on-store-error local: later keys are private without asking it again. */
   let failed = false;
   /** Counts a failure, then stops the proxy, or (local) warns once and goes on. */
@@ -66,16 +70,17 @@ export async function openStoreBuckets(shared: SharedBucketOptions, hooks: Store
     const storeKey = key === "" ? `${name}:${direction}` : `${name}:${direction}:${key}`;
     const wanted: BucketConfig = { rate: spec.bytesPerSecond, burst: spec.burstBytes, kind: "bytes" };
     if (failed) return privateBucket(wanted);
-    let config: BucketConfig;
+    let config: BucketConfig & { expiresWhenFull?: true };
     try {
       const stored = key === "" ? undefined : await opened.read(storeKey);
-      config = stored?.kind === "bytes" ? stored : await opened.configure(storeKey, wanted);
+      // A client's keys are made for it, not set by a user: the store may forget them once full again.
+      config = stored?.kind === "bytes" ? stored : await opened.configure(storeKey, wanted, { expireWhenFull: key !== "" });
     } catch (error) {
       if (!(error instanceof StoreError)) throw error;
       lost(error, wanted);
       return privateBucket(wanted);
     }
-    const limiter = new SharedLimiter({ store: opened, key: storeKey, config });
+    const limiter = new SharedLimiter({ store: opened, key: storeKey, config, expireWhenFull: config.expiresWhenFull === true });
     const failover = new FailoverLimiter(limiter, (error, settings) => {
       lost(error, settings);
       // Empty at first: the shared bucket may just have been drained, so no fresh burst.
