@@ -46,17 +46,23 @@ export function storeLimiters(buckets: StoreBuckets, settings: { rate: number; b
     async open(client: string): Promise<KeyLimiter> {
       if (failed && local) return privateBucket(settings, false);
       const key = `${buckets.name}:${client}`;
-      let config: BucketConfig;
+      // Made here, a client's key is forgotten by the store once full again (a full bucket is a
+      // new one), so the store does not grow with every client ever seen; one set with
+      // `tbucket key set` stays.
+      let config: BucketConfig & { expiresWhenFull?: true };
       try {
         const stored = await buckets.store.read(key);
-        config = stored?.kind === "count" ? stored : await buckets.store.configure(key, { rate: settings.rate, burst: settings.burst, kind: "count" });
+        config =
+          stored?.kind === "count"
+            ? stored
+            : await buckets.store.configure(key, { rate: settings.rate, burst: settings.burst, kind: "count" }, { expireWhenFull: true });
       } catch (error) {
         if (!(error instanceof StoreError)) throw error;
         failure(error);
         if (!local) throw error;
         return privateBucket(settings, false);
       }
-      const shared = new SharedLimiter({ store: buckets.store, key, config, clock: settings.clock });
+      const shared = new SharedLimiter({ store: buckets.store, key, config, clock: settings.clock, expireWhenFull: config.expiresWhenFull === true });
       const limiter = new FailoverLimiter(shared, (error, last) => {
         failure(error);
         if (!local) throw error;

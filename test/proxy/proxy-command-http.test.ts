@@ -2,6 +2,7 @@ import { readFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { SqliteStore } from "../../src/store/sqlite-store.js";
 import { runCli } from "../helpers/cli.js";
 import { startProxy, stopProxy } from "../helpers/proxy.js";
 import { tempDirs } from "../helpers/temp-dir.js";
@@ -55,6 +56,25 @@ describe("tbucket proxy --to http://...", () => {
     expect(statuses.filter((status) => status === 429)).toHaveLength(5);
     expect((await stopProxy(first)).code).toBe(0);
     expect((await stopProxy(second)).code).toBe(0);
+  });
+
+  it("makes each client's key forgettable once full again, and leaves a key set with tbucket key set as it is", async () => {
+    const backendPort = await httpBackend();
+    const dir = tempDir();
+    const store = `sqlite:${join(dir, "buckets.db")}`;
+    const env = { XDG_STATE_HOME: dir };
+    expect((await runCli(["key", "set", "api:10.0.0.2", "--rate", "2/s", "--store", store], { env })).code).toBe(0);
+    const proxy = await startProxy(["--to", `http://127.0.0.1:${backendPort}`, "--rate", "5/s", "--trust-proxy", "127.0.0.1", "--key", "api", "--store", store], { env });
+    for (const client of ["10.0.0.1", "10.0.0.2"]) {
+      expect((await fetch(`http://127.0.0.1:${proxy.port}/`, { headers: { "x-forwarded-for": client } })).status).toBe(200);
+    }
+    expect((await stopProxy(proxy)).code).toBe(0);
+    const opened = await SqliteStore.open(join(dir, "buckets.db"));
+    expect((await opened.list()).map((state) => [state.key, state.rate, state.expiresWhenFull])).toEqual([
+      ["api:10.0.0.1", 5, true],
+      ["api:10.0.0.2", 2, undefined],
+    ]);
+    await opened.close();
   });
 
   it("passes --policy queue, --max-wait, --per and --trust-proxy on to the proxy", async () => {
