@@ -225,6 +225,8 @@ describe.each(["bash", "zsh", "fish"] as const)("%s completes what a user types 
     ["tbucket --on-store-error ", ["fail", "local"]],
     ["tbucket run --stats-format ", ["json", "text"]],
     ["tbucket --stats-format j", ["json"]],
+    ["tbucket proxy --per ", ["all", "client", "connection", "ip", "link"]],
+    ["tbucket proxy --policy ", ["drop", "queue"]],
   ])("option values: %s", (line, values) => {
     expect(sorted(complete(line))).toEqual(values);
   });

@@ -88,6 +88,8 @@ function toJson(state: BucketState, store: BucketStore) {
     burst: state.burst,
     tokens: state.tokens,
     updatedAt: new Date(state.updatedAtMs).toISOString(),
+    // A key a proxy made for one client: the store forgets it once it is full again.
+    ...(state.expiresWhenFull ? { expiresWhenFull: true } : {}),
   };
 }
 
