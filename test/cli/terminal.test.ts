@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BINARY_ON_TERMINAL } from "../../src/cli/binary-guard.js";
 import { tempDirs } from "../helpers/temp-dir.js";
 import { drawScreen, runInTerminal } from "../helpers/terminal.js";
+import { freePort } from "../helpers/free-port.js";
 
 const tempDir = tempDirs("terminal");
 
@@ -190,11 +191,3 @@ describe("tbucket proxy's progress on a terminal", () => {
   });
 });
 
-/** A port nothing listens on: one the system gave and took back. */
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}

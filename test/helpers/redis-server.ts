@@ -1,8 +1,9 @@
 import { spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
-import { createConnection, createServer } from "node:net";
+import { createConnection } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { freePort } from "./free-port.js";
 
 /** A redis-server of the test's own, on a free loopback port, with nothing saved to disk. */
 export interface RedisServer {
@@ -56,17 +57,6 @@ async function launch(port: number, extraArgs: readonly string[]): Promise<Redis
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
   return { url: `redis://127.0.0.1:${port}`, port, stop };
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 function canConnect(port: number): Promise<boolean> {

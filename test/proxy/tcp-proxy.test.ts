@@ -4,6 +4,7 @@ import { createServer } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { runCli, sleep } from "../helpers/cli.js";
 import { type Backend, connectTo, echo, receiveAll, startBackend, startProxy, stopProxy } from "../helpers/proxy.js";
+import { freePort } from "../helpers/free-port.js";
 
 const backends: Backend[] = [];
 afterEach(async () => {
@@ -14,15 +15,6 @@ async function backend(handle: Parameters<typeof startBackend>[0]): Promise<Back
   const started = await startBackend(handle);
   backends.push(started);
   return started;
-}
-
-/** A port nothing listens on: one the system gave and took back. */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
 }
 
 describe("tbucket proxy (TCP): bytes", () => {
@@ -111,7 +103,7 @@ describe("tbucket proxy (TCP): bytes", () => {
   });
 
   it("closes the client's connection when the backend is down, and stays up for the next", async () => {
-    const deadPort = await closedPort();
+    const deadPort = await freePort();
     const proxy = await startProxy(["--to", `127.0.0.1:${deadPort}`, "--rate", "1mb"]);
     for (let attempt = 0; attempt < 3; attempt++) {
       // The reset may come before the client saw its connection complete.
@@ -290,7 +282,7 @@ describe("tbucket proxy: failures to start", () => {
   });
 
   it("exits 1 with one line when --metrics cannot listen, having closed the proxy", async () => {
-    const port = await closedPort();
+    const port = await freePort();
     const result = await runCli(["proxy", "--listen", `127.0.0.1:${port}`, "--to", "127.0.0.1:9", "--rate", "1mb", "--metrics", `127.0.0.1:${port}`]);
     expect(result.stderr).toBe(`tbucket: --metrics 127.0.0.1:${port}: the address is in use; stop what listens there, or choose another port\n`);
     expect(result.code).toBe(1);

@@ -1,6 +1,5 @@
 import { randomBytes } from "node:crypto";
 import { rmSync } from "node:fs";
-import { createServer } from "node:net";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { SqliteStore } from "../../src/store/sqlite-store.js";
@@ -8,20 +7,13 @@ import { runCli, sleep } from "../helpers/cli.js";
 import { type Backend, connectTo, receiveAll, startBackend, startProxy, stopProxy } from "../helpers/proxy.js";
 import { startRedisServer } from "../helpers/redis-server.js";
 import { tempDirs } from "../helpers/temp-dir.js";
+import { freePort } from "../helpers/free-port.js";
 
 const tempDir = tempDirs("proxy-store");
 const backends: Backend[] = [];
 afterEach(async () => {
   await Promise.all(backends.splice(0).map((backend) => backend.close()));
 });
-
-async function unusedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 describe("tbucket proxy (TCP) --key", () => {
   it("keeps the link's buckets in the store as NAME:up and NAME:down", async () => {
@@ -70,7 +62,7 @@ describe("tbucket proxy (TCP) --key", () => {
   });
 
   it("exits 1 with one line when the store cannot be reached, and with --on-store-error local serves with private buckets", async () => {
-    const store = `redis://127.0.0.1:${await unusedPort()}`;
+    const store = `redis://127.0.0.1:${await freePort()}`;
     const backend = await startBackend((socket) => socket.end("hello"));
     backends.push(backend);
     const failing = await runCli(["proxy", "--listen", "127.0.0.1:0", "--to", `127.0.0.1:${backend.port}`, "--down", "1mb", "--key", "link", "--store", store]);
