@@ -18,9 +18,10 @@ import { mkdtempSync, readFileSync, rmSync, openSync, closeSync, ftruncateSync }
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { ensurePackages, have } from "./system-tools.mjs";
 
 const TBUCKET = fileURLToPath(new URL("../bin/tbucket", import.meta.url));
-ensureTools(["pv", "cstream", "/usr/bin/time"]);
+ensurePackages({ pv: "pv", cstream: "cstream", "/usr/bin/time": "time" });
 const NODE_FLOOR = fileURLToPath(new URL("./node-floor.mjs", import.meta.url));
 const quick = process.argv.includes("--quick");
 const onlyIndex = process.argv.indexOf("--only");
@@ -28,27 +29,6 @@ const onlyArg = onlyIndex > 0 ? process.argv[onlyIndex + 1] : undefined;
 const onlyMiBps = onlyArg === undefined || Number.isNaN(Number(onlyArg)) ? undefined : Number(onlyArg);
 const MiB = 1024 * 1024;
 const work = mkdtempSync(join(tmpdir(), "tbucket-bench-"));
-
-function have(tool) {
-  try {
-    execFileSync("sh", ["-c", `command -v ${tool}`], { stdio: "ignore" });
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/** Installs the benchmark's peers from Debian's packages when they are missing, as root only. */
-function ensureTools(needed) {
-  const missing = needed.filter((tool) => !have(tool));
-  if (missing.length === 0) return;
-  if (process.getuid?.() !== 0 || !have("apt-get")) {
-    process.stderr.write(`bench: missing ${missing.join(", ")}; their rows are left out (apt-get install pv cstream time)\n`);
-    return;
-  }
-  process.stderr.write(`bench: installing pv, cstream and time with apt-get\n`);
-  execFileSync("sh", ["-c", "apt-get install -y pv cstream time >/dev/null 2>&1 || { apt-get update >/dev/null 2>&1 && apt-get install -y pv cstream time >/dev/null 2>&1; }"], { stdio: "inherit" });
-}
 
 /** The shell words for each tool at a rate in bytes per second; burst is what the envelope allows at once. */
 function tools(rate) {

@@ -26,22 +26,14 @@ import { connect, createServer } from "node:net";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { ensurePackages } from "./system-tools.mjs";
 
 const PROXY_MODULE = fileURLToPath(new URL("../dist/proxy/http-proxy.js", import.meta.url));
 
-/** Starts nginx and wrk's packages when missing (Debian), as root only. */
+/** nginx and wrk from Debian's packages, installed when missing (as root only); throws when they cannot be had. */
 export function ensureNginxAndWrk() {
-  const missing = ["nginx", "wrk"].filter((tool) => {
-    try {
-      execFileSync("sh", ["-c", `command -v ${tool} || test -x /usr/sbin/${tool}`], { stdio: "ignore" });
-      return false;
-    } catch {
-      return true;
-    }
-  });
-  if (missing.length === 0) return;
-  if (process.getuid?.() !== 0) throw new Error(`${missing.join(" and ")} missing; install them (apt-get install ${missing.join(" ")}) or run as root`);
-  execFileSync("apt-get", ["install", "-y", "--no-install-recommends", ...missing], { stdio: ["ignore", "ignore", "inherit"], env: { ...process.env, DEBIAN_FRONTEND: "noninteractive" } });
+  const missing = ensurePackages({ "/usr/sbin/nginx": "nginx", wrk: "wrk" });
+  if (missing.length > 0) throw new Error(`nginx and wrk are needed: apt-get install nginx wrk, or run as root`);
 }
 
 /** A port free just now on 127.0.0.1 (for nginx, which cannot be told to pick one). */

@@ -17,6 +17,7 @@ import { loadavg, tmpdir } from "node:os";
 import { connect, createServer } from "node:net";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { ensurePackages, have } from "./system-tools.mjs";
 
 const TBUCKET = fileURLToPath(new URL("../bin/tbucket", import.meta.url));
 const HTTP_BENCH = fileURLToPath(new URL("./proxy-http.mjs", import.meta.url));
@@ -32,28 +33,6 @@ const RATE = 5 * MiB;
 const BURST = RATE / 10;
 const work = mkdtempSync(join(tmpdir(), "tbucket-bench-"));
 process.on("exit", () => rmSync(work, { recursive: true, force: true }));
-
-function have(tool) {
-  try {
-    execFileSync("sh", ["-c", `command -v ${tool}`], { stdio: "ignore" });
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/** Installs the benchmark's peers from Debian's packages when they are missing, as root only. */
-function ensureTools(packages) {
-  const missing = packages.filter((name) => !have(name));
-  if (missing.length === 0) return;
-  if (process.getuid?.() !== 0 || !have("apt-get")) {
-    process.stderr.write(`bench: missing ${missing.join(", ")}; their rows are left out (apt-get install ${missing.join(" ")})\n`);
-    return;
-  }
-  process.stderr.write(`bench: installing ${missing.join(", ")} with apt-get\n`);
-  const list = missing.join(" ");
-  execFileSync("sh", ["-c", `apt-get install -y ${list} >/dev/null 2>&1 || { apt-get update >/dev/null 2>&1 && apt-get install -y ${list} >/dev/null 2>&1; }`], { stdio: "inherit" });
-}
 
 // A backend that answers each connection's request with SIZE bytes and ends: its own process,
 // so that the bench's event loop only reads.
@@ -336,7 +315,7 @@ async function throughput() {
 }
 
 if (only === undefined || only === "tcp") {
-  ensureTools(["trickle", "socat"]);
+  ensurePackages({ trickle: "trickle", socat: "socat" });
   if (!have("curl")) throw new Error("bench: curl is needed for the client (apt-get install curl)");
   await singleDownload();
   await concurrentDownloads();

@@ -17,15 +17,12 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { have } from "./system-tools.mjs";
 
 const TBUCKET = fileURLToPath(new URL("../bin/tbucket", import.meta.url));
 const START_TIME = fileURLToPath(new URL("../test/fixtures/print-start-time.sh", import.meta.url));
 const quick = process.argv.includes("--quick");
 const work = mkdtempSync(join(tmpdir(), "tbucket-bench-run-"));
-
-function have(tool) {
-  return spawnSync("sh", ["-c", `command -v ${tool}`], { stdio: "ignore" }).status === 0;
-}
 
 const median = (xs) => {
   const s = [...xs].sort((a, b) => a - b);

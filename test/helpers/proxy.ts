@@ -10,7 +10,7 @@ export interface Backend {
   close(): Promise<void>;
 }
 
-/** Starts a backend that runs `handle` on each connection (half-open allowed, as the proxy's). */
+/** Starts a backend that runs `handle` on each connection (half-open allowed, as the proxy's); closed after the test. */
 export async function startBackend(handle: (socket: Socket) => void): Promise<Backend> {
   const sockets: Socket[] = [];
   const server: Server = createServer({ allowHalfOpen: true }, (socket) => {
@@ -20,7 +20,7 @@ export async function startBackend(handle: (socket: Socket) => void): Promise<Ba
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const port = (server.address() as { port: number }).port;
-  return {
+  const backend: Backend = {
     port,
     sockets,
     close: () =>
@@ -29,7 +29,15 @@ export async function startBackend(handle: (socket: Socket) => void): Promise<Ba
         server.close(() => resolve());
       }),
   };
+  backends.push(backend);
+  return backend;
 }
+
+// Every backend a test starts is closed after it.
+const backends: Backend[] = [];
+afterEach(async () => {
+  await Promise.all(backends.splice(0).map((backend) => backend.close()));
+});
 
 /** An echo backend: sends back what it reads, and ends when the client does. */
 export function echo(socket: Socket): void {

@@ -3,49 +3,23 @@ import { createServer as createHttpServer } from "node:http";
 import { connect, createServer as createTcpServer, type Server as TcpServer, type Socket } from "node:net";
 import { PassThrough } from "node:stream";
 import { afterEach, describe, expect, it } from "vitest";
-import { type HttpProxyOptions, type RequestDecision, type RunningHttpProxy, startHttpProxy } from "../../src/proxy/http-proxy.js";
+import type { RequestDecision } from "../../src/proxy/http-proxy.js";
 import { get, listen, until } from "../http/http-helpers.js";
+import { useHttpProxies } from "./http-proxy-harness.js";
 
 // What a hostile client or backend does to the HTTP proxy, each case once found or feared.
 
-const proxies: RunningHttpProxy[] = [];
-const sockets: Socket[] = [];
+const { proxyTo, raw, track } = useHttpProxies();
 const tcpServers: TcpServer[] = [];
 
 afterEach(async () => {
-  for (const socket of sockets.splice(0)) socket.destroy();
-  await Promise.all(proxies.splice(0).map((proxy) => proxy.close(0)));
   await Promise.all(tcpServers.splice(0).map((server) => new Promise<void>((resolve) => server.close(() => resolve()))));
 });
-
-async function proxyTo(target: string, options: Partial<HttpProxyOptions> = {}): Promise<{ proxy: RunningHttpProxy; url: string; port: number }> {
-  const proxy = await startHttpProxy({ listen: { host: "127.0.0.1", port: 0 }, target, rate: Infinity, burst: 1, ...options });
-  proxies.push(proxy);
-  return { proxy, url: `http://127.0.0.1:${proxy.address.port}`, port: proxy.address.port };
-}
-
-interface RawClient {
-  socket: Socket;
-  write(text: string | Buffer): void;
-  text(): string;
-  closed: Promise<void>;
-}
-
-async function raw(port: number, host = "127.0.0.1"): Promise<RawClient> {
-  const socket = connect(port, host);
-  sockets.push(socket);
-  let received = "";
-  socket.on("data", (chunk: Buffer) => (received += chunk.toString("latin1")));
-  socket.on("error", () => {});
-  const closed = once(socket, "close").then(() => {});
-  await once(socket, "connect");
-  return { socket, write: (data) => void socket.write(data), text: () => received, closed };
-}
 
 /** A backend that speaks raw TCP, for answers node:http would not write. */
 async function rawBackend(handle: (socket: Socket) => void): Promise<string> {
   const server = createTcpServer((socket) => {
-    sockets.push(socket);
+    track(socket);
     socket.on("error", () => {});
     handle(socket);
   });
@@ -127,7 +101,7 @@ describe("the HTTP proxy against hostile clients and backends", () => {
       for (let i = 0; i < 100; i++) {
         const socket = connect(port, "127.0.0.1");
         socket.on("error", () => {});
-        sockets.push(socket);
+        track(socket);
         socket.write("GET /wait HTTP/1.1\r\nHost: x\r\n\r\n");
         waiting.push(socket);
         connected.push(once(socket, "connect"));
@@ -314,8 +288,7 @@ describe("the HTTP proxy against hostile clients and backends", () => {
     const log = new PassThrough();
     let lines = "";
     log.on("data", (chunk: Buffer) => (lines += chunk));
-    const proxy = await startHttpProxy({ listen: { host: "::1", port: 0 }, target: backend.url, rate: 1, burst: 1, accessLog: log });
-    proxies.push(proxy);
+    const { proxy } = await proxyTo(backend.url, { listen: { host: "::1", port: 0 }, rate: 1, burst: 1, accessLog: log });
     const url = `http://[::1]:${proxy.address.port}/`;
     expect(await get(url)).toMatchObject({ status: 200, body: "ok\n" });
     expect((await get(url)).status).toBe(429);

@@ -1,55 +1,16 @@
 import { once } from "node:events";
 import { Agent, request } from "node:http";
-import { connect, createServer as createTcpServer, type Socket } from "node:net";
+import { createServer as createTcpServer, type Socket } from "node:net";
 import { PassThrough, Writable } from "node:stream";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { parseAccessLogLine, type ParsedLine } from "../../src/simulate/trace-line.js";
-import { type HttpProxyOptions, parseHttpTarget, type RequestDecision, type RunningHttpProxy, startHttpProxy } from "../../src/proxy/http-proxy.js";
+import { parseHttpTarget, type RequestDecision, startHttpProxy } from "../../src/proxy/http-proxy.js";
 import { StoreError } from "../../src/store/bucket-store.js";
 import { MemoryStore } from "../../src/store/memory-store.js";
 import { get, listen, until } from "../http/http-helpers.js";
+import { useHttpProxies } from "./http-proxy-harness.js";
 
-const proxies: RunningHttpProxy[] = [];
-const sockets: Socket[] = [];
-
-afterEach(async () => {
-  for (const socket of sockets.splice(0)) socket.destroy();
-  await Promise.all(proxies.splice(0).map((proxy) => proxy.close(0)));
-});
-
-async function proxyTo(target: string, options: Partial<HttpProxyOptions> = {}): Promise<{ proxy: RunningHttpProxy; url: string }> {
-  const proxy = await startHttpProxy({ listen: { host: "127.0.0.1", port: 0 }, target, rate: Infinity, burst: 1, ...options });
-  proxies.push(proxy);
-  return { proxy, url: `http://127.0.0.1:${proxy.address.port}` };
-}
-
-/** A raw connection to the proxy, for what an HTTP client would not send. */
-interface RawClient {
-  socket: Socket;
-  write(text: string): void;
-  end(text: string): void;
-  destroy(): void;
-  text(): string;
-  closed: Promise<void>;
-}
-
-async function raw(port: number): Promise<RawClient> {
-  const socket = connect(port, "127.0.0.1");
-  sockets.push(socket);
-  let received = "";
-  socket.on("data", (chunk: Buffer) => (received += chunk.toString("latin1")));
-  socket.on("error", () => {});
-  const closed = once(socket, "close").then(() => {});
-  await once(socket, "connect");
-  return {
-    socket,
-    write: (text) => void socket.write(text),
-    end: (text) => void socket.end(text),
-    destroy: () => void socket.destroy(),
-    text: () => received,
-    closed,
-  };
-}
+const { proxyTo, raw, track } = useHttpProxies();
 
 describe("the HTTP proxy", () => {
   it("forwards method, path under the target's prefix and body, appends X-Forwarded-For, and drops hop-by-hop headers both ways", async () => {

@@ -2,21 +2,10 @@ import { randomBytes } from "node:crypto";
 import { lookup } from "node:dns/promises";
 import { readFileSync } from "node:fs";
 import { type AddressInfo, connect, createServer } from "node:net";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { startTcpProxy } from "../../src/proxy/tcp-proxy.js";
 import { fixture, runCli, sleep, start, TBUCKET } from "../helpers/cli.js";
-import { type Backend, connectTo, echo, receiveAll, startBackend, startProxy, stopProxy } from "../helpers/proxy.js";
-
-const backends: Backend[] = [];
-afterEach(async () => {
-  await Promise.all(backends.splice(0).map((backend) => backend.close()));
-});
-
-async function backend(handle: Parameters<typeof startBackend>[0]): Promise<Backend> {
-  const started = await startBackend(handle);
-  backends.push(started);
-  return started;
-}
+import { connectTo, echo, receiveAll, startBackend, startProxy, stopProxy } from "../helpers/proxy.js";
 
 /** Sends `input` through the proxy to an echo backend and returns what came back. */
 async function echoThrough(port: number, input: Buffer): Promise<Buffer> {
@@ -30,7 +19,7 @@ async function echoThrough(port: number, input: Buffer): Promise<Buffer> {
 
 describe("tbucket proxy (TCP): idle clients by the thousand", () => {
   it("10,000 idle connections from another process do not lock out a new transfer: the one idle longest makes room", { timeout: 120_000 }, async () => {
-    const { port } = await backend(echo);
+    const { port } = await startBackend(echo);
     const proxy = await startProxy(["--to", `127.0.0.1:${port}`, "--rate", "100mb", "--metrics", "127.0.0.1:0"]);
     const openFiles = Number(/^Max open files\s+(\d+)/m.exec(readFileSync(`/proc/${proxy.running.pid}/limits`, "utf8"))?.[1] ?? Infinity);
     const idle = start(process.execPath, [fixture("idle-clients.mjs"), String(proxy.port), "10000"], { stdin: "open", timeoutMs: 110_000 });
@@ -58,7 +47,7 @@ describe("tbucket proxy (TCP): idle clients by the thousand", () => {
 
 describe("tbucket proxy (TCP): signals", () => {
   it("drains on SIGHUP (the terminal closed) as on SIGTERM, and exits 0", async () => {
-    const { port } = await backend(echo);
+    const { port } = await startBackend(echo);
     const proxy = await startProxy(["--to", `127.0.0.1:${port}`, "--rate", "1mb"]);
     proxy.running.signal("SIGHUP");
     const result = await proxy.running.exited;
@@ -94,7 +83,6 @@ describe("tbucket proxy (TCP): a listen address that is not this machine's", () 
   });
 });
 
-
 /** The value of a metric on the proxy's /metrics page. */
 async function metric(port: number, name: string): Promise<number> {
   const page = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
@@ -104,7 +92,7 @@ async function metric(port: number, name: string): Promise<number> {
 
 describe("tbucket proxy (TCP): a flood of connections", () => {
   it("1,000 connects in about a second with --connections 10/s --max-wait 1s: the excess closed, metrics scraped meanwhile add up, nothing left open", async () => {
-    const { port } = await backend((socket) => socket.end("hi"));
+    const { port } = await startBackend((socket) => socket.end("hi"));
     const proxy = await startProxy(["--to", `127.0.0.1:${port}`, "--rate", "1mb", "--connections", "10/s", "--max-wait", "1s", "--metrics", "127.0.0.1:0"]);
     const outcomes: Array<Promise<string>> = [];
     const scrapes: Array<Promise<number>> = [];
@@ -147,7 +135,7 @@ describe("tbucket proxy (TCP): a flood of connections", () => {
 
 describe("tbucket proxy (TCP): hostile peers", () => {
   it("a backend that never reads holds the client back; the proxy buffers nothing much", async () => {
-    const { port } = await backend((socket) => socket.pause());
+    const { port } = await startBackend((socket) => socket.pause());
     const proxy = await startProxy(["--to", `127.0.0.1:${port}`, "--up", "1gb"]);
     const client = await connectTo(proxy.port);
     client.on("error", () => {});
@@ -166,7 +154,7 @@ describe("tbucket proxy (TCP): hostile peers", () => {
   });
 
   it("a backend that accepts then resets: each client's connection is reset, and the proxy goes on", async () => {
-    const { port } = await backend((socket) => socket.resetAndDestroy());
+    const { port } = await startBackend((socket) => socket.resetAndDestroy());
     const proxy = await startProxy(["--to", `127.0.0.1:${port}`, "--rate", "1mb"]);
     for (let attempt = 0; attempt < 20; attempt++) {
       const outcome = await connectTo(proxy.port).then(
@@ -189,7 +177,7 @@ describe("tbucket proxy (TCP): hostile peers", () => {
 
   it("a backend that ends first: the client sees the end and may still send, which the backend receives", async () => {
     let backendGot: Promise<string> | undefined;
-    const { port } = await backend((socket) => {
+    const { port } = await startBackend((socket) => {
       socket.end("server first");
       backendGot = new Promise((resolve) => {
         let text = "";
@@ -212,7 +200,7 @@ describe("tbucket proxy (TCP): hostile peers", () => {
 describe("tbucket proxy (TCP): stopping while busy", () => {
   it("SIGTERM drains for --drain with transfers still running, and a SIGINT then closes them at once, exit 0", async () => {
     const block = Buffer.alloc(64 * 1024, 0x61);
-    const { port } = await backend((socket) => {
+    const { port } = await startBackend((socket) => {
       const feed = () => {
         while (!socket.destroyed && socket.write(block));
       };
@@ -263,7 +251,7 @@ describe("tbucket proxy (TCP): IPv6 loopback", () => {
 
 describe("startTcpProxy({ maxConnections })", () => {
   it("closes the connection idle the longest for a new one past the limit", async () => {
-    const { port } = await backend(echo);
+    const { port } = await startBackend(echo);
     const proxy = await startTcpProxy({ listen: { host: "127.0.0.1", port: 0 }, to: { host: "127.0.0.1", port }, per: "link", maxConnections: 2 });
     try {
       const first = await connectTo(proxy.address.port);

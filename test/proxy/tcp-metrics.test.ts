@@ -1,10 +1,5 @@
-import { afterEach, describe, expect, it } from "vitest";
-import { type Backend, connectTo, receiveAll, startBackend, startProxy, stopProxy } from "../helpers/proxy.js";
-
-const backends: Backend[] = [];
-afterEach(async () => {
-  await Promise.all(backends.splice(0).map((backend) => backend.close()));
-});
+import { describe, expect, it } from "vitest";
+import { connectTo, receiveAll, startBackend, startProxy, stopProxy } from "../helpers/proxy.js";
 
 /** One metric's value in Prometheus's text format. */
 function metric(text: string, name: string): number {
@@ -19,7 +14,6 @@ describe("tbucket proxy --metrics", () => {
       socket.on("data", () => {});
       socket.on("end", () => socket.end(Buffer.alloc(5000, 0x61)));
     });
-    backends.push(backend);
     const proxy = await startProxy(["--to", `127.0.0.1:${backend.port}`, "--rate", "1mb", "--per", "client", "--connections", "1/10s", "--metrics", "127.0.0.1:0"]);
     expect(proxy.metricsPort).toBeGreaterThan(0);
     const admitted = await connectTo(proxy.port);

@@ -1,25 +1,14 @@
 import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { createServer } from "node:net";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { runCli, sleep } from "../helpers/cli.js";
-import { type Backend, connectTo, echo, receiveAll, startBackend, startProxy, stopProxy } from "../helpers/proxy.js";
+import { connectTo, echo, receiveAll, startBackend, startProxy, stopProxy } from "../helpers/proxy.js";
 import { freePort } from "../helpers/free-port.js";
-
-const backends: Backend[] = [];
-afterEach(async () => {
-  await Promise.all(backends.splice(0).map((backend) => backend.close()));
-});
-
-async function backend(handle: Parameters<typeof startBackend>[0]): Promise<Backend> {
-  const started = await startBackend(handle);
-  backends.push(started);
-  return started;
-}
 
 describe("tbucket proxy (TCP): bytes", () => {
   it("passes bytes unchanged both ways, and ends with exit 0 on SIGTERM", async () => {
-    const { port } = await backend(echo);
+    const { port } = await startBackend(echo);
     const proxy = await startProxy(["--to", `127.0.0.1:${port}`, "--rate", "50mb"]);
     const input = randomBytes(3 * 1024 * 1024 + 17);
     const client = await connectTo(proxy.port);
@@ -34,7 +23,7 @@ describe("tbucket proxy (TCP): bytes", () => {
   });
 
   it("passes a half-close through: the backend sees the client's end and still answers", async () => {
-    const { port } = await backend((socket) => {
+    const { port } = await startBackend((socket) => {
       const chunks: Buffer[] = [];
       socket.on("data", (chunk: Buffer) => chunks.push(chunk));
       // Answers only once the client has ended its side.
@@ -51,7 +40,7 @@ describe("tbucket proxy (TCP): bytes", () => {
   });
 
   it("resets the client's connection when the backend resets its own", async () => {
-    const { port } = await backend((socket) => {
+    const { port } = await startBackend((socket) => {
       socket.once("data", () => socket.resetAndDestroy());
     });
     const proxy = await startProxy(["--to", `127.0.0.1:${port}`, "--rate", "1mb"]);
@@ -65,7 +54,7 @@ describe("tbucket proxy (TCP): bytes", () => {
 
   it("resets the backend's connection when the client resets its own", async () => {
     let backendSaw: Promise<NodeJS.ErrnoException | undefined> | undefined;
-    const { port } = await backend((socket) => {
+    const { port } = await startBackend((socket) => {
       backendSaw = new Promise((resolve) => {
         let error: NodeJS.ErrnoException | undefined;
         socket.on("error", (failure) => (error = failure));
@@ -83,7 +72,7 @@ describe("tbucket proxy (TCP): bytes", () => {
   });
 
   it("closes a connection idle for --idle-timeout, and not one that keeps moving", async () => {
-    const { port } = await backend(echo);
+    const { port } = await startBackend(echo);
     const proxy = await startProxy(["--to", `127.0.0.1:${port}`, "--rate", "1mb", "--idle-timeout", "400ms"]);
     const idle = await connectTo(proxy.port);
     const idleStartedMs = performance.now();
@@ -128,7 +117,7 @@ describe("tbucket proxy (TCP): bytes", () => {
 describe("tbucket proxy (TCP): backpressure", () => {
   it("holds back a client that sends as fast as it can, through TCP flow control, without buffering in the proxy", async () => {
     let received = 0;
-    const { port } = await backend((socket) => socket.on("data", (chunk: Buffer) => (received += chunk.length)));
+    const { port } = await startBackend((socket) => socket.on("data", (chunk: Buffer) => (received += chunk.length)));
     const proxy = await startProxy(["--to", `127.0.0.1:${port}`, "--up", "100k"]);
     const client = await connectTo(proxy.port);
     client.on("error", () => {});
@@ -153,7 +142,7 @@ describe("tbucket proxy (TCP): a client that does not read", () => {
   it("holds the backend back instead of buffering what the client does not take", async () => {
     let offered = 0;
     const block = Buffer.alloc(256 * 1024, 0x62);
-    const { port } = await backend((socket) => {
+    const { port } = await startBackend((socket) => {
       const feed = () => {
         while (!socket.destroyed && socket.write(block)) offered += block.length;
       };
@@ -173,7 +162,7 @@ describe("tbucket proxy (TCP): a client that does not read", () => {
 
 describe("tbucket proxy (TCP): stopping", () => {
   it("on a second signal stops draining and closes what is left at once", async () => {
-    const { port } = await backend(() => {});
+    const { port } = await startBackend(() => {});
     const proxy = await startProxy(["--to", `127.0.0.1:${port}`, "--rate", "1mb", "--drain", "30s"]);
     const client = await connectTo(proxy.port);
     const closed = receiveAll(client);
@@ -189,7 +178,7 @@ describe("tbucket proxy (TCP): stopping", () => {
   });
 
   it("--stats sums up connections and bytes at the end, as text or JSON", async () => {
-    const { port } = await backend((socket) => {
+    const { port } = await startBackend((socket) => {
       socket.on("data", () => {});
       socket.on("end", () => socket.end("hello"));
     });
@@ -209,7 +198,7 @@ describe("tbucket proxy (TCP): stopping", () => {
   });
 
   it("with --progress writes a line a second: connections and bytes each way", async () => {
-    const { port } = await backend((socket) => socket.end("x".repeat(1000)));
+    const { port } = await startBackend((socket) => socket.end("x".repeat(1000)));
     const proxy = await startProxy(["--to", `127.0.0.1:${port}`, "--rate", "1mb", "--progress", "-N", "db"]);
     await receiveAll(await connectTo(proxy.port));
     await sleep(1300);
@@ -220,7 +209,7 @@ describe("tbucket proxy (TCP): stopping", () => {
 
   it("on SIGTERM stops accepting, lets an open transfer finish, and exits 0", async () => {
     const payload = randomBytes(300 * 1024);
-    const { port } = await backend((socket) => socket.end(payload));
+    const { port } = await startBackend((socket) => socket.end(payload));
     // 300 KiB at 200 KiB/s: about 1.5 s, well inside the drain.
     const proxy = await startProxy(["--to", `127.0.0.1:${port}`, "--down", "200k", "--drain", "20s"]);
     const client = await connectTo(proxy.port);
@@ -236,7 +225,7 @@ describe("tbucket proxy (TCP): stopping", () => {
   });
 
   it("closes what is still open when --drain runs out", async () => {
-    const { port } = await backend(() => {});
+    const { port } = await startBackend(() => {});
     const proxy = await startProxy(["--to", `127.0.0.1:${port}`, "--rate", "1mb", "--drain", "300ms"]);
     const client = await connectTo(proxy.port);
     const closed = receiveAll(client);
@@ -253,7 +242,7 @@ describe("tbucket proxy (TCP): stopping", () => {
 
 describe("tbucket proxy (TCP): --connections", () => {
   it("closes connections over the rate at once, and holds them up to --max-wait", async () => {
-    const { port } = await backend((socket) => socket.end("hi"));
+    const { port } = await startBackend((socket) => socket.end("hi"));
     const dropping = await startProxy(["--to", `127.0.0.1:${port}`, "--connections", "1/10s"]);
     const results = await Promise.all([0, 1, 2].map(async () => receiveAll(await connectTo(dropping.port))));
     expect(results.filter((received) => received.data.toString() === "hi")).toHaveLength(1);

@@ -1,25 +1,20 @@
 import { randomBytes } from "node:crypto";
 import { rmSync } from "node:fs";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { SqliteStore } from "../../src/store/sqlite-store.js";
 import { runCli, sleep } from "../helpers/cli.js";
-import { type Backend, connectTo, receiveAll, startBackend, startProxy, stopProxy } from "../helpers/proxy.js";
+import { connectTo, receiveAll, startBackend, startProxy, stopProxy } from "../helpers/proxy.js";
 import { startRedisServer } from "../helpers/redis-server.js";
 import { tempDirs } from "../helpers/temp-dir.js";
 import { freePort } from "../helpers/free-port.js";
 
 const tempDir = tempDirs("proxy-store");
-const backends: Backend[] = [];
-afterEach(async () => {
-  await Promise.all(backends.splice(0).map((backend) => backend.close()));
-});
 
 describe("tbucket proxy (TCP) --key", () => {
   it("keeps the link's buckets in the store as NAME:up and NAME:down", async () => {
     const payload = randomBytes(200 * 1024);
     const backend = await startBackend((socket) => socket.end(payload));
-    backends.push(backend);
     const dir = tempDir();
     const store = `sqlite:${join(dir, "buckets.db")}`;
     const env = { XDG_STATE_HOME: dir };
@@ -37,7 +32,6 @@ describe("tbucket proxy (TCP) --key", () => {
 
   it("--per client keeps each client's buckets as NAME:down:<address>, and keeps a rate set with tbucket key set", async () => {
     const backend = await startBackend((socket) => socket.end("hello"));
-    backends.push(backend);
     const dir = tempDir();
     const store = `sqlite:${join(dir, "buckets.db")}`;
     const env = { XDG_STATE_HOME: dir };
@@ -64,7 +58,6 @@ describe("tbucket proxy (TCP) --key", () => {
   it("exits 1 with one line when the store cannot be reached, and with --on-store-error local serves with private buckets", async () => {
     const store = `redis://127.0.0.1:${await freePort()}`;
     const backend = await startBackend((socket) => socket.end("hello"));
-    backends.push(backend);
     const failing = await runCli(["proxy", "--listen", "127.0.0.1:0", "--to", `127.0.0.1:${backend.port}`, "--down", "1mb", "--key", "link", "--store", store]);
     expect(failing.code).toBe(1);
     expect(failing.stderr.split("\n")).toHaveLength(2);
@@ -78,7 +71,6 @@ describe("tbucket proxy (TCP) --key", () => {
 
   it("when the store is lost mid-run, --on-store-error local keeps serving and the default stops the proxy with exit 1", async () => {
     const backend = await startBackend((socket) => socket.end("hello"));
-    backends.push(backend);
     const redis = await startRedisServer();
     let stopped = false;
     try {
@@ -115,7 +107,6 @@ describe("tbucket proxy (TCP) --key", () => {
       socket.on("drain", feed);
       feed();
     });
-    backends.push(backend);
     for (const local of [false, true]) {
       const dir = tempDir();
       const path = join(dir, "buckets.db");

@@ -1,16 +1,11 @@
 import type { Socket } from "node:net";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { sleep } from "../helpers/cli.js";
 import { type Backend, connectTo, type Received, receiveAll, startBackend, startProxy } from "../helpers/proxy.js";
 import { tempDirs } from "../helpers/temp-dir.js";
 
 const tempDir = tempDirs("proxy-timing");
-
-const backends: Backend[] = [];
-afterEach(async () => {
-  await Promise.all(backends.splice(0).map((backend) => backend.close()));
-});
 
 /** A backend that sends to each connection as fast as it is read, until the connection goes. */
 async function endlessBackend(): Promise<Backend> {
@@ -23,7 +18,6 @@ async function endlessBackend(): Promise<Backend> {
     socket.on("data", () => {});
     feed();
   });
-  backends.push(backend);
   return backend;
 }
 
@@ -122,7 +116,6 @@ describe("tbucket proxy (TCP): what clients receive stays inside burst + rate ×
     const backend = await startBackend((socket) => {
       socket.on("data", (chunk: Buffer) => arrivals.push({ atMs: performance.now(), total: (total += chunk.length) }));
     });
-    backends.push(backend);
     const proxy = await startProxy(["--to", `127.0.0.1:${backend.port}`, "--up", "256k", "--burst", "32k"]);
     const client = await connectTo(proxy.port);
     const block = Buffer.alloc(64 * 1024, 0x63);
