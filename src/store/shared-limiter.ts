@@ -139,23 +139,40 @@ export class SharedLimiter implements Limiter {
   async wait(n: number, signal?: AbortSignal): Promise<void> {
     // Checked before queueing: a negative count would add to the held tokens.
     checkCount(n);
-    return this.#serialize(() => this.#waitOne(n, signal));
+    signal?.throwIfAborted();
+    return this.#serialize(() => this.#waitOne(n, signal), signal);
   }
 
   /**
    * Waits for `n` tokens unless that would take longer than `maxWaitMs`: then
-   * false, having taken nothing. Waits its turn behind the waits under way.
+   * false, having taken nothing. Waits its turn behind the waits under way,
+   * and that time counts against `maxWaitMs`: the limit runs from this call.
    */
   async tryWait(n: number, maxWaitMs: number, signal?: AbortSignal): Promise<boolean> {
     checkCount(n);
-    return this.#serialize(() => this.#tryWaitOne(n, maxWaitMs, signal));
+    signal?.throwIfAborted();
+    const calledAtMs = this.#clock.now();
+    return this.#serialize(() => this.#tryWaitOne(n, Math.max(0, maxWaitMs - (this.#clock.now() - calledAtMs)), signal), signal);
   }
 
-  /** One wait at a time, so concurrent callers share leases instead of racing for them. */
-  #serialize<T>(operation: () => Promise<T>): Promise<T> {
-    const next = this.#queue.then(operation, operation);
+  /**
+   * One wait at a time, so concurrent callers share leases instead of racing
+   * for them. A caller that gives up before its turn leaves the line at once
+   * (its turn, when it comes, ends without asking the store).
+   */
+  #serialize<T>(operation: () => Promise<T>, signal?: AbortSignal): Promise<T> {
+    let started = false;
+    const run = (): Promise<T> => ((started = true), operation());
+    const next = this.#queue.then(run, run);
     this.#queue = next.catch(() => {});
-    return next;
+    if (!signal) return next;
+    return new Promise<T>((resolve, reject) => {
+      const leave = (): void => {
+        if (!started) reject(signal.reason);
+      };
+      signal.addEventListener("abort", leave, { once: true });
+      next.then(resolve, reject).finally(() => signal.removeEventListener("abort", leave));
+    });
   }
 
   async #waitOne(n: number, signal: AbortSignal | undefined): Promise<void> {

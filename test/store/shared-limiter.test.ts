@@ -193,6 +193,46 @@ describe("SharedLimiter", () => {
     expect(await pending).toBe(true);
   });
 
+  it("tryWait counts the time spent behind other waits against the limit, as a private bucket's queue does", async () => {
+    const config: BucketConfig = { rate: 10, burst: 1, kind: "count" };
+    const { clock, store } = await setup(config);
+    const limiter = new SharedLimiter({ store, key: "k", config, clock });
+    expect(await limiter.tryWait(1, 0)).toBe(true);
+    const settled: Array<[number, boolean]> = [];
+    const waits = Array.from({ length: 5 }, (_, i) => limiter.tryWait(1, 250).then((granted) => void settled.push([i, granted])));
+    await runFor(clock, 300);
+    await Promise.all(waits);
+    // Turns at 100 and 200 ms; the third would come at 300 ms, past the 250 ms limit.
+    expect(settled.sort((a, b) => a[0] - b[0])).toEqual([
+      [0, true],
+      [1, true],
+      [2, false],
+      [3, false],
+      [4, false],
+    ]);
+    // The refused took nothing: full again by now.
+    expect((await store.read("k"))!.tokens).toBeCloseTo(1, 9);
+  });
+
+  it("a wait given up before its turn leaves the line at once, asking the store nothing", async () => {
+    const config: BucketConfig = { rate: 10, burst: 1, kind: "count" };
+    const { clock, store } = await setup(config);
+    const limiter = new SharedLimiter({ store, key: "k", config, clock });
+    await limiter.wait(1);
+    const first = limiter.tryWait(1, 5000);
+    const abort = new AbortController();
+    const second = limiter.tryWait(1, 5000, abort.signal);
+    await clock.advance(0);
+    const trips = limiter.roundTrips;
+    abort.abort();
+    await expect(second).rejects.toThrow();
+    expect(clock.now() - T0).toBe(0);
+    await runFor(clock, 100);
+    expect(await first).toBe(true);
+    expect(limiter.roundTrips).toBe(trips);
+    expect((await store.read("k"))!.tokens).toBeCloseTo(0, 9);
+  });
+
   it("refuses more than the burst, as TokenBucket does", async () => {
     const config: BucketConfig = { rate: 10, burst: 5, kind: "count" };
     const { clock, store } = await setup(config);
