@@ -13,13 +13,13 @@ import { useHttpProxies } from "./http-proxy-harness.js";
 
 // Queued clients that leave give their turns back to a bucket in a shared store, as they do to a private one.
 
-const { proxyTo, track } = useHttpProxies();
-const tempDir = tempDirs("http-store-queue");
+// Registered before the proxies' hook, so that it runs after it: the stores outlive the proxies that give leases back to them.
 const closers: Array<() => Promise<void>> = [];
-
 afterEach(async () => {
   for (const close of closers.splice(0).reverse()) await close();
 });
+const { proxyTo, track } = useHttpProxies();
+const tempDir = tempDirs("http-store-queue");
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
