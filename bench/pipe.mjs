@@ -18,6 +18,7 @@ import { mkdtempSync, readFileSync, rmSync, openSync, closeSync, ftruncateSync }
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { envelopeExcess } from "./envelope.mjs";
 import { ensurePackages, have } from "./system-tools.mjs";
 
 const TBUCKET = fileURLToPath(new URL("../bin/tbucket", import.meta.url));
@@ -71,18 +72,6 @@ function measure(producer, tool) {
 function aheadOfSchedule({ times, totals }, rate, burst) {
   let worst = -Infinity;
   for (let j = 0; j < times.length; j++) worst = Math.max(worst, totals[j] - burst - (rate * (times[j] - times[0])) / 1000);
-  return worst;
-}
-
-/** The most received in any window beyond burst + rate × window, in bytes. */
-function envelopeExcess({ times, totals }, rate, burst) {
-  let worst = -Infinity;
-  let minStart = Infinity;
-  for (let j = 0; j < times.length; j++) {
-    const before = j === 0 ? 0 : totals[j - 1];
-    minStart = Math.min(minStart, before - (rate * times[j]) / 1000);
-    worst = Math.max(worst, totals[j] - (rate * times[j]) / 1000 - minStart - burst);
-  }
   return worst;
 }
 

@@ -17,6 +17,7 @@ import { loadavg, tmpdir } from "node:os";
 import { connect, createServer } from "node:net";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { envelopeExcess } from "./envelope.mjs";
 import { ensurePackages, have } from "./system-tools.mjs";
 
 const TBUCKET = fileURLToPath(new URL("../bin/tbucket", import.meta.url));
@@ -128,18 +129,6 @@ function socketDownload(port) {
     socket.on("error", reject);
     socket.on("close", () => resolve({ times, totals, total }));
   });
-}
-
-/** The most received in any window beyond burst + rate × window, in bytes. */
-function envelopeExcess({ times, totals }, rate, burst) {
-  let worst = -Infinity;
-  let minStart = Infinity;
-  for (let j = 0; j < times.length; j++) {
-    const before = j === 0 ? 0 : totals[j - 1];
-    minStart = Math.min(minStart, before - (rate * times[j]) / 1000);
-    worst = Math.max(worst, totals[j] - (rate * times[j]) / 1000 - minStart - burst);
-  }
-  return worst;
 }
 
 /** The rate after the burst, from the first byte to the last, against the target. */

@@ -1,6 +1,6 @@
 import { once } from "node:events";
 import { createServer as createHttpServer } from "node:http";
-import { connect, createServer as createTcpServer, type Server as TcpServer, type Socket } from "node:net";
+import { createServer as createTcpServer, type Server as TcpServer, type Socket } from "node:net";
 import { PassThrough } from "node:stream";
 import { afterEach, describe, expect, it } from "vitest";
 import type { RequestDecision } from "../../src/proxy/http-proxy.js";
@@ -9,7 +9,7 @@ import { useHttpProxies } from "./http-proxy-harness.js";
 
 // What a hostile client or backend does to the HTTP proxy, each case once found or feared.
 
-const { proxyTo, raw, track } = useHttpProxies();
+const { proxyTo, raw, track, queueRequests } = useHttpProxies();
 const tcpServers: TcpServer[] = [];
 
 afterEach(async () => {
@@ -94,20 +94,7 @@ describe("the HTTP proxy against hostile clients and backends", () => {
       observer: { decision: (decision, waitMs) => void decisions.push({ decision, waitMs }), bytes: () => {}, storeError: () => {} },
     });
     for (let i = 0; i < 5; i++) expect(await get(url)).toMatchObject({ status: 200 });
-    const waiting: Socket[] = [];
-    // In batches, so that no connection waits on a full listen backlog.
-    for (let batch = 0; batch < 10; batch++) {
-      const connected: Array<Promise<unknown>> = [];
-      for (let i = 0; i < 100; i++) {
-        const socket = connect(port, "127.0.0.1");
-        socket.on("error", () => {});
-        track(socket);
-        socket.write("GET /wait HTTP/1.1\r\nHost: x\r\n\r\n");
-        waiting.push(socket);
-        connected.push(once(socket, "connect"));
-      }
-      await Promise.all(connected);
-    }
+    const waiting = await queueRequests(port, 1000, "/wait");
     // Each of them in the queue by then (the bucket owes them 100 s); then they all leave.
     await sleep(1000);
     for (const socket of waiting) socket.destroy();

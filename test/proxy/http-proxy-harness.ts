@@ -53,5 +53,26 @@ export function useHttpProxies() {
   /** Destroys `socket` with the rest after the test. */
   const track = (socket: Socket): Socket => (sockets.push(socket), socket);
 
-  return { proxyTo, raw, track };
+  /**
+   * Opens `count` connections that each send one `GET path`, in batches of at
+   * most 100 so that none waits on a full listen backlog; resolves once all
+   * are connected, with their sockets (to make them leave).
+   */
+  async function queueRequests(port: number, count: number, path: string): Promise<Socket[]> {
+    const waiting: Socket[] = [];
+    for (let first = 0; first < count; first += 100) {
+      const connected: Array<Promise<unknown>> = [];
+      for (let i = first; i < Math.min(count, first + 100); i++) {
+        const socket = track(connect(port, "127.0.0.1"));
+        socket.on("error", () => {});
+        socket.write(`GET ${path} HTTP/1.1\r\nHost: x\r\n\r\n`);
+        waiting.push(socket);
+        connected.push(once(socket, "connect"));
+      }
+      await Promise.all(connected);
+    }
+    return waiting;
+  }
+
+  return { proxyTo, raw, track, queueRequests };
 }

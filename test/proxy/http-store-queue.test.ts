@@ -1,5 +1,3 @@
-import { once } from "node:events";
-import { connect, type Socket } from "node:net";
 import { PassThrough } from "node:stream";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -18,7 +16,7 @@ const closers: Array<() => Promise<void>> = [];
 afterEach(async () => {
   for (const close of closers.splice(0).reverse()) await close();
 });
-const { proxyTo, track } = useHttpProxies();
+const { proxyTo, queueRequests } = useHttpProxies();
 const tempDir = tempDirs("http-store-queue");
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -43,17 +41,7 @@ async function queueAndLeave(store: BucketStore): Promise<void> {
   });
   // The one token spent: every client after it waits, the last of them CLIENTS / RATE seconds.
   expect(await get(url)).toMatchObject({ status: 200 });
-  const waiting: Socket[] = [];
-  const connected: Array<Promise<unknown>> = [];
-  for (let i = 0; i < CLIENTS; i++) {
-    const socket = connect(port, "127.0.0.1");
-    socket.on("error", () => {});
-    track(socket);
-    socket.write("GET /wait HTTP/1.1\r\nHost: x\r\n\r\n");
-    waiting.push(socket);
-    connected.push(once(socket, "connect"));
-  }
-  await Promise.all(connected);
+  const waiting = await queueRequests(port, CLIENTS, "/wait");
   await sleep(500);
   for (const socket of waiting) socket.destroy();
   const waitLines = () => lines.split("\n").filter((line) => line.includes('"GET /wait '));
