@@ -46,6 +46,18 @@ describe("tbucket proxy (TCP): idle clients by the thousand", () => {
 });
 
 describe("tbucket proxy (TCP): signals", () => {
+  it("a signal sent as soon as the listening line appears drains and exits 0, never the signal's default death (TCP and HTTP, 5 times each)", async () => {
+    const { port } = await startBackend(echo);
+    for (const to of [`127.0.0.1:${port}`, `http://127.0.0.1:${port}`]) {
+      for (let i = 0; i < 5; i++) {
+        const proxy = await startProxy(["--to", to, "--rate", to.startsWith("http") ? "5/s" : "1mb"]);
+        proxy.running.signal("SIGTERM");
+        const result = await proxy.running.exited;
+        expect([result.signal, result.code], `${to}, round ${i}: ${proxy.running.stderr()}`).toEqual([null, 0]);
+      }
+    }
+  });
+
   it("drains on SIGHUP (the terminal closed) as on SIGTERM, and exits 0", async () => {
     const { port } = await startBackend(echo);
     const proxy = await startProxy(["--to", `127.0.0.1:${port}`, "--rate", "1mb"]);

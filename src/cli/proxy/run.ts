@@ -55,6 +55,7 @@ async function runTcpProxy(config: TcpProxyConfig): Promise<number> {
   }
   const closeBuckets = async () => buckets?.close();
   const maxConnections = connectionsWithinDescriptorLimit();
+  stopper.listen();
   try {
     proxy = await listening(() =>
       startTcpProxy({
@@ -86,11 +87,13 @@ async function runTcpProxy(config: TcpProxyConfig): Promise<number> {
       }),
     );
   } catch (error) {
+    stopper.unlisten();
     await closeBuckets();
     throw error;
   }
   const running = proxy;
   const metricsServer = await startMetrics(config, metrics).catch(async (error: unknown) => {
+    stopper.unlisten();
     await running.close(0);
     await closeBuckets();
     throw error;
@@ -178,6 +181,8 @@ async function runHttpProxy(config: HttpProxyConfig): Promise<number> {
     await accessLog?.close();
   };
   const burst = config.burst ?? defaultBurst("count", config.requestsPerSecond);
+  const stopper = new Stopper();
+  stopper.listen();
   try {
     proxy = await listening(async () => {
       try {
@@ -203,11 +208,13 @@ async function runHttpProxy(config: HttpProxyConfig): Promise<number> {
       }
     });
   } catch (error) {
+    stopper.unlisten();
     await release();
     throw error;
   }
   const running = proxy;
   const metricsServer = await startMetrics(config, metrics).catch(async (error: unknown) => {
+    stopper.unlisten();
     await running.close(0);
     await release();
     throw error;
@@ -226,7 +233,7 @@ async function runHttpProxy(config: HttpProxyConfig): Promise<number> {
     ? startProxyProgress({ describe: describeHttpProgress(() => tally, () => running.liveKeys()), name: config.name, stream: process.stderr, env: process.env })
     : undefined;
   const startedMs = performance.now();
-  await new Stopper().until(config.drainMs, async (drainMs) => {
+  await stopper.until(config.drainMs, async (drainMs) => {
     await running.close(drainMs);
     progress?.stop();
   });

@@ -9,25 +9,49 @@ const SIGNALS: readonly NodeJS.Signals[] = ["SIGINT", "SIGTERM", "SIGHUP"];
  * Stopper ends a server on the first SIGINT, SIGTERM or SIGHUP, or when told to: it
  * runs `stop` with the drain time; a second signal stops draining and closes
  * what is left at once.
+ *
+ * It takes the signals from `listen()`, called before the server starts
+ * listening, so that a signal sent as soon as the "listening on" line appears
+ * never meets the default action: one that comes before `until` is kept and
+ * stops the server as soon as it runs.
  */
 export class Stopper {
   #stop: ((drainMs: number) => Promise<void>) | undefined;
   #stopping: Promise<void> | undefined;
   #requested: number | undefined;
+  #signalled = false;
+  #listening = false;
   #done: { resolve(): void; reject(error: unknown): void } | undefined;
 
-  readonly #onSignal = () => this.stop(this.#drainMs);
+  readonly #onSignal = () => {
+    if (this.#stop) this.stop(this.#drainMs);
+    else this.#signalled = true;
+  };
   #drainMs = 0;
+
+  /** Takes SIGINT, SIGTERM and SIGHUP from now on. */
+  listen(): void {
+    if (this.#listening) return;
+    this.#listening = true;
+    for (const signal of SIGNALS) process.on(signal, this.#onSignal);
+  }
 
   /** Resolves once `stop` has run after a signal or a call to `stop`. */
   until(drainMs: number, stop: (drainMs: number) => Promise<void>): Promise<void> {
     this.#stop = stop;
     this.#drainMs = drainMs;
-    for (const signal of SIGNALS) process.on(signal, this.#onSignal);
+    this.listen();
     return new Promise<void>((resolve, reject) => {
       this.#done = { resolve, reject };
       if (this.#requested !== undefined) this.stop(this.#requested);
+      else if (this.#signalled) this.stop(drainMs);
     });
+  }
+
+  /** Gives the signals back (a start that failed). */
+  unlisten(): void {
+    for (const signal of SIGNALS) process.off(signal, this.#onSignal);
+    this.#listening = false;
   }
 
   stop(drainMs: number): void {
@@ -42,10 +66,8 @@ export class Stopper {
     }
     const done = this.#done;
     this.#stopping = this.#stop(drainMs).then(() => {
-      for (const signal of SIGNALS) process.off(signal, this.#onSignal);
+      this.unlisten();
       done.resolve();
     }, done.reject);
   }
 }
-
-
