@@ -87,9 +87,11 @@ describe("tbucket proxy --to http://...", () => {
     expect(performance.now() - startedMs).toBeGreaterThanOrEqual(350);
     expect((await stopProxy(queued)).code).toBe(0);
 
-    const perClient = await startProxy(["--to", `http://127.0.0.1:${backendPort}`, "--rate", "1/10s", "--trust-proxy", "127.0.0.1", "--per", "ip"]);
+    const perClient = await startProxy(["--to", `http://127.0.0.1:${backendPort}`, "--rate", "1/10s", "--trust-proxy", "127.0.0.1", "--per", "ip", "--ipv6-prefix", "64"]);
     const as = async (client: string) => (await fetch(`http://127.0.0.1:${perClient.port}/`, { headers: { "x-forwarded-for": client } })).status;
     expect([await as("10.0.0.1"), await as("10.0.0.2"), await as("10.0.0.1")]).toEqual([200, 200, 429]);
+    // One /64 is one client; the next /64 of the same /56 is another.
+    expect([await as("2001:db8::1"), await as("2001:db8::2"), await as("2001:db8:0:1::1")]).toEqual([200, 429, 200]);
     expect((await stopProxy(perClient)).code).toBe(0);
 
     const perHeader = await startProxy(["--to", `http://127.0.0.1:${backendPort}`, "--rate", "1/10s", "--per", "header:X-Api-Key"]);
