@@ -50,22 +50,22 @@ export interface RateLimitOptions {
   clock?: Clock;
 }
 
-/** Every option there is: any other is refused, since a misspelled limit would silently be no limit. */
-const OPTION_NAMES: ReadonlyArray<keyof RateLimitOptions> = [
-  "rate",
-  "burst",
-  "key",
-  "trustProxy",
-  "ipv6Subnet",
-  "policy",
-  "maxWaitMs",
-  "maxKeys",
-  "headers",
-  "store",
-  "onDecision",
-  "log",
-  "clock",
-];
+/** Every option there is (a record, so that a new option cannot be left out): any other is refused, since a misspelled limit would silently be no limit. */
+const OPTION_NAMES = Object.keys({
+  rate: true,
+  burst: true,
+  key: true,
+  trustProxy: true,
+  ipv6Subnet: true,
+  policy: true,
+  maxWaitMs: true,
+  maxKeys: true,
+  headers: true,
+  store: true,
+  onDecision: true,
+  log: true,
+  clock: true,
+} satisfies Record<keyof RateLimitOptions, true>);
 
 /** The `key` function threw, rejected, or gave something that is not a key: the request cannot be counted, so it fails. */
 export class KeyFunctionError extends Error {
@@ -205,7 +205,7 @@ export function rateLimit(options: RateLimitOptions): RateLimitMiddleware {
         handler(req, res);
         return;
       }
-      if (!(error instanceof StoreError)) log(`tbucket/http: ${req.method} ${req.url}: answered 500: ${oneLine(error)}`);
+      if (!(error instanceof StoreError)) log(`tbucket/http: ${req.method} ${req.url}: ${res.headersSent ? "cut the response" : "answered 500"}: ${oneLine(error)}`);
       if (res.headersSent) {
         res.destroy();
         return;
@@ -285,7 +285,7 @@ function abortOnHangUp(res: ServerResponse): { signal: AbortSignal; done(): void
 function checkOptions(options: RateLimitOptions): { rate: number; burst: number; maxWaitMs: number; maxKeys: number; ipv6Subnet: number } {
   if (typeof options !== "object" || options === null) throw new TypeError(`Expected options to be an object, got \`${String(options)}\``);
   for (const [name, value] of Object.entries(options)) {
-    if (value === undefined || (OPTION_NAMES as readonly string[]).includes(name)) continue;
+    if (value === undefined || OPTION_NAMES.includes(name)) continue;
     const near = OPTION_NAMES.find((known) => known.toLowerCase().startsWith(name.toLowerCase()) || name.toLowerCase().startsWith(known.toLowerCase()));
     throw new TypeError(`Unknown option \`${name}\`${near ? ` (did you mean \`${near}\`?)` : ""}; the options are ${OPTION_NAMES.map((known) => `\`${known}\``).join(", ")}`);
   }
