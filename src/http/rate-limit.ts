@@ -319,6 +319,11 @@ function checkOptions(options: RateLimitOptions): { rate: number; burst: number;
     const value = options[name];
     if (value !== undefined && typeof value !== "function") throw new TypeError(`Expected \`${name}\` to be a function, got \`${String(value)}\` (${typeof value})`);
   }
+  for (const name of ["trustProxy", "ipv6Subnet"] as const) {
+    if (options[name] !== undefined && options.key !== undefined) {
+      throw new TypeError(`Expected \`${name}\` only without \`key\`: it shapes the default key, the client's address, and \`key\` replaces that`);
+    }
+  }
   if (options.trustProxy !== undefined && !Array.isArray(options.trustProxy)) {
     throw new TypeError(`Expected \`trustProxy\` to be an array of addresses and CIDRs, got \`${String(options.trustProxy)}\` (${typeof options.trustProxy})`);
   }

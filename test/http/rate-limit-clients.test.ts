@@ -155,6 +155,8 @@ describe("rateLimit: options", () => {
     [{ ipv6Subnet: "56" }, "Expected `ipv6Subnet` to be an integer from 1 to 128 (the bits of an IPv6 address that make a client), got `56` (string)"],
     [{ log: "stderr" }, "Expected `log` to be a function, got `stderr` (string)"],
     [{ trustProxy: "127.0.0.1" }, "Expected `trustProxy` to be an array of addresses and CIDRs, got `127.0.0.1` (string)"],
+    [{ key: (): string => "k", trustProxy: ["127.0.0.1"] }, "Expected `trustProxy` only without `key`: it shapes the default key, the client's address, and `key` replaces that"],
+    [{ key: (): string => "k", ipv6Subnet: 64 }, "Expected `ipv6Subnet` only without `key`"],
   ])("refuses %j at construction, naming the option", (extra, message) => {
     expect(() => rateLimit({ rate: 1, burst: 1, ...extra } as never)).toThrow(message);
   });
