@@ -222,6 +222,9 @@ export function rateLimit(options: RateLimitOptions): RateLimitMiddleware {
   return middleware;
 }
 
+/** The key of a request whose socket closed before its address was read: counted like the rest, in a bucket of their own. */
+const UNKNOWN_CLIENT = "-";
+
 /**
  * The default key: the client's address, IPv6 by its network. With `trustProxy`, the
  * forwarding chain is walked back through the trusted proxies; without, the framework's
@@ -229,12 +232,12 @@ export function rateLimit(options: RateLimitOptions): RateLimitMiddleware {
  * the peer's address. A request forwarded by a private address to a server that does
  * neither is said once: every client behind that proxy shares its bucket.
  */
-function clientKey(trustProxy: readonly string[] | undefined, ipv6Subnet: number, log: (line: string) => void): (req: IncomingMessage) => string | undefined {
+function clientKey(trustProxy: readonly string[] | undefined, ipv6Subnet: number, log: (line: string) => void): (req: IncomingMessage) => string {
   const trusted = trustProxy && trustProxy.length > 0 ? new TrustedProxies(trustProxy) : undefined;
   if (trusted) {
     return (req) => {
       const address = clientAddress(req.socket.remoteAddress, req.headers, trusted);
-      return address === undefined ? undefined : addressKey(address, ipv6Subnet);
+      return address === undefined ? UNKNOWN_CLIENT : addressKey(address, ipv6Subnet);
     };
   }
   let warned = false;
@@ -242,7 +245,7 @@ function clientKey(trustProxy: readonly string[] | undefined, ipv6Subnet: number
     const peer = req.socket.remoteAddress === undefined ? undefined : plainAddress(req.socket.remoteAddress);
     const frameworkIp = (req as { ip?: unknown }).ip;
     const address = typeof frameworkIp === "string" && frameworkIp !== "" ? plainAddress(frameworkIp) : peer;
-    if (address === undefined) return undefined;
+    if (address === undefined) return UNKNOWN_CLIENT;
     if (!warned && address === peer && (req.headers["x-forwarded-for"] !== undefined || req.headers.forwarded !== undefined) && isPrivateAddress(address)) {
       warned = true;
       const field = req.headers["x-forwarded-for"] !== undefined ? "X-Forwarded-For" : "Forwarded";

@@ -1,4 +1,4 @@
-import { createServer, request } from "node:http";
+import { createServer, type IncomingMessage, request, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import express from "express";
 import { describe, expect, it } from "vitest";
@@ -123,6 +123,18 @@ describe("rateLimit: the client's address", () => {
     } finally {
       await new Promise((resolve) => server.close(resolve));
     }
+  });
+
+  it("counts a request whose socket closed before its address was read, in a bucket of its own, never letting it through uncounted", () => {
+    const keys: string[] = [];
+    const limit = rateLimit({ rate: 0.001, burst: 1, onDecision: (_req, _result, key) => keys.push(key) });
+    const gone = () => ({ socket: {}, headers: {} }) as unknown as IncomingMessage;
+    const res = () => ({ headersSent: false, writableEnded: false, destroyed: false, setHeader() {}, end() {} }) as unknown as ServerResponse;
+    let admitted = 0;
+    limit(gone(), res(), () => admitted++);
+    limit(gone(), res(), () => admitted++);
+    expect(keys).toEqual(["-", "-"]);
+    expect(admitted).toBe(1);
   });
 
   // Regression: a trusted proxy that writes Forwarded passed the client's own X-Forwarded-For along, which picked the bucket.
