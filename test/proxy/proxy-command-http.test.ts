@@ -119,4 +119,12 @@ describe("tbucket proxy --to http://...", () => {
     expect(result.stderr).toBe(`tbucket: --policy queue: needs --max-wait, the longest a request waits its turn before a 429; add e.g. "--max-wait 2s"\n`);
     expect(result.code).toBe(2);
   });
+
+  it("exits 2 for an --ipv6-prefix that is not 1 to 128", async () => {
+    const result = await runCli(["proxy", "--listen", "0", "--to", "http://127.0.0.1:9", "--rate", "5/s", "--ipv6-prefix", "129"]);
+    expect(result.stderr).toBe(
+      `tbucket: --ipv6-prefix: "129" is not a prefix length; give the bits of an IPv6 address that make one client, 1 to 128 (56, the default, is one customer's network; 128 the whole address)\n`,
+    );
+    expect(result.code).toBe(2);
+  });
 });
