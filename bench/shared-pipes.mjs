@@ -9,7 +9,9 @@
 // feeds each one's standard input. --output pipe: to this script, which timestamps it (the
 // pipe then moves bytes with splice(2)); file: to a file whose size is read at the window's
 // ends (read and written through JavaScript, as `> /dev/null` is). The window starts once
-// every pipe has written, so start-up and the first burst stay out.
+// every pipe has written, so start-up and the first burst stay out. The last rows are as many
+// pipes, each on a private bucket at the rate: their figure from the start (per pipe) is what
+// start-up costs any pipe started beside others.
 // Needs redis-server on PATH (Debian: apt-get install redis-server) for the Redis rows.
 // The machine's other load shows in these figures: say what it was (the load average is printed).
 import { spawn, spawnSync } from "node:child_process";
@@ -38,7 +40,8 @@ const RATE = Number(/^[\d.]+/.exec(RATE_TEXT)[0]) * (UNITS[/[a-z]+$/.exec(RATE_T
 function startPipe(key, store, outputPath) {
   const stdin = INPUT === "zero" ? openSync("/dev/zero", "r") : "pipe";
   const stdout = OUTPUT === "file" ? openSync(outputPath, "w") : "pipe";
-  const child = spawn(process.execPath, [TBUCKET, "--key", key, "--store", store, "--rate", RATE_TEXT], { stdio: [stdin, stdout, "inherit"] });
+  const shared = store === undefined ? [] : ["--key", key, "--store", store];
+  const child = spawn(process.execPath, [TBUCKET, ...shared, "--rate", RATE_TEXT], { stdio: [stdin, stdout, "inherit"] });
   if (typeof stdout === "number") closeSync(stdout);
   if (typeof stdin === "number") closeSync(stdin);
   else {
@@ -73,6 +76,8 @@ async function measure(store, name) {
   const key = `bench-${Math.random().toString(36).slice(2)}`;
   const spawnedMs = performance.now();
   const pipes = Array.from({ length: PIPES }, (_, i) => startPipe(key, store, join(work, `out-${i}`)));
+  // Private buckets, for comparison: each pipe has the whole rate.
+  const rateOfAll = store === undefined ? RATE * PIPES : RATE;
   try {
     const deadline = performance.now() + 10_000;
     while (!pipes.every((p) => p.started())) {
@@ -96,10 +101,10 @@ async function measure(store, name) {
       parts = pipes.map((p) => p.between(fromMs, fromMs + SECONDS * 1000));
       const firstByteMs = Math.min(...pipes.map((p) => p.firstMs())) - spawnedMs;
       const bytes = pipes.reduce((sum, p) => sum + p.between(spawnedMs, spawnedMs + SECONDS * 1000), 0);
-      fromStart = { delivered: bytes / (RATE * SECONDS), firstByteMs };
+      fromStart = { delivered: bytes / (rateOfAll * SECONDS), firstByteMs };
     }
     const total = parts.reduce((a, b) => a + b, 0);
-    return { delivered: total / (RATE * SECONDS), shares: parts.map((part) => part / total), fromStart };
+    return { delivered: total / (rateOfAll * SECONDS), shares: parts.map((part) => part / total), fromStart };
   } finally {
     for (const p of pipes) p.child.kill("SIGTERM");
     await Promise.all(pipes.map((p) => p.exited));
@@ -140,6 +145,7 @@ try {
   const stores = [];
   if (ONLY !== "redis") stores.push(["SQLite", `sqlite:${join(work, "buckets.db")}`]);
   if (redis) stores.push(["Redis", redis.url]);
+  if (OUTPUT === "pipe") stores.push(["private", undefined]);
   console.log(`${PIPES} pipes on one key at ${RATE_TEXT} (${RATE} B/s), ${SECONDS} s windows, input ${INPUT}, output ${OUTPUT}; load average before: ${loadavg().map((l) => l.toFixed(2)).join(", ")}\n`);
   console.log("store    run  steady: delivered/(r·T)  shares               from start: delivered/(r·T)  first byte");
   for (const [name, url] of stores) {
