@@ -7,7 +7,7 @@
 // and about 40 ms sooner than dozens of modules. The native and network clients
 // (better-sqlite3, ioredis) stay in node_modules, loaded only by a shared key, and then
 // with require(): an import() would start the ESM loader for them, which cost a pipe on a
-// Redis key about 30 ms of CPU before its first byte (shared keys lose rate·T to start-up).
+// Redis key 30 to 40 ms of CPU before its first byte (docs/benchmarks.md, "Pipes sharing a key").
 import { readFileSync, rmSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
