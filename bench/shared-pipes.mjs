@@ -75,10 +75,11 @@ const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 async function measure(store, name) {
   const key = `bench-${Math.random().toString(36).slice(2)}`;
   const spawnedMs = performance.now();
-  const pipes = Array.from({ length: PIPES }, (_, i) => startPipe(key, store, join(work, `out-${i}`)));
+  const pipes = [];
   // Private buckets, for comparison: each pipe has the whole rate.
   const rateOfAll = store === undefined ? RATE * PIPES : RATE;
   try {
+    for (let i = 0; i < PIPES; i++) pipes.push(startPipe(key, store, join(work, `out-${i}`)));
     const deadline = performance.now() + 10_000;
     while (!pipes.every((p) => p.started())) {
       if (performance.now() > deadline) throw new Error(`${name}: the pipes did not all start`);
