@@ -129,8 +129,9 @@ describe("tbucket pipe: pipe capacity on Linux", () => {
     // scripts/ensure-system-packages.sh installs strace for this test.
     expect(spawnSync("strace", ["-V"]).error, "strace is not installed (Debian: apt-get install strace)").toBeUndefined();
     // The trace goes to standard output, after the copy: strace -o cannot open a socket's /dev/fd/N.
+    // -s: strace cuts strings at 32 characters, and the path of a clone is often longer.
     const result = await runShell(
-      `t=$(mktemp); head -c ${4 * MiB} /dev/zero | strace -f -qq -e trace=execve -o "$t" ${tbucket("--rate", "inf", "--pipe-size", "1m")} | cat > /dev/null; cat "$t"; rm -f "$t"`,
+      `t=$(mktemp); head -c ${4 * MiB} /dev/zero | strace -f -qq -s 4096 -e trace=execve -o "$t" ${tbucket("--rate", "inf", "--pipe-size", "1m")} | cat > /dev/null; cat "$t"; rm -f "$t"`,
     );
     const execs = result.stdout.toString().split("\n").filter((line) => line.includes("execve("));
     expect(execs, result.stderr).toHaveLength(1);
