@@ -57,8 +57,8 @@ async function queueAndLeave(store: BucketStore): Promise<void> {
   expect(level).toBeGreaterThan(0);
   const started = performance.now();
   expect(await get(url)).toMatchObject({ status: 200 });
-  // Not after the leavers' turns (CLIENTS / RATE seconds): at once, with room for a loaded machine.
-  expect(performance.now() - started).toBeLessThan(1000);
+  // Not after the leavers' turns (CLIENTS / RATE seconds, 20 s): at once, with room for a loaded machine.
+  expect(performance.now() - started).toBeLessThan(5000);
 }
 
 /** Sends `clients` requests at once to a key of `store` that queues for at most `maxWaitMs`: the statuses. */
