@@ -113,6 +113,15 @@ describe("tbucket simulate --per-key without --max-keys", () => {
     expect(result.code).toBe(1);
     expect(result.stdout.toString()).toBe("");
   });
+
+  it("--suggest, which holds every event, stops with one line too when they do not fit the heap", async () => {
+    const args = ["simulate", "--suggest", "-r", "auto", "-b", "10", "--trace", "-", "--key-field", "2", "--per-key"].join(" ");
+    const result = await runShell(`${distinctKeys(1_500_000)} | NODE_OPTIONS=--max-old-space-size=64 "${process.execPath}" "${TBUCKET}" ${args}`);
+    expect(result.stderr).toMatch(
+      /^tbucket: simulate: out of memory after holding [\d,]+ events for --suggest, in a heap of 64 MB; tune on a part of the trace, or give Node a larger heap \(NODE_OPTIONS=--max-old-space-size=MB\)\n$/,
+    );
+    expect(result.code).toBe(1);
+  });
 });
 
 describe("tbucket simulate: files and streams that fail", () => {

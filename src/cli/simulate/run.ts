@@ -34,7 +34,7 @@ export async function runSimulate(config: SimulateConfig): Promise<number> {
   if (config.perKey) setFlagsFromString("--no-incremental-marking");
   try {
     if (config.suggest) {
-      const code = await runSuggest(config, openArrivals(config, seed ?? 0, trace), output);
+      const code = await runSuggest(config, heapGuarded(openArrivals(config, seed ?? 0, trace), config), output);
       await output.flush();
       return code;
     }
@@ -165,9 +165,23 @@ function reportEvictions(evictions: number, maxKeys: number, config: SimulateCon
   );
 }
 
-/** The line a simulation stops with when the heap is nearly full of what it holds. */
-function describeOutOfHeap(limitBytes: number, events: number, keyCount: number, config: SimulateConfig): string {
+/** The arrivals, for --suggest, which holds them all: stopped with one line when they nearly fill the heap. */
+async function* heapGuarded(source: ArrivalSource, config: SimulateConfig): ArrivalSource {
+  const heap = new HeapGuard();
+  let events = 0;
+  for await (const batch of source) {
+    events += batch.count;
+    if (heap.nearlyFull()) throw new RuntimeError(describeOutOfHeap(heap.limitBytes, events, undefined, config));
+    yield batch;
+  }
+}
+
+/** The line a simulation stops with when the heap is nearly full of what it holds: the buckets, or the events for --suggest. */
+function describeOutOfHeap(limitBytes: number, events: number, keyCount: number | undefined, config: SimulateConfig): string {
   const heap = `${Math.round(limitBytes / 2 ** 20)} MB`;
+  if (keyCount === undefined) {
+    return `simulate: out of memory after holding ${grouped(events)} events for --suggest, in a heap of ${heap}; tune on a part of the trace, or give Node a larger heap (NODE_OPTIONS=--max-old-space-size=MB)`;
+  }
   const held = config.perKey ? ` holding ${grouped(keyCount)} buckets` : "";
   const lower = config.perKey ? `lower --max-keys (the default is ${DEFAULT_MAX_KEYS}) or ` : "";
   return `simulate: out of memory after ${grouped(events)} events${held}, in a heap of ${heap}; ${lower}give Node a larger heap (NODE_OPTIONS=--max-old-space-size=MB)`;
