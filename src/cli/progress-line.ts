@@ -47,14 +47,13 @@ export function fitFields(fields: readonly ProgressField[], width: number, separ
   }
   if (span(kept) <= width) return join(kept);
   // Whole fields only, in order, each that still fits: a figure cut short ("144.05 K" of 144.05 KiB/s,
-  // "1" of 144.05) reads as another figure. The first stays, cut only if it alone is too long.
-  const [first, ...rest] = kept;
-  if (first === undefined) return "";
-  const fitted = [first];
-  for (const field of rest) {
+  // "1" of 144.05) reads as another figure. The first is cut only if none fits.
+  const fitted: ProgressField[] = [];
+  for (const field of kept) {
     if (span([...fitted, field]) <= width) fitted.push(field);
   }
-  return join(fitted).slice(0, Math.max(0, width));
+  const line = join(fitted);
+  return line !== "" ? line : (kept[0]?.text ?? "").slice(0, Math.max(0, width));
 }
 
 /** How the line is shown: redrawn in place, or a plain line a second. */

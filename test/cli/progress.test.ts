@@ -80,7 +80,6 @@ describe("the pipe's progress line", () => {
     expect(describeProgress(s, v, 39)).toBe(narrower[4]![1]);
     // Narrower than what cannot go: whole fields that fit, never a figure cut short, never wrapped.
     expect(describeProgress(s, v, 22)).toBe("12.00 MiB");
-    expect(describeProgress(s, v, 10)).toBe("12.00 MiB");
     expect(describeProgress(s, v, 26)).toBe("12.00 MiB  1.00 MiB/s");
     expect(describeProgress(s, v, 8)).toBe("12.00 Mi");
   });
