@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { Agent, createServer, type IncomingMessage, request as httpRequest, type Server, ServerResponse } from "node:http";
+import { Agent, createServer, type IncomingMessage, request as httpRequest, STATUS_CODES, type Server, ServerResponse } from "node:http";
 import type { Socket } from "node:net";
 import { pipeline } from "node:stream";
 import { type Clock, systemClock } from "../core/clock.js";
@@ -10,7 +10,7 @@ import { clientAddress, plainAddress, TrustedProxies } from "../http/trusted-pro
 import { StoreError } from "../store/bucket-store.js";
 import { ThrottleStream } from "../stream/throttle-stream.js";
 import { accessLogLine } from "./access-log.js";
-import { backendRequestHeaders, backendRequestRawHeaders, endToEndHeaders, endToEndRawHeaders, rawHasBody } from "./forward-headers.js";
+import { backendRequestHeaders, backendRequestRawHeaders, endToEndHeaders, endToEndRawHeaders, framingProblem, rawHasBody } from "./forward-headers.js";
 import type { HttpProxyOptions, RunningHttpProxy } from "./http-proxy-options.js";
 import { parseHttpTarget } from "./http-target.js";
 
@@ -243,6 +243,14 @@ export class HttpProxy implements RunningHttpProxy {
       if (record.decision === "refused") record.bytes = Number(res.getHeader("content-length") ?? 0) || 0;
       this.#end(req, res.writableFinished ? res.statusCode : 499);
     });
+    const problem = framingProblem(req.rawHeaders, req.httpVersion);
+    if (problem !== undefined) {
+      // Not through the limit: the request is not one the proxy can tell the length of, nor the backend's to see.
+      record.decision = "invalid";
+      res.shouldKeepAlive = false;
+      this.#sendError(res, 400, problem);
+      return;
+    }
     if (!this.#limitsRequests) {
       // The same as the middleware's answer at an infinite rate (admitted, no fields to add), without the key it would not use.
       record.decision = "admitted";
@@ -362,7 +370,7 @@ export class HttpProxy implements RunningHttpProxy {
       res.destroy();
       return;
     }
-    const body = `${status === 502 ? "Bad Gateway" : status === 504 ? "Gateway Timeout" : status === 503 ? "Service Unavailable" : "Internal Server Error"}: ${why}\n`;
+    const body = `${STATUS_CODES[status] ?? "Error"}: ${why}\n`;
     res.writeHead(status, { "content-type": "text/plain; charset=utf-8", "content-length": Buffer.byteLength(body) });
     res.end(body);
     const record = this.#records.get(res.req);
@@ -374,7 +382,7 @@ export class HttpProxy implements RunningHttpProxy {
    * two sockets are joined until either side closes.
    */
   #onUpgrade(req: IncomingMessage, socket: Socket, head: Buffer): void {
-    this.#begin(req);
+    const record = this.#begin(req);
     // Node stops watching an upgraded socket: a reset from the client must not go unhandled.
     socket.on("error", () => socket.destroy());
     const res = new ServerResponse(req);
@@ -387,11 +395,17 @@ export class HttpProxy implements RunningHttpProxy {
       this.#end(req, status);
     };
     socket.once("close", () => end(499));
-    // Only an answer of the proxy's own (429, 503) finishes this response: the connection ends with it.
+    // Only an answer of the proxy's own (400, 429, 503) finishes this response: the connection ends with it.
     res.once("finish", () => {
       end(res.statusCode);
       socket.end();
     });
+    const problem = framingProblem(req.rawHeaders, req.httpVersion);
+    if (problem !== undefined) {
+      record.decision = "invalid";
+      this.#sendError(res, 400, problem);
+      return;
+    }
     this.#limit(req, res, (error) => {
       if (error !== undefined) {
         this.#sendError(res, error instanceof StoreError ? 503 : 500, "the rate limit's store cannot be reached");
