@@ -28,7 +28,7 @@ describe("the HTTP proxy", () => {
     const socket = await raw(proxy.address.port);
     socket.write(
       "PUT /things?x=1 HTTP/1.1\r\nHost: example\r\nX-Forwarded-For: 203.0.113.7\r\nConnection: close, x-private\r\nX-Private: secret\r\n" +
-        "TE: trailers\r\nProxy-Authorization: Basic eA==\r\nContent-Length: 5\r\n\r\nhello",
+        "TE: deflate\r\nProxy-Authorization: Basic eA==\r\nContent-Length: 5\r\n\r\nhello",
     );
     await socket.closed;
     expect(seen).toMatchObject({ method: "PUT", url: "/api/things?x=1", body: "hello" });
