@@ -1,5 +1,16 @@
 import { createHash } from "node:crypto";
-import { Agent, createServer, type IncomingMessage, request as httpRequest, STATUS_CODES, type Server, ServerResponse } from "node:http";
+import {
+  Agent,
+  createServer,
+  type IncomingMessage,
+  type InformationEvent,
+  request as httpRequest,
+  STATUS_CODES,
+  type Server,
+  ServerResponse,
+  validateHeaderName,
+  validateHeaderValue,
+} from "node:http";
 import type { Socket } from "node:net";
 import { pipeline } from "node:stream";
 import { type Clock, systemClock } from "../core/clock.js";
@@ -285,16 +296,38 @@ export class HttpProxy implements RunningHttpProxy {
       // Raw lines, not an object: node then builds neither the request's headers object nor one of its own.
       headers: backendRequestRawHeaders(req.rawHeaders, req.method ?? "GET", peerOf(req), this.#hostHeader),
     });
-    const timer = setTimeout(() => backendReq.destroy(new BackendTimeout()), this.#backendTimeoutMs);
+    // The time runs from the request's last byte: a body that keeps coming, however slowly, is not cut.
+    // Then a client that stops sending gets 408, a backend that stops reading or does not answer 504.
+    const timer = setTimeout(() => {
+      const clientStopped = !req.complete && !backendReq.writableNeedDrain;
+      backendReq.destroy(clientStopped ? new ClientTimeout() : new BackendTimeout());
+    }, this.#backendTimeoutMs);
+    req.on("data", () => timer.refresh());
+    backendReq.on("drain", () => timer.refresh());
     // The client hung up: the backend's work is not wanted any more.
     res.once("close", () => {
       clearTimeout(timer);
       if (!res.writableFinished) backendReq.destroy();
     });
+    // A proxy passes 1xx on (RFC 9110 15.2), but not to HTTP/1.0, nor a 100 Continue: the proxy answered Expect itself.
+    if (req.httpVersion !== "1.0") backendReq.on("information", (info) => info.statusCode !== 100 && writeInformational(res, info));
     backendReq.once("response", (backendRes) => {
       clearTimeout(timer);
       try {
-        res.writeHead(backendRes.statusCode ?? 502, backendRes.statusMessage, endToEndRawHeaders(backendRes.rawHeaders));
+        const status = backendRes.statusCode ?? 502;
+        const headers = endToEndRawHeaders(backendRes.rawHeaders);
+        const trailer = backendRes.headers.trailer;
+        // Node refuses a Trailer field on a response it will not chunk (HEAD, 204, 304, HTTP/1.0, a length).
+        const chunked = res.useChunkedEncodingByDefault && req.method !== "HEAD" && status !== 204 && status !== 304 && backendRes.headers["content-length"] === undefined;
+        if (trailer !== undefined && chunked) headers.push("Trailer", trailer);
+        if (res.getHeaderNames().length === 0) {
+          res.writeHead(status, backendRes.statusMessage, headers);
+        } else {
+          // Fields the middleware set (RateLimit): writeHead would set the backend's over them one by one, each repeat over the last.
+          for (let i = 0; i < headers.length; i += 2) res.removeHeader(headers[i]!);
+          for (let i = 0; i < headers.length; i += 2) res.appendHeader(headers[i]!, headers[i + 1]!);
+          res.writeHead(status, backendRes.statusMessage);
+        }
       } catch (error) {
         // A header node will not send on (an invalid character): the backend's answer cannot be passed on.
         backendRes.destroy();
@@ -304,6 +337,17 @@ export class HttpProxy implements RunningHttpProxy {
       const body = this.#shapeBody(record.key);
       backendRes.on("data", (chunk: Buffer) => {
         record.bytes += chunk.length;
+      });
+      // Before the pipe's own 'end' listener ends the response: trailers go with its last chunk.
+      backendRes.once("end", () => {
+        if (backendRes.rawTrailers.length === 0) return;
+        const trailers: Array<[string, string]> = [];
+        for (let i = 0; i < backendRes.rawTrailers.length; i += 2) trailers.push([backendRes.rawTrailers[i]!, backendRes.rawTrailers[i + 1]!]);
+        try {
+          res.addTrailers(trailers);
+        } catch {
+          // A trailer node will not send on (an invalid character) is left out; the body is whole.
+        }
       });
       if (body) {
         pipeline(backendRes, body, res, (error) => {
@@ -323,7 +367,10 @@ export class HttpProxy implements RunningHttpProxy {
         res.destroy();
         return;
       }
-      if (error instanceof BackendTimeout) this.#sendError(res, 504, "the backend did not answer in time");
+      if (error instanceof ClientTimeout) {
+        res.shouldKeepAlive = false;
+        this.#sendError(res, 408, "the request's body stopped coming");
+      } else if (error instanceof BackendTimeout) this.#sendError(res, 504, "the backend did not answer in time");
       else this.#sendError(res, 502, `the backend cannot be reached (${(error as NodeJS.ErrnoException).code ?? error.message})`);
     });
     // Without a body the request ends with its headers: piping it would make the backend request
@@ -486,6 +533,37 @@ export class HttpProxy implements RunningHttpProxy {
 function peerOf(req: IncomingMessage): string | undefined {
   const address = req.socket.remoteAddress;
   return address === undefined ? undefined : plainAddress(address);
+}
+
+/**
+ * Writes a backend's 1xx answer to the client ahead of the final one, through
+ * the response's own raw writer (as writeContinue does), so that it keeps its
+ * place behind earlier answers on a pipelined connection. writeEarlyHints
+ * would drop a 103 without a Link field.
+ */
+function writeInformational(res: ServerResponse, info: InformationEvent): void {
+  if (res.headersSent || !/^[\t -~]*$/.test(info.statusMessage)) return;
+  let head = `HTTP/1.1 ${info.statusCode} ${info.statusMessage}\r\n`;
+  for (let i = 0; i < info.rawHeaders.length; i += 2) {
+    const name = info.rawHeaders[i]!;
+    const value = info.rawHeaders[i + 1]!;
+    try {
+      validateHeaderName(name);
+      validateHeaderValue(name, value);
+    } catch {
+      continue;
+    }
+    head += `${name}: ${value}\r\n`;
+  }
+  (res as ServerResponse & { _writeRaw(data: string, encoding: string): boolean })._writeRaw(`${head}\r\n`, "latin1");
+}
+
+/** The request's body stopped coming for the backend timeout. */
+class ClientTimeout extends Error {
+  constructor() {
+    super("client timeout");
+    this.name = "ClientTimeout";
+  }
 }
 
 /** The backend took longer than the backend timeout to start its answer. */

@@ -15,6 +15,8 @@ afterEach(async () => {
   await Promise.all(tcpServers.splice(0).map((server) => new Promise<void>((resolve) => server.close(() => resolve()))));
 });
 
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
 const OK = "HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nok\n";
 
 /**
@@ -121,5 +123,111 @@ describe("the HTTP proxy's framing of requests", () => {
       expect(client.text()).toMatch(/^HTTP\/1\.1 200 OK\r\n/);
     }
     expect(backend.received().match(/^GET /gm)).toHaveLength(3);
+  });
+});
+
+/** A backend that answers every request with `answer`, written raw once the request's head is in. */
+async function scriptedBackend(answer: (socket: Socket) => void): Promise<string> {
+  const server = createTcpServer((socket: Socket) => {
+    backendSockets.push(socket);
+    socket.on("error", () => {});
+    let head = "";
+    socket.on("data", (chunk: Buffer) => {
+      head += chunk.toString("latin1");
+      if (head.includes("\r\n\r\n")) {
+        head = "";
+        answer(socket);
+      }
+    });
+  });
+  tcpServers.push(server);
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+}
+
+describe("what the HTTP proxy passes back", () => {
+  it("passes repeated response fields (two Set-Cookie) as they came, beside the limit's own fields", async () => {
+    const backend = await scriptedBackend((socket) =>
+      socket.write("HTTP/1.1 200 OK\r\nSet-Cookie: a=1; Path=/\r\nSet-Cookie: b=2; HttpOnly\r\nVary: A\r\nVary: B\r\nContent-Length: 3\r\n\r\nok\n"),
+    );
+    for (const rate of [Infinity, 100]) {
+      const { port } = await proxyTo(backend, { rate, burst: 10 });
+      const client = await raw(port);
+      client.write("GET / HTTP/1.1\r\nHost: x\r\n\r\n");
+      await until(() => client.text().endsWith("ok\n"), "the answer");
+      const head = client.text().split("\r\n\r\n")[0]!;
+      expect(head.match(/^Set-Cookie: .*$/gim)).toEqual(["Set-Cookie: a=1; Path=/", "Set-Cookie: b=2; HttpOnly"]);
+      expect(head.match(/^Vary: .*$/gim)).toEqual(["Vary: A", "Vary: B"]);
+      if (rate !== Infinity) expect(head).toMatch(/^RateLimit-Policy: /im);
+    }
+  });
+
+  it("asks for trailers when the client takes them and passes them on after the body; passes a 103 before the final answer", async () => {
+    let asked = "";
+    const server = createTcpServer((socket: Socket) => {
+      backendSockets.push(socket);
+      socket.on("error", () => {});
+      socket.once("data", (chunk: Buffer) => {
+        asked = chunk.toString("latin1");
+        socket.write("HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload; as=style\r\n\r\n");
+        setTimeout(
+          () => socket.write("HTTP/1.1 200 OK\r\nTrailer: Server-Timing\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nok\n\r\n0\r\nServer-Timing: db;dur=53\r\n\r\n"),
+          50,
+        );
+      });
+    });
+    tcpServers.push(server);
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const { port } = await proxyTo(`http://127.0.0.1:${(server.address() as { port: number }).port}`);
+    const client = await raw(port);
+    client.write("GET / HTTP/1.1\r\nHost: x\r\nTE: trailers\r\n\r\n");
+    await until(() => client.text().endsWith("\r\n\r\n") && client.text().includes("200 OK"), "the whole answer");
+    expect(asked).toMatch(/\r\nTE: trailers\r\nConnection: te\r\n/);
+    const text = client.text();
+    expect(text).toMatch(/^HTTP\/1\.1 103 Early Hints\r\nLink: <\/style\.css>; rel=preload; as=style\r\n\r\nHTTP\/1\.1 200 OK\r\n/);
+    expect(text).toMatch(/\r\nTrailer: Server-Timing\r\n/);
+    expect(text.endsWith("\r\n\r\n3\r\nok\n\r\n0\r\nServer-Timing: db;dur=53\r\n\r\n")).toBe(true);
+  });
+
+  it("sends no 1xx to an HTTP/1.0 client", async () => {
+    const backend = await scriptedBackend((socket) => socket.write("HTTP/1.1 103 Early Hints\r\nLink: </a>; rel=preload\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nok\n"));
+    const { port } = await proxyTo(backend);
+    const client = await raw(port);
+    client.write("GET / HTTP/1.0\r\nHost: x\r\n\r\n");
+    await client.closed;
+    expect(client.text()).toMatch(/^HTTP\/1\.1 200 OK\r\n[\s\S]*\r\n\r\nok\n$/);
+  });
+});
+
+describe("the HTTP proxy's backend timeout", () => {
+  it("runs from the request's last byte: a body trickling in for longer than it goes through; a client that stops sending gets 408, a backend that does not answer 504", async () => {
+    let received = "";
+    const backend = await listen((req, res) => {
+      req.on("data", (chunk: Buffer) => (received += chunk));
+      if (req.url === "/mute") return;
+      req.on("end", () => res.end(`got ${received.length}\n`));
+    });
+    const { port } = await proxyTo(backend.url, { backendTimeoutMs: 500 });
+    const slow = await raw(port);
+    slow.write("POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: 12\r\n\r\n");
+    const started = performance.now();
+    for (let i = 0; i < 12; i++) {
+      await sleep(100);
+      slow.write("x");
+    }
+    await until(() => slow.text().endsWith("\r\n\r\ngot 12\n"), "the slow upload's answer");
+    // Twice the timeout went by while the body came.
+    expect(performance.now() - started).toBeGreaterThan(900);
+    expect(slow.text()).toMatch(/^HTTP\/1\.1 200 OK\r\n/);
+
+    const stalled = await raw(port);
+    stalled.write("POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: 12\r\n\r\nabc");
+    await stalled.closed;
+    expect(stalled.text()).toMatch(/^HTTP\/1\.1 408 Request Timeout\r\n[\s\S]*\r\nConnection: close\r\n\r\nRequest Timeout: the request's body stopped coming\n$/);
+
+    const mute = await raw(port);
+    mute.write("POST /mute HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc");
+    await until(() => mute.text().includes("\r\n\r\n"), "the mute backend's 504");
+    expect(mute.text()).toMatch(/^HTTP\/1\.1 504 Gateway Timeout\r\n[\s\S]*\r\n\r\nGateway Timeout: the backend did not answer in time\n$/);
   });
 });
