@@ -75,6 +75,8 @@ export class HttpProxy implements RunningHttpProxy {
   /** False at an infinite rate with private buckets and no body rate: every request goes, so none asks the middleware. */
   readonly #limitsRequests: boolean;
   #accessLog: NodeJS.WritableStream | undefined;
+  /** The epoch time of the clock's 0: the log tells the instants the limit decided by, in wall-clock terms. */
+  readonly #epochOffsetMs: number;
   #active = 0;
   readonly #sweeper: ReturnType<typeof setInterval>;
   #idle: (() => void) | undefined;
@@ -84,6 +86,7 @@ export class HttpProxy implements RunningHttpProxy {
     this.#options = options;
     this.#target = typeof options.target === "string" ? parseHttpTarget(options.target) : options.target;
     this.#clock = options.clock ?? systemClock;
+    this.#epochOffsetMs = Date.now() - this.#clock.now();
     this.#backendTimeoutMs = options.backendTimeoutMs ?? DEFAULT_BACKEND_TIMEOUT_MS;
     this.#pathPrefix = this.#target.pathname.replace(/\/$/, "");
     this.#backendHost = this.#target.hostname.replace(/^\[(.*)\]$/, "$1");
@@ -221,7 +224,7 @@ export class HttpProxy implements RunningHttpProxy {
   #begin(req: IncomingMessage): RequestRecord {
     // Read now: a socket that closes forgets its address. Only a log needs it.
     const client = this.#accessLog ? this.#clientOf(req) : "-";
-    const record: RequestRecord = { startedAtMs: Date.now(), client, key: undefined, decision: "", waitMs: 0, bytes: 0 };
+    const record: RequestRecord = { startedAtMs: this.#epochOffsetMs + this.#clock.now(), client, key: undefined, decision: "", waitMs: 0, bytes: 0 };
     this.#records.set(req, record);
     this.#active++;
     return record;
@@ -235,7 +238,7 @@ export class HttpProxy implements RunningHttpProxy {
     // The middleware hears of the hang-up after this: the wait it gives up ends now.
     if (record.decision === "") {
       record.decision = "cancelled";
-      record.waitMs = Date.now() - record.startedAtMs;
+      record.waitMs = this.#epochOffsetMs + this.#clock.now() - record.startedAtMs;
     }
     if (this.#accessLog?.writable) this.#accessLog.write(accessLogLine({ ...record, req, status }));
     if (this.#active === 0) this.#idle?.();
