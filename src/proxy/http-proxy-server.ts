@@ -24,6 +24,7 @@ import { accessLogLine } from "./access-log.js";
 import { backendRequestHeaders, backendRequestRawHeaders, endToEndHeaders, endToEndRawHeaders, framingProblem, rawHasBody } from "./forward-headers.js";
 import type { HttpProxyOptions, RunningHttpProxy } from "./http-proxy-options.js";
 import { parseHttpTarget } from "./http-target.js";
+import { type HeldConnection, idlest } from "./idlest.js";
 
 const DEFAULT_HEADERS_TIMEOUT_MS = 30_000;
 const DEFAULT_BACKEND_TIMEOUT_MS = 60_000;
@@ -32,6 +33,12 @@ const SWEEP_INTERVAL_MS = 1000;
 
 /** Longer header keys are held by their hash: 100,000 keys of 16 KiB each would be 1.6 GB. */
 const MAX_KEY_CHARS = 256;
+
+/** A client connection: when it last began or ended a request, and how many it has under way. */
+interface ClientConnection extends HeldConnection {
+  socket: Socket;
+  requests: number;
+}
 
 /** What the proxy remembers of a request between the decision and the access log. */
 interface RequestRecord {
@@ -64,6 +71,8 @@ export class HttpProxy implements RunningHttpProxy {
   readonly #records = new WeakMap<IncomingMessage, RequestRecord>();
   readonly #bodyBuckets: KeyTable<TokenBucket> | undefined;
   readonly #tunnels = new Set<Socket>();
+  readonly #connections = new Map<Socket, ClientConnection>();
+  readonly #maxConnections: number;
   readonly #backendTimeoutMs: number;
   /** The target's path prefix without its final slash, put before every request's path. */
   readonly #pathPrefix: string;
@@ -88,6 +97,7 @@ export class HttpProxy implements RunningHttpProxy {
     this.#clock = options.clock ?? systemClock;
     this.#epochOffsetMs = Date.now() - this.#clock.now();
     this.#backendTimeoutMs = options.backendTimeoutMs ?? DEFAULT_BACKEND_TIMEOUT_MS;
+    this.#maxConnections = options.maxConnections ?? Infinity;
     this.#pathPrefix = this.#target.pathname.replace(/\/$/, "");
     this.#backendHost = this.#target.hostname.replace(/^\[(.*)\]$/, "$1");
     this.#backendPort = Number(this.#target.port) || 80;
@@ -138,6 +148,7 @@ export class HttpProxy implements RunningHttpProxy {
       this.#bodyBuckets?.sweep();
     }, SWEEP_INTERVAL_MS);
     this.#sweeper.unref();
+    this.#server.on("connection", (socket: Socket) => this.#onConnection(socket));
     this.#server.on("request", (req, res) => this.#onRequest(req, res));
     this.#server.on("checkContinue", (req, res) => this.#onRequest(req, res, true));
     this.#server.on("upgrade", (req, socket, head) => this.#onUpgrade(req, socket as Socket, head));
@@ -156,6 +167,10 @@ export class HttpProxy implements RunningHttpProxy {
 
   liveKeys(): number {
     return this.#limit.liveKeys;
+  }
+
+  openConnections(): number {
+    return this.#connections.size;
   }
 
   listen(): Promise<void> {
@@ -221,12 +236,38 @@ export class HttpProxy implements RunningHttpProxy {
     if (result.decision !== "cancelled") this.#options.observer?.decision(result.decision, result.waitMs);
   }
 
+  /** A new client connection; past `maxConnections` the one idle the longest makes room for it, or, none idle, it is closed. */
+  #onConnection(socket: Socket): void {
+    if (this.#connections.size >= this.#maxConnections) {
+      const oldest = idlest(this.#connections.values());
+      this.#options.observer?.full?.(oldest !== undefined);
+      if (!oldest) {
+        socket.destroy();
+        return;
+      }
+      this.#connections.delete(oldest.socket);
+      oldest.socket.destroy();
+    }
+    const connection: ClientConnection = { socket, requests: 0, lastActiveMs: performance.now(), busy: () => connection.requests > 0 };
+    this.#connections.set(socket, connection);
+    socket.once("close", () => this.#connections.delete(socket));
+  }
+
+  /** A request began on its connection (until `#end`): the connection is busy, not to be closed for room. */
+  #touch(req: IncomingMessage, requests: 1 | -1): void {
+    const connection = this.#connections.get(req.socket);
+    if (!connection) return;
+    connection.requests += requests;
+    connection.lastActiveMs = performance.now();
+  }
+
   #begin(req: IncomingMessage): RequestRecord {
     // Read now: a socket that closes forgets its address. Only a log needs it.
     const client = this.#accessLog ? this.#clientOf(req) : "-";
     const record: RequestRecord = { startedAtMs: this.#epochOffsetMs + this.#clock.now(), client, key: undefined, decision: "", waitMs: 0, bytes: 0 };
     this.#records.set(req, record);
     this.#active++;
+    this.#touch(req, 1);
     return record;
   }
 
@@ -235,6 +276,7 @@ export class HttpProxy implements RunningHttpProxy {
     if (!record) return;
     this.#records.delete(req);
     this.#active--;
+    this.#touch(req, -1);
     // The middleware hears of the hang-up after this: the wait it gives up ends now.
     if (record.decision === "") {
       record.decision = "cancelled";
@@ -487,6 +529,8 @@ export class HttpProxy implements RunningHttpProxy {
       if (head.length > 0) backendSocket.write(head);
       this.#tunnels.add(socket);
       socket.once("close", () => this.#tunnels.delete(socket));
+      // A tunnel is busy for as long as it is open: its connection is not one to close for room.
+      this.#touch(req, 1);
       end(101);
       socket.pipe(backendSocket).pipe(socket);
       // A reset on either side resets the other.

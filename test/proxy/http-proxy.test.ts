@@ -243,7 +243,7 @@ describe("the HTTP proxy", () => {
     await get(`${url}/a"b`, { "user-agent": 'evil"agent', referer: "http://r/" });
     await get(`${url}/again`);
     await until(() => lines.length === 2, "two log lines");
-    expect(lines[0]).toMatch(/^127\.0\.0\.1 - - \[\d{2}\/[A-Z][a-z]{2}\/\d{4}:\d{2}:\d{2}:\d{2} \+0000\] "GET \/a%22b HTTP\/1\.1" 200 5 "http:\/\/r\/" "evil\\"agent" admitted 0\n$/);
+    expect(lines[0]).toMatch(/^127\.0\.0\.1 - - \[\d{2}\/[A-Z][a-z]{2}\/\d{4}:\d{2}:\d{2}:\d{2}\.\d{3} \+0000\] "GET \/a%22b HTTP\/1\.1" 200 5 "http:\/\/r\/" "evil\\"agent" admitted 0\n$/);
     expect(lines[1]).toMatch(/"GET \/again HTTP\/1\.1" 429 \d+ "-" "-" refused 0\n$/);
     for (const line of lines) {
       const out = {} as ParsedLine;
