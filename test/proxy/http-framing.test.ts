@@ -127,7 +127,7 @@ describe("the HTTP proxy's framing of requests", () => {
 });
 
 /** A backend that answers every request with `answer`, written raw once the request's head is in. */
-async function scriptedBackend(answer: (socket: Socket) => void): Promise<string> {
+async function scriptedBackend(answer: (socket: Socket, head: string) => void): Promise<string> {
   const server = createTcpServer((socket: Socket) => {
     backendSockets.push(socket);
     socket.on("error", () => {});
@@ -135,8 +135,8 @@ async function scriptedBackend(answer: (socket: Socket) => void): Promise<string
     socket.on("data", (chunk: Buffer) => {
       head += chunk.toString("latin1");
       if (head.includes("\r\n\r\n")) {
+        answer(socket, head);
         head = "";
-        answer(socket);
       }
     });
   });
@@ -187,6 +187,25 @@ describe("what the HTTP proxy passes back", () => {
     expect(text).toMatch(/^HTTP\/1\.1 103 Early Hints\r\nLink: <\/style\.css>; rel=preload; as=style\r\n\r\nHTTP\/1\.1 200 OK\r\n/);
     expect(text).toMatch(/\r\nTrailer: Server-Timing\r\n/);
     expect(text.endsWith("\r\n\r\n3\r\nok\n\r\n0\r\nServer-Timing: db;dur=53\r\n\r\n")).toBe(true);
+  });
+
+  it("leaves the Trailer field and trailers out where the answer is not chunked (HTTP/1.0, HEAD), the answer otherwise whole", async () => {
+    const backend = await scriptedBackend((socket, head) => {
+      const fields = "HTTP/1.1 200 OK\r\nTrailer: Server-Timing\r\nTransfer-Encoding: chunked\r\n\r\n";
+      socket.write(head.startsWith("HEAD ") ? fields : `${fields}3\r\nok\n\r\n0\r\nServer-Timing: db;dur=53\r\n\r\n`);
+    });
+    const { port } = await proxyTo(backend);
+    const old = await raw(port);
+    old.write("GET / HTTP/1.0\r\nHost: x\r\nTE: trailers\r\n\r\n");
+    await old.closed;
+    expect(old.text()).toMatch(/^HTTP\/1\.1 200 OK\r\n/);
+    expect(old.text()).not.toMatch(/Trailer|Server-Timing/);
+    expect(old.text().endsWith("\r\n\r\nok\n")).toBe(true);
+    const head = await raw(port);
+    head.write("HEAD / HTTP/1.1\r\nHost: x\r\nTE: trailers\r\n\r\n");
+    await until(() => head.text().endsWith("\r\n\r\n"), "the HEAD answer");
+    expect(head.text()).toMatch(/^HTTP\/1\.1 200 OK\r\n/);
+    expect(head.text()).not.toMatch(/Trailer/);
   });
 
   it("sends no 1xx to an HTTP/1.0 client", async () => {
