@@ -591,9 +591,10 @@ function peerOf(req: IncomingMessage): string | undefined {
 function writeInformational(res: ServerResponse, info: InformationEvent): void {
   if (res.headersSent || !/^[\t -~]*$/.test(info.statusMessage)) return;
   let head = `HTTP/1.1 ${info.statusCode} ${info.statusMessage}\r\n`;
-  for (let i = 0; i < info.rawHeaders.length; i += 2) {
-    const name = info.rawHeaders[i]!;
-    const value = info.rawHeaders[i + 1]!;
+  const fields = endToEndRawHeaders(info.rawHeaders);
+  for (let i = 0; i < fields.length; i += 2) {
+    const name = fields[i]!;
+    const value = fields[i + 1]!;
     try {
       validateHeaderName(name);
       validateHeaderValue(name, value);
