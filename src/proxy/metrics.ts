@@ -25,7 +25,7 @@ export class ProxyMetrics {
   readonly #backendErrors: Counter;
   readonly #evicted: Counter;
 
-  /** `openConnections` where the proxy counts them (TCP mode). */
+  /** `openConnections` where the proxy counts them (both modes do). */
   constructor(read: { liveKeys: () => number; openConnections?: () => number }) {
     const registers = [this.registry];
     this.#admitted = new Counter({ name: "tbucket_proxy_admitted_total", help: "Connections (TCP) or requests (HTTP) let through", registers });
@@ -37,7 +37,7 @@ export class ProxyMetrics {
     this.#backendErrors = new Counter({ name: "tbucket_proxy_backend_errors_total", help: "Connections whose backend could not be reached (TCP mode)", registers });
     this.#evicted = new Counter({
       name: "tbucket_proxy_idle_closed_total",
-      help: "Idle connections closed to make room for new ones, at the most the open-file limit allows (TCP mode)",
+      help: "Idle connections closed to make room for new ones, at the most the open-file limit allows",
       registers,
     });
     new Gauge({ name: "tbucket_proxy_live_keys", help: "Buckets held now (per client, per connection, or the link's)", registers, collect() {

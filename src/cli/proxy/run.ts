@@ -162,7 +162,8 @@ function describeDirection(direction: "up" | "down", spec: ByteBucketSpec | unde
 async function runHttpProxy(config: HttpProxyConfig): Promise<number> {
   const { startHttpProxy } = await import("../../proxy/http-proxy.js");
   let proxy: RunningHttpProxy | undefined;
-  const metrics = new ProxyMetrics({ liveKeys: () => proxy?.liveKeys() ?? 0 });
+  const metrics = new ProxyMetrics({ liveKeys: () => proxy?.liveKeys() ?? 0, openConnections: () => proxy?.openConnections() ?? 0 });
+  const maxConnections = connectionsWithinDescriptorLimit();
   const tally: HttpTally = { admitted: 0, queued: 0, refused: 0 };
   const observer: HttpProxyObserver = {
     decision(decision, waitMs) {
@@ -173,6 +174,11 @@ async function runHttpProxy(config: HttpProxyConfig): Promise<number> {
     },
     bytes: (count) => metrics.bytes("down", count),
     storeError: () => metrics.storeError(),
+    full: (evicted) => {
+      if (evicted) metrics.idleClosed();
+      else metrics.refused();
+      fullWarning(maxConnections);
+    },
   };
   const accessLog = config.accessLog === undefined ? undefined : await openAccessLog(config.accessLog);
   const shared = config.shared.key === undefined ? undefined : await openHttpStore(config);
@@ -198,6 +204,7 @@ async function runHttpProxy(config: HttpProxyConfig): Promise<number> {
           maxWaitMs: config.maxWaitMs,
           bodyRate: config.bodyBytesPerSecond === undefined ? undefined : { bytesPerSecond: config.bodyBytesPerSecond, burstBytes: defaultBurstBytes(config.bodyBytesPerSecond) },
           maxKeys: config.maxKeys,
+          maxConnections,
           shared: shared?.buckets,
           accessLog: accessLog?.stream,
           observer,
