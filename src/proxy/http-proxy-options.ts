@@ -28,6 +28,11 @@ export interface HttpProxyObserver {
   storeError(error: StoreError): void;
   /** `maxConnections` were open: the connection idle the longest was closed for a new one (or, none idle, the new one). */
   full?(evicted: boolean): void;
+  /**
+   * Once: a request keyed by its peer's address came from a private address with
+   * `field` (X-Forwarded-For or Forwarded), which is not read without `trustProxy`.
+   */
+  untrustedProxy?(address: string, field: string): void;
 }
 
 export interface HttpProxyOptions {

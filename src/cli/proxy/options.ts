@@ -1,7 +1,7 @@
 import { isIP } from "node:net";
 import { parseByteRate, parseByteSize, parseCount, parseCountRate, parseDuration } from "../../core/units.js";
 import type { BucketScope } from "../../proxy/bucket-pool.js";
-import { DEFAULT_IPV6_PREFIX } from "../../http/address-key.js";
+import { DEFAULT_IPV6_PREFIX } from "../../core/address-key.js";
 import { formatHostPort, type HostPort, parseHostPort } from "../../proxy/host-port.js";
 import { parseOption, UsageError } from "../errors.js";
 import { parseReportOptions, type ReportFlags, type ReportOptions } from "../report-options.js";
