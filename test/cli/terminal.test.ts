@@ -44,6 +44,11 @@ describe("progress on a terminal 40 columns wide (issue 15, point 10)", () => {
     const screen = result.stdout.toString();
     for (const frame of frames(screen)) expect(frame.length, frame).toBeLessThanOrEqual(39);
     expect(screen).toMatch(/\/30 started · [\d.]+\/s · ETA [\d.]+ (s|ms)/);
+    // Issue 19: running and done were shown until the first launch ("0/30 started · 0 running · 0 done · 0/s"), then went.
+    // Laid out from the widest figures, no redraw has room for them beside the ETA; the last line, without an ETA, may.
+    const redraws = frames(screen).filter((frame) => / started/.test(frame));
+    expect(redraws.length).toBeGreaterThan(3);
+    for (const frame of redraws.slice(0, -1)) expect(frame).toMatch(/^\d+\/30 started · [\d.]+\/(s|min)( · ETA .+)?$/);
     expect(drawScreen(screen, 40)[0]).toMatch(/^30\/30 started · /);
   });
 });
