@@ -90,6 +90,19 @@ export function humanDuration(ms: number): string {
   return clockDuration(ms);
 }
 
+/** The most columns `format` takes over `samples`, its widest figures (what a progress line lays its fields out from). */
+export function widestOf(format: (value: number) => string, samples: readonly number[]): number {
+  return Math.max(...samples.map((value) => format(value).length));
+}
+
+/** humanBytes below 1024 TiB: `1023.99 KiB`. */
+export const HUMAN_BYTES_WIDEST = widestOf(humanBytes, [1023.99 * 1024]);
+export const HUMAN_BYTE_RATE_WIDEST = widestOf(humanByteRate, [1023.99 * 1024]);
+/** humanCountRate below 100,000 a second: `59.9/min`, `99.9/s`, `99999/s`. */
+export const HUMAN_COUNT_RATE_WIDEST = widestOf(humanCountRate, [0.999, 99.9, 99_999]);
+/** humanDuration under an hour: `999 ms`, `59.9 s`, `59m59s`. */
+export const HUMAN_DURATION_WIDEST = widestOf(humanDuration, [999, 59_900, 3_599_000]);
+
 /** A wait for people, to three significant digits down to microseconds: 0, 350 µs, 12.5 ms, 3.13 s, 2m05s. */
 export function humanWait(ms: number): string {
   if (ms === 0) return "0";
