@@ -7,7 +7,6 @@ import { TokenBucket } from "../core/token-bucket.js";
 import { KeyTable } from "../http/key-table.js";
 import { DEFAULT_MAX_KEYS, type GateResult, rateLimit, type RateLimitMiddleware } from "../http/rate-limit.js";
 import { clientAddress, plainAddress, TrustedProxies } from "../http/trusted-proxies.js";
-import { StoreError } from "../store/bucket-store.js";
 import { ThrottleStream } from "../stream/throttle-stream.js";
 import { accessLogLine } from "./access-log.js";
 import { backendRequestHeaders, backendRequestRawHeaders, endToEndHeaders, endToEndRawHeaders, rawHasBody } from "./forward-headers.js";
@@ -94,6 +93,7 @@ export class HttpProxy implements RunningHttpProxy {
         name: options.shared.name,
         onStoreError: options.shared.onStoreError,
         onError: (error) => options.observer?.storeError(error),
+        onBack: (lostForMs) => options.observer?.storeBack?.(lostForMs),
       },
       onDecision: (req, result, key) => this.#decided(req, result, key),
       clock: options.clock,
@@ -221,6 +221,8 @@ export class HttpProxy implements RunningHttpProxy {
     if (!record) return;
     this.#records.delete(req);
     this.#active--;
+    // No decision and a 503: the middleware's own answer while the store is lost.
+    if (record.decision === "" && status === 503) record.decision = "failed";
     // The middleware hears of the hang-up after this: the wait it gives up ends now.
     if (record.decision === "") {
       record.decision = "cancelled";
@@ -256,7 +258,8 @@ export class HttpProxy implements RunningHttpProxy {
     this.#limit(req, res, (error) => {
       if (error !== undefined) {
         record.decision = "failed";
-        this.#sendError(res, error instanceof StoreError ? 503 : 500, error instanceof StoreError ? "the rate limit's store cannot be reached" : "internal error");
+        // A lost store is the middleware's own 503; what reaches here is a fault.
+        this.#sendError(res, 500, "internal error");
         return;
       }
       if (expectsContinue) {
@@ -394,7 +397,7 @@ export class HttpProxy implements RunningHttpProxy {
     });
     this.#limit(req, res, (error) => {
       if (error !== undefined) {
-        this.#sendError(res, error instanceof StoreError ? 503 : 500, "the rate limit's store cannot be reached");
+        this.#sendError(res, 500, "internal error");
         return;
       }
       res.detachSocket(socket);
