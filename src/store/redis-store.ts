@@ -242,7 +242,8 @@ function reason(error: unknown): string {
   if (message.startsWith("Reached the max retries per request limit")) return "connection lost, retries exhausted";
   if (message.startsWith("Connection is closed")) return "connection closed";
   if (message.startsWith("Command timed out")) return "no answer in time";
-  return message.replace(/\.$/, "");
+  // An error raised inside the script names the script's hash and line: noise to the user.
+  return message.replace(/\. script: .*$/, "").replace(/\.$/, "");
 }
 
 const PASSWORD_FORMS = "redis://:PASSWORD@host:port, or redis://USER:PASSWORD@host:port for an ACL user";

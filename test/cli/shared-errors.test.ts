@@ -237,6 +237,45 @@ describe("when the store fails", () => {
     }
   });
 
+  // These were "lost Redis (...); ... rerun": the server was there, and running again could not help.
+  it("a Redis replica (READONLY) at the start: one line naming what the server said and pointing at the primary, exit 1", async () => {
+    const primary = await startRedisServer();
+    const replica = await startRedisServer(["--replicaof", "127.0.0.1", String(primary.port)]);
+    try {
+      const result = await runCli(["--key", "k", "--store", replica.url, "--rate", "1mb"], { input: "x" });
+      expect(result.stderr).toBe(
+        `tbucket: store ${replica.url}: Redis is a read-only replica and refused the write (READONLY You can't write against a read only replica); point the address at the primary\n`,
+      );
+      expect([result.code, result.stdout.length]).toEqual([1, 0]);
+    } finally {
+      await replica.stop();
+      await primary.stop();
+    }
+  });
+
+  it("Redis out of memory mid-run (OOM under noeviction): the pipe waits --store-timeout, then one line naming it and what frees it, exit 1", async () => {
+    const server = await startRedisServer(["--maxmemory-policy", "noeviction"]);
+    const { Redis } = await import("ioredis");
+    const admin = new Redis(server.url);
+    try {
+      const input = patterned(1024 * 1024);
+      const pipe = startCli(["--key", "full", "--store", server.url, "--rate", "256k", "--store-timeout", "500ms"], { input });
+      await pipe.waitForBytes(1);
+      await admin.config("SET", "maxmemory", "1");
+      const result = await pipe.exited;
+      expect(result.stderr).toMatch(
+        new RegExp(
+          `^tbucket: store ${server.url.replace(/\./g, "\\.")}: Redis is out of memory and refused the write \\(OOM [^)]*\\); free memory on it, raise its maxmemory, or choose a maxmemory-policy that evicts; away for \\d+ ms; stopped, and what was written so far is intact; or add --on-store-error local to go on with a private bucket\\n$`,
+        ),
+      );
+      expect(result.code).toBe(1);
+      expect(result.stdout.equals(input.subarray(0, result.stdout.length))).toBe(true);
+    } finally {
+      await admin.quit();
+      await server.stop();
+    }
+  });
+
   it("Redis lost mid-run with --on-store-error local: warns once and finishes on a private bucket", async () => {
     const server = await startRedisServer();
     try {
