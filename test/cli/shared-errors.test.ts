@@ -237,6 +237,36 @@ describe("when the store fails", () => {
     }
   });
 
+  // A private bucket was for good: the store was never asked again.
+  it("Redis lost mid-run with --on-store-error local and back 3 s later: a private bucket meanwhile, then the shared key again, each said in one line", async () => {
+    const server = await startRedisServer();
+    try {
+      const input = patterned(2 * 1024 * 1024);
+      const pipe = startCli(["--key", "again", "--store", server.url, "--rate", "256k", "--on-store-error", "local"], { input });
+      await pipe.waitForBytes(1);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      await server.stop("SIGKILL");
+      await new Promise((resolve) => setTimeout(resolve, 3000));
+      await server.start();
+      const result = await pipe.exited;
+      const shown = server.url.replace(/\./g, "\\.");
+      expect(result.stderr).toMatch(
+        new RegExp(
+          `^tbucket: warning: store ${shown}: lost Redis \\(.*\\); going on with a private bucket at 256kib/s, burst 26214 until it is back\ntbucket: store ${shown}: back after \\d\\.\\d s; key "again" is shared again\n$`,
+        ),
+      );
+      expect(result.code).toBe(0);
+      expect(result.stdout.equals(input)).toBe(true);
+      const { RedisStore } = await import("../../src/store/redis-store.js");
+      const store = await RedisStore.open(server.url);
+      // Made again in the restarted (empty) Redis: the pipe went back to it.
+      expect(await store.read("again")).toMatchObject({ rate: 256 * 1024, burst: 26214, kind: "bytes" });
+      await store.close();
+    } finally {
+      await server.stop();
+    }
+  }, 30_000);
+
   // These were "lost Redis (...); ... rerun": the server was there, and running again could not help.
   it("a Redis replica (READONLY) at the start: one line naming what the server said and pointing at the primary, exit 1", async () => {
     const primary = await startRedisServer();
