@@ -65,7 +65,8 @@ async function runTcpProxy(config: TcpProxyConfig): Promise<number> {
           refused: () => metrics.refused(),
           queued: () => metrics.queued(),
           bytes: (direction, count) => metrics.bytes(direction, count),
-          storeError: () => metrics.storeError(),
+          // Outages are counted as the store's watch sees them (openStoreBuckets' hooks), not per connection.
+          storeError: () => {},
           backendFailed: (error) => {
             metrics.backendFailed();
             backendWarning(config.to, error);
