@@ -6,8 +6,12 @@
  * `sweep`, values that `isSpent` calls spent go first, oldest first: a bucket
  * that has refilled completely is the same as the new one a returning
  * client would get, so dropping it changes nothing but the memory it held.
- * A Map keeps insertion order, so moving a key to the end on each use makes
- * its first entry the least recently used.
+ *
+ * The order is a doubly linked list beside a Map from key to node, so every
+ * use, insertion and eviction costs the same however many keys came and went.
+ * (A Map alone keeps insertion order, but the entries it deletes stay in its
+ * storage until it is rebuilt, and reading its oldest entry steps over every
+ * one of them: a full table that keeps evicting slowed down with its churn.)
  */
 export interface KeyTableOptions<V> {
   /** The most keys held at once; at least 1. */
@@ -21,8 +25,20 @@ export interface KeyTableOptions<V> {
 /** How many old entries one `set` examines for spent values: amortised, never a scan of the table. */
 const SWEEP_PER_SET = 2;
 
+interface Node<V> {
+  key: string;
+  value: V;
+  /** Toward the least recently used end. */
+  older: Node<V> | undefined;
+  /** Toward the most recently used end. */
+  newer: Node<V> | undefined;
+}
+
 export class KeyTable<V> {
-  readonly #map = new Map<string, V>();
+  readonly #nodes = new Map<string, Node<V>>();
+  /** The least recently used entry, and the most. */
+  #oldest: Node<V> | undefined;
+  #newest: Node<V> | undefined;
   readonly #maxKeys: number;
   readonly #isSpent: (value: V) => boolean;
   readonly #onRemove: ((key: string, value: V) => void) | undefined;
@@ -39,40 +55,44 @@ export class KeyTable<V> {
   }
 
   get size(): number {
-    return this.#map.size;
+    return this.#nodes.size;
   }
 
   /** The value for `key`, which becomes the most recently used. */
   get(key: string): V | undefined {
-    const value = this.#map.get(key);
-    if (value === undefined) return undefined;
-    this.#map.delete(key);
-    this.#map.set(key, value);
-    return value;
+    const node = this.#nodes.get(key);
+    if (node === undefined) return undefined;
+    this.#unlink(node);
+    this.#append(node);
+    return node.value;
   }
 
   /** The value without touching its place in the order. */
   peek(key: string): V | undefined {
-    return this.#map.get(key);
+    return this.#nodes.get(key)?.value;
   }
 
   /** Adds or replaces `key` as the most recently used, making room first. */
   set(key: string, value: V): void {
-    if (this.#map.has(key)) {
-      this.#map.delete(key);
-    } else {
-      this.sweep(SWEEP_PER_SET);
-      while (this.#map.size >= this.#maxKeys) this.#evictOldest();
+    const present = this.#nodes.get(key);
+    if (present !== undefined) {
+      present.value = value;
+      this.#unlink(present);
+      this.#append(present);
+      return;
     }
-    this.#map.set(key, value);
+    this.sweep(SWEEP_PER_SET);
+    while (this.#nodes.size >= this.#maxKeys) this.#evictOldest();
+    const node: Node<V> = { key, value, older: undefined, newer: undefined };
+    this.#nodes.set(key, node);
+    this.#append(node);
   }
 
   /** Drops `key`; says whether it was there. */
   delete(key: string): boolean {
-    const value = this.#map.get(key);
-    if (value === undefined) return false;
-    this.#map.delete(key);
-    this.#onRemove?.(key, value);
+    const node = this.#nodes.get(key);
+    if (node === undefined) return false;
+    this.#remove(node);
     return true;
   }
 
@@ -83,34 +103,52 @@ export class KeyTable<V> {
    */
   sweep(budget = Infinity): number {
     let dropped = 0;
-    let looked = 0;
-    for (const [key, value] of this.#map) {
-      if (looked++ >= budget || !this.#isSpent(value)) break;
-      this.#map.delete(key);
-      this.#onRemove?.(key, value);
+    while (dropped < budget && this.#oldest !== undefined && this.#isSpent(this.#oldest.value)) {
+      this.#remove(this.#oldest);
       dropped++;
     }
     return dropped;
   }
 
   /** Every entry, least recently used first. */
-  entries(): IterableIterator<[string, V]> {
-    return this.#map.entries();
+  *entries(): IterableIterator<[string, V]> {
+    for (let node = this.#oldest; node !== undefined; node = node.newer) yield [node.key, node.value];
   }
 
   /** Drops everything, telling `onRemove` of each. */
   clear(): void {
-    const entries = [...this.#map];
-    this.#map.clear();
+    const entries = [...this.entries()];
+    this.#nodes.clear();
+    this.#oldest = this.#newest = undefined;
     for (const [key, value] of entries) this.#onRemove?.(key, value);
   }
 
   #evictOldest(): void {
-    const oldest = this.#map.entries().next();
-    if (oldest.done) return;
-    const [key, value] = oldest.value;
-    if (!this.#isSpent(value)) this.evictions++;
-    this.#map.delete(key);
-    this.#onRemove?.(key, value);
+    const oldest = this.#oldest;
+    if (oldest === undefined) return;
+    if (!this.#isSpent(oldest.value)) this.evictions++;
+    this.#remove(oldest);
+  }
+
+  #remove(node: Node<V>): void {
+    this.#nodes.delete(node.key);
+    this.#unlink(node);
+    this.#onRemove?.(node.key, node.value);
+  }
+
+  #append(node: Node<V>): void {
+    node.older = this.#newest;
+    node.newer = undefined;
+    if (this.#newest) this.#newest.newer = node;
+    else this.#oldest = node;
+    this.#newest = node;
+  }
+
+  #unlink(node: Node<V>): void {
+    if (node.older) node.older.newer = node.newer;
+    else this.#oldest = node.newer;
+    if (node.newer) node.newer.older = node.older;
+    else this.#newest = node.older;
+    node.older = node.newer = undefined;
   }
 }

@@ -11,7 +11,9 @@
  * earns in them, rounded down so that a client pacing itself by q/w is never
  * refused. A refused request's RateLimit says r=0 with t equal to Retry-After,
  * since the draft asks that Retry-After not point before the effective
- * window's end.
+ * window's end. Every number is an Integer of RFC 9651, at most 15 digits:
+ * beyond that a strict parser rejects the whole field, so larger values are
+ * held at 999,999,999,999,999 (a rate or burst that large is no limit in practice).
  */
 
 /** The policy's name in both fields. */
@@ -21,8 +23,8 @@ export const POLICY_NAME = "default";
 export function rateLimitPolicy(rate: number): string | undefined {
   if (rate === Infinity) return undefined;
   if (!(rate > 0)) return `"${POLICY_NAME}";q=0`;
-  const windowSeconds = rate >= 1 ? 1 : Math.ceil(1 / rate);
-  return `"${POLICY_NAME}";q=${Math.floor(rate * windowSeconds + 1e-9)};w=${windowSeconds}`;
+  const windowSeconds = rate >= 1 ? 1 : sfInteger(Math.ceil(1 / rate));
+  return `"${POLICY_NAME}";q=${sfInteger(Math.floor(rate * windowSeconds + 1e-9))};w=${windowSeconds}`;
 }
 
 /**
@@ -34,7 +36,15 @@ export function rateLimitState(level: number, rate: number, burst: number): stri
   const remaining = Math.max(0, Math.floor(level + 1e-9));
   const missing = burst - level;
   const fullInSeconds = missing <= 1e-9 ? 0 : rate > 0 ? Math.ceil(missing / rate - 1e-9) : undefined;
-  return `"${POLICY_NAME}";r=${remaining}${fullInSeconds === undefined ? "" : `;t=${fullInSeconds}`}`;
+  return `"${POLICY_NAME}";r=${sfInteger(remaining)}${fullInSeconds === undefined ? "" : `;t=${sfInteger(fullInSeconds)}`}`;
+}
+
+/** The largest Integer a Structured Field may carry (RFC 9651 3.3.1: at most 15 digits). */
+export const MAX_SF_INTEGER = 999_999_999_999_999;
+
+/** `value` (a whole number, not negative) as a Structured Field Integer: held at the largest there is. */
+function sfInteger(value: number): number {
+  return Math.min(value, MAX_SF_INTEGER);
 }
 
 /** The RateLimit field of a refused request: nothing left until Retry-After. */

@@ -5,7 +5,8 @@ import type { KeyLimiterSource } from "./key-limiter.js";
 import { rateLimitPolicy, rateLimitRefused, rateLimitState } from "./rate-limit-fields.js";
 import { type GateResult, RequestGate } from "./request-gate.js";
 import { type StoreBuckets, storeLimiters } from "./store-limiters.js";
-import { clientAddress, TrustedProxies } from "./trusted-proxies.js";
+import { addressKey, DEFAULT_IPV6_PREFIX } from "./address-key.js";
+import { clientAddress, isPrivateAddress, plainAddress, TrustedProxies } from "./trusted-proxies.js";
 
 export type { GateDecision, GateResult } from "./request-gate.js";
 
@@ -15,12 +16,22 @@ export interface RateLimitOptions {
   /** Requests a key may make at once after being idle; at least 1. */
   burst: number;
   /**
-   * The key of a request; by default its client's address (see `trustProxy`).
-   * Returning undefined lets the request through without counting it.
+   * The key of a request, or a promise of it; by default its client's address
+   * (see `trustProxy` and `ipv6Subnet`). Returning undefined lets the request
+   * through without counting it. One that throws, rejects or gives anything
+   * but a string or undefined fails the request (a KeyFunctionError: 500),
+   * never admits it.
    */
-  key?: (req: IncomingMessage) => string | undefined;
-  /** Addresses and CIDRs of proxies whose X-Forwarded-For / Forwarded are believed for the default key; none by default. */
+  key?: (req: IncomingMessage) => string | undefined | Promise<string | undefined>;
+  /**
+   * Addresses and CIDRs of proxies whose X-Forwarded-For / Forwarded are believed
+   * for the default key (where a request carries both, only the hops both name).
+   * Unset, the default key is the framework's `req.ip` where there is one (Express's
+   * `trust proxy`), else the peer's address.
+   */
   trustProxy?: readonly string[];
+  /** IPv6 clients are keyed by their network of this many bits (default 56; 128 for the whole address). */
+  ipv6Subnet?: number;
   /** `drop` (default): refuse with 429 at once; `queue`: hold the request until its turn, up to `maxWaitMs`. */
   policy?: "drop" | "queue";
   /** The longest a queued request waits; required with `policy: "queue"`. */
@@ -33,8 +44,36 @@ export interface RateLimitOptions {
   store?: StoreBuckets;
   /** Told of every decision, before the response is sent or `next` is called. */
   onDecision?: (req: IncomingMessage, result: GateResult, key: string) => void;
+  /** Where the middleware's one-line warnings and errors go; default `console.error`. */
+  log?: (line: string) => void;
   /** For tests: the clock that buckets and waits use. */
   clock?: Clock;
+}
+
+/** Every option there is (a record, so that a new option cannot be left out): any other is refused, since a misspelled limit would silently be no limit. */
+const OPTION_NAMES = Object.keys({
+  rate: true,
+  burst: true,
+  key: true,
+  trustProxy: true,
+  ipv6Subnet: true,
+  policy: true,
+  maxWaitMs: true,
+  maxKeys: true,
+  headers: true,
+  store: true,
+  onDecision: true,
+  log: true,
+  clock: true,
+} satisfies Record<keyof RateLimitOptions, true>);
+
+/** The `key` function threw, rejected, or gave something that is not a key: the request cannot be counted, so it fails. */
+export class KeyFunctionError extends Error {
+  readonly code = "EKEYFUNCTION";
+  constructor(message: string, options?: { cause: unknown }) {
+    super(message, options);
+    this.name = "KeyFunctionError";
+  }
 }
 
 /** The middleware, `(req, res, next)`, with what it holds. */
@@ -68,10 +107,11 @@ export const DEFAULT_MAX_KEYS = 100_000;
  */
 export function rateLimit(options: RateLimitOptions): RateLimitMiddleware {
   const settings = checkOptions(options);
-  const trusted = options.trustProxy && options.trustProxy.length > 0 ? new TrustedProxies(options.trustProxy) : undefined;
-  const keyOf = options.key ?? ((req: IncomingMessage) => clientAddress(req.socket.remoteAddress, req.headers, trusted));
+  const log = options.log ?? ((line: string) => console.error(line));
+  const keyOf = options.key ?? clientKey(options.trustProxy, settings.ipv6Subnet, log);
   const source: KeyLimiterSource | undefined = options.store ? storeLimiters(options.store, { rate: options.rate, burst: options.burst, clock: options.clock }) : undefined;
-  const gate = new RequestGate({ ...settings, source, clock: options.clock });
+  const { rate, burst, maxWaitMs, maxKeys } = settings;
+  const gate = new RequestGate({ rate, burst, maxWaitMs, maxKeys, source, clock: options.clock });
   const sendHeaders = options.headers ?? true;
 
   const respond = (req: IncomingMessage, res: ServerResponse, next: (error?: unknown) => void, key: string, result: GateResult): void => {
@@ -79,7 +119,13 @@ export function rateLimit(options: RateLimitOptions): RateLimitMiddleware {
     if (result.decision === "cancelled") return;
     const policy = rateLimitPolicy(result.rate);
     if (result.decision === "refused") {
-      if (res.headersSent || res.destroyed) return;
+      if (res.writableEnded || res.destroyed) return;
+      // Something wrote the response's head before the limit decided: a 429 can no longer be said, and
+      // ending it would pass for a whole response, so the connection is cut (as a failed handler's is).
+      if (res.headersSent) {
+        res.destroy();
+        return;
+      }
       res.statusCode = 429;
       res.setHeader("Retry-After", String(result.retryAfterSeconds));
       if (policy !== undefined) {
@@ -99,16 +145,13 @@ export function rateLimit(options: RateLimitOptions): RateLimitMiddleware {
     next();
   };
 
-  const middleware = ((req: IncomingMessage, res: ServerResponse, next: (error?: unknown) => void): void => {
-    let key: string | undefined;
-    try {
-      key = keyOf(req);
-    } catch (error) {
-      next(error);
-      return;
-    }
+  const decide = (req: IncomingMessage, res: ServerResponse, next: (error?: unknown) => void, key: unknown): void => {
     if (key === undefined) {
       next();
+      return;
+    }
+    if (typeof key !== "string") {
+      next(new KeyFunctionError(`the \`key\` function gave \`${describeValue(key)}\` (${key === null ? "null" : typeof key}), not a string; return the request's key, or undefined to let it through uncounted`));
       return;
     }
     const waiting = settings.maxWaitMs > 0 ? abortOnHangUp(res) : undefined;
@@ -137,6 +180,24 @@ export function rateLimit(options: RateLimitOptions): RateLimitMiddleware {
         else next(error);
       },
     );
+  };
+
+  const middleware = ((req: IncomingMessage, res: ServerResponse, next: (error?: unknown) => void): void => {
+    let key: unknown;
+    try {
+      key = keyOf(req);
+    } catch (error) {
+      next(keyFunctionFailed(error));
+      return;
+    }
+    if (!isThenable(key)) {
+      decide(req, res, next, key);
+      return;
+    }
+    key.then(
+      (resolved) => decide(req, res, next, resolved),
+      (error: unknown) => next(keyFunctionFailed(error)),
+    );
   }) as RateLimitMiddleware;
 
   middleware.wrap = (handler) => (req, res) => {
@@ -145,6 +206,8 @@ export function rateLimit(options: RateLimitOptions): RateLimitMiddleware {
         handler(req, res);
         return;
       }
+      // A lost store is the middleware's own 503: what reaches here is a fault.
+      log(`tbucket/http: ${req.method} ${req.url}: ${res.headersSent ? "cut the response" : "answered 500"}: ${oneLine(error)}`);
       if (res.headersSent) {
         res.destroy();
         return;
@@ -185,6 +248,61 @@ function storeUnavailable(res: ServerResponse): void {
   res.end(body);
 }
 
+/** The key of a request whose socket closed before its address was read: counted like the rest, in a bucket of their own. */
+const UNKNOWN_CLIENT = "-";
+
+/**
+ * The default key: the client's address, IPv6 by its network. With `trustProxy`, the
+ * forwarding chain is walked back through the trusted proxies; without, the framework's
+ * `req.ip` is taken where there is one (Express resolves it by its `trust proxy`), else
+ * the peer's address. A request forwarded by a private address to a server that does
+ * neither is said once: every client behind that proxy shares its bucket.
+ */
+function clientKey(trustProxy: readonly string[] | undefined, ipv6Subnet: number, log: (line: string) => void): (req: IncomingMessage) => string {
+  const trusted = trustProxy && trustProxy.length > 0 ? new TrustedProxies(trustProxy) : undefined;
+  if (trusted) {
+    return (req) => {
+      const address = clientAddress(req.socket.remoteAddress, req.headers, trusted);
+      return address === undefined ? UNKNOWN_CLIENT : addressKey(address, ipv6Subnet);
+    };
+  }
+  let warned = false;
+  return (req) => {
+    const peer = req.socket.remoteAddress === undefined ? undefined : plainAddress(req.socket.remoteAddress);
+    const frameworkIp = (req as { ip?: unknown }).ip;
+    const address = typeof frameworkIp === "string" && frameworkIp !== "" ? plainAddress(frameworkIp) : peer;
+    if (address === undefined) return UNKNOWN_CLIENT;
+    if (!warned && address === peer && (req.headers["x-forwarded-for"] !== undefined || req.headers.forwarded !== undefined) && isPrivateAddress(address)) {
+      warned = true;
+      const field = req.headers["x-forwarded-for"] !== undefined ? "X-Forwarded-For" : "Forwarded";
+      log(
+        `tbucket/http: requests come through a proxy at ${address} (they carry ${field}) and trustProxy is not set, so every client behind it shares one bucket; ` +
+          `set trustProxy: ["${address}"] (or Express's "trust proxy") to key each client by its own address`,
+      );
+    }
+    return addressKey(address, ipv6Subnet);
+  };
+}
+
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return typeof value === "object" && value !== null && typeof (value as { then?: unknown }).then === "function";
+}
+
+function keyFunctionFailed(error: unknown): KeyFunctionError {
+  return new KeyFunctionError(`the \`key\` function failed: ${oneLine(error)}`, { cause: error });
+}
+
+/** An error's message on one line, for a log that holds one line per event. */
+function oneLine(error: unknown): string {
+  const text = error instanceof Error ? error.message : String(error);
+  return text.replace(/\s*\n\s*/g, " ");
+}
+
+function describeValue(value: unknown): string {
+  if (typeof value === "object" && value !== null) return Object.prototype.toString.call(value);
+  return String(value);
+}
+
 /** An abort signal for a waiting request, fired when its client hangs up before the response. */
 function abortOnHangUp(res: ServerResponse): { signal: AbortSignal; done(): void } {
   const controller = new AbortController();
@@ -193,8 +311,13 @@ function abortOnHangUp(res: ServerResponse): { signal: AbortSignal; done(): void
   return { signal: controller.signal, done: () => res.off("close", onClose) };
 }
 
-function checkOptions(options: RateLimitOptions): { rate: number; burst: number; maxWaitMs: number; maxKeys: number } {
+function checkOptions(options: RateLimitOptions): { rate: number; burst: number; maxWaitMs: number; maxKeys: number; ipv6Subnet: number } {
   if (typeof options !== "object" || options === null) throw new TypeError(`Expected options to be an object, got \`${String(options)}\``);
+  for (const [name, value] of Object.entries(options)) {
+    if (value === undefined || OPTION_NAMES.includes(name)) continue;
+    const near = OPTION_NAMES.find((known) => known.toLowerCase().startsWith(name.toLowerCase()) || name.toLowerCase().startsWith(known.toLowerCase()));
+    throw new TypeError(`Unknown option \`${name}\`${near ? ` (did you mean \`${near}\`?)` : ""}; the options are ${OPTION_NAMES.map((known) => `\`${known}\``).join(", ")}`);
+  }
   const { rate, burst } = options;
   if (typeof rate !== "number" || Number.isNaN(rate) || rate < 0) {
     throw new RangeError(`Expected \`rate\` to be a non-negative number or Infinity, got \`${rate}\` (${typeof rate})`);
@@ -217,8 +340,21 @@ function checkOptions(options: RateLimitOptions): { rate: number; burst: number;
   if (!Number.isInteger(maxKeys) || maxKeys < 1) {
     throw new RangeError(`Expected \`maxKeys\` to be a positive integer, got \`${maxKeys}\` (${typeof maxKeys})`);
   }
-  if (options.key !== undefined && typeof options.key !== "function") {
-    throw new TypeError(`Expected \`key\` to be a function, got \`${String(options.key)}\` (${typeof options.key})`);
+  const ipv6Subnet = options.ipv6Subnet ?? DEFAULT_IPV6_PREFIX;
+  if (!Number.isInteger(ipv6Subnet) || ipv6Subnet < 1 || ipv6Subnet > 128) {
+    throw new RangeError(`Expected \`ipv6Subnet\` to be an integer from 1 to 128 (the bits of an IPv6 address that make a client), got \`${ipv6Subnet}\` (${typeof ipv6Subnet})`);
   }
-  return { rate, burst, maxWaitMs, maxKeys };
+  for (const name of ["key", "onDecision", "log"] as const) {
+    const value = options[name];
+    if (value !== undefined && typeof value !== "function") throw new TypeError(`Expected \`${name}\` to be a function, got \`${String(value)}\` (${typeof value})`);
+  }
+  for (const name of ["trustProxy", "ipv6Subnet"] as const) {
+    if (options[name] !== undefined && options.key !== undefined) {
+      throw new TypeError(`Expected \`${name}\` only without \`key\`: it shapes the default key, the client's address, and \`key\` replaces that`);
+    }
+  }
+  if (options.trustProxy !== undefined && !Array.isArray(options.trustProxy)) {
+    throw new TypeError(`Expected \`trustProxy\` to be an array of addresses and CIDRs, got \`${String(options.trustProxy)}\` (${typeof options.trustProxy})`);
+  }
+  return { rate, burst, maxWaitMs, maxKeys, ipv6Subnet };
 }

@@ -1,4 +1,5 @@
 import { BlockList, isIP } from "node:net";
+import { addressKey } from "./address-key.js";
 
 /**
  * The addresses whose forwarding headers are believed: a request that comes
@@ -65,24 +66,47 @@ export function plainAddress(address: string): string {
 }
 
 /**
- * The addresses a request was forwarded for, the client first: X-Forwarded-For
- * when present, else the `for=` of Forwarded (RFC 7239), ports and brackets
+ * The addresses a request was forwarded for, the client first: those of
+ * X-Forwarded-For, or the `for=` of Forwarded (RFC 7239), ports and brackets
  * removed. Values that are not addresses (`unknown`, `_hidden`) are kept as
  * they are, for the caller to stop at.
+ *
+ * A request that carries both gets only the hops nearest to us that both
+ * name: a proxy writes one of the two and passes the other along as it came,
+ * so either may be the client's own, and where they disagree neither is
+ * believed (the walk stops at the last trusted proxy). Preferring one field
+ * would let a client choose its bucket behind every proxy that writes the other.
  */
 export function forwardedChain(headers: { "x-forwarded-for"?: string | string[]; forwarded?: string | string[] }): string[] {
   const xff = joined(headers["x-forwarded-for"]);
-  if (xff !== undefined) return xff.split(",").map((hop) => hop.trim()).filter((hop) => hop !== "");
   const forwarded = joined(headers.forwarded);
-  if (forwarded === undefined) return [];
+  const fromXff = xff === undefined ? undefined : xff.split(",").map((hop) => hop.trim()).filter((hop) => hop !== "");
+  const fromForwarded = forwarded === undefined ? undefined : forwardedFor(forwarded);
+  if (fromForwarded === undefined) return fromXff ?? [];
+  if (fromXff === undefined) return fromForwarded;
+  let agreed = 0;
+  while (agreed < fromXff.length && agreed < fromForwarded.length && sameHop(fromXff[fromXff.length - 1 - agreed]!, fromForwarded[fromForwarded.length - 1 - agreed]!)) agreed++;
+  return fromXff.slice(fromXff.length - agreed);
+}
+
+/** The `for=` values of a Forwarded field, in order. */
+function forwardedFor(field: string): string[] {
   const chain: string[] = [];
-  for (const element of forwarded.split(",")) {
+  for (const element of field.split(",")) {
     for (const pair of element.split(";")) {
       const match = /^\s*for\s*=\s*(.*?)\s*$/i.exec(pair);
       if (match) chain.push(nodeAddress(match[1]!));
     }
   }
   return chain;
+}
+
+/** One hop as both fields write it: `2001:DB8::1` in one is `2001:db8::1` in the other. */
+function sameHop(a: string, b: string): boolean {
+  if (a === b) return true;
+  const plainA = plainAddress(a);
+  const plainB = plainAddress(b);
+  return isIP(plainA) !== 0 && isIP(plainB) !== 0 && addressKey(plainA, 128) === addressKey(plainB, 128);
 }
 
 /** `"[2001:db8::1]:4711"` → 2001:db8::1, `192.0.2.60:80` → 192.0.2.60. */
@@ -120,4 +144,18 @@ export function clientAddress(
     if (!trusted.has(hop)) return hop;
   }
   return address;
+}
+
+/** Loopback, private (RFC 1918, RFC 4193), shared (RFC 6598) and link-local addresses: where a proxy of one's own sits. */
+const PRIVATE = new BlockList();
+for (const [network, prefix] of [["127.0.0.0", 8], ["10.0.0.0", 8], ["172.16.0.0", 12], ["192.168.0.0", 16], ["100.64.0.0", 10], ["169.254.0.0", 16]] as const) {
+  PRIVATE.addSubnet(network, prefix, "ipv4");
+}
+for (const [network, prefix] of [["::1", 128], ["fc00::", 7], ["fe80::", 10]] as const) PRIVATE.addSubnet(network, prefix, "ipv6");
+
+/** Whether `address` is one a proxy in front of the server would have (see PRIVATE). */
+export function isPrivateAddress(address: string): boolean {
+  const plain = plainAddress(address);
+  const family = isIP(plain);
+  return family !== 0 && PRIVATE.check(plain, family === 4 ? "ipv4" : "ipv6");
 }

@@ -43,6 +43,8 @@ export interface HttpProxyOptions {
   per?: HttpKeyRule;
   /** CIDRs (`127.0.0.1/32`, `10.0.0.0/8`, `::1`) whose X-Forwarded-For / Forwarded are believed; default none. */
   trustProxy?: readonly string[];
+  /** IPv6 clients are keyed by their network of this many bits; default 56, 128 for the whole address. */
+  ipv6Subnet?: number;
   /** `drop` (default): refuse at once with 429; `queue`: wait up to `maxWaitMs`, 429 beyond. */
   policy?: "drop" | "queue";
   /** The longest a queued request waits; required with `policy: "queue"`. */

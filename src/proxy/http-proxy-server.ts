@@ -1,4 +1,3 @@
-import { createHash } from "node:crypto";
 import { Agent, createServer, type IncomingMessage, request as httpRequest, type Server, ServerResponse } from "node:http";
 import type { Socket } from "node:net";
 import { pipeline } from "node:stream";
@@ -6,20 +5,19 @@ import { type Clock, systemClock } from "../core/clock.js";
 import { TokenBucket } from "../core/token-bucket.js";
 import { KeyTable } from "../http/key-table.js";
 import { DEFAULT_MAX_KEYS, type GateResult, rateLimit, type RateLimitMiddleware } from "../http/rate-limit.js";
+import { addressKey, DEFAULT_IPV6_PREFIX } from "../http/address-key.js";
 import { clientAddress, plainAddress, TrustedProxies } from "../http/trusted-proxies.js";
 import { ThrottleStream } from "../stream/throttle-stream.js";
 import { accessLogLine } from "./access-log.js";
 import { backendRequestHeaders, backendRequestRawHeaders, endToEndHeaders, endToEndRawHeaders, rawHasBody } from "./forward-headers.js";
 import type { HttpProxyOptions, RunningHttpProxy } from "./http-proxy-options.js";
 import { parseHttpTarget } from "./http-target.js";
+import { requestKey } from "./request-key.js";
 
 const DEFAULT_HEADERS_TIMEOUT_MS = 30_000;
 const DEFAULT_BACKEND_TIMEOUT_MS = 60_000;
 
 const SWEEP_INTERVAL_MS = 1000;
-
-/** Longer header keys are held by their hash: 100,000 keys of 16 KiB each would be 1.6 GB. */
-const MAX_KEY_CHARS = 256;
 
 /** What the proxy remembers of a request between the decision and the access log. */
 interface RequestRecord {
@@ -80,6 +78,7 @@ export class HttpProxy implements RunningHttpProxy {
     this.#limitsRequests = options.rate !== Infinity || options.shared !== undefined || options.bodyRate !== undefined;
     this.#trusted = options.trustProxy && options.trustProxy.length > 0 ? new TrustedProxies(options.trustProxy) : undefined;
     const per = options.per ?? { by: "ip" };
+    const ipv6Subnet = options.ipv6Subnet ?? DEFAULT_IPV6_PREFIX;
     const maxKeys = options.maxKeys ?? DEFAULT_MAX_KEYS;
     this.#limit = rateLimit({
       rate: options.rate,
@@ -87,7 +86,7 @@ export class HttpProxy implements RunningHttpProxy {
       policy: options.policy,
       maxWaitMs: options.policy === "queue" ? options.maxWaitMs : undefined,
       maxKeys,
-      key: (req) => this.#keyOf(req, per),
+      key: (req) => requestKey(per, req.headers, () => addressKey(this.#clientOf(req), ipv6Subnet)),
       store: options.shared && {
         store: options.shared.store,
         name: options.shared.name,
@@ -180,17 +179,6 @@ export class HttpProxy implements RunningHttpProxy {
     this.#limit.close();
     this.#bodyBuckets?.clear();
     await closed;
-  }
-
-  #keyOf(req: IncomingMessage, per: NonNullable<HttpProxyOptions["per"]>): string | undefined {
-    if (per.by === "all") return "all";
-    if (per.by === "header") {
-      const value = req.headers[per.name.toLowerCase()];
-      const text = Array.isArray(value) ? value[0] : value;
-      // Without the header a client is known by its address, so that leaving it out is no way around the limit.
-      if (text !== undefined && text !== "") return text.length <= MAX_KEY_CHARS ? text : `sha256:${createHash("sha256").update(text).digest("base64url")}`;
-    }
-    return this.#clientOf(req);
   }
 
   #clientOf(req: IncomingMessage): string {

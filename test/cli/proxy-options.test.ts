@@ -36,6 +36,7 @@ describe("parseProxyOptions", () => {
       burst: "10",
       per: "header:X-Api-Key",
       trustProxy: "127.0.0.1, 10.0.0.0/8,::1",
+      ipv6Prefix: "64",
       policy: "queue",
       maxWait: "2s",
       bodyRate: "1mb",
@@ -51,6 +52,7 @@ describe("parseProxyOptions", () => {
       burst: 10,
       per: { by: "header", name: "x-api-key" },
       trustProxy: ["127.0.0.1", "10.0.0.0/8", "::1"],
+      ipv6Prefix: 64,
       policy: "queue",
       maxWaitMs: 2000,
       bodyBytesPerSecond: 1024 * 1024,
@@ -58,6 +60,11 @@ describe("parseProxyOptions", () => {
       accessLog: "-",
       metrics: { host: "127.0.0.1", port: 9464 },
     });
+  });
+
+  it("keys IPv6 clients by /56 unless --ipv6-prefix says otherwise", () => {
+    expect(parse({ listen: "1", to: "http://127.0.0.1:2", rate: "5/s" })).toMatchObject({ ipv6Prefix: 56 });
+    expect(parse({ listen: "1", to: "http://127.0.0.1:2", rate: "5/s", ipv6Prefix: "128" })).toMatchObject({ ipv6Prefix: 128 });
   });
 
   it("keeps an HTTP backend's path prefix, and port 80 when none is written", () => {
@@ -78,6 +85,11 @@ describe("parseProxyOptions", () => {
     [{ listen: "1", to: "http://127.0.0.1:2", rate: "5/s", maxWait: "1s" }, `--max-wait: is how long --policy queue holds a request, and the policy is drop`],
     [{ listen: "1", to: "http://127.0.0.1:2", rate: "5/s", per: "cookie" }, `--per: "cookie" is not an HTTP scope`],
     [{ listen: "1", to: "http://127.0.0.1:2", rate: "5/s", trustProxy: "10.0.0.0/33" }, `--trust-proxy: "10.0.0.0/33" is not an address or CIDR block`],
+    ...["0", "129", "56.5", "-1", "x", ""].map((bits): [ProxyFlags, string] => [
+      { listen: "1", to: "http://127.0.0.1:2", rate: "5/s", ipv6Prefix: bits },
+      `--ipv6-prefix: "${bits}" is not a prefix length; give the bits of an IPv6 address that make one client, 1 to 128 (56, the default, is one customer's network; 128 the whole address)`,
+    ]),
+    [{ listen: "1", to: "127.0.0.1:2", rate: "1mb", ipv6Prefix: "64" }, `--ipv6-prefix: is for HTTP mode`],
     [{ listen: "1", to: "http://127.0.0.1:2/api?x=1", rate: "5/s" }, `a backend is http://HOST:PORT[/prefix], without a user, query or fragment`],
     [{ listen: "1", to: "http://127.0.0.1:2", rate: "5/s", idleTimeout: "1s" }, `--idle-timeout: is for TCP mode`],
     [{ listen: "1", to: "127.0.0.1:2", rate: "1mb", accessLog: "-" }, `--access-log: is for HTTP mode`],

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { MAX_RETRY_AFTER_SECONDS, rateLimitPolicy, rateLimitRefused, rateLimitState, retryAfterSeconds } from "../../src/http/rate-limit-fields.js";
+import { MAX_RETRY_AFTER_SECONDS, MAX_SF_INTEGER, rateLimitPolicy, rateLimitRefused, rateLimitState, retryAfterSeconds } from "../../src/http/rate-limit-fields.js";
 
 describe("RateLimit fields (draft-ietf-httpapi-ratelimit-headers)", () => {
   it.each([
@@ -24,6 +24,16 @@ describe("RateLimit fields (draft-ietf-httpapi-ratelimit-headers)", () => {
     expect(rateLimitState(-3, 1, 10)).toBe(`"default";r=0;t=13`);
     expect(rateLimitState(0.5, 0, 10)).toBe(`"default";r=0`);
     expect(rateLimitRefused(3)).toBe(`"default";r=0;t=3`);
+  });
+
+  // Regression: at 1e16/s RateLimit-Policy said q=10000000000000000, and RFC 9651 parsers reject the field.
+  it.each([1e15, 1e16, 1e20, Number.MAX_VALUE, 1e-15, 1e-16, 1e-300])("every number at %s/s is an Integer of at most 15 digits (RFC 9651)", (rate) => {
+    const integers = (field: string | undefined) => [...field!.matchAll(/[qwrt]=([^;]*)/g)].map((match) => match[1]!);
+    const burst = 1e20;
+    for (const field of [rateLimitPolicy(rate), rateLimitState(burst, rate, burst), rateLimitState(0, rate, burst), rateLimitState(-burst, rate, burst)]) {
+      for (const integer of integers(field)) expect(integer).toMatch(/^\d{1,15}$/);
+    }
+    expect(rateLimitPolicy(1e16)).toBe(`"default";q=${MAX_SF_INTEGER};w=1`);
   });
 
   it("Retry-After rounds up to whole seconds and is never 0", () => {

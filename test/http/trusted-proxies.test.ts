@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { clientAddress, forwardedChain, TrustedProxies, TrustProxyError } from "../../src/http/trusted-proxies.js";
+import { clientAddress, forwardedChain, isPrivateAddress, TrustedProxies, TrustProxyError } from "../../src/http/trusted-proxies.js";
 
 describe("TrustedProxies", () => {
   it("matches addresses and CIDRs of both families, and IPv4-mapped IPv6 as IPv4", () => {
@@ -42,6 +42,17 @@ describe("forwardedChain", () => {
   });
 });
 
+describe("forwardedChain with both fields", () => {
+  // Regression: a trusted proxy that writes Forwarded passed the client's own X-Forwarded-For along, which was read first.
+  it("believes only the nearest hops both name: either may be the client's own, passed along by a proxy that writes the other", () => {
+    expect(forwardedChain({ forwarded: "for=192.0.2.60", "x-forwarded-for": "6.6.6.6" })).toEqual([]);
+    expect(forwardedChain({ forwarded: "for=6.6.6.6", "x-forwarded-for": "192.0.2.60" })).toEqual([]);
+    expect(forwardedChain({ forwarded: "for=192.0.2.60, for=10.0.0.2", "x-forwarded-for": "6.6.6.6, 10.0.0.2" })).toEqual(["10.0.0.2"]);
+    // A proxy that writes both, behind which a client wrote one of them.
+    expect(forwardedChain({ forwarded: `for="[2001:DB8::1]:4711"`, "x-forwarded-for": "6.6.6.6, 2001:db8::1" })).toEqual(["2001:db8::1"]);
+  });
+});
+
 describe("clientAddress", () => {
   const trusted = new TrustedProxies(["127.0.0.1", "10.0.0.0/8"]);
 
@@ -60,7 +71,24 @@ describe("clientAddress", () => {
     expect(clientAddress("127.0.0.1", { "x-forwarded-for": "" }, trusted)).toBe("127.0.0.1");
   });
 
+  it("never takes a client's own field, whichever of the two its proxy writes", () => {
+    // The proxy at 127.0.0.1 writes Forwarded and passes the client's X-Forwarded-For along, or the other way round.
+    expect(clientAddress("127.0.0.1", { forwarded: "for=192.0.2.60", "x-forwarded-for": "6.6.6.6" }, trusted)).toBe("127.0.0.1");
+    expect(clientAddress("127.0.0.1", { forwarded: "for=6.6.6.6", "x-forwarded-for": "192.0.2.60" }, trusted)).toBe("127.0.0.1");
+    expect(clientAddress("127.0.0.1", { forwarded: "for=192.0.2.60" }, trusted)).toBe("192.0.2.60");
+    expect(clientAddress("127.0.0.1", { forwarded: "for=192.0.2.60", "x-forwarded-for": "192.0.2.60" }, trusted)).toBe("192.0.2.60");
+  });
+
   it("is the farthest trusted hop when every hop is trusted", () => {
     expect(clientAddress("127.0.0.1", { "x-forwarded-for": "10.0.0.2, 10.0.0.1" }, trusted)).toBe("10.0.0.2");
+  });
+});
+
+describe("isPrivateAddress", () => {
+  it("is true of loopback, private, shared and link-local addresses of both families", () => {
+    for (const address of ["127.0.0.1", "10.1.2.3", "172.16.0.1", "172.31.255.255", "192.168.1.1", "100.64.0.1", "::1", "fd00::1", "fe80::1", "::ffff:10.0.0.1"]) {
+      expect(isPrivateAddress(address)).toBe(true);
+    }
+    for (const address of ["8.8.8.8", "172.32.0.1", "2001:db8::1", "unknown"]) expect(isPrivateAddress(address)).toBe(false);
   });
 });

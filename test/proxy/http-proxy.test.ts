@@ -211,6 +211,36 @@ describe("the HTTP proxy", () => {
     expect(statuses).toEqual([200, 429, 200, 200, 429]);
   });
 
+  // Regression: a header value equal to a client's address landed in that client's bucket and drained it.
+  it("never puts a header's value in the bucket of the address it spells", async () => {
+    const backend = await listen((_req, res) => res.end());
+    const store = new MemoryStore();
+    const { url } = await proxyTo(backend.url, { rate: 0.001, burst: 1, per: { by: "header", name: "X-Api-Key" }, shared: { store, name: "api", onStoreError: "fail" } });
+    const statuses = [];
+    for (const key of ["127.0.0.1", undefined, "x-api-key=a", "a"]) statuses.push((await get(url, key ? { "x-api-key": key } : {})).status);
+    expect(statuses).toEqual([200, 200, 200, 200]);
+    expect((await store.list()).map((bucket) => bucket.key).sort()).toEqual(["api:127.0.0.1", "api:x-api-key=127.0.0.1", "api:x-api-key=a", "api:x-api-key=x-api-key=a"]);
+  });
+
+  it("keys IPv6 clients by their /56, or by ipv6Subnet", async () => {
+    const backend = await listen((_req, res) => res.end());
+    const { url: by56 } = await proxyTo(backend.url, { rate: 0.001, burst: 1, trustProxy: ["127.0.0.1"] });
+    const { url: by64 } = await proxyTo(backend.url, { rate: 0.001, burst: 1, trustProxy: ["127.0.0.1"], ipv6Subnet: 64 });
+    for (const [url, want] of [[by56, [200, 429, 429, 200]], [by64, [200, 200, 429, 200]]] as const) {
+      const statuses = [];
+      for (const client of ["2001:db8:0:100::1", "2001:db8:0:1ff::1", "2001:db8:0:1ff::2", "2001:db8:0:200::1"]) statuses.push((await get(url, { "x-forwarded-for": client })).status);
+      expect(statuses).toEqual(want);
+    }
+  });
+
+  it("takes neither Forwarded nor X-Forwarded-For from a client through a trusted proxy that writes the other", async () => {
+    const backend = await listen((_req, res) => res.end());
+    const { url } = await proxyTo(backend.url, { rate: 0.001, burst: 1, trustProxy: ["127.0.0.1"] });
+    const statuses = [];
+    for (const headers of <Array<Record<string, string>>>[{ forwarded: "for=198.51.100.6", "x-forwarded-for": "192.0.2.1" }, { forwarded: "for=192.0.2.1" }]) statuses.push((await get(url, headers)).status);
+    expect(statuses).toEqual([200, 200]);
+  });
+
   it("keys by the forwarded client only from trusted proxies", async () => {
     const backend = await listen((_req, res) => res.end());
     const { url: trusting } = await proxyTo(backend.url, { rate: 0.001, burst: 1, trustProxy: ["127.0.0.0/8"] });
@@ -313,7 +343,8 @@ describe("the HTTP proxy", () => {
 
   it("lets go of keys whose buckets refilled while the proxy is idle", async () => {
     const backend = await listen((_req, res) => res.end());
-    const { proxy, url } = await proxyTo(backend.url, { rate: 100, burst: 1, trustProxy: ["127.0.0.1"] });
+    // Full again 200 ms after its request: a loaded machine takes longer than 10 ms per request, and new keys sweep full ones.
+    const { proxy, url } = await proxyTo(backend.url, { rate: 5, burst: 1, trustProxy: ["127.0.0.1"] });
     for (let i = 0; i < 5; i++) await get(url, { "x-forwarded-for": `10.2.0.${i}` });
     expect(proxy.liveKeys()).toBe(5);
     await until(() => proxy.liveKeys() === 0, "the keys to go");

@@ -87,9 +87,11 @@ describe("tbucket proxy --to http://...", () => {
     expect(performance.now() - startedMs).toBeGreaterThanOrEqual(350);
     expect((await stopProxy(queued)).code).toBe(0);
 
-    const perClient = await startProxy(["--to", `http://127.0.0.1:${backendPort}`, "--rate", "1/10s", "--trust-proxy", "127.0.0.1", "--per", "ip"]);
+    const perClient = await startProxy(["--to", `http://127.0.0.1:${backendPort}`, "--rate", "1/10s", "--trust-proxy", "127.0.0.1", "--per", "ip", "--ipv6-prefix", "64"]);
     const as = async (client: string) => (await fetch(`http://127.0.0.1:${perClient.port}/`, { headers: { "x-forwarded-for": client } })).status;
     expect([await as("10.0.0.1"), await as("10.0.0.2"), await as("10.0.0.1")]).toEqual([200, 200, 429]);
+    // One /64 is one client; the next /64 of the same /56 is another.
+    expect([await as("2001:db8::1"), await as("2001:db8::2"), await as("2001:db8:0:1::1")]).toEqual([200, 429, 200]);
     expect((await stopProxy(perClient)).code).toBe(0);
 
     const perHeader = await startProxy(["--to", `http://127.0.0.1:${backendPort}`, "--rate", "1/10s", "--per", "header:X-Api-Key"]);
@@ -115,6 +117,14 @@ describe("tbucket proxy --to http://...", () => {
   it("exits 2 for --policy queue without --max-wait", async () => {
     const result = await runCli(["proxy", "--listen", "0", "--to", "http://127.0.0.1:9", "--rate", "5/s", "--policy", "queue"]);
     expect(result.stderr).toBe(`tbucket: --policy queue: needs --max-wait, the longest a request waits its turn before a 429; add e.g. "--max-wait 2s"\n`);
+    expect(result.code).toBe(2);
+  });
+
+  it("exits 2 for an --ipv6-prefix that is not 1 to 128", async () => {
+    const result = await runCli(["proxy", "--listen", "0", "--to", "http://127.0.0.1:9", "--rate", "5/s", "--ipv6-prefix", "129"]);
+    expect(result.stderr).toBe(
+      `tbucket: --ipv6-prefix: "129" is not a prefix length; give the bits of an IPv6 address that make one client, 1 to 128 (56, the default, is one customer's network; 128 the whole address)\n`,
+    );
     expect(result.code).toBe(2);
   });
 });

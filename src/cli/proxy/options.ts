@@ -1,6 +1,7 @@
 import { isIP } from "node:net";
 import { parseByteRate, parseByteSize, parseCount, parseCountRate, parseDuration } from "../../core/units.js";
 import type { BucketScope } from "../../proxy/bucket-pool.js";
+import { DEFAULT_IPV6_PREFIX } from "../../http/address-key.js";
 import { formatHostPort, type HostPort, parseHostPort } from "../../proxy/host-port.js";
 import { parseOption, UsageError } from "../errors.js";
 import { parseReportOptions, type ReportFlags, type ReportOptions } from "../report-options.js";
@@ -40,6 +41,8 @@ export interface HttpProxyConfig extends CommonProxyConfig {
   per: HttpKeyScope;
   /** Addresses (CIDR) whose X-Forwarded-For and Forwarded headers are believed. */
   trustProxy: string[];
+  /** IPv6 clients are keyed by their network of this many bits. */
+  ipv6Prefix: number;
   policy: "drop" | "queue";
   /** With `queue`: the longest wait before a 429. */
   maxWaitMs: number | undefined;
@@ -63,6 +66,7 @@ export interface ProxyFlags extends SharedBucketFlags, ReportFlags {
   connections?: string;
   maxWait?: string;
   trustProxy?: string;
+  ipv6Prefix?: string;
   policy?: string;
   bodyRate?: string;
   maxKeys?: string;
@@ -82,6 +86,7 @@ const TCP_ONLY: ReadonlyArray<[keyof ProxyFlags, string]> = [
 ];
 const HTTP_ONLY: ReadonlyArray<[keyof ProxyFlags, string]> = [
   ["trustProxy", "--trust-proxy"],
+  ["ipv6Prefix", "--ipv6-prefix"],
   ["policy", "--policy"],
   ["bodyRate", "--body-rate"],
   ["maxKeys", "--max-keys"],
@@ -220,6 +225,7 @@ function parseHttpOptions(flags: ProxyFlags, common: CommonProxyConfig, target: 
     burst: flags.burst === undefined ? undefined : parseOption("--burst", flags.burst, (text) => parseCount(text)),
     per: parseHttpScope(flags.per),
     trustProxy: flags.trustProxy === undefined ? [] : parseOption("--trust-proxy", flags.trustProxy, parseCidrList),
+    ipv6Prefix: flags.ipv6Prefix === undefined ? DEFAULT_IPV6_PREFIX : parseOption("--ipv6-prefix", flags.ipv6Prefix, parseIpv6Prefix),
     policy,
     maxWaitMs: flags.maxWait === undefined ? undefined : parseOption("--max-wait", flags.maxWait, parseDuration),
     bodyBytesPerSecond: flags.bodyRate === undefined ? undefined : parseOption("--body-rate", flags.bodyRate, (text) => parseByteRate(text)),
@@ -254,6 +260,15 @@ function parseHttpScope(text: string | undefined): HttpKeyScope {
   const header = /^header:([!#$%&'*+.^_`|~0-9A-Za-z-]+)$/.exec(text);
   if (header) return { by: "header", name: header[1]!.toLowerCase() };
   throw new UsageError(`--per: "${text}" is not an HTTP scope; try "--per ip" (the default), "--per header:X-Api-Key" or "--per all"`);
+}
+
+/** The bits of an IPv6 address that make one client: 1 to 128. */
+function parseIpv6Prefix(text: string): number {
+  const bits = Number(text);
+  if (!/^\d{1,3}$/.test(text.trim()) || bits < 1 || bits > 128) {
+    throw new Error(`"${text}" is not a prefix length; give the bits of an IPv6 address that make one client, 1 to 128 (56, the default, is one customer's network; 128 the whole address)`);
+  }
+  return bits;
 }
 
 /** `127.0.0.1,10.0.0.0/8,::1`: addresses and CIDR blocks. */

@@ -29,6 +29,7 @@ export function registerProxy(program: Command, onExit: (code: number) => void):
     .option("--connections <rate>", "TCP: accept at most this many connections per time (10/s)")
     .option("--max-wait <d>", "TCP: hold a connection over --connections up to d, then close it (default 0); HTTP: --policy queue's longest wait")
     .option("--trust-proxy <cidrs>", "HTTP: read X-Forwarded-For/Forwarded only from these addresses (127.0.0.1,10.0.0.0/8)")
+    .option("--ipv6-prefix <bits>", "HTTP: key IPv6 clients by their network of this many bits (default 56; 128: each address)")
     .option("--policy <drop|queue>", "HTTP: drop (429 at once, the default) or queue (wait up to --max-wait)")
     .option("--body-rate <rate>", "HTTP: shape response bodies per key to this byte rate")
     .option("--max-keys <n>", "HTTP: most client buckets held; the least recently used go first (default 100000)")

@@ -192,6 +192,7 @@ async function runHttpProxy(config: HttpProxyConfig): Promise<number> {
           burst,
           per: config.per,
           trustProxy: config.trustProxy,
+          ipv6Subnet: config.ipv6Prefix,
           policy: config.policy,
           maxWaitMs: config.maxWaitMs,
           bodyRate: config.bodyBytesPerSecond === undefined ? undefined : { bytesPerSecond: config.bodyBytesPerSecond, burstBytes: defaultBurstBytes(config.bodyBytesPerSecond) },
