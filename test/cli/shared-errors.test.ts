@@ -237,6 +237,27 @@ describe("when the store fails", () => {
     }
   });
 
+  it("a SQLite file locked by another program past the busy timeout mid-run: the pipe waits, then goes on from the file once it is free, silently", async () => {
+    const path = join(dir, "locked.db");
+    const input = patterned(1024 * 1024);
+    const pipe = startCli(["--key", "locked", "--store", `sqlite:${path}`, "--rate", "256k"], { input });
+    await pipe.waitForBytes(1);
+    const { default: Database } = await import("better-sqlite3");
+    const holder = new Database(path);
+    try {
+      holder.exec("BEGIN EXCLUSIVE");
+      // Past the 5 s busy timeout, so that the store is found locked and asked again.
+      await new Promise((resolve) => setTimeout(resolve, 6500));
+      holder.exec("COMMIT");
+      const result = await pipe.exited;
+      expect([result.code, result.stderr]).toEqual([0, ""]);
+      expect(result.stdout.equals(input)).toBe(true);
+    } finally {
+      if (holder.inTransaction) holder.exec("ROLLBACK");
+      holder.close();
+    }
+  }, 30_000);
+
   // A private bucket was for good: the store was never asked again.
   it("Redis lost mid-run with --on-store-error local and back 3 s later: a private bucket meanwhile, then the shared key again, each said in one line", async () => {
     const server = await startRedisServer();
