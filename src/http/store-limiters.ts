@@ -40,7 +40,7 @@ export interface StoreBuckets {
  */
 export function storeLimiters(buckets: StoreBuckets, settings: { rate: number; burst: number; clock?: Clock }): KeyLimiterSource {
   const mode = buckets.onStoreError ?? "fail";
-  const watch = new StoreWatch(buckets.store, { clock: settings.clock, onLost: buckets.onError, onBack: buckets.onBack && ((lostForMs) => buckets.onBack!(lostForMs)) });
+  const watch = new StoreWatch(buckets.store, { clock: settings.clock, onLost: buckets.onError, onBack: buckets.onBack });
   const wanted: BucketConfig = { rate: settings.rate, burst: settings.burst, kind: "count" };
   const open = (key: string, config: BucketConfig): Promise<StoreBackedLimiter> => openSharedKey(watch, key, config, { expireWhenFull: true, clock: settings.clock });
   return {
