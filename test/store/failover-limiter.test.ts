@@ -91,7 +91,7 @@ describe("FailoverLimiter", () => {
     const backAtMs = clock.now();
     await clock.advance(1000);
     expect(watch.lost).toBeUndefined();
-    expect(told).toEqual(["lost at 0", "back at 5500 after 5500"]);
+    expect(told).toEqual(["lost at 0", "back at 5200 after 5200"]);
     expect(clock.now() - backAtMs).toBeLessThanOrEqual(1000);
     await limiter.wait(1);
     expect(await store.read("k")).toMatchObject({ rate: 100, burst: 10, kind: "count" });
