@@ -202,7 +202,7 @@ export class RedisStore implements BucketStore {
 }
 
 /** The longest pause between two attempts to reconnect to a Redis lost mid-run. */
-const RECONNECT_MAX_MS = 500;
+const RECONNECT_MAX_MS = 250;
 
 /**
  * What to say when Redis answered but refused to run the bucket's script:

@@ -85,7 +85,7 @@ describe("tbucket proxy (TCP) --key", () => {
       expect(local.running.stderr()).toMatch(/\ntbucket: warning: store redis:\/\/.*: lost Redis \(.*\); going on with private buckets of the same settings until it is back\n/);
       const held = receiveAll(await connectTo(failing.port, "127.0.0.3"));
       expect(await Promise.race([held, sleep(1000).then(() => "held")])).toBe("held");
-      // A command sent while the client reconnects waits up to three attempts (1.5 s) before it fails.
+      // A command sent while the client reconnects waits up to three attempts before it fails.
       const deadline = performance.now() + 3000;
       while (!failing.running.stderr().includes("tbucket: warning:") && performance.now() < deadline) await sleep(50);
       expect(failing.running.stderr()).toMatch(/\ntbucket: warning: store redis:\/\/.*: lost Redis \(.*\); transfers wait until it is back\n$/);
