@@ -13,6 +13,13 @@ import { displayWidth, fitToColumns } from "./display-width.js";
 export interface ProgressField {
   text: string;
   dropRank?: number;
+  /**
+   * The most columns the text can take as its figure changes (`1023.99 KiB/s`
+   * for a rate): which fields fit is decided from it, so that a field does not
+   * come and go from one redraw to the next as another's text changes width.
+   * With an empty text it keeps the room of a field that comes and goes itself.
+   */
+  widest?: number;
 }
 
 /** Why a field may go, in the order they go: pv drops its bar first; we drop what a user needs least. */
@@ -20,25 +27,33 @@ export const DROP = { average: 1, bucket: 2, limit: 3, elapsed: 4, percentage: 5
 
 const SEPARATOR = "  ";
 
-/** The fields joined, without the droppable ones that do not fit `width`; then only the whole fields that fit. */
+/**
+ * The fields joined, without the droppable ones that do not fit `width`; then
+ * only the whole fields that fit. What fits is measured on each field's widest.
+ */
 export function fitFields(fields: readonly ProgressField[], width: number, separator = SEPARATOR): string {
+  const span = (some: readonly ProgressField[]) =>
+    some.reduce((columns, field) => columns + Math.max(field.widest ?? 0, field.text.length), 0) + separator.length * Math.max(0, some.length - 1);
+  const join = (some: readonly ProgressField[]) =>
+    some
+      .filter((field) => field.text !== "")
+      .map((field) => field.text)
+      .join(separator);
   let kept = fields;
-  let line = kept.map((field) => field.text).join(separator);
   const ranks = [...new Set(fields.flatMap((field) => (field.dropRank === undefined ? [] : [field.dropRank])))].sort((a, b) => a - b);
   for (const rank of ranks) {
-    if (line.length <= width) break;
+    if (span(kept) <= width) break;
     kept = kept.filter((field) => field.dropRank !== rank);
-    line = kept.map((field) => field.text).join(separator);
   }
-  if (line.length <= width) return line;
+  if (span(kept) <= width) return join(kept);
   // Whole fields only, in order, each that still fits: a figure cut short ("144.05 K" of 144.05 KiB/s,
-  // "1" of 144.05) reads as another figure. The first is cut only if it alone is too long.
-  let fitted = "";
+  // "1" of 144.05) reads as another figure. The first is cut only if none fits.
+  const fitted: ProgressField[] = [];
   for (const field of kept) {
-    const next = fitted === "" ? field.text : `${fitted}${separator}${field.text}`;
-    if (next.length <= width) fitted = next;
+    if (span([...fitted, field]) <= width) fitted.push(field);
   }
-  return fitted !== "" ? fitted : (kept[0]?.text ?? "").slice(0, Math.max(0, width));
+  const line = join(fitted);
+  return line !== "" ? line : (kept[0]?.text ?? "").slice(0, Math.max(0, width));
 }
 
 /** How the line is shown: redrawn in place, or a plain line a second. */

@@ -110,24 +110,39 @@ export function startProgressDisplay(options: ProgressOptions): ProgressDisplay 
   };
 }
 
+/** The most columns a format takes over `samples`, its widest figures. */
+const widestOf = (format: (value: number) => string, samples: readonly number[]) => Math.max(...samples.map((value) => format(value).length));
+/** Below 1024 TiB: `1023.99 KiB`. */
+const BYTES_WIDEST = widestOf(humanBytes, [1023.99 * 1024]);
+const BYTE_RATE_WIDEST = widestOf(humanByteRate, [1023.99 * 1024]);
+/** Under an hour: `999 ms`, `59.9 s`, `59m59s`. */
+const DURATION_WIDEST = widestOf(humanDuration, [999, 59_900, 3_599_000]);
+const lineRate = (perSecond: number) => humanCountRate(perSecond).replace("/", " lines/");
+/** Below 100,000 lines a second: `59.9 lines/min`, `99.9 lines/s`, `99999 lines/s`. */
+const LINE_RATE_WIDEST = widestOf(lineRate, [0.999, 99.9, 99_999]);
+
 /**
  * One progress line, fitted to `width`: the amount, the current rate, the
  * average past the burst (the figure a user can hold against the limit), the
  * limit (and its key), the bucket's level, the time, the percentage and ETA.
- * For a line rate, lines come first and bytes last.
+ * For a line rate, lines come first and bytes last. Which fields fit is
+ * decided from the widest each figure can be, so that the layout holds from
+ * one redraw to the next (issue 19: the percentage came and went as the rate
+ * read 1.09 MiB/s, then 1022.56 KiB/s).
  */
 export function describeProgress(stats: PipeStats, view: ProgressView, width = Infinity): string {
   const lines = stats.kind === "count";
-  const perSecond = (rate: number) => (lines ? `${humanCountRate(rate).replace("/", " lines/")}` : humanByteRate(rate));
+  const perSecond = lines ? lineRate : humanByteRate;
+  const rateWidest = lines ? LINE_RATE_WIDEST : BYTE_RATE_WIDEST;
   const limited = Number.isFinite(stats.rate);
-  const fields: ProgressField[] = [{ text: lines ? `${stats.records ?? 0} lines` : humanBytes(stats.bytes) }];
+  const fields: ProgressField[] = [lines ? { text: `${stats.records ?? 0} lines` } : { text: humanBytes(stats.bytes), widest: BYTES_WIDEST }];
   // Above the limit only while the burst goes out: said so, not left to look like a broken limit.
   const inBurst = limited && stats.rate > 0 && view.currentRate > stats.rate * 1.02;
-  fields.push({ text: perSecond(view.currentRate) });
-  // Goes with the limit: without the limit on the line there is nothing to explain.
-  if (inBurst) fields.push({ text: "(burst)", dropRank: DROP.limit });
+  fields.push({ text: perSecond(view.currentRate), widest: rateWidest });
+  // Goes with the limit: without the limit on the line there is nothing to explain. Its room is kept while it is away.
+  if (limited && stats.rate > 0) fields.push({ text: inBurst ? "(burst)" : "", widest: "(burst)".length, dropRank: DROP.limit });
   const average = steadyRate(stats);
-  if (average !== undefined) fields.push({ text: `avg ${perSecond(average)}`, dropRank: DROP.average });
+  if (average !== undefined) fields.push({ text: `avg ${perSecond(average)}`, widest: "avg ".length + rateWidest, dropRank: DROP.average });
   const key = view.key === undefined ? "" : `, key "${view.key}"`;
   if (stats.rate === 0) {
     fields.push({ text: `paused${key}` });
@@ -136,19 +151,21 @@ export function describeProgress(stats: PipeStats, view: ProgressView, width = I
     fields.push({ text: `${limit}${key}`, dropRank: DROP.limit });
   }
   if (view.level !== undefined && limited) {
-    fields.push({ text: `bucket ${Math.round((Math.max(0, view.level) / stats.burst) * 100)}%`, dropRank: DROP.bucket });
+    fields.push({ text: `bucket ${Math.round((Math.max(0, view.level) / stats.burst) * 100)}%`, widest: "bucket 100%".length, dropRank: DROP.bucket });
   }
-  fields.push({ text: humanDuration(stats.elapsedMs), dropRank: DROP.elapsed });
+  fields.push({ text: humanDuration(stats.elapsedMs), widest: DURATION_WIDEST, dropRank: DROP.elapsed });
   // The other unit last: bytes for a line rate, lines for --lines with a byte rate.
-  if (lines) fields.push({ text: humanBytes(stats.bytes), dropRank: DROP.secondary });
+  if (lines) fields.push({ text: humanBytes(stats.bytes), widest: BYTES_WIDEST, dropRank: DROP.secondary });
   else if (stats.records !== undefined) fields.push({ text: `${stats.records} lines`, dropRank: DROP.secondary });
   if (view.totalBytes !== undefined && view.totalBytes > 0) {
     // Past 100% when more came than --size said, as pv shows it: a pinned 100.0% would look finished.
     const share = stats.bytes / view.totalBytes;
-    fields.push({ text: `${(share * 100).toFixed(1)}%`, dropRank: DROP.percentage });
+    fields.push({ text: `${(share * 100).toFixed(1)}%`, widest: "100.0%".length, dropRank: DROP.percentage });
     // Never faster than the limit (the window may still hold the burst); none while paused.
     const pace = limited && !lines ? Math.min(stats.rate, view.etaBytesPerSecond) : stats.rate === 0 ? 0 : view.etaBytesPerSecond;
-    if (share < 1 && pace > 0 && !view.ended) fields.push({ text: `ETA ${humanDuration(((view.totalBytes - stats.bytes) / pace) * 1000)}` });
+    // Its room is kept while the copy goes on (paused, no pace yet); the last line has none.
+    const eta = share < 1 && pace > 0 && !view.ended ? `ETA ${humanDuration(((view.totalBytes - stats.bytes) / pace) * 1000)}` : "";
+    if (share < 1 && !view.ended) fields.push({ text: eta, widest: "ETA ".length + DURATION_WIDEST });
   }
   return fitFields(fields, width);
 }

@@ -12,19 +12,25 @@ export interface AccessLogEntry {
   status: number;
   /** Response body bytes sent. */
   bytes: number;
-  /** admitted, queued, refused, cancelled (the client hung up while queued), or failed (the limit could not be checked: its store failed). */
+  /**
+   * admitted, queued, refused, cancelled (the client hung up while queued), failed (the limit could not
+   * be checked: its store failed), or invalid (a 400 for framing the proxy cannot forward; not limited).
+   */
   decision: string;
   /** How long the request waited for its turn. */
   waitMs: number;
 }
 
 /**
- * One line in Combined Log Format, as nginx and Apache write it, in UTC, with
- * the decision and the wait in ms appended:
+ * One line in Combined Log Format, as nginx and Apache write it, in UTC, the
+ * time to the millisecond (Apache's `%{msec_frac}t`), with the decision and
+ * the wait in ms appended:
  *
- *   127.0.0.1 - - [01/Dec/2026:02:49:13 +0000] "GET /a HTTP/1.1" 429 39 "-" "curl/8.5.0" refused 0
+ *   127.0.0.1 - - [01/Dec/2026:02:49:13.042 +0000] "GET /a HTTP/1.1" 429 39 "-" "curl/8.5.0" refused 0
  *
- * `tbucket simulate --trace` reads it as it is. Quotes, backslashes and
+ * `tbucket simulate --trace` reads it as it is: whole seconds would put a
+ * second's requests at one instant, and a replay of the limit would refuse
+ * what the proxy admitted over that second. Quotes, backslashes and
  * control characters in the quoted fields are escaped (\" \\ \xHH), so a
  * client cannot forge a line or a field.
  */
@@ -41,20 +47,21 @@ export function accessLogLine(entry: AccessLogEntry): string {
 let cachedSecond = Number.NaN;
 let cachedTime = "";
 
-/** `01/Dec/2026:02:49:13 +0000`. */
+/** `01/Dec/2026:02:49:13.042 +0000`: the millisecond the instant is in. */
 export function clfTime(epochMs: number): string {
-  const second = Math.floor(epochMs / 1000);
+  const ms = Math.floor(epochMs);
+  const second = Math.floor(ms / 1000);
   if (second !== cachedSecond) {
-    cachedTime = formatClfTime(second * 1000);
+    cachedTime = formatClfSecond(second * 1000);
     cachedSecond = second;
   }
-  return cachedTime;
+  return `${cachedTime}.${String(ms - second * 1000).padStart(3, "0")} +0000`;
 }
 
-function formatClfTime(epochMs: number): string {
+function formatClfSecond(epochMs: number): string {
   const date = new Date(epochMs);
   const two = (n: number) => String(n).padStart(2, "0");
-  return `${two(date.getUTCDate())}/${MONTHS[date.getUTCMonth()]}/${date.getUTCFullYear()}:${two(date.getUTCHours())}:${two(date.getUTCMinutes())}:${two(date.getUTCSeconds())} +0000`;
+  return `${two(date.getUTCDate())}/${MONTHS[date.getUTCMonth()]}/${date.getUTCFullYear()}:${two(date.getUTCHours())}:${two(date.getUTCMinutes())}:${two(date.getUTCSeconds())}`;
 }
 
 function headerText(value: string | string[] | undefined): string {

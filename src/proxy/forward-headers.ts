@@ -16,12 +16,22 @@ const HOP_BY_HOP = new Set([
   "upgrade",
 ]);
 
+/**
+ * Fields a Connection header cannot make hop-by-hop: the message's framing
+ * and its Host. Dropped, the body would go on unframed (`Connection:
+ * content-length` on a GET), read by the next hop as further requests.
+ */
+const NEVER_CONNECTION_NAMED = new Set(["content-length", "transfer-encoding", "host"]);
+
 /** A message's headers without the hop-by-hop ones; `keep` spares some (Upgrade and Connection on a WebSocket handshake). */
 export function endToEndHeaders(headers: IncomingHttpHeaders, keep: readonly string[] = []): OutgoingHttpHeaders {
   const named = new Set<string>();
   const connection = headers.connection;
   if (connection !== undefined) {
-    for (const token of String(connection).split(",")) named.add(token.trim().toLowerCase());
+    for (const token of String(connection).split(",")) {
+      const field = token.trim().toLowerCase();
+      if (!NEVER_CONNECTION_NAMED.has(field)) named.add(field);
+    }
   }
   const out: OutgoingHttpHeaders = {};
   for (const [name, value] of Object.entries(headers)) {
@@ -66,8 +76,12 @@ export function endToEndRawHeaders(raw: readonly string[]): string[] {
 /**
  * The request's raw header lines for the backend: end-to-end only, one Host
  * (`host` when the client sent none, as node would add), the peer appended to
- * X-Forwarded-For, and `Content-Length: 0` on a bodiless request of a method
+ * X-Forwarded-For, and the body's framing said whatever the method: the
+ * client's Transfer-Encoding (node then chunks the body it decoded) or
+ * Content-Length, and `Content-Length: 0` on a bodiless request of a method
  * node would otherwise send chunked (a final empty chunk is a second packet).
+ * Left to node, a GET's body would go unframed. `TE: trailers` goes on when
+ * the client sent it, so that a backend's trailers come back.
  */
 export function backendRequestRawHeaders(raw: readonly string[], method: string, peerAddress: string | undefined, host: string): string[] {
   const named = connectionNamed(raw);
@@ -76,10 +90,17 @@ export function backendRequestRawHeaders(raw: readonly string[], method: string,
   let hasHost = false;
   let length: string | undefined;
   let chunked = false;
+  let takesTrailers = false;
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i]!.toLowerCase();
     const value = raw[i + 1]!;
-    if (name === "transfer-encoding") chunked = true;
+    if (name === "transfer-encoding") {
+      // Node's parser let through one field whose last coding is chunked: the coding the proxy decoded and node's client chunks again.
+      chunked = true;
+      out.push(raw[i]!, value);
+      continue;
+    }
+    if (name === "te" && /(?:^|,)\s*trailers\s*(?:[,;]|$)/i.test(value)) takesTrailers = true;
     if (HOP_BY_HOP.has(name) || named?.has(name)) continue;
     if (name === "x-forwarded-for") {
       chain = chain === undefined ? value : `${chain}, ${value}`;
@@ -98,8 +119,34 @@ export function backendRequestRawHeaders(raw: readonly string[], method: string,
   if (peerAddress !== undefined) out.push("X-Forwarded-For", chain ? `${chain}, ${peerAddress}` : peerAddress);
   else if (chain !== undefined) out.push("X-Forwarded-For", chain);
   if (!chunked && length === undefined && !BODILESS_BY_DEFAULT.has(method)) out.push("Content-Length", "0");
+  // RFC 9110 10.1.4: TE is named in Connection as well.
+  if (takesTrailers) out.push("TE", "trailers", "Connection", "te");
   return out;
 }
+
+/**
+ * Why a request cannot be forwarded as it is framed (RFC 9112 3.2, 6.1), or
+ * undefined: more than one Host, a Host that is not `host[:port]`, or a
+ * Transfer-Encoding on HTTP/1.0, whose framing is then faulty. The rest of
+ * the framing (Content-Length with Transfer-Encoding, two lengths, a coding
+ * other than chunked last) node's parser refuses already.
+ */
+export function framingProblem(raw: readonly string[], httpVersion: string): string | undefined {
+  let hosts = 0;
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i]!;
+    if (name.length === 4 && name.toLowerCase() === "host") {
+      if (++hosts > 1) return "more than one Host field";
+      if (!HOST_VALUE.test(raw[i + 1]!)) return "a Host field that is not host[:port]";
+    } else if (name.length === 17 && httpVersion === "1.0" && name.toLowerCase() === "transfer-encoding") {
+      return "Transfer-Encoding on an HTTP/1.0 request";
+    }
+  }
+  return undefined;
+}
+
+/** RFC 3986 `host [ ":" port ]`: an IP literal in brackets, or a name of reg-name characters (empty too). */
+const HOST_VALUE = /^(?:\[[0-9A-Za-z:.]+\]|[A-Za-z0-9\-._~%!$&'()*+,;=]*)(?::\d*)?$/;
 
 /** Whether raw request headers announce a body (RFC 9112 6.3: a length other than 0, or a transfer coding). */
 export function rawHasBody(raw: readonly string[]): boolean {
@@ -118,7 +165,10 @@ function connectionNamed(raw: readonly string[]): Set<string> | undefined {
     const name = raw[i]!;
     if (name.length !== 10 || name.toLowerCase() !== "connection") continue;
     named ??= new Set();
-    for (const token of raw[i + 1]!.split(",")) named.add(token.trim().toLowerCase());
+    for (const token of raw[i + 1]!.split(",")) {
+      const field = token.trim().toLowerCase();
+      if (!NEVER_CONNECTION_NAMED.has(field)) named.add(field);
+    }
   }
   return named;
 }

@@ -28,6 +28,8 @@ export interface HttpProxyObserver {
   storeError(error: StoreError): void;
   /** The shared store answers again after an outage of `lostForMs`. */
   storeBack?(lostForMs: number): void;
+  /** `maxConnections` were open: the connection idle the longest was closed for a new one (or, none idle, the new one). */
+  full?(evicted: boolean): void;
 }
 
 export interface HttpProxyOptions {
@@ -55,8 +57,18 @@ export interface HttpProxyOptions {
   maxKeys?: number;
   /** A client must send its request's headers within this; default 30 s (408 and close). */
   headersTimeoutMs?: number;
-  /** The backend must start its response within this; default 60 s (504). */
+  /**
+   * The backend must start its response within this of the request's last
+   * byte (504), and a request's body may pause no longer (408); default 60 s.
+   */
   backendTimeoutMs?: number;
+  /**
+   * Client connections held open at most. A new one past it closes the one
+   * idle the longest (no request under way: keep-alive, or headers not yet
+   * complete), so idle clients cannot lock new ones out; when none is idle
+   * the new one is closed. Default: no limit.
+   */
+  maxConnections?: number;
   /** Buckets in a shared store instead of private ones. */
   shared?: SharedHttpBuckets;
   /** Each request's Combined Log Format line with the decision appended (written as responses end). */
@@ -71,6 +83,8 @@ export interface RunningHttpProxy {
   readonly address: { host: string; port: number };
   /** Keys in the table now (the live-keys gauge). */
   liveKeys(): number;
+  /** Client connections open now (the open-connections gauge). */
+  openConnections(): number;
   /**
    * Stops accepting, lets requests under way finish for up to `drainMs`, then
    * closes what is left; resolves when everything is closed.

@@ -1,4 +1,15 @@
-import { Agent, createServer, type IncomingMessage, request as httpRequest, type Server, ServerResponse } from "node:http";
+import {
+  Agent,
+  createServer,
+  type IncomingMessage,
+  type InformationEvent,
+  request as httpRequest,
+  STATUS_CODES,
+  type Server,
+  ServerResponse,
+  validateHeaderName,
+  validateHeaderValue,
+} from "node:http";
 import type { Socket } from "node:net";
 import { pipeline } from "node:stream";
 import { type Clock, systemClock } from "../core/clock.js";
@@ -9,15 +20,22 @@ import { addressKey, DEFAULT_IPV6_PREFIX } from "../http/address-key.js";
 import { clientAddress, plainAddress, TrustedProxies } from "../http/trusted-proxies.js";
 import { ThrottleStream } from "../stream/throttle-stream.js";
 import { accessLogLine } from "./access-log.js";
-import { backendRequestHeaders, backendRequestRawHeaders, endToEndHeaders, endToEndRawHeaders, rawHasBody } from "./forward-headers.js";
+import { backendRequestHeaders, backendRequestRawHeaders, endToEndHeaders, endToEndRawHeaders, framingProblem, rawHasBody } from "./forward-headers.js";
 import type { HttpProxyOptions, RunningHttpProxy } from "./http-proxy-options.js";
 import { parseHttpTarget } from "./http-target.js";
 import { requestKey } from "./request-key.js";
+import { type HeldConnection, idlest } from "./idlest.js";
 
 const DEFAULT_HEADERS_TIMEOUT_MS = 30_000;
 const DEFAULT_BACKEND_TIMEOUT_MS = 60_000;
 
 const SWEEP_INTERVAL_MS = 1000;
+
+/** A client connection: when it last began or ended a request, and how many it has under way. */
+interface ClientConnection extends HeldConnection {
+  socket: Socket;
+  requests: number;
+}
 
 /** What the proxy remembers of a request between the decision and the access log. */
 interface RequestRecord {
@@ -50,6 +68,8 @@ export class HttpProxy implements RunningHttpProxy {
   readonly #records = new WeakMap<IncomingMessage, RequestRecord>();
   readonly #bodyBuckets: KeyTable<TokenBucket> | undefined;
   readonly #tunnels = new Set<Socket>();
+  readonly #connections = new Map<Socket, ClientConnection>();
+  readonly #maxConnections: number;
   readonly #backendTimeoutMs: number;
   /** The target's path prefix without its final slash, put before every request's path. */
   readonly #pathPrefix: string;
@@ -61,6 +81,8 @@ export class HttpProxy implements RunningHttpProxy {
   /** False at an infinite rate with private buckets and no body rate: every request goes, so none asks the middleware. */
   readonly #limitsRequests: boolean;
   #accessLog: NodeJS.WritableStream | undefined;
+  /** The epoch time of the clock's 0: the log tells the instants the limit decided by, in wall-clock terms. */
+  readonly #epochOffsetMs: number;
   #active = 0;
   readonly #sweeper: ReturnType<typeof setInterval>;
   #idle: (() => void) | undefined;
@@ -70,7 +92,9 @@ export class HttpProxy implements RunningHttpProxy {
     this.#options = options;
     this.#target = typeof options.target === "string" ? parseHttpTarget(options.target) : options.target;
     this.#clock = options.clock ?? systemClock;
+    this.#epochOffsetMs = Date.now() - this.#clock.now();
     this.#backendTimeoutMs = options.backendTimeoutMs ?? DEFAULT_BACKEND_TIMEOUT_MS;
+    this.#maxConnections = options.maxConnections ?? Infinity;
     this.#pathPrefix = this.#target.pathname.replace(/\/$/, "");
     this.#backendHost = this.#target.hostname.replace(/^\[(.*)\]$/, "$1");
     this.#backendPort = Number(this.#target.port) || 80;
@@ -123,6 +147,7 @@ export class HttpProxy implements RunningHttpProxy {
       this.#bodyBuckets?.sweep();
     }, SWEEP_INTERVAL_MS);
     this.#sweeper.unref();
+    this.#server.on("connection", (socket: Socket) => this.#onConnection(socket));
     this.#server.on("request", (req, res) => this.#onRequest(req, res));
     this.#server.on("checkContinue", (req, res) => this.#onRequest(req, res, true));
     this.#server.on("upgrade", (req, socket, head) => this.#onUpgrade(req, socket as Socket, head));
@@ -141,6 +166,10 @@ export class HttpProxy implements RunningHttpProxy {
 
   liveKeys(): number {
     return this.#limit.liveKeys;
+  }
+
+  openConnections(): number {
+    return this.#connections.size;
   }
 
   listen(): Promise<void> {
@@ -195,12 +224,38 @@ export class HttpProxy implements RunningHttpProxy {
     if (result.decision !== "cancelled") this.#options.observer?.decision(result.decision, result.waitMs);
   }
 
+  /** A new client connection; past `maxConnections` the one idle the longest makes room for it, or, none idle, it is closed. */
+  #onConnection(socket: Socket): void {
+    if (this.#connections.size >= this.#maxConnections) {
+      const oldest = idlest(this.#connections.values());
+      this.#options.observer?.full?.(oldest !== undefined);
+      if (!oldest) {
+        socket.destroy();
+        return;
+      }
+      this.#connections.delete(oldest.socket);
+      oldest.socket.destroy();
+    }
+    const connection: ClientConnection = { socket, requests: 0, lastActiveMs: performance.now(), busy: () => connection.requests > 0 };
+    this.#connections.set(socket, connection);
+    socket.once("close", () => this.#connections.delete(socket));
+  }
+
+  /** A request began on its connection (until `#end`): the connection is busy, not to be closed for room. */
+  #touch(req: IncomingMessage, requests: 1 | -1): void {
+    const connection = this.#connections.get(req.socket);
+    if (!connection) return;
+    connection.requests += requests;
+    connection.lastActiveMs = performance.now();
+  }
+
   #begin(req: IncomingMessage): RequestRecord {
     // Read now: a socket that closes forgets its address. Only a log needs it.
     const client = this.#accessLog ? this.#clientOf(req) : "-";
-    const record: RequestRecord = { startedAtMs: Date.now(), client, key: undefined, decision: "", waitMs: 0, bytes: 0 };
+    const record: RequestRecord = { startedAtMs: this.#epochOffsetMs + this.#clock.now(), client, key: undefined, decision: "", waitMs: 0, bytes: 0 };
     this.#records.set(req, record);
     this.#active++;
+    this.#touch(req, 1);
     return record;
   }
 
@@ -209,12 +264,13 @@ export class HttpProxy implements RunningHttpProxy {
     if (!record) return;
     this.#records.delete(req);
     this.#active--;
+    this.#touch(req, -1);
     // No decision and a 503: the middleware's own answer while the store is lost.
     if (record.decision === "" && status === 503) record.decision = "failed";
     // The middleware hears of the hang-up after this: the wait it gives up ends now.
     if (record.decision === "") {
       record.decision = "cancelled";
-      record.waitMs = Date.now() - record.startedAtMs;
+      record.waitMs = this.#epochOffsetMs + this.#clock.now() - record.startedAtMs;
     }
     if (this.#accessLog?.writable) this.#accessLog.write(accessLogLine({ ...record, req, status }));
     if (this.#active === 0) this.#idle?.();
@@ -233,6 +289,14 @@ export class HttpProxy implements RunningHttpProxy {
       if (record.decision === "refused") record.bytes = Number(res.getHeader("content-length") ?? 0) || 0;
       this.#end(req, res.writableFinished ? res.statusCode : 499);
     });
+    const problem = framingProblem(req.rawHeaders, req.httpVersion);
+    if (problem !== undefined) {
+      // Not through the limit: the request is not one the proxy can tell the length of, nor the backend's to see.
+      record.decision = "invalid";
+      res.shouldKeepAlive = false;
+      this.#sendError(res, 400, problem);
+      return;
+    }
     if (!this.#limitsRequests) {
       // The same as the middleware's answer at an infinite rate (admitted, no fields to add), without the key it would not use.
       record.decision = "admitted";
@@ -268,16 +332,38 @@ export class HttpProxy implements RunningHttpProxy {
       // Raw lines, not an object: node then builds neither the request's headers object nor one of its own.
       headers: backendRequestRawHeaders(req.rawHeaders, req.method ?? "GET", peerOf(req), this.#hostHeader),
     });
-    const timer = setTimeout(() => backendReq.destroy(new BackendTimeout()), this.#backendTimeoutMs);
+    // The time runs from the request's last byte: a body that keeps coming, however slowly, is not cut.
+    // Then a client that stops sending gets 408, a backend that stops reading or does not answer 504.
+    const timer = setTimeout(() => {
+      const clientStopped = !req.complete && !backendReq.writableNeedDrain;
+      backendReq.destroy(clientStopped ? new ClientTimeout() : new BackendTimeout());
+    }, this.#backendTimeoutMs);
+    req.on("data", () => timer.refresh());
+    backendReq.on("drain", () => timer.refresh());
     // The client hung up: the backend's work is not wanted any more.
     res.once("close", () => {
       clearTimeout(timer);
       if (!res.writableFinished) backendReq.destroy();
     });
+    // A proxy passes 1xx on (RFC 9110 15.2), but not to HTTP/1.0, nor a 100 Continue: the proxy answered Expect itself.
+    if (req.httpVersion !== "1.0") backendReq.on("information", (info) => info.statusCode !== 100 && writeInformational(res, info));
     backendReq.once("response", (backendRes) => {
       clearTimeout(timer);
       try {
-        res.writeHead(backendRes.statusCode ?? 502, backendRes.statusMessage, endToEndRawHeaders(backendRes.rawHeaders));
+        const status = backendRes.statusCode ?? 502;
+        const headers = endToEndRawHeaders(backendRes.rawHeaders);
+        const trailer = backendRes.headers.trailer;
+        // Node refuses a Trailer field on a response it will not chunk (HEAD, 204, 304, HTTP/1.0, a length).
+        const chunked = res.useChunkedEncodingByDefault && req.method !== "HEAD" && status !== 204 && status !== 304 && backendRes.headers["content-length"] === undefined;
+        if (trailer !== undefined && chunked) headers.push("Trailer", trailer);
+        if (res.getHeaderNames().length === 0) {
+          res.writeHead(status, backendRes.statusMessage, headers);
+        } else {
+          // Fields the middleware set (RateLimit): writeHead would set the backend's over them one by one, each repeat over the last.
+          for (let i = 0; i < headers.length; i += 2) res.removeHeader(headers[i]!);
+          for (let i = 0; i < headers.length; i += 2) res.appendHeader(headers[i]!, headers[i + 1]!);
+          res.writeHead(status, backendRes.statusMessage);
+        }
       } catch (error) {
         // A header node will not send on (an invalid character): the backend's answer cannot be passed on.
         backendRes.destroy();
@@ -287,6 +373,17 @@ export class HttpProxy implements RunningHttpProxy {
       const body = this.#shapeBody(record.key);
       backendRes.on("data", (chunk: Buffer) => {
         record.bytes += chunk.length;
+      });
+      // Before the pipe's own 'end' listener ends the response: trailers go with its last chunk.
+      backendRes.once("end", () => {
+        if (backendRes.rawTrailers.length === 0) return;
+        const trailers: Array<[string, string]> = [];
+        for (let i = 0; i < backendRes.rawTrailers.length; i += 2) trailers.push([backendRes.rawTrailers[i]!, backendRes.rawTrailers[i + 1]!]);
+        try {
+          res.addTrailers(trailers);
+        } catch {
+          // A trailer node will not send on (an invalid character) is left out; the body is whole.
+        }
       });
       if (body) {
         pipeline(backendRes, body, res, (error) => {
@@ -306,7 +403,10 @@ export class HttpProxy implements RunningHttpProxy {
         res.destroy();
         return;
       }
-      if (error instanceof BackendTimeout) this.#sendError(res, 504, "the backend did not answer in time");
+      if (error instanceof ClientTimeout) {
+        res.shouldKeepAlive = false;
+        this.#sendError(res, 408, "the request's body stopped coming");
+      } else if (error instanceof BackendTimeout) this.#sendError(res, 504, "the backend did not answer in time");
       else this.#sendError(res, 502, `the backend cannot be reached (${(error as NodeJS.ErrnoException).code ?? error.message})`);
     });
     // Without a body the request ends with its headers: piping it would make the backend request
@@ -353,7 +453,7 @@ export class HttpProxy implements RunningHttpProxy {
       res.destroy();
       return;
     }
-    const body = `${status === 502 ? "Bad Gateway" : status === 504 ? "Gateway Timeout" : status === 503 ? "Service Unavailable" : "Internal Server Error"}: ${why}\n`;
+    const body = `${STATUS_CODES[status] ?? "Error"}: ${why}\n`;
     res.writeHead(status, { "content-type": "text/plain; charset=utf-8", "content-length": Buffer.byteLength(body) });
     res.end(body);
     const record = this.#records.get(res.req);
@@ -365,7 +465,7 @@ export class HttpProxy implements RunningHttpProxy {
    * two sockets are joined until either side closes.
    */
   #onUpgrade(req: IncomingMessage, socket: Socket, head: Buffer): void {
-    this.#begin(req);
+    const record = this.#begin(req);
     // Node stops watching an upgraded socket: a reset from the client must not go unhandled.
     socket.on("error", () => socket.destroy());
     const res = new ServerResponse(req);
@@ -378,11 +478,17 @@ export class HttpProxy implements RunningHttpProxy {
       this.#end(req, status);
     };
     socket.once("close", () => end(499));
-    // Only an answer of the proxy's own (429, 503) finishes this response: the connection ends with it.
+    // Only an answer of the proxy's own (400, 429, 503) finishes this response: the connection ends with it.
     res.once("finish", () => {
       end(res.statusCode);
       socket.end();
     });
+    const problem = framingProblem(req.rawHeaders, req.httpVersion);
+    if (problem !== undefined) {
+      record.decision = "invalid";
+      this.#sendError(res, 400, problem);
+      return;
+    }
     this.#limit(req, res, (error) => {
       if (error !== undefined) {
         this.#sendError(res, 500, "internal error");
@@ -414,6 +520,8 @@ export class HttpProxy implements RunningHttpProxy {
       if (head.length > 0) backendSocket.write(head);
       this.#tunnels.add(socket);
       socket.once("close", () => this.#tunnels.delete(socket));
+      // A tunnel is busy for as long as it is open: its connection is not one to close for room.
+      this.#touch(req, 1);
       end(101);
       socket.pipe(backendSocket).pipe(socket);
       // A reset on either side resets the other.
@@ -463,6 +571,38 @@ export class HttpProxy implements RunningHttpProxy {
 function peerOf(req: IncomingMessage): string | undefined {
   const address = req.socket.remoteAddress;
   return address === undefined ? undefined : plainAddress(address);
+}
+
+/**
+ * Writes a backend's 1xx answer to the client ahead of the final one, through
+ * the response's own raw writer (as writeContinue does), so that it keeps its
+ * place behind earlier answers on a pipelined connection. writeEarlyHints
+ * would drop a 103 without a Link field.
+ */
+function writeInformational(res: ServerResponse, info: InformationEvent): void {
+  if (res.headersSent || !/^[\t -~]*$/.test(info.statusMessage)) return;
+  let head = `HTTP/1.1 ${info.statusCode} ${info.statusMessage}\r\n`;
+  const fields = endToEndRawHeaders(info.rawHeaders);
+  for (let i = 0; i < fields.length; i += 2) {
+    const name = fields[i]!;
+    const value = fields[i + 1]!;
+    try {
+      validateHeaderName(name);
+      validateHeaderValue(name, value);
+    } catch {
+      continue;
+    }
+    head += `${name}: ${value}\r\n`;
+  }
+  (res as ServerResponse & { _writeRaw(data: string, encoding: string): boolean })._writeRaw(`${head}\r\n`, "latin1");
+}
+
+/** The request's body stopped coming for the backend timeout. */
+class ClientTimeout extends Error {
+  constructor() {
+    super("client timeout");
+    this.name = "ClientTimeout";
+  }
 }
 
 /** The backend took longer than the backend timeout to start its answer. */

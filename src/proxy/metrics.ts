@@ -26,7 +26,7 @@ export class ProxyMetrics {
   readonly #evicted: Counter;
   #storeUp = true;
 
-  /** `openConnections` where the proxy counts them (TCP mode); `sharedStore` when its buckets are in a store. */
+  /** `openConnections` where the proxy counts them (both modes do); `sharedStore` when its buckets are in a store. */
   constructor(read: { liveKeys: () => number; openConnections?: () => number; sharedStore?: boolean }) {
     const registers = [this.registry];
     this.#admitted = new Counter({ name: "tbucket_proxy_admitted_total", help: "Connections (TCP) or requests (HTTP) let through", registers });
@@ -38,7 +38,7 @@ export class ProxyMetrics {
     this.#backendErrors = new Counter({ name: "tbucket_proxy_backend_errors_total", help: "Connections whose backend could not be reached (TCP mode)", registers });
     this.#evicted = new Counter({
       name: "tbucket_proxy_idle_closed_total",
-      help: "Idle connections closed to make room for new ones, at the most the open-file limit allows (TCP mode)",
+      help: "Idle connections closed to make room for new ones, at the most the open-file limit allows",
       registers,
     });
     new Gauge({ name: "tbucket_proxy_live_keys", help: "Buckets held now (per client, per connection, or the link's)", registers, collect() {

@@ -3,6 +3,7 @@ import { TokenBucket } from "../core/token-bucket.js";
 import { BucketPool, type BucketScope, type ByteBucketSpec, type ConnectionBuckets, type Direction, type LimiterFactory } from "./bucket-pool.js";
 import { BytePump } from "./byte-pump.js";
 import type { HostPort } from "./host-port.js";
+import { idlest } from "./idlest.js";
 import { listenOn } from "./listen.js";
 
 export interface ConnectionLimit {
@@ -109,11 +110,7 @@ export async function startTcpProxy(options: TcpProxyOptions): Promise<TcpProxy>
 
   /** Makes room for one more connection: closes the one idle the longest; false when every one is busy. */
   const makeRoom = (): boolean => {
-    let oldest: LiveConnection | undefined;
-    for (const connection of live) {
-      if (connection.busy() || (oldest && oldest.lastActiveMs <= connection.lastActiveMs)) continue;
-      oldest = connection;
-    }
+    const oldest = idlest(live);
     observer.full?.(oldest !== undefined);
     if (!oldest) return false;
     stats.evicted++;

@@ -178,7 +178,6 @@ export class JobRunner {
           this.#releaseSlot();
           break;
         }
-        this.#waitMs += token.waitMs;
         if (!token.ok) {
           this.#releaseSlot();
           this.#counts.skipped++;
@@ -246,7 +245,6 @@ export class JobRunner {
         const token = await this.#takeToken(this.#stopLaunching.signal);
         if (token === ABORTED || token === FAILED) break;
         waitMs += token.waitMs;
-        this.#waitMs += token.waitMs;
         if (!token.ok) break;
         askedMs = token.askedMs;
         this.#counts.retried++;
@@ -279,7 +277,11 @@ export class JobRunner {
     wake?.();
   }
 
-  /** One token, waiting at most --max-wait; ok false: skipped, nothing taken. */
+  /**
+   * One token, waiting at most --max-wait; ok false: skipped, nothing taken.
+   * The run's wait counts every wait, one cut short by a stop (a signal while
+   * the key is paused) too.
+   */
   async #takeToken(signal: AbortSignal): Promise<{ ok: boolean; waitMs: number; askedMs: number } | typeof ABORTED | typeof FAILED> {
     const { limiter } = this.#options;
     const beforeMs = this.#clock.now();
@@ -293,6 +295,8 @@ export class JobRunner {
       this.#limiterError ??= { error };
       this.stop("limiter-error");
       return FAILED;
+    } finally {
+      this.#waitMs += this.#clock.now() - beforeMs;
     }
   }
 }

@@ -10,8 +10,8 @@ export interface RunSimulationOptions {
   /** Width of the steps; chosen from the length of the timeline when absent. */
   stepMs?: number;
   onDecision?: DecisionListener;
-  /** Awaited after each batch: where per-event output waits for a slow reader. */
-  afterBatch?: () => Promise<void>;
+  /** Awaited after each batch: where per-event output waits for a slow reader, and where the caller may stop the run by throwing. */
+  afterBatch?: (batch: EventBatch, simulator: Simulator) => Promise<void> | undefined;
 }
 
 /** Runs every arrival of `source` through one simulator, in order, and records what happened. */
@@ -20,7 +20,7 @@ export async function runSimulation(source: ArrivalSource, options: RunSimulatio
   const recorder = new Recorder(simulator, options.stepMs);
   for await (const batch of source) {
     simulateBatch(batch, simulator, recorder, options.onDecision);
-    if (options.afterBatch) await options.afterBatch();
+    if (options.afterBatch) await options.afterBatch(batch, simulator);
   }
   return recorder;
 }

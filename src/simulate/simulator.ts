@@ -51,6 +51,14 @@ export class Simulator {
   readonly #clock = new FakeClock(0);
   readonly #single: TokenBucket | undefined;
   readonly #buckets = new Map<string, TokenBucket>();
+  /**
+   * Walks the table from its least recently used key. A Map keeps insertion
+   * order, but the entries it deletes stay in its storage until it is rebuilt:
+   * reading the oldest from a new iterator steps over all of them, so a full
+   * table that kept evicting slowed down with its churn (--max-keys 100000 over
+   * 400,000 keys: 34 s). One iterator kept across evictions steps over each once.
+   */
+  #oldest: Iterator<string> = this.#buckets.keys();
   #lastKey: string | undefined;
   #lastBucket: TokenBucket | undefined;
 
@@ -89,7 +97,10 @@ export class Simulator {
     } else {
       bucket = this.#createBucket(timeMs);
       if (this.#buckets.size >= this.options.maxKeys) {
-        const oldest = this.#buckets.keys().next().value as string;
+        // Every entry before the iterator was evicted, or used again and so moved to the end.
+        let next = this.#oldest.next();
+        if (next.done) next = (this.#oldest = this.#buckets.keys()).next();
+        const oldest = next.value as string;
         this.#buckets.delete(oldest);
         this.evictions++;
         this.evictedKey = oldest;

@@ -7,7 +7,9 @@
  *   more) or ISO-8601 (`2026-10-10T13:55:36.250Z`; without a zone it is UTC, so
  *   that output does not depend on the machine's time zone);
  * - web server access logs in Common or Combined Log Format, the time taken
- *   from `[10/Oct/2026:13:55:36 +0000]`, the client address first, the
+ *   from `[10/Oct/2026:13:55:36 +0000]`, or with a fraction of a second as
+ *   `tbucket proxy` and Apache's `%{msec_frac}t` write it
+ *   (`[10/Oct/2026:13:55:36.250 +0000]`), the client address first, the
  *   response size after the status.
  *
  * Times are split into whole seconds and nanoseconds so that epoch times keep
@@ -89,7 +91,7 @@ const EPOCH_THRESHOLD_SECONDS = 1e8;
 /** How much of a line's text a message quotes. */
 export const QUOTED_CHARS = 200;
 const ACCESS_LOG =
-  /^(\S+) \S+ (?:\S+|"[^"]*") \[(\d{2})\/([A-Za-z]{3})\/(\d{4}):(\d{2}):(\d{2}):(\d{2}) ([+-])(\d{2})(\d{2})\] "(?:[^"\\]|\\.)*" (\d{3}|-) (\d+|-)/;
+  /^(\S+) \S+ (?:\S+|"[^"]*") \[(\d{2})\/([A-Za-z]{3})\/(\d{4}):(\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))? ([+-])(\d{2})(\d{2})\] "(?:[^"\\]|\\.)*" (\d{3}|-) (\d+|-)/;
 const MONTHS: Record<string, number> = {
   jan: 0, feb: 1, mar: 2, apr: 3, may: 4, jun: 5, jul: 6, aug: 7, sep: 8, oct: 9, nov: 10, dec: 11,
 };
@@ -134,20 +136,21 @@ export function parseAccessLogLine(line: string, options: LineOptions, out: Pars
     hour: Number(match[5]),
     minute: Number(match[6]),
     second: Number(match[7]),
-    offsetSign: match[8] === "-" ? -1 : 1,
-    offsetHours: Number(match[9]),
-    offsetMinutes: Number(match[10]),
+    offsetSign: match[9] === "-" ? -1 : 1,
+    offsetHours: Number(match[10]),
+    offsetMinutes: Number(match[11]),
   };
+  const fraction = match[8];
   const problem = calendarProblem(time);
   if (problem !== undefined) {
-    const written = `${match[2]}/${match[3]}/${match[4]}:${match[5]}:${match[6]}:${match[7]} ${match[8]}${match[9]}${match[10]}`;
+    const written = `${match[2]}/${match[3]}/${match[4]}:${match[5]}:${match[6]}:${match[7]}${fraction === undefined ? "" : `.${fraction}`} ${match[9]}${match[10]}${match[11]}`;
     throw new BadLine(`${quote(written)} is not a valid time: ${problem}; ${ACCESS_LOG_EXPECTED}`, { kind: "access-log", text: written });
   }
   out.wholeSeconds = epochSecondsOf(time);
-  out.fractionNs = 0;
+  out.fractionNs = fraction === undefined ? 0 : Number(fraction.padEnd(9, "0"));
   out.timeKind = "epoch";
   if (options.costBytes) {
-    const size = match[12]!;
+    const size = match[13]!;
     out.cost = size === "-" ? 0 : Number(size);
   } else {
     out.cost = 1;

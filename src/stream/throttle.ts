@@ -36,7 +36,7 @@ export interface ThrottleOptions {
 export interface ThrottleStats {
   bytes: number;
   records: number;
-  /** Time spent waiting for tokens. */
+  /** Time spent waiting for tokens, the wait under way included. */
   waitedMs: number;
 }
 
@@ -72,6 +72,8 @@ export class Throttle {
   readonly #clock: Clock;
   readonly #oneReadBytes: number;
   #stats: ThrottleStats = { bytes: 0, records: 0, waitedMs: 0 };
+  /** When the take under way began; undefined between takes. */
+  #takingSinceMs: number | undefined;
   #lastTakeWaited = false;
 
   constructor(options: ThrottleOptions) {
@@ -97,9 +99,14 @@ export class Throttle {
     return this.#records.delimiter;
   }
 
-  /** What has gone through so far. */
+  /**
+   * What has gone through so far. The wait under way counts too: stats asked
+   * while the bucket is drained or its shared key paused (a signal, a progress
+   * line) say how long it has been waiting, not only the waits that ended.
+   */
   get stats(): Readonly<ThrottleStats> {
-    return this.#stats;
+    if (this.#takingSinceMs === undefined) return this.#stats;
+    return { ...this.#stats, waitedMs: this.#stats.waitedMs + (this.#clock.now() - this.#takingSinceMs) };
   }
 
   /**
@@ -192,10 +199,15 @@ export class Throttle {
     const { limiter } = this;
     // A shared bucket's level is as last read: the guess may be off for the rest of one lease.
     this.#lastTakeWaited = limiter.tokens() < n;
-    await limiter.wait(n, signal);
-    const spilled = Math.min(n, limiter.tokens() + n - limiter.burst);
-    if (spilled > 0) await limiter.wait(spilled, signal);
-    this.#stats.waitedMs += this.#clock.now() - startedMs;
+    this.#takingSinceMs = startedMs;
+    try {
+      await limiter.wait(n, signal);
+      const spilled = Math.min(n, limiter.tokens() + n - limiter.burst);
+      if (spilled > 0) await limiter.wait(spilled, signal);
+    } finally {
+      this.#takingSinceMs = undefined;
+      this.#stats.waitedMs += this.#clock.now() - startedMs;
+    }
   }
 
   /** Where the next write ends and what it costs. */

@@ -29,6 +29,23 @@ describe("fitFields", () => {
     expect(fitFields(fields, 20)).toBe("29.00 KiB  ETA 2.6 s");
     expect(fitFields(fields, 34)).toBe("29.00 KiB  144.05 KiB/s  ETA 2.6 s");
   });
+
+  // Issue 19: the percentage came and went from one redraw to the next as the rate's text changed width.
+  it("decides what fits from each field's widest, so a field does not come and go as another's figure changes width", () => {
+    const line = (rate: string) => [{ text: "1.09 MiB", widest: 11 }, { text: rate, widest: 13 }, { text: "27.3%", widest: 6, dropRank: 1 }, { text: "ETA 2.9 s" }];
+    expect(fitFields(line("1.09 MiB/s"), 39)).toBe("1.09 MiB  1.09 MiB/s  ETA 2.9 s");
+    expect(fitFields(line("1022.56 KiB/s"), 39)).toBe("1.09 MiB  1022.56 KiB/s  ETA 2.9 s");
+    expect(fitFields(line("1.09 MiB/s"), 45)).toBe("1.09 MiB  1.09 MiB/s  27.3%  ETA 2.9 s");
+    // A text wider than its widest is measured as it is: the line still fits.
+    expect(fitFields([{ text: "a".repeat(20), widest: 5 }, { text: "b", dropRank: 1 }], 21)).toBe("a".repeat(20));
+  });
+
+  it("keeps the room of a field that is away (an empty text) and shows nothing for it", () => {
+    const fields = (burst: string) => [{ text: "9.00 MiB/s" }, { text: burst, widest: 7, dropRank: 2 }, { text: "limit 1.00 MiB/s", dropRank: 2 }, { text: "500 ms", dropRank: 1 }];
+    expect(fitFields(fields(""), 100)).toBe("9.00 MiB/s  limit 1.00 MiB/s  500 ms");
+    expect(fitFields(fields("(burst)"), 100)).toBe("9.00 MiB/s  (burst)  limit 1.00 MiB/s  500 ms");
+    for (const width of [37, 44]) expect(fitFields(fields(""), width)).toBe(fitFields(fields("(burst)"), width).replace("  (burst)", ""));
+  });
 });
 
 describe("RateWindow", () => {

@@ -65,22 +65,40 @@ describe("the pipe's progress line", () => {
     const v = view({ level: MiB, totalBytes: 30 * MiB, key: "backup" });
     const whole = describeProgress(s, v);
     expect(whole).toBe(`12.00 MiB  1.00 MiB/s  avg 682.67 KiB/s  limit 1.00 MiB/s, key "backup"  bucket 25%  12.0 s  40.0%  ETA 18.0 s`);
-    const narrower = [
-      `12.00 MiB  1.00 MiB/s  limit 1.00 MiB/s, key "backup"  bucket 25%  12.0 s  40.0%  ETA 18.0 s`,
-      `12.00 MiB  1.00 MiB/s  limit 1.00 MiB/s, key "backup"  12.0 s  40.0%  ETA 18.0 s`,
-      `12.00 MiB  1.00 MiB/s  12.0 s  40.0%  ETA 18.0 s`,
-      `12.00 MiB  1.00 MiB/s  40.0%  ETA 18.0 s`,
-      `12.00 MiB  1.00 MiB/s  ETA 18.0 s`,
+    // Each at the width its fields take at their widest (`1023.99 KiB/s` for a rate, room for "(burst)"), not at its own length.
+    const narrower: Array<[number, string]> = [
+      [108, `12.00 MiB  1.00 MiB/s  limit 1.00 MiB/s, key "backup"  bucket 25%  12.0 s  40.0%  ETA 18.0 s`],
+      [95, `12.00 MiB  1.00 MiB/s  limit 1.00 MiB/s, key "backup"  12.0 s  40.0%  ETA 18.0 s`],
+      [54, `12.00 MiB  1.00 MiB/s  12.0 s  40.0%  ETA 18.0 s`],
+      [46, `12.00 MiB  1.00 MiB/s  40.0%  ETA 18.0 s`],
+      [38, `12.00 MiB  1.00 MiB/s  ETA 18.0 s`],
     ];
-    for (const line of narrower) expect(describeProgress(s, v, line.length)).toBe(line);
-    // One column short of a line: the next field goes.
-    expect(describeProgress(s, v, narrower[0]!.length - 1)).toBe(narrower[1]);
+    for (const [width, line] of narrower) expect(describeProgress(s, v, width)).toBe(line);
+    // One column short of a line's width: the next field goes.
+    for (const [at, [width]] of narrower.slice(0, -1).entries()) expect(describeProgress(s, v, width - 1)).toBe(narrower[at + 1]![1]);
     // 40 columns (39 usable): the amount, the rate and the ETA.
-    expect(describeProgress(s, v, 39)).toBe(narrower[4]);
+    expect(describeProgress(s, v, 39)).toBe(narrower[4]![1]);
     // Narrower than what cannot go: whole fields that fit, never a figure cut short, never wrapped.
-    expect(describeProgress(s, v, 20)).toBe("12.00 MiB");
-    expect(describeProgress(s, v, 21)).toBe("12.00 MiB  1.00 MiB/s");
+    expect(describeProgress(s, v, 22)).toBe("12.00 MiB");
+    expect(describeProgress(s, v, 26)).toBe("12.00 MiB  1.00 MiB/s");
     expect(describeProgress(s, v, 8)).toBe("12.00 Mi");
+  });
+
+  // Issue 19: at 40 columns the percentage came and went as the rate's text changed width:
+  // "1.09 MiB  1.09 MiB/s  27.3%  ETA 2.9 s", then "1.29 MiB  1022.56 KiB/s  ETA 2.7 s".
+  it("keeps the same fields from one redraw to the next as the figures change width", () => {
+    const redraws = [0, 512, 99_000, 1023.99 * 1024, 1.09 * MiB, 9.5 * MiB, 12 * MiB].map((currentRate, at) => {
+      const s = stats({ bytes: (1 + at / 10) * MiB, elapsedMs: 1000 + at * 200, rate: 10 * MiB, burst: 64 * 1024 });
+      return (width: number) => describeProgress(s, view({ currentRate, etaBytesPerSecond: MiB, level: 0, totalBytes: 4 * MiB }), width);
+    });
+    // The fields a line shows, figures taken out; "(burst)" comes and goes in a room of its own.
+    const layout = (line: string) => line.replace("  (burst)", "").replace(/\d+(\.\d+)?/g, "N").replace(/ (B|KiB|MiB)/g, " U").replace(/N (ms|s)\b/g, "T");
+    for (const width of [30, 39, 46, 60, 80]) {
+      const layouts = new Set(redraws.map((line) => layout(line(width))));
+      expect([...layouts], `at ${width} columns`).toHaveLength(1);
+      for (const draw of redraws) expect(draw(width).length).toBeLessThanOrEqual(width);
+    }
+    expect(redraws[4]!(39)).toBe("1.40 MiB  1.09 MiB/s  ETA 2.6 s");
   });
 });
 

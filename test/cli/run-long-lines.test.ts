@@ -30,9 +30,10 @@ describe.concurrent("tbucket run: lines longer than any buffer stay whole", () =
   });
 
   it("memory stays bounded: two jobs' 128 MiB lines go through without being held", async ({ expect }) => {
-    // The peak resident size of tbucket, read from /proc just before it ends.
-    const script = `node ${TBUCKET} run -r inf -j 2 --tag -- ${fixture("long-lines.sh")} {} 1 ${128 * MIB} <<< $'a\\nb' | wc -c & \
-      sleep 0.2; pid=$(pgrep -n -f "${TBUCKET} run -r inf -j 2 --tag"); peak=0; \
+    // The peak resident size of tbucket, read from /proc just before it ends. Its pid is the background pipeline's
+    // first (jobs -p): found by name after a pause, it was missed where node took longer to start, or another suite's.
+    const script = `"${process.execPath}" "${TBUCKET}" run -r inf -j 2 --tag -- "${fixture("long-lines.sh")}" {} 1 ${128 * MIB} <<< $'a\\nb' | wc -c & \
+      pid=$(jobs -p); peak=0; \
       while kill -0 "$pid" 2>/dev/null; do v=$(awk '/VmHWM/ {print $2}' /proc/$pid/status 2>/dev/null); [ -n "$v" ] && peak=$v; sleep 0.05; done; \
       wait; echo "$peak" >&2`;
     const result = await runShell(script);

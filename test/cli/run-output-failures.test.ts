@@ -3,7 +3,7 @@ import { runShell, TBUCKET } from "../helpers/cli.js";
 
 // Issue 12: job output that could not be written (a full disk) was a warning, and the run exited 0.
 
-const tbucket = `node ${TBUCKET}`;
+const tbucket = `"${process.execPath}" "${TBUCKET}"`;
 
 describe.concurrent("tbucket run: job output that cannot be written", () => {
   it.for([["line"], ["group"]] as const)("--output %s to /dev/full: exit 1, one line naming standard output, the loss counted", async ([mode], { expect }) => {

@@ -1,8 +1,8 @@
-import { mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { basename, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { runCli, startCli } from "../helpers/cli.js";
+import { runCli, start as startProcess, startCli, TBUCKET } from "../helpers/cli.js";
 import { type RedisServer, startRedisServer } from "../helpers/redis-server.js";
 
 // Ctrl-C on `tbucket run --key k --store sqlite:db --rate 1/100s --count 5 -- true` while it
@@ -80,5 +80,41 @@ describe.each(STORES)("an interrupted wait gives its tokens back to the key (%s)
     const after = await level(store, key);
     expect(after).toBeGreaterThan(-0.01);
     expect(after).toBeLessThan(0.5);
+  });
+});
+
+// `timeout 5 tbucket --key K --store redis://… --rate 1mb < /dev/zero > /dev/null` said
+// `tbucket: key "K": the limiter was closed while waiting` on its way out: the signal closed the
+// limiter under the copy's next take, and the copy reported that as its failure. The text stats
+// made it likely: formatting them takes long enough for a take to come due meanwhile.
+describe.each(STORES)("a signal to a pipe copying flat out on a shared key ends it quietly (%s)", (_name, storeOf) => {
+  it.each([
+    ["SIGTERM", 143],
+    ["SIGINT", 130],
+  ] as const)("%s as timeout sends it: status %d, the stats and nothing else", async (signal, status) => {
+    const store = storeOf();
+    // Several at once, each on its own key: the signal lands at a different point of a take in each.
+    const pipes = [1, 2, 3, 4].map((n) => {
+      const out = join(dir, `flat-${signal}-${n}`);
+      const command = `exec node ${TBUCKET} --key ${basename(out)} --store ${store} --rate 1mb --stats < /dev/zero > ${out}`;
+      return { out, running: startProcess("bash", ["-c", command], { env }) };
+    });
+    for (const { out, running } of pipes) {
+      while (!existsSync(out) || statSync(out).size === 0) {
+        if (running.done()) throw new Error(`tbucket ended before copying: ${running.stderr()}`);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    }
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    // timeout signals tbucket, then its process group: twice, at once.
+    for (const { running } of pipes) {
+      running.signal(signal);
+      running.signal(signal);
+    }
+    for (const { running } of pipes) {
+      const result = await running.exited;
+      expect([result.code, result.signal], result.stderr).toEqual([null, signal]);
+      expect(result.stderr).toMatch(/^tbucket: [\d,]+ bytes \(.*; limit 1\.00 MiB\/s = 1,048,576 B\/s, burst 104,857 B\n$/);
+    }
   });
 });

@@ -83,6 +83,47 @@ describe("tbucket simulate --per-key --max-keys over many distinct keys", () => 
   });
 });
 
+// Issue 19: without --max-keys every key was kept: 1.5 M keys in a 200 MB heap died with a V8 stack trace.
+describe("tbucket simulate --per-key without --max-keys", () => {
+  /** A program writing `count` events of distinct keys, 1000 a second, streamed as a long log would be. */
+  const distinctKeys = (count: number) =>
+    `"${process.execPath}" -e 'process.stdout.on("error", () => process.exit()); let i = 0; const more = () => { while (i < ${count}) { let chunk = ""; for (let j = 0; j < 5000 && i < ${count}; j++, i++) chunk += (i / 1000) + " client-" + i + "\\n"; if (!process.stdout.write(chunk)) return process.stdout.once("drain", more); } }; more()'`;
+
+  it("keeps as many buckets as the proxy does (100000), says how many keys it evicted, and never more than one line", async () => {
+    const args = [...RUN, "--trace", "-", "--key-field", "2", "--per-key"].join(" ");
+    const summary = await runShell(`${distinctKeys(100_010)} | "${process.execPath}" "${TBUCKET}" ${args} --format summary`);
+    expect(summary.code).toBe(0);
+    expect(summary.stderr).toBe("");
+    expect(summary.stdout.toString()).toMatch(/one bucket per key, at most 100000\n/);
+    expect(summary.stdout.toString()).toMatch(/^keys +about 100000 seen, 10 evictions$/m);
+    // Formats without a summary say it on standard error.
+    const table = await runShell(`${distinctKeys(100_010)} | "${process.execPath}" "${TBUCKET}" ${args} --format csv`);
+    expect(table.code).toBe(0);
+    expect(table.stderr).toBe(
+      "tbucket: --per-key: 10 keys evicted to keep --max-keys's default, 100000 buckets; an evicted key that comes back starts with a full bucket, as with the proxy; raise --max-keys to keep more\n",
+    );
+  });
+
+  it("stops with one line, not a V8 stack trace, when the keys it is told to keep do not fit the heap", async () => {
+    const args = [...RUN, "--trace", "-", "--key-field", "2", "--per-key", "--max-keys", "10000000", "--format", "summary"].join(" ");
+    const result = await runShell(`${distinctKeys(1_500_000)} | NODE_OPTIONS=--max-old-space-size=64 "${process.execPath}" "${TBUCKET}" ${args}`);
+    expect(result.stderr).toMatch(
+      /^tbucket: simulate: out of memory after [\d,]+ events holding [\d,]+ buckets, in a heap of 64 MB; lower --max-keys \(the default is 100000\) or give Node a larger heap \(NODE_OPTIONS=--max-old-space-size=MB\)\n$/,
+    );
+    expect(result.code).toBe(1);
+    expect(result.stdout.toString()).toBe("");
+  });
+
+  it("--suggest, which holds every event, stops with one line too when they do not fit the heap", async () => {
+    const args = ["simulate", "--suggest", "-r", "auto", "-b", "10", "--trace", "-", "--key-field", "2", "--per-key"].join(" ");
+    const result = await runShell(`${distinctKeys(1_500_000)} | NODE_OPTIONS=--max-old-space-size=64 "${process.execPath}" "${TBUCKET}" ${args}`);
+    expect(result.stderr).toMatch(
+      /^tbucket: simulate: out of memory after holding [\d,]+ events for --suggest, in a heap of 64 MB; tune on a part of the trace, or give Node a larger heap \(NODE_OPTIONS=--max-old-space-size=MB\)\n$/,
+    );
+    expect(result.code).toBe(1);
+  });
+});
+
 describe("tbucket simulate: files and streams that fail", () => {
   it.each([
     ["/proc/self/mem", `--trace /proc/self/mem: input/output error; check the device`],

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { backendRequestRawHeaders, endToEndRawHeaders, rawHasBody } from "../../src/proxy/forward-headers.js";
+import { backendRequestRawHeaders, endToEndRawHeaders, framingProblem, rawHasBody } from "../../src/proxy/forward-headers.js";
 
 describe("raw header lines through the proxy", () => {
   it("drop the hop-by-hop fields and those Connection names, keeping the others' case, order and repeats", () => {
@@ -18,11 +18,20 @@ describe("raw header lines through the proxy", () => {
     expect(backendRequestRawHeaders(["X-Forwarded-For", "1.1.1.1"], "GET", undefined, "b")).toEqual(["Host", "b", "X-Forwarded-For", "1.1.1.1"]);
   });
 
-  it("say Content-Length: 0 on a bodiless request whose method node would otherwise send chunked, and nothing on a GET or a chunked one", () => {
+  it("say the body's framing whatever the method: the client's Transfer-Encoding or Content-Length, or Content-Length: 0 where node would send chunked", () => {
     expect(backendRequestRawHeaders(["Host", "h"], "POST", undefined, "b")).toEqual(["Host", "h", "Content-Length", "0"]);
     expect(backendRequestRawHeaders(["Host", "h"], "GET", undefined, "b")).toEqual(["Host", "h"]);
-    expect(backendRequestRawHeaders(["Host", "h", "Transfer-Encoding", "chunked"], "POST", undefined, "b")).toEqual(["Host", "h"]);
+    expect(backendRequestRawHeaders(["Host", "h", "Transfer-Encoding", "chunked"], "POST", undefined, "b")).toEqual(["Host", "h", "Transfer-Encoding", "chunked"]);
+    expect(backendRequestRawHeaders(["Host", "h", "Transfer-Encoding", "gzip, chunked"], "GET", undefined, "b")).toEqual(["Host", "h", "Transfer-Encoding", "gzip, chunked"]);
     expect(backendRequestRawHeaders(["Host", "h", "Content-Length", "5"], "PUT", undefined, "b")).toEqual(["Host", "h", "Content-Length", "5"]);
+  });
+
+  it("keep the framing and the Host though Connection names them, and pass TE: trailers on, named in Connection", () => {
+    const raw = ["Host", "h", "Connection", "content-length, host, transfer-encoding, x-a", "Content-Length", "3", "X-A", "1"];
+    expect(backendRequestRawHeaders(raw, "GET", undefined, "b")).toEqual(["Host", "h", "Content-Length", "3"]);
+    expect(endToEndRawHeaders(["Connection", "content-length", "Content-Length", "3"])).toEqual(["Content-Length", "3"]);
+    expect(backendRequestRawHeaders(["Host", "h", "TE", "gzip;q=0.5, trailers"], "GET", undefined, "b")).toEqual(["Host", "h", "TE", "trailers", "Connection", "te"]);
+    expect(backendRequestRawHeaders(["Host", "h", "TE", "gzip"], "GET", undefined, "b")).toEqual(["Host", "h"]);
   });
 
   it("tell a request with a body from one without", () => {
@@ -30,5 +39,13 @@ describe("raw header lines through the proxy", () => {
     expect(rawHasBody(["content-length", "0"])).toBe(false);
     expect(rawHasBody(["Content-Length", "12"])).toBe(true);
     expect(rawHasBody(["TRANSFER-ENCODING", "chunked"])).toBe(true);
+  });
+
+  it("find what a request's framing cannot be forwarded with", () => {
+    expect(framingProblem(["Host", "a", "host", "a"], "1.1")).toBe("more than one Host field");
+    expect(framingProblem(["Host", "a/b"], "1.1")).toBe("a Host field that is not host[:port]");
+    expect(framingProblem(["Transfer-Encoding", "chunked"], "1.0")).toBe("Transfer-Encoding on an HTTP/1.0 request");
+    for (const host of ["a", "a.b:80", "[::1]", "[::1]:8080", "", "xn--d1a.example"]) expect(framingProblem(["Host", host], "1.1")).toBeUndefined();
+    expect(framingProblem(["Transfer-Encoding", "chunked"], "1.1")).toBeUndefined();
   });
 });

@@ -1,5 +1,6 @@
 import { PassThrough } from "node:stream";
 import { afterEach, describe, expect, it } from "vitest";
+import { FakeClock } from "../../src/core/clock.js";
 import { clfTime } from "../../src/proxy/access-log.js";
 import { type RunningHttpProxy, startHttpProxy } from "../../src/proxy/http-proxy.js";
 import { runCli } from "../helpers/cli.js";
@@ -40,11 +41,42 @@ describe("the HTTP proxy's access log", () => {
   });
 });
 
+describe("the record-then-tune loop", () => {
+  it("simulate --trace on the proxy's own log, under the same limit, makes the proxy's decisions, requests a few ms apart", async () => {
+    const backend = await listen((_req, res) => res.end("hello\n"));
+    const log = new PassThrough();
+    let recorded = "";
+    log.on("data", (chunk: Buffer) => (recorded += chunk));
+    const clock = new FakeClock(5_000.25);
+    proxy = await startHttpProxy({ listen: { host: "127.0.0.1", port: 0 }, target: backend.url, rate: 10, burst: 3, trustProxy: ["127.0.0.1"], accessLog: log, clock });
+    const url = `http://127.0.0.1:${proxy.address.port}/`;
+    // Ms between requests: bursts, and gaps around the 100 ms a token takes, all within two seconds.
+    const gaps = [0, 0, 0, 0, 40, 60, 99, 1, 100, 30, 30, 30, 250, 0, 0, 0, 0, 101, 99, 500];
+    for (const [i, gap] of gaps.entries()) {
+      clock.set(clock.now() + gap);
+      await get(url, { "x-forwarded-for": i % 4 === 3 ? "10.0.0.2" : "10.0.0.1" });
+    }
+    await proxy.close(1000);
+    proxy = undefined;
+    const lines = recorded.trimEnd().split("\n");
+    expect(lines).toHaveLength(gaps.length);
+    const decisions = lines.map((line) => [line.split(" ")[0], line.split(" ").at(-2) !== "refused"]);
+    // Both kinds of decision, within one second of the log: whole seconds could not tell them apart.
+    expect(decisions.filter(([, admitted]) => !admitted).length).toBeGreaterThan(2);
+    expect(decisions.filter(([, admitted]) => admitted).length).toBeGreaterThan(8);
+
+    const result = await runCli(["simulate", "--trace", "-", "--rate", "10/s", "--burst", "3", "--per-key", "--format", "jsonl"], { input: recorded });
+    expect([result.code, result.stderr]).toEqual([0, ""]);
+    const events = result.stdout.toString().trimEnd().split("\n").map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(events.map((event) => [event.key, event.admitted])).toEqual(decisions);
+  });
+});
+
 describe("the access log's time", () => {
-  it("is the second of each instant, whatever second came before (it is kept from one line to the next)", () => {
-    expect(clfTime(Date.UTC(2026, 11, 1, 2, 49, 13, 999))).toBe("01/Dec/2026:02:49:13 +0000");
-    expect(clfTime(Date.UTC(2026, 11, 1, 2, 49, 13, 0))).toBe("01/Dec/2026:02:49:13 +0000");
-    expect(clfTime(Date.UTC(2026, 11, 1, 2, 49, 14, 0))).toBe("01/Dec/2026:02:49:14 +0000");
-    expect(clfTime(Date.UTC(1999, 0, 9, 23, 5, 0, 500))).toBe("09/Jan/1999:23:05:00 +0000");
+  it("is the millisecond of each instant, whatever second came before (the second's text is kept from one line to the next)", () => {
+    expect(clfTime(Date.UTC(2026, 11, 1, 2, 49, 13, 999) + 0.9)).toBe("01/Dec/2026:02:49:13.999 +0000");
+    expect(clfTime(Date.UTC(2026, 11, 1, 2, 49, 13, 0))).toBe("01/Dec/2026:02:49:13.000 +0000");
+    expect(clfTime(Date.UTC(2026, 11, 1, 2, 49, 14, 42))).toBe("01/Dec/2026:02:49:14.042 +0000");
+    expect(clfTime(Date.UTC(1999, 0, 9, 23, 5, 0, 500))).toBe("09/Jan/1999:23:05:00.500 +0000");
   });
 });

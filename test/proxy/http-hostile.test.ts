@@ -101,15 +101,17 @@ describe("the HTTP proxy against hostile clients and backends", () => {
     // Those whose turn came meanwhile (10 a second) were served; all the others say they were cancelled.
     const waitLines = () => lines.split("\n").filter((line) => line.includes('"GET /wait '));
     await until(() => waitLines().length === 1000, "1,000 lines in the access log", 20_000);
-    // Each one served (its turn came: queued, whatever became of it after) or cancelled.
-    const served = waitLines().filter((line) => / queued \d+$/.test(line)).length;
+    // Each one served (its turn came: queued, whatever became of it after; admitted at once when a token
+    // came back while a loaded machine was still connecting them) or cancelled.
+    const served = waitLines().filter((line) => / (?:queued|admitted) \d+$/.test(line)).length;
     expect(waitLines().filter((line) => / 499 - "-" "-" cancelled \d+$/.test(line))).toHaveLength(1000 - served);
     expect(served).toBeLessThan(100);
     await sleep(200);
     const started = performance.now();
     const answer = await get(url);
     expect(answer.status).toBe(200);
-    expect(performance.now() - started).toBeLessThan(1000);
+    // At once, not after the leavers' 100 s of turns: with room for a loaded machine.
+    expect(performance.now() - started).toBeLessThan(5000);
     expect(decisions.at(-1)).toEqual({ decision: "admitted", waitMs: 0 });
   }, 30_000);
 

@@ -46,8 +46,10 @@ async function queueAndLeave(store: BucketStore): Promise<void> {
   for (const socket of waiting) socket.destroy();
   const waitLines = () => lines.split("\n").filter((line) => line.includes('"GET /wait '));
   await until(() => waitLines().length === CLIENTS, `${CLIENTS} lines in the access log`, 20_000);
-  // Those whose turn came meanwhile (RATE a second) were served; all the others were cancelled.
-  const served = waitLines().filter((line) => / queued \d+$/.test(line)).length;
+  // Those whose turn came meanwhile (RATE a second) took their token: after waiting, at once on a token that came back
+  // while a loaded machine sent them all, or as they hung up (a 499 "queued"); all the others were cancelled.
+  // Issue 19: counting only the "queued" lines expected 195 cancelled where one had been admitted at once.
+  const served = waitLines().filter((line) => / "-" "-" (admitted|queued) \d+$/.test(line)).length;
   expect(waitLines().filter((line) => / 499 - "-" "-" cancelled \d+$/.test(line))).toHaveLength(CLIENTS - served);
   expect(served).toBeLessThan(CLIENTS / 4);
   // Had they never asked, the bucket would be full again (burst 1): within a token of it.
@@ -55,8 +57,8 @@ async function queueAndLeave(store: BucketStore): Promise<void> {
   expect(level).toBeGreaterThan(0);
   const started = performance.now();
   expect(await get(url)).toMatchObject({ status: 200 });
-  // Not after the leavers' turns (CLIENTS / RATE seconds): at once, with room for a loaded machine.
-  expect(performance.now() - started).toBeLessThan(1000);
+  // Not after the leavers' turns (CLIENTS / RATE seconds, 20 s): at once, with room for a loaded machine.
+  expect(performance.now() - started).toBeLessThan(5000);
 }
 
 /** Sends `clients` requests at once to a key of `store` that queues for at most `maxWaitMs`: the statuses. */

@@ -35,6 +35,8 @@ describe("tbucket proxy --to http://...", () => {
     expect(metrics).toContain("tbucket_proxy_admitted_total 2\n");
     expect(metrics).toContain("tbucket_proxy_refused_total 2\n");
     expect(metrics).toContain("tbucket_proxy_live_keys 1\n");
+    // The client connections fetch keeps open (as docs/design.md lists it).
+    expect(metrics).toMatch(/^tbucket_proxy_open_connections [0-4]\n/m);
     const result = await stopProxy(proxy);
     expect(result.code).toBe(0);
     const lines = readFileSync(log, "utf8").trim().split("\n");

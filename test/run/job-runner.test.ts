@@ -141,6 +141,18 @@ describe("JobRunner stopping", () => {
     expect(result).toMatchObject({ stoppedBy: "signal", counts: { started: 3, failed: 0, interrupted: 3, running: 0 } });
   });
 
+  it("counts the wait a stop cut short in the run's wait (--stats on a paused key said tens of ms)", async () => {
+    const { clock, runner } = setup({ rate: 1, behaviour: () => ({ runMs: 0 }) });
+    const done = runner.run();
+    // The first launch goes at once; the second waits a second for its token, and the stop comes 600 ms in.
+    await settle();
+    await clock.advance(600);
+    runner.stop("signal", "SIGINT");
+    const result = await drive(clock, done);
+    expect(result.counts).toMatchObject({ started: 1 });
+    expect(result.waitMs).toBe(600);
+  });
+
   it("killAfterMs: jobs that ignore the forwarded signal are killed that long after it, and only then", async () => {
     const { clock, runner, fake } = setup({ rate: Infinity, count: 2, extra: { killAfterMs: 5000 }, behaviour: () => ({ runMs: 60_000 }) });
     const done = runner.run();

@@ -106,6 +106,16 @@ describe("trace files", () => {
     expect(counted.events.map((e) => e.cost)).toEqual([1, 1, 1]);
   });
 
+  it("reads an access log's time to the fraction of a second, as tbucket proxy and Apache's %{msec_frac}t write it, whole seconds beside", async () => {
+    const line = (time: string) => `10.0.0.1 - - [${time}] "GET / HTTP/1.1" 200 5 "-" "curl/8.5.0" admitted 0\n`;
+    const { events, report } = await read(
+      line("10/Oct/2026:13:55:36.042 +0000") + line("10/Oct/2026:13:55:36.5 +0000") + line("10/Oct/2026:13:55:37 +0000") + line("10/Oct/2026:15:55:37.123456789 +0200"),
+    );
+    expect(report.shape).toBe("access-log");
+    expect(events.slice(0, 3).map((e) => e.timeMs)).toEqual([0, 458, 958]);
+    expect(events[3]!.timeMs).toBeCloseTo(1081.456789, 6);
+  });
+
   it("takes an event earlier than the one before at that one's time, and counts it", async () => {
     const { events, report } = await read("1\n3\n2\n4\n");
     expect(events.map((e) => e.timeMs)).toEqual([1000, 3000, 3000, 4000]);

@@ -169,6 +169,29 @@ describe("Throttle stats", () => {
     expect(throttle.stats).toMatchObject({ bytes: 30, waitedMs: 20 });
   });
 
+  it("counts the wait under way: stats asked mid-wait (a signal, a paused key) say how long it has waited", async () => {
+    const clock = new FakeClock(1e12);
+    // Drained, at 1 token a second: the first byte waits a second.
+    const throttle = new Throttle({ limiter: new TokenBucket({ rate: 1, burst: 1, tokens: 0, clock }), clock });
+    const passing = throttle.pass(Buffer.alloc(1), () => {});
+    await clock.advance(600);
+    expect(throttle.stats.waitedMs).toBe(600);
+    await clock.advance(400);
+    await passing;
+    expect(throttle.stats.waitedMs).toBe(1000);
+  });
+
+  it("counts a wait cut short by its signal", async () => {
+    const clock = new FakeClock(1e12);
+    const throttle = new Throttle({ limiter: new TokenBucket({ rate: 1, burst: 1, tokens: 0, clock }), clock });
+    const controller = new AbortController();
+    const passing = throttle.pass(Buffer.alloc(1), () => {}, controller.signal);
+    await clock.advance(300);
+    controller.abort();
+    await expect(passing).rejects.toThrow();
+    expect(throttle.stats.waitedMs).toBe(300);
+  });
+
   it("without a clock of its own, measures on the bucket's clock", async () => {
     const clock = new FakeClock(1e12);
     const throttle = new Throttle({ limiter: new TokenBucket({ rate: 1000, burst: 10, clock }) });

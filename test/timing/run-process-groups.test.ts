@@ -142,7 +142,7 @@ describe.concurrent("tbucket run: each job in a process group of its own", () =>
     const dir = tempDir();
     // tbucket learns that the reader left when it next writes, as any program in a pipeline does: the jobs tick.
     const job = `sleep 30 & echo $! > ${dir}/{#}.pid; while :; do echo tick; sleep 0.1; done`;
-    const script = `start=$(date +%s%N); node ${TBUCKET} run -r inf --count 4 -j 2 --shell -- '${job}' | head -1; status=\${PIPESTATUS[0]}; echo "$status $(( ($(date +%s%N) - start) / 1000000 ))" >&2`;
+    const script = `start=$(date +%s%N); "${process.execPath}" "${TBUCKET}" run -r inf --count 4 -j 2 --shell -- '${job}' | head -1; status=\${PIPESTATUS[0]}; echo "$status $(( ($(date +%s%N) - start) / 1000000 ))" >&2`;
     const result = await runShell(script);
     expect(result.stdout.toString()).toBe("tick\n");
     const [status, tookMs] = result.stderr.trim().split(" ").map(Number);

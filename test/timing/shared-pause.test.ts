@@ -83,3 +83,25 @@ describe("a shared key paused with key set --rate 0", () => {
     expect(run.stderr()).toMatch(/paused, key "run-pause"/);
   }, 30_000);
 });
+
+describe("--stats after a signal while the key is paused", () => {
+  // `--stats` on a paused key said it waited tens of ms after 1.5 s of waiting: the wait under way was not counted.
+  it.each([
+    ["pipe", ["--burst", "1", "--kind", "bytes"], [], "waitedSeconds"],
+    ["run", ["--burst", "1", "--kind", "count"], ["run"], "waitSeconds"],
+  ] as const)("%s: the wait under way counts", async (what, burst, command, field) => {
+    const key = `${what}-paused-stats`;
+    const set = await runCli(["key", "set", key, "--rate", "0", ...burst, "--store", store], { env });
+    expect([set.code, set.stderr]).toEqual([0, ""]);
+    // The one token of the burst goes at once; the next waits until the key is resumed.
+    const args = [...command, "--key", key, "--store", store, "--stats-format", "json", ...(what === "run" ? ["--", "echo", "x"] : [])];
+    const running = start(args, what === "pipe");
+    await waitForOutput(running, 0, 8000);
+    await sleep(1500);
+    running.signal("SIGTERM");
+    const result = await running.exited;
+    const stats = JSON.parse(result.stderr.trim().split("\n").find((line) => line.startsWith("{"))!) as Record<string, number>;
+    // From before the first output to the signal: at least the 1.5 s slept, less a margin for the output's way here.
+    expect(stats[field], result.stderr).toBeGreaterThanOrEqual(1.4);
+  }, 30_000);
+});

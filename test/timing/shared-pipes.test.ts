@@ -22,26 +22,29 @@ async function waitUntil(condition: () => boolean, timeoutMs: number, what: stri
 }
 
 /**
- * 4 pipes on one key share 2 MiB/s. Once all four are
- * flowing, over a 3 s window together they deliver at most burst + rate·T +
- * one lease each, at least 97 % of rate·T, and each at least 15 % of the total.
+ * `pipes` pipes on one key share 2 MiB/s. Once all of them are flowing, over
+ * `windowMs` together they deliver at most burst + rate·T + one lease each
+ * (the design's envelope), and at least 90 % of rate·T, each a fair share:
+ * at least 60 % of 1/pipes of the total. On a quiet machine they deliver
+ * 1.00 of rate·T with shares within a percent of each other (docs/benchmarks.md,
+ * "Pipes sharing a key"); 90 % leaves room for a loaded machine, whose stalls
+ * cost a pipe its turn, never the envelope.
  */
-async function expectSharedEnvelope(store: string): Promise<void> {
-  const key = `four-${Math.random().toString(36).slice(2)}`;
-  const pipes = Array.from({ length: 4 }, () => startPipe(["--key", key, "--store", store, "--rate", "2mb"]));
+async function expectSharedEnvelope(store: string, pipeCount: number, windowMs: number): Promise<void> {
+  const key = `shared-${pipeCount}-${Math.random().toString(36).slice(2)}`;
+  const pipes = Array.from({ length: pipeCount }, () => startPipe(["--key", key, "--store", store, "--rate", "2mb"]));
   try {
-    await waitUntil(() => pipes.every((p) => p.received.length > 0), 8000, "all four pipes to start");
-    const windowMs = 3000;
+    await waitUntil(() => pipes.every((p) => p.received.length > 0), 8000, `all ${pipeCount} pipes to start`);
     const fromMs = performance.now() + 100;
     await sleep(windowMs + 250);
     const shares = pipes.map((p) => p.bytesBetween(fromMs, fromMs + windowMs));
     const total = shares.reduce((a, b) => a + b, 0);
     const ideal = (RATE * windowMs) / 1000;
-    const detail = `shares ${shares.join(", ")}; total ${total}, rate·T ${ideal}`;
+    const detail = `shares ${shares.join(", ")}; total ${total} = ${(total / ideal).toFixed(3)} of rate·T ${ideal}`;
     // Output read by the test lags what the pipes wrote by a pipe buffer at most: 64 KiB each.
-    expect(total, detail).toBeLessThanOrEqual(BURST + ideal + 4 * LEASE + 4 * 65536);
-    expect(total, detail).toBeGreaterThanOrEqual(0.97 * ideal);
-    for (const share of shares) expect(share / total, detail).toBeGreaterThanOrEqual(0.15);
+    expect(total, detail).toBeLessThanOrEqual(BURST + ideal + pipeCount * (LEASE + 65536));
+    expect(total, detail).toBeGreaterThanOrEqual(0.9 * ideal);
+    for (const share of shares) expect(share / total, detail).toBeGreaterThanOrEqual(0.6 / pipeCount);
   } finally {
     for (const p of pipes) p.signal("SIGTERM");
     await Promise.all(pipes.map((p) => p.exited));
@@ -88,7 +91,11 @@ describe("pipes sharing a key on SQLite", () => {
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
   it("4 pipes at 2 MiB/s keep the envelope together and each get a fair share", async () => {
-    await expectSharedEnvelope(`sqlite:${join(dir, "buckets.db")}`);
+    await expectSharedEnvelope(`sqlite:${join(dir, "buckets.db")}`, 4, 3000);
+  });
+
+  it("3 pipes for 5 s deliver the rate together, in fair shares", async () => {
+    await expectSharedEnvelope(`sqlite:${join(dir, "buckets.db")}`, 3, 5000);
   });
 
   it("a running pipe follows tbucket key set within a second", async () => {
@@ -104,7 +111,11 @@ describe("pipes sharing a key on Redis", () => {
   afterAll(async () => server?.stop());
 
   it("4 pipes at 2 MiB/s keep the envelope together and each get a fair share", async () => {
-    await expectSharedEnvelope(server.url);
+    await expectSharedEnvelope(server.url, 4, 3000);
+  });
+
+  it("3 pipes for 5 s deliver the rate together, in fair shares", async () => {
+    await expectSharedEnvelope(server.url, 3, 5000);
   });
 
   it("a running pipe follows tbucket key set within a second", async () => {

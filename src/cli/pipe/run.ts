@@ -164,6 +164,9 @@ export async function runPipe(config: PipeConfig): Promise<number> {
       await copyChunks(readSources(config.files, { readAheadBytes, onError, stdinStream: () => process.stdin, outputFd: 1 }));
     }
   } catch (error) {
+    // After a signal, the copy fails only because the signal's way out closed the limiter under
+    // a wait: that way ends the pipe, after the stats, by the signal. Nothing is said here.
+    if (signalled) return new Promise<number>(() => {});
     // A reader that went away (`| head -c 10`) is a normal way for a pipe to end, stats and all;
     // exit at once, as reading may still be waiting on a writer that never ends (`yes |`).
     if (error instanceof ReaderGone) {

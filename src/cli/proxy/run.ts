@@ -154,7 +154,8 @@ function describeDirection(direction: "up" | "down", spec: ByteBucketSpec | unde
 async function runHttpProxy(config: HttpProxyConfig): Promise<number> {
   const { startHttpProxy } = await import("../../proxy/http-proxy.js");
   let proxy: RunningHttpProxy | undefined;
-  const metrics = new ProxyMetrics({ liveKeys: () => proxy?.liveKeys() ?? 0, sharedStore: config.shared.key !== undefined });
+  const metrics = new ProxyMetrics({ liveKeys: () => proxy?.liveKeys() ?? 0, openConnections: () => proxy?.openConnections() ?? 0, sharedStore: config.shared.key !== undefined });
+  const maxConnections = connectionsWithinDescriptorLimit();
   const tally: HttpTally = { admitted: 0, queued: 0, refused: 0 };
   const observer: HttpProxyObserver = {
     decision(decision, waitMs) {
@@ -171,6 +172,11 @@ async function runHttpProxy(config: HttpProxyConfig): Promise<number> {
     storeBack: (lostForMs) => {
       metrics.storeBack();
       writeStandardError(`tbucket: store ${shared?.url}: back after ${humanDuration(lostForMs)}; the buckets are shared again\n`);
+    },
+    full: (evicted) => {
+      if (evicted) metrics.idleClosed();
+      else metrics.refused();
+      fullWarning(maxConnections);
     },
   };
   const accessLog = config.accessLog === undefined ? undefined : await openAccessLog(config.accessLog);
@@ -197,6 +203,7 @@ async function runHttpProxy(config: HttpProxyConfig): Promise<number> {
           maxWaitMs: config.maxWaitMs,
           bodyRate: config.bodyBytesPerSecond === undefined ? undefined : { bytesPerSecond: config.bodyBytesPerSecond, burstBytes: defaultBurstBytes(config.bodyBytesPerSecond) },
           maxKeys: config.maxKeys,
+          maxConnections,
           shared: shared?.buckets,
           accessLog: accessLog?.stream,
           observer,

@@ -22,7 +22,8 @@ export interface SimulateConfig {
   policy: Policy;
   maxWaitMs: number;
   perKey: boolean;
-  maxKeys: number;
+  /** --max-keys; undefined: the proxy's and the middleware's default (run.ts). */
+  maxKeys: number | undefined;
   costField: number | undefined;
   keyField: number | undefined;
   skipBad: boolean;
@@ -129,7 +130,7 @@ export function parseSimulateOptions(flags: SimulateFlags): SimulateConfig {
   }
   if (flags.policy === "queue") policy = "queue";
 
-  let maxKeys = Infinity;
+  let maxKeys: number | undefined;
   if (flags.maxKeys !== undefined) {
     if (!flags.perKey) throw new UsageError(`--max-keys: only with --per-key; try "--per-key --max-keys ${flags.maxKeys}"`);
     maxKeys = parseOption("--max-keys", flags.maxKeys, (text) => parseCount(text));

@@ -37,7 +37,7 @@ export function registerSimulate(program: Command, onExit: (code: number) => voi
     .addOption(choiceOption("--policy <policy>", "drop (Allow: refuse what does not fit) or queue (Reserve: wait in order) (default: drop)", POLICIES, "a policy"))
     .option("--max-wait <duration>", "with queue: refuse an arrival that would wait longer (implies --policy queue)")
     .option("--per-key", "one bucket per key: --key-field, or the client address of an access log")
-    .option("--max-keys <n>", "with --per-key: at most n buckets, the least recently used evicted (default: no limit)")
+    .option("--max-keys <n>", "with --per-key: at most n buckets, the least recently used evicted (default 100000, as the proxy's)")
     .addOption(
       choiceOption("--format <format>", "summary, table, csv, jsonl (one line per event) or json (default: summary and chart on a terminal, else table)", FORMATS, "a format"),
     )

@@ -4,7 +4,8 @@ import { writeFile } from "node:fs/promises";
 import { setFlagsFromString } from "node:v8";
 import { patternArrivals } from "../../simulate/arrival-pattern.js";
 import type { ArrivalSource } from "../../simulate/event-batch.js";
-import { msToSeconds, plural } from "../../core/format.js";
+import { grouped, msToSeconds, plural } from "../../core/format.js";
+import { DEFAULT_MAX_KEYS } from "../../http/rate-limit.js";
 import { OutputBuffer, OutputStreamError } from "../../simulate/output-buffer.js";
 import { runSimulation } from "../../simulate/run-simulation.js";
 import type { SimulatorOptions } from "../../simulate/simulator.js";
@@ -18,6 +19,7 @@ import type { SimulateConfig } from "./options.js";
 import { RuntimeError, UsageError } from "../errors.js";
 import { describeFileError } from "../file-errors.js";
 import { describeSkippedLine, describeTooManyRows, describeTraceError, describeTraceOptionError, SKIP_BAD_FLAG } from "./errors.js";
+import { HeapGuard } from "./heap-guard.js";
 
 /** Runs `tbucket simulate`: arrivals in, decisions of the core bucket out, in the chosen format. */
 export async function runSimulate(config: SimulateConfig): Promise<number> {
@@ -32,7 +34,7 @@ export async function runSimulate(config: SimulateConfig): Promise<number> {
   if (config.perKey) setFlagsFromString("--no-incremental-marking");
   try {
     if (config.suggest) {
-      const code = await runSuggest(config, openArrivals(config, seed ?? 0, trace), output);
+      const code = await runSuggest(config, heapGuarded(openArrivals(config, seed ?? 0, trace), config), output);
       await output.flush();
       return code;
     }
@@ -46,11 +48,17 @@ export async function runSimulate(config: SimulateConfig): Promise<number> {
     const jsonl = format === "jsonl";
     // Per-event output waits for a slow reader between batches: small batches keep that wait frequent.
     // A batch's keys live until it is consumed: small batches let them die young.
+    const heap = new HeapGuard();
+    let events = 0;
     const recorder = await runSimulation(openArrivals(config, seed ?? 0, trace, jsonl || config.perKey ? 4096 : undefined), {
       simulator,
       stepMs: config.stepMs,
       onDecision: jsonl ? (timeMs, cost, key, sim) => output.write(decisionJsonLine(timeMs, cost, key, sim)) : undefined,
-      afterBatch: jsonl ? () => output.maybeFlush() : undefined,
+      afterBatch: (batch, sim) => {
+        events += batch.count;
+        if (heap.nearlyFull()) throw new RuntimeError(describeOutOfHeap(heap.limitBytes, events, sim.keyCount, config));
+        return jsonl ? output.maybeFlush() : undefined;
+      },
     });
     const endMs = Math.max(config.source.kind === "pattern" ? config.source.durationMs : 0, recorder.lastMs);
     const summary = buildSummary(recorder, { costUnit: config.costUnit, endMs, seed, trace, describeSkipped: describeSkippedLine });
@@ -86,6 +94,8 @@ export async function runSimulate(config: SimulateConfig): Promise<number> {
       });
     }
     if (format === "jsonl" && trace) reportTraceNotes(trace);
+    // The summary (text or JSON) counts the evictions; the other formats would leave them unsaid.
+    if (format !== "summary" && format !== "json" && recorder.simulator.evictions > 0) reportEvictions(recorder.simulator.evictions, simulator.maxKeys, config);
     await output.flush();
     return 0;
   } catch (error) {
@@ -142,7 +152,39 @@ async function runSuggest(config: SimulateConfig, source: ArrivalSource, output:
 }
 
 export function simulatorOptions(config: SimulateConfig, ratePerSecond: number, burst: number): SimulatorOptions {
-  return { ratePerSecond, burst, policy: config.policy, maxWaitMs: config.maxWaitMs, perKey: config.perKey, maxKeys: config.maxKeys };
+  // Bounded as the proxy's and the middleware's key tables are: a trace of millions of clients fits any heap.
+  const maxKeys = config.perKey ? (config.maxKeys ?? DEFAULT_MAX_KEYS) : Infinity;
+  return { ratePerSecond, burst, policy: config.policy, maxWaitMs: config.maxWaitMs, perKey: config.perKey, maxKeys };
+}
+
+/** What evictions do to the decisions, once, on standard error. */
+function reportEvictions(evictions: number, maxKeys: number, config: SimulateConfig): void {
+  const bound = config.maxKeys === undefined ? `--max-keys's default, ${maxKeys}` : `--max-keys ${maxKeys}`;
+  process.stderr.write(
+    `tbucket: --per-key: ${plural(evictions, "key")} evicted to keep ${bound} buckets; an evicted key that comes back starts with a full bucket, as with the proxy; raise --max-keys to keep more\n`,
+  );
+}
+
+/** The arrivals, for --suggest, which holds them all: stopped with one line when they nearly fill the heap. */
+async function* heapGuarded(source: ArrivalSource, config: SimulateConfig): ArrivalSource {
+  const heap = new HeapGuard();
+  let events = 0;
+  for await (const batch of source) {
+    events += batch.count;
+    if (heap.nearlyFull()) throw new RuntimeError(describeOutOfHeap(heap.limitBytes, events, undefined, config));
+    yield batch;
+  }
+}
+
+/** The line a simulation stops with when the heap is nearly full of what it holds: the buckets, or the events for --suggest. */
+function describeOutOfHeap(limitBytes: number, events: number, keyCount: number | undefined, config: SimulateConfig): string {
+  const heap = `${Math.round(limitBytes / 2 ** 20)} MB`;
+  if (keyCount === undefined) {
+    return `simulate: out of memory after holding ${grouped(events)} events for --suggest, in a heap of ${heap}; tune on a part of the trace, or give Node a larger heap (NODE_OPTIONS=--max-old-space-size=MB)`;
+  }
+  const held = config.perKey ? ` holding ${grouped(keyCount)} buckets` : "";
+  const lower = config.perKey ? `lower --max-keys (the default is ${DEFAULT_MAX_KEYS}) or ` : "";
+  return `simulate: out of memory after ${grouped(events)} events${held}, in a heap of ${heap}; ${lower}give Node a larger heap (NODE_OPTIONS=--max-old-space-size=MB)`;
 }
 
 /** A fresh source of the configured arrivals (a trace is read again each time). */
