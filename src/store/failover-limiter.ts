@@ -71,7 +71,7 @@ export class FailoverLimiter implements Limiter {
   readonly #clock: Clock;
   #settings: BucketConfig;
   #primary: StoreBackedLimiter | undefined;
-  #reopening: Promise<StoreBackedLimiter | undefined> | undefined;
+  #reopening: Promise<StoreBackedLimiter | StoreError> | undefined;
   /** The private bucket of an outage, with the outage it is for. */
   #private: { outage: StoreOutage; bucket: TokenBucket } | undefined;
   /** Whether the key ever took from the store: a private bucket then starts empty. */
@@ -141,7 +141,10 @@ export class FailoverLimiter implements Limiter {
       const outage = this.#watch.lost;
       if (!outage) {
         const primary = this.#primary ?? (await this.#open());
-        if (!primary) continue;
+        if (primary instanceof StoreError) {
+          this.#throwUnlessLost(primary);
+          continue;
+        }
         try {
           this.#used = true;
           return await operation(primary);
@@ -150,6 +153,7 @@ export class FailoverLimiter implements Limiter {
           if (!isStoreFailure(error) || signal?.aborted) throw error;
           // This limiter has stopped on the failure: the key is opened afresh once the store answers.
           this.#drop(primary);
+          this.#throwUnlessLost(error);
           continue;
         }
       }
@@ -169,8 +173,16 @@ export class FailoverLimiter implements Limiter {
     }
   }
 
-  /** Opens the key on the store, once for every wait that asks; undefined when the store failed again meanwhile. */
-  #open(): Promise<StoreBackedLimiter | undefined> {
+  /**
+   * A store failure that the watch did not take for an outage (it was stopped,
+   * its owner closing) is this wait's: thrown, rather than asked again at once.
+   */
+  #throwUnlessLost(error: StoreError): void {
+    if (!this.#watch.lost) throw error;
+  }
+
+  /** Opens the key on the store, once for every wait that asks; the failure when the store failed again meanwhile. */
+  #open(): Promise<StoreBackedLimiter | StoreError> {
     this.#reopening ??= (async () => {
       try {
         const primary = await this.#reopen(this.#settings);
@@ -181,7 +193,7 @@ export class FailoverLimiter implements Limiter {
         this.#primary = primary;
         return primary;
       } catch (error) {
-        if (isStoreFailure(error)) return undefined;
+        if (isStoreFailure(error)) return error;
         throw error;
       } finally {
         this.#reopening = undefined;

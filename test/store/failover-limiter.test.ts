@@ -187,6 +187,20 @@ describe("FailoverLimiter", () => {
     watch.stop();
   });
 
+  it("a failure the watch no longer takes for an outage (stopped: its owner is closing) is thrown, not asked again at once", async () => {
+    const { store, watch, limiter } = await setup({ mode: "local" });
+    watch.stop();
+    store.down = true;
+    let calls = 0;
+    const read = store.read.bind(store);
+    store.read = (...args) => (calls++, read(...args));
+    const take = store.take.bind(store);
+    store.take = (...args) => (calls++, take(...args));
+    await expect(limiter.wait(10).then(() => limiter.wait(10))).rejects.toMatchObject({ failure: "lost" });
+    expect(watch.lost).toBeUndefined();
+    expect(calls).toBeLessThanOrEqual(2);
+  });
+
   it("keyFailure: a key deleted while in use is thrown as the owner says", async () => {
     const clock = new FakeClock(0);
     const store = new MemoryStore({ clock });
