@@ -3,7 +3,7 @@ import { defaultBurst } from "../core/default-burst.js";
 import { humanAmount, humanDuration, humanRate } from "../core/format.js";
 import { TokenBucket } from "../core/token-bucket.js";
 import { formatByteRate, formatByteSize, formatCountRate, type RateKind } from "../core/units.js";
-import { type BucketConfig, type BucketStore, StoreError } from "../store/bucket-store.js";
+import { type BucketConfig, type BucketState, type BucketStore, StoreError } from "../store/bucket-store.js";
 import { FailoverLimiter } from "../store/failover-limiter.js";
 import { openSharedKey } from "../store/shared-key.js";
 import { SharedLimiter } from "../store/shared-limiter.js";
@@ -112,7 +112,7 @@ function gaveUp(error: StoreError, lostForMs: number, command: LimiterRequest["c
 }
 
 /** Sets the key from --rate/--burst, or reads its stored settings; checks the kind of token. */
-async function configureKey(store: BucketStore, key: string, request: LimiterRequest): Promise<BucketConfig> {
+async function configureKey(store: BucketStore, key: string, request: LimiterRequest): Promise<BucketState> {
   const stored = await store.read(key);
   if (request.rate !== undefined) {
     // Pausing (rate 0) keeps the key's burst for when it resumes.

@@ -52,10 +52,20 @@ export function humanBytes(bytes: number): string {
   return `${Math.round(bytes)} B`;
 }
 
-/** A byte rate for people: `1.00 MiB/s`, `512 B/s`; `unlimited` for Infinity. The exact figure is the caller's to add. */
+/** A byte rate for people: `1.00 MiB/s`, `512 B/s`, `0.1 B/s`; `unlimited` for Infinity. The exact figure is the caller's to add (exactByteRate). */
 export function humanByteRate(bytesPerSecond: number): string {
   if (bytesPerSecond === Infinity) return "unlimited";
-  return `${humanBytes(bytesPerSecond)}/s`;
+  return smallByteRate(bytesPerSecond) ?? `${humanBytes(bytesPerSecond)}/s`;
+}
+
+/** A byte rate in bytes a second, grouped: `1,048,576 B/s`, `512 B/s`, `0.1 B/s`. */
+export function exactByteRate(bytesPerSecond: number): string {
+  return smallByteRate(bytesPerSecond) ?? `${grouped(Math.round(bytesPerSecond))} B/s`;
+}
+
+/** Below 100 B/s, three significant digits: whole bytes would show 0.1 B/s as 0 B/s. */
+function smallByteRate(bytesPerSecond: number): string | undefined {
+  return Math.abs(bytesPerSecond) < 100 ? `${significant(bytesPerSecond, 3)} B/s` : undefined;
 }
 
 /** A count rate for people, to a tenth: `120/s`, `2.5/s`, or per minute below one a second: `30.0/min`; `0/s` for none; `inf` for Infinity. */
