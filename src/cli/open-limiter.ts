@@ -1,11 +1,13 @@
 import type { Limiter } from "../core/limiter.js";
 import { defaultBurst } from "../core/default-burst.js";
-import { humanAmount, humanRate } from "../core/format.js";
+import { humanAmount, humanDuration, humanRate } from "../core/format.js";
 import { TokenBucket } from "../core/token-bucket.js";
 import { formatByteRate, formatByteSize, formatCountRate, type RateKind } from "../core/units.js";
-import { type BucketConfig, type BucketStore, StoreError } from "../store/bucket-store.js";
+import { type BucketConfig, type BucketState, type BucketStore, StoreError } from "../store/bucket-store.js";
 import { FailoverLimiter } from "../store/failover-limiter.js";
+import { openSharedKey } from "../store/shared-key.js";
 import { SharedLimiter } from "../store/shared-limiter.js";
+import { StoreWatch } from "../store/store-watch.js";
 import { RuntimeError, UsageError } from "./errors.js";
 import type { SharedBucketOptions } from "./shared-options.js";
 import { describeStoreFailure } from "./store-failure.js";
@@ -58,25 +60,38 @@ async function openSharedLimiter(request: LimiterRequest, key: string): Promise<
     warn(`${line}; going on with a private bucket at ${describeConfig(config)}`);
     return { limiter: new TokenBucket(config), close: async () => {} };
   }
+  let limiter: FailoverLimiter | undefined;
+  // Mid-run the offer of a private bucket comes after what stopped; with local, both ends of an outage are said.
+  const watch = new StoreWatch(
+    store,
+    local
+      ? {
+          onLost: (error) => limiter && warn(`${describeStoreFailure(error, { offerLocal: false })}; going on with a private bucket at ${describeConfig(limiter)} until it is back`),
+          onBack: (lostForMs) => limiter && say(`store ${store.url}: back after ${humanDuration(lostForMs)}; key "${key}" is shared again`),
+        }
+      : {},
+  );
   try {
-    const config = await configureKey(store, key, request);
-    const shared = new SharedLimiter({ store, key, config });
-    const limiter = new FailoverLimiter(shared, (error, settings) => {
-      // Mid-run the offer of a private bucket comes after what stopped.
-      const line = describeStoreFailure(error, { offerLocal: false });
-      if (!local) throw new RuntimeError(`${line}; ${STOPPED[request.command]}; rerun, or add --on-store-error local to go on with a private bucket`);
-      warn(`${line}; going on with a private bucket at ${describeConfig(settings)}`);
-      // Empty at first: the shared bucket may just have been drained, so no fresh burst.
-      return new TokenBucket({ rate: settings.rate, burst: settings.burst, tokens: 0 });
-    });
+    const config = await configureKey(watch, key, request);
+    const shared = new SharedLimiter({ store: watch, key, config });
     shared.startPolling();
+    limiter = new FailoverLimiter({
+      watch,
+      key,
+      settings: config,
+      primary: shared,
+      reopen: (settings) => openSharedKey(watch, key, settings, { poll: true }),
+      keyFailure: (error) => new RuntimeError(`${describeStoreFailure(error, { offerLocal: false })}; ${STOPPED[request.command]}`),
+      whileLost: local ? { mode: "local" } : { mode: "wait", timeoutMs: request.shared.storeTimeoutMs, giveUp: (error, lostForMs) => gaveUp(error, lostForMs, request.command) },
+    });
+    const opened = limiter;
     return {
-      limiter,
+      limiter: opened,
       // The limiter first gives back a lease still waiting, then the store closes.
-      close: () => closeQuietly(store, shared),
+      close: () => closeQuietly(watch, opened),
     };
   } catch (error) {
-    await closeQuietly(store);
+    await closeQuietly(watch);
     if (error instanceof StoreError) throw new RuntimeError(describeStoreFailure(error, { offerLocal: !local }));
     throw error;
   }
@@ -88,8 +103,16 @@ const STOPPED: Record<LimiterRequest["command"], string> = {
   run: "stopped launching, and the jobs already started ran to their end",
 };
 
+/** The line for a store that did not come back within --store-timeout: what failed, for how long, what stopped. */
+function gaveUp(error: StoreError, lostForMs: number, command: LimiterRequest["command"]): RuntimeError {
+  const line = describeStoreFailure(error, { offerLocal: false });
+  // A refusal (a replica, a full memory) is not fixed by running again; the line says what is.
+  const rerun = error.failure === "refused" ? "or add" : "rerun, or add";
+  return new RuntimeError(`${line}; away for ${humanDuration(lostForMs)}; ${STOPPED[command]}; ${rerun} --on-store-error local to go on with a private bucket`);
+}
+
 /** Sets the key from --rate/--burst, or reads its stored settings; checks the kind of token. */
-async function configureKey(store: BucketStore, key: string, request: LimiterRequest): Promise<BucketConfig> {
+async function configureKey(store: BucketStore, key: string, request: LimiterRequest): Promise<BucketState> {
   const stored = await store.read(key);
   if (request.rate !== undefined) {
     // Pausing (rate 0) keeps the key's burst for when it resumes.
@@ -150,8 +173,12 @@ function warn(message: string): void {
   process.stderr.write(`tbucket: warning: ${message}\n`);
 }
 
+function say(message: string): void {
+  process.stderr.write(`tbucket: ${message}\n`);
+}
+
 /** Closes the limiter, then the store, giving up after a second: a store that went away must not hold the exit. */
-async function closeQuietly(store: BucketStore, limiter?: SharedLimiter): Promise<void> {
+async function closeQuietly(store: BucketStore, limiter?: FailoverLimiter): Promise<void> {
   const closing = (async () => {
     await limiter?.close().catch(() => {});
     await store.close().catch(() => {});

@@ -1,4 +1,4 @@
-import { humanByteRate, humanBytes, humanCountRate, humanDuration } from "../core/format.js";
+import { exactByteRate, humanByteRate, humanBytes, humanCountRate, humanDuration } from "../core/format.js";
 import type { RateKind } from "../core/units.js";
 import type { StatsFormat } from "./report-options.js";
 
@@ -68,7 +68,7 @@ export function formatPipeStats(stats: PipeStats, format: StatsFormat): string {
     stats.rate === Infinity
       ? "no limit"
       : stats.kind === "bytes"
-        ? `limit ${humanByteRate(stats.rate)} = ${Math.round(stats.rate).toLocaleString("en-US")} B/s, burst ${stats.burst.toLocaleString("en-US")} B`
+        ? `limit ${humanByteRate(stats.rate)} = ${exactByteRate(stats.rate)}, burst ${stats.burst.toLocaleString("en-US")} B`
         : `limit ${stats.rate}/s, burst ${stats.burst}`;
   // Without a figure past the burst, an average far above the limit needs its reason next to it.
   const pastBurst =
@@ -82,7 +82,7 @@ export function formatPipeStats(stats: PipeStats, format: StatsFormat): string {
     `tbucket: ${stats.bytes.toLocaleString("en-US")} bytes (${humanBytes(stats.bytes)})` +
     (stats.records === undefined ? " " : `, ${stats.records.toLocaleString("en-US")} lines `) +
     `in ${humanDuration(stats.elapsedMs)}, average ${lineRate}${humanByteRate(averageBytesPerSecond)}` +
-    ` (${Math.round(averageBytesPerSecond).toLocaleString("en-US")} B/s)${pastBurst}; waited ${humanDuration(stats.waitedMs)} for tokens; ${limit}` +
+    ` (${exactByteRate(averageBytesPerSecond)})${pastBurst}; waited ${humanDuration(stats.waitedMs)} for tokens; ${limit}` +
     (stats.smallestSteadyBurst === undefined
       ? ""
       : `; burst smaller than one timer tick of the rate, which it may not keep: --burst ${Math.ceil(stats.smallestSteadyBurst / 1024)}k can`) +

@@ -1,4 +1,13 @@
-import { humanByteRate, humanBytes, humanCountRate, humanDuration } from "../core/format.js";
+import {
+  HUMAN_BYTE_RATE_WIDEST,
+  HUMAN_BYTES_WIDEST,
+  HUMAN_COUNT_RATE_WIDEST,
+  HUMAN_DURATION_WIDEST,
+  humanByteRate,
+  humanBytes,
+  humanCountRate,
+  humanDuration,
+} from "../core/format.js";
 import type { PipeStats } from "./pipe-stats.js";
 import { steadyRate } from "./pipe-stats.js";
 import { DROP, fitFields, type ProgressField, progressStyle, startProgressLine } from "./progress-line.js";
@@ -110,16 +119,10 @@ export function startProgressDisplay(options: ProgressOptions): ProgressDisplay 
   };
 }
 
-/** The most columns a format takes over `samples`, its widest figures. */
-const widestOf = (format: (value: number) => string, samples: readonly number[]) => Math.max(...samples.map((value) => format(value).length));
-/** Below 1024 TiB: `1023.99 KiB`. */
-const BYTES_WIDEST = widestOf(humanBytes, [1023.99 * 1024]);
-const BYTE_RATE_WIDEST = widestOf(humanByteRate, [1023.99 * 1024]);
-/** Under an hour: `999 ms`, `59.9 s`, `59m59s`. */
-const DURATION_WIDEST = widestOf(humanDuration, [999, 59_900, 3_599_000]);
-const lineRate = (perSecond: number) => humanCountRate(perSecond).replace("/", " lines/");
-/** Below 100,000 lines a second: `59.9 lines/min`, `99.9 lines/s`, `99999 lines/s`. */
-const LINE_RATE_WIDEST = widestOf(lineRate, [0.999, 99.9, 99_999]);
+const LINES = " lines";
+const lineRate = (perSecond: number) => humanCountRate(perSecond).replace("/", `${LINES}/`);
+/** `59.9 lines/min`, `99999 lines/s`. */
+const LINE_RATE_WIDEST = HUMAN_COUNT_RATE_WIDEST + LINES.length;
 
 /**
  * One progress line, fitted to `width`: the amount, the current rate, the
@@ -133,9 +136,9 @@ const LINE_RATE_WIDEST = widestOf(lineRate, [0.999, 99.9, 99_999]);
 export function describeProgress(stats: PipeStats, view: ProgressView, width = Infinity): string {
   const lines = stats.kind === "count";
   const perSecond = lines ? lineRate : humanByteRate;
-  const rateWidest = lines ? LINE_RATE_WIDEST : BYTE_RATE_WIDEST;
+  const rateWidest = lines ? LINE_RATE_WIDEST : HUMAN_BYTE_RATE_WIDEST;
   const limited = Number.isFinite(stats.rate);
-  const fields: ProgressField[] = [lines ? { text: `${stats.records ?? 0} lines` } : { text: humanBytes(stats.bytes), widest: BYTES_WIDEST }];
+  const fields: ProgressField[] = [lines ? { text: `${stats.records ?? 0} lines` } : { text: humanBytes(stats.bytes), widest: HUMAN_BYTES_WIDEST }];
   // Above the limit only while the burst goes out: said so, not left to look like a broken limit.
   const inBurst = limited && stats.rate > 0 && view.currentRate > stats.rate * 1.02;
   fields.push({ text: perSecond(view.currentRate), widest: rateWidest });
@@ -153,9 +156,9 @@ export function describeProgress(stats: PipeStats, view: ProgressView, width = I
   if (view.level !== undefined && limited) {
     fields.push({ text: `bucket ${Math.round((Math.max(0, view.level) / stats.burst) * 100)}%`, widest: "bucket 100%".length, dropRank: DROP.bucket });
   }
-  fields.push({ text: humanDuration(stats.elapsedMs), widest: DURATION_WIDEST, dropRank: DROP.elapsed });
+  fields.push({ text: humanDuration(stats.elapsedMs), widest: HUMAN_DURATION_WIDEST, dropRank: DROP.elapsed });
   // The other unit last: bytes for a line rate, lines for --lines with a byte rate.
-  if (lines) fields.push({ text: humanBytes(stats.bytes), widest: BYTES_WIDEST, dropRank: DROP.secondary });
+  if (lines) fields.push({ text: humanBytes(stats.bytes), widest: HUMAN_BYTES_WIDEST, dropRank: DROP.secondary });
   else if (stats.records !== undefined) fields.push({ text: `${stats.records} lines`, dropRank: DROP.secondary });
   if (view.totalBytes !== undefined && view.totalBytes > 0) {
     // Past 100% when more came than --size said, as pv shows it: a pinned 100.0% would look finished.
@@ -165,7 +168,7 @@ export function describeProgress(stats: PipeStats, view: ProgressView, width = I
     const pace = limited && !lines ? Math.min(stats.rate, view.etaBytesPerSecond) : stats.rate === 0 ? 0 : view.etaBytesPerSecond;
     // Its room is kept while the copy goes on (paused, no pace yet); the last line has none.
     const eta = share < 1 && pace > 0 && !view.ended ? `ETA ${humanDuration(((view.totalBytes - stats.bytes) / pace) * 1000)}` : "";
-    if (share < 1 && !view.ended) fields.push({ text: eta, widest: "ETA ".length + DURATION_WIDEST });
+    if (share < 1 && !view.ended) fields.push({ text: eta, widest: "ETA ".length + HUMAN_DURATION_WIDEST });
   }
   return fitFields(fields, width);
 }

@@ -52,10 +52,20 @@ export function humanBytes(bytes: number): string {
   return `${Math.round(bytes)} B`;
 }
 
-/** A byte rate for people: `1.00 MiB/s`, `512 B/s`; `unlimited` for Infinity. The exact figure is the caller's to add. */
+/** A byte rate for people: `1.00 MiB/s`, `512 B/s`, `0.1 B/s`; `unlimited` for Infinity. The exact figure is the caller's to add (exactByteRate). */
 export function humanByteRate(bytesPerSecond: number): string {
   if (bytesPerSecond === Infinity) return "unlimited";
-  return `${humanBytes(bytesPerSecond)}/s`;
+  return smallByteRate(bytesPerSecond) ?? `${humanBytes(bytesPerSecond)}/s`;
+}
+
+/** A byte rate in bytes a second, grouped: `1,048,576 B/s`, `512 B/s`, `0.1 B/s`. */
+export function exactByteRate(bytesPerSecond: number): string {
+  return smallByteRate(bytesPerSecond) ?? `${grouped(Math.round(bytesPerSecond))} B/s`;
+}
+
+/** Below 100 B/s, three significant digits: whole bytes would show 0.1 B/s as 0 B/s. */
+function smallByteRate(bytesPerSecond: number): string | undefined {
+  return Math.abs(bytesPerSecond) < 100 ? `${significant(bytesPerSecond, 3)} B/s` : undefined;
 }
 
 /** A count rate for people, to a tenth: `120/s`, `2.5/s`, or per minute below one a second: `30.0/min`; `0/s` for none; `inf` for Infinity. */
@@ -89,6 +99,19 @@ export function humanDuration(ms: number): string {
   if (ms < 60_000) return `${(ms / 1000).toFixed(1)} s`;
   return clockDuration(ms);
 }
+
+/** The most columns `format` takes over `samples`, its widest figures (what a progress line lays its fields out from). */
+export function widestOf(format: (value: number) => string, samples: readonly number[]): number {
+  return Math.max(...samples.map((value) => format(value).length));
+}
+
+/** humanBytes below 1024 TiB: `1023.99 KiB`. */
+export const HUMAN_BYTES_WIDEST = widestOf(humanBytes, [1023.99 * 1024]);
+export const HUMAN_BYTE_RATE_WIDEST = widestOf(humanByteRate, [1023.99 * 1024]);
+/** humanCountRate below 100,000 a second: `59.9/min`, `99.9/s`, `99999/s`. */
+export const HUMAN_COUNT_RATE_WIDEST = widestOf(humanCountRate, [0.999, 99.9, 99_999]);
+/** humanDuration under an hour: `999 ms`, `59.9 s`, `59m59s`. */
+export const HUMAN_DURATION_WIDEST = widestOf(humanDuration, [999, 59_900, 3_599_000]);
 
 /** A wait for people, to three significant digits down to microseconds: 0, 350 µs, 12.5 ms, 3.13 s, 2m05s. */
 export function humanWait(ms: number): string {

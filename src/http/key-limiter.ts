@@ -18,4 +18,6 @@ export interface KeyLimiterSource {
   open(key: string): KeyLimiter | Promise<KeyLimiter>;
   /** Called when the key leaves the table, to release what its bucket holds. */
   close(limiter: KeyLimiter): void;
+  /** Called when the middleware closes: stops what the source runs (watching a lost store). */
+  dispose?(): void;
 }

@@ -176,7 +176,8 @@ export function rateLimit(options: RateLimitOptions): RateLimitMiddleware {
       },
       (error: unknown) => {
         waiting?.done();
-        next(error);
+        if (error instanceof StoreError) storeUnavailable(res);
+        else next(error);
       },
     );
   };
@@ -205,21 +206,46 @@ export function rateLimit(options: RateLimitOptions): RateLimitMiddleware {
         handler(req, res);
         return;
       }
-      if (!(error instanceof StoreError)) log(`tbucket/http: ${req.method} ${req.url}: ${res.headersSent ? "cut the response" : "answered 500"}: ${oneLine(error)}`);
+      // A lost store is the middleware's own 503: what reaches here is a fault.
+      log(`tbucket/http: ${req.method} ${req.url}: ${res.headersSent ? "cut the response" : "answered 500"}: ${oneLine(error)}`);
       if (res.headersSent) {
         res.destroy();
         return;
       }
-      // The store behind a shared limit is down: the limit cannot be checked, so nothing is let through.
-      res.statusCode = error instanceof StoreError ? 503 : 500;
+      res.statusCode = 500;
       res.setHeader("Content-Type", "text/plain; charset=utf-8");
-      res.end(error instanceof StoreError ? "Service Unavailable: the rate limit's store cannot be reached\n" : "Internal Server Error\n");
+      res.end("Internal Server Error\n");
     });
   };
   Object.defineProperty(middleware, "liveKeys", { get: () => gate.liveKeys });
   middleware.sweep = () => gate.sweep();
-  middleware.close = () => gate.close();
+  middleware.close = () => {
+    gate.close();
+    source?.dispose?.();
+  };
   return middleware;
+}
+
+/** A lost store is asked again at least once a second, so a client may come back after that. */
+export const STORE_RETRY_AFTER_SECONDS = 1;
+
+/**
+ * The answer while the store behind a shared limit is lost (onStoreError
+ * "fail"): the limit cannot be checked, so nothing is let through, and the
+ * client is told when to try again. Sent by the middleware itself, so that a
+ * framework's error handler never turns it into a 500 with a stack trace.
+ */
+function storeUnavailable(res: ServerResponse): void {
+  if (res.headersSent || res.destroyed) {
+    res.destroy();
+    return;
+  }
+  const body = "Service Unavailable: the rate limit's store cannot be reached\n";
+  res.statusCode = 503;
+  res.setHeader("Retry-After", String(STORE_RETRY_AFTER_SECONDS));
+  res.setHeader("Content-Type", "text/plain; charset=utf-8");
+  res.setHeader("Content-Length", Buffer.byteLength(body));
+  res.end(body);
 }
 
 /** The key of a request whose socket closed before its address was read: counted like the rest, in a bucket of their own. */

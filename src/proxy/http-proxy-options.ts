@@ -14,8 +14,8 @@ export interface SharedHttpBuckets {
   store: BucketStore;
   /** The prefix of the keys: each client's bucket is `NAME:<client>`. */
   name: string;
-  /** `fail`: a request whose bucket's store fails gets 503; `local`: go on with private buckets, empty at first. */
-  onStoreError: "fail" | "local";
+  /** While the store is lost: `fail` answers 503 with Retry-After; `local` goes on with private buckets; `open` lets requests through. */
+  onStoreError: "fail" | "local" | "open";
 }
 
 /** Told what the proxy does, for metrics; every method is called synchronously and must not throw. */
@@ -24,8 +24,10 @@ export interface HttpProxyObserver {
   decision(decision: RequestDecision, waitMs: number): void;
   /** Response body bytes that went through a body-rate bucket. */
   bytes(n: number): void;
-  /** A store failure, once per failure seen (with `onStoreError: "local"` the proxy went on). */
+  /** The shared store was lost: once per outage (it is asked again until it answers). */
   storeError(error: StoreError): void;
+  /** The shared store answers again after an outage of `lostForMs`. */
+  storeBack?(lostForMs: number): void;
   /** `maxConnections` were open: the connection idle the longest was closed for a new one (or, none idle, the new one). */
   full?(evicted: boolean): void;
   /**

@@ -18,7 +18,6 @@ import { KeyTable } from "../http/key-table.js";
 import { DEFAULT_MAX_KEYS, type GateResult, rateLimit, type RateLimitMiddleware } from "../http/rate-limit.js";
 import { addressKey, DEFAULT_IPV6_PREFIX } from "../core/address-key.js";
 import { clientAddress, plainAddress, TrustedProxies, untrustedForwarder } from "../http/trusted-proxies.js";
-import { StoreError } from "../store/bucket-store.js";
 import { ThrottleStream } from "../stream/throttle-stream.js";
 import { accessLogLine } from "./access-log.js";
 import { backendRequestHeaders, backendRequestRawHeaders, endToEndHeaders, endToEndRawHeaders, framingProblem, rawHasBody } from "./forward-headers.js";
@@ -118,6 +117,7 @@ export class HttpProxy implements RunningHttpProxy {
         name: options.shared.name,
         onStoreError: options.shared.onStoreError,
         onError: (error) => options.observer?.storeError(error),
+        onBack: (lostForMs) => options.observer?.storeBack?.(lostForMs),
       },
       onDecision: (req, result, key) => this.#decided(req, result, key),
       clock: options.clock,
@@ -277,6 +277,8 @@ export class HttpProxy implements RunningHttpProxy {
     this.#records.delete(req);
     this.#active--;
     this.#touch(req, -1);
+    // No decision and a 503: the middleware's own answer while the store is lost.
+    if (record.decision === "" && status === 503) record.decision = "failed";
     // The middleware hears of the hang-up after this: the wait it gives up ends now.
     if (record.decision === "") {
       record.decision = "cancelled";
@@ -320,7 +322,8 @@ export class HttpProxy implements RunningHttpProxy {
     this.#limit(req, res, (error) => {
       if (error !== undefined) {
         record.decision = "failed";
-        this.#sendError(res, error instanceof StoreError ? 503 : 500, error instanceof StoreError ? "the rate limit's store cannot be reached" : "internal error");
+        // A lost store is the middleware's own 503; what reaches here is a fault.
+        this.#sendError(res, 500, "internal error");
         return;
       }
       if (expectsContinue) {
@@ -500,7 +503,7 @@ export class HttpProxy implements RunningHttpProxy {
     }
     this.#limit(req, res, (error) => {
       if (error !== undefined) {
-        this.#sendError(res, error instanceof StoreError ? 503 : 500, "the rate limit's store cannot be reached");
+        this.#sendError(res, 500, "internal error");
         return;
       }
       res.detachSocket(socket);

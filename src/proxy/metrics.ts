@@ -24,16 +24,17 @@ export class ProxyMetrics {
   readonly #storeErrors: Counter;
   readonly #backendErrors: Counter;
   readonly #evicted: Counter;
+  #storeUp = true;
 
-  /** `openConnections` where the proxy counts them (both modes do). */
-  constructor(read: { liveKeys: () => number; openConnections?: () => number }) {
+  /** `openConnections` where the proxy counts them (both modes do); `sharedStore` when its buckets are in a store. */
+  constructor(read: { liveKeys: () => number; openConnections?: () => number; sharedStore?: boolean }) {
     const registers = [this.registry];
     this.#admitted = new Counter({ name: "tbucket_proxy_admitted_total", help: "Connections (TCP) or requests (HTTP) let through", registers });
     this.#refused = new Counter({ name: "tbucket_proxy_refused_total", help: "Connections closed or requests answered 429 by the limit", registers });
     this.#queued = new Counter({ name: "tbucket_proxy_queued_total", help: "Connections or requests held to wait their turn", registers });
     this.#wait = new Histogram({ name: "tbucket_proxy_wait_seconds", help: "How long admitted connections or requests waited for a token", buckets: WAIT_BUCKETS_SECONDS, registers });
     this.#bytes = new Counter({ name: "tbucket_proxy_bytes_total", help: "Bytes passed through the buckets, up (client to backend) and down", labelNames: ["direction"], registers });
-    this.#storeErrors = new Counter({ name: "tbucket_proxy_store_errors_total", help: "Failures of the shared store", registers });
+    this.#storeErrors = new Counter({ name: "tbucket_proxy_store_errors_total", help: "Times the shared store was lost (it is asked again until it answers)", registers });
     this.#backendErrors = new Counter({ name: "tbucket_proxy_backend_errors_total", help: "Connections whose backend could not be reached (TCP mode)", registers });
     this.#evicted = new Counter({
       name: "tbucket_proxy_idle_closed_total",
@@ -43,6 +44,12 @@ export class ProxyMetrics {
     new Gauge({ name: "tbucket_proxy_live_keys", help: "Buckets held now (per client, per connection, or the link's)", registers, collect() {
       this.set(read.liveKeys());
     } });
+    if (read.sharedStore) {
+      const up = () => (this.#storeUp ? 1 : 0);
+      new Gauge({ name: "tbucket_proxy_store_up", help: "1 while the shared store answers, 0 while it is lost", registers, collect() {
+        this.set(up());
+      } });
+    }
     const { openConnections } = read;
     if (openConnections) {
       new Gauge({ name: "tbucket_proxy_open_connections", help: "Client connections open now", registers, collect() {
@@ -71,8 +78,15 @@ export class ProxyMetrics {
     this.#bytes.inc({ direction }, count);
   }
 
+  /** The shared store was lost. */
   storeError(): void {
     this.#storeErrors.inc();
+    this.#storeUp = false;
+  }
+
+  /** The shared store answers again. */
+  storeBack(): void {
+    this.#storeUp = true;
   }
 
   /** An idle connection was closed to make room for a new one. */

@@ -1,4 +1,4 @@
-import { humanCountRate, humanDuration } from "../core/format.js";
+import { HUMAN_COUNT_RATE_WIDEST, HUMAN_DURATION_WIDEST, humanCountRate, humanDuration } from "../core/format.js";
 import type { RunCounts } from "./job-runner.js";
 
 /** What the run's progress line shows besides the counts. */
@@ -9,6 +9,8 @@ export interface RunProgressView {
   limitPerSecond: number;
   /** Jobs in all, when known (--count, or the lines of an --input file). */
   total?: number;
+  /** Most jobs running at once (--jobs); Infinity: no limit. */
+  jobs?: number;
   /** The shared bucket's key (--key), said next to the limit. */
   key?: string;
   /** The run is over (done, or stopped by a signal): the line shows no ETA. */
@@ -19,32 +21,44 @@ export interface RunProgressView {
 export interface RunProgressField {
   text: string;
   dropRank?: number;
+  /** The most columns the text can take as its figure changes; an empty text keeps the room of a field that is away. */
+  widest?: number;
 }
 
 /**
  * The progress line's fields: counts (`12/30 started` when the total is
  * known), the recent launch rate, the limit, and the time until the last
  * launch (ETA) at the pace of the recent launches, never above the limit.
+ * Each says the widest it can be (a count as wide as the total, `59.9/min`
+ * for a rate), so that the fields that fit hold from one redraw to the next
+ * (issue 19: running and done were shown until the first launch, then went).
  */
 export function runProgressFields(counts: Readonly<RunCounts>, view: RunProgressView): RunProgressField[] {
   const done = counts.succeeded + counts.failed + counts.interrupted;
   const total = view.total !== undefined && Number.isFinite(view.total) ? view.total : undefined;
+  const mostRunning = Math.min(view.jobs ?? Infinity, total ?? Infinity);
+  // No count passes the total (nor running --jobs), so each keeps room for its digits; without one a count only grows.
+  const count = (value: number, noun: string, most = total ?? Infinity): RunProgressField =>
+    Number.isFinite(most) ? { text: `${value} ${noun}`, widest: `${most} ${noun}`.length } : { text: `${value} ${noun}` };
   const key = view.key === undefined ? "" : `, key "${view.key}"`;
   const limit = view.limitPerSecond === Infinity ? "no limit" : view.limitPerSecond === 0 ? "paused" : `limit ${humanCountRate(view.limitPerSecond)}`;
+  const limitWidest = "limit ".length + HUMAN_COUNT_RATE_WIDEST + key.length;
   const fields: RunProgressField[] = [
-    { text: `${counts.started}${total === undefined ? "" : `/${total}`} started` },
-    { text: `${counts.running} running`, dropRank: 5 },
-    { text: `${done} done`, dropRank: 6 },
+    total === undefined ? { text: `${counts.started} started` } : { text: `${counts.started}/${total} started`, widest: `${total}/${total} started`.length },
+    { ...count(counts.running, "running", mostRunning), dropRank: 5 },
+    { ...count(done, "done"), dropRank: 6 },
     // None failed is the news a narrow line can spare; failures stay.
-    counts.failed === 0 ? { text: "0 failed", dropRank: 4 } : { text: `${counts.failed} failed` },
-    ...(counts.interrupted > 0 ? [{ text: `${counts.interrupted} interrupted` }] : []),
-    ...(counts.skipped > 0 ? [{ text: `${counts.skipped} skipped` }] : []),
-    { text: humanCountRate(view.launchesPerSecond) },
-    view.limitPerSecond === 0 ? { text: `${limit}${key}` } : { text: `${limit}${key}`, dropRank: 3 },
+    counts.failed === 0 ? { ...count(0, "failed"), dropRank: 4 } : count(counts.failed, "failed"),
+    ...(counts.interrupted > 0 ? [count(counts.interrupted, "interrupted")] : []),
+    ...(counts.skipped > 0 ? [count(counts.skipped, "skipped")] : []),
+    { text: humanCountRate(view.launchesPerSecond), widest: HUMAN_COUNT_RATE_WIDEST },
+    view.limitPerSecond === 0 ? { text: `${limit}${key}` } : { text: `${limit}${key}`, widest: limitWidest, dropRank: 3 },
   ];
   const pace = Math.min(view.limitPerSecond, view.launchesPerSecond);
-  if (total !== undefined && counts.started < total && pace > 0 && !view.ended) {
-    fields.push({ text: `ETA ${humanDuration(((total - counts.started) / pace) * 1000)}` });
+  // Its room is kept while launches remain (none yet, a paused key); the last line has none.
+  if (total !== undefined && counts.started < total && !view.ended) {
+    const eta = pace > 0 ? `ETA ${humanDuration(((total - counts.started) / pace) * 1000)}` : "";
+    fields.push({ text: eta, widest: "ETA ".length + HUMAN_DURATION_WIDEST });
   }
   return fields;
 }
@@ -52,6 +66,7 @@ export function runProgressFields(counts: Readonly<RunCounts>, view: RunProgress
 /** The progress line, whole: `12/30 started · 2 running · 9 done · 1 failed · 5.0/s · limit 5.0/s · ETA 3.6 s`. */
 export function formatProgress(counts: Readonly<RunCounts>, view: RunProgressView): string {
   return runProgressFields(counts, view)
+    .filter((field) => field.text !== "")
     .map((field) => field.text)
     .join(PROGRESS_SEPARATOR);
 }

@@ -1,99 +1,244 @@
+import { type Clock, systemClock } from "../core/clock.js";
 import type { Limiter } from "../core/limiter.js";
+import { TokenBucket } from "../core/token-bucket.js";
 import type { RateKind } from "../core/units.js";
 import { type BucketConfig, StoreError } from "./bucket-store.js";
+import { isStoreFailure, type StoreOutage, type StoreWatch } from "./store-watch.js";
 
 /** A limiter whose tokens come from a store: it rejects with a StoreError when the store fails. */
 export interface StoreBackedLimiter extends Limiter {
   readonly kind: RateKind;
+  /** Gives back what it holds (a lease not yet due) and stops its timers. */
+  close(): Promise<void>;
 }
 
 /**
- * Called once, on the store's first failure, with the key's settings as last
- * read: returns the limiter to carry on with (a private bucket), or throws to
- * stop (what it throws is what every wait rejects with from then on).
+ * What a key's waits do while its store is lost:
+ * - `fail`: reject at once with the store's failure (an HTTP server's 503);
+ * - `wait`: wait for the store's return, up to `timeoutMs` after it was lost,
+ *   then reject with what `giveUp` makes (a pipe or a run: no data moves meanwhile);
+ * - `local`: take from a private bucket of the key's settings;
+ * - `open`: let every wait through at once.
  */
-export type FallbackFactory = (error: StoreError, settings: BucketConfig) => Limiter;
+export type WhileLost =
+  | { mode: "fail" }
+  | { mode: "wait"; timeoutMs: number; giveUp: (error: StoreError, lostForMs: number) => unknown }
+  | { mode: "local" }
+  | { mode: "open" };
+
+export interface FailoverLimiterOptions {
+  /** The store the key lives in: whether it is lost is the watch's business, shared by every key. */
+  watch: StoreWatch;
+  key: string;
+  /**
+   * The key's settings: what a private bucket gets, and what the key is made
+   * with should the store come back without it. Kept up to date from the
+   * store-backed limiter while it runs.
+   */
+  settings: BucketConfig;
+  /** The key's limiter on the store, when it could be opened; without it, it is opened once the store answers. */
+  primary?: StoreBackedLimiter;
+  /** Opens the key's limiter on the store again (after an outage), making the key with `settings` if the store lacks it. */
+  reopen: (settings: BucketConfig) => Promise<StoreBackedLimiter>;
+  whileLost: WhileLost;
+  /** What a failure of the key itself (deleted while in use) is thrown as; by default the StoreError. */
+  keyFailure?: (error: StoreError) => unknown;
+  /** For private buckets and the wait's time limit: the watch's clock. */
+  clock?: Clock;
+}
 
 /**
- * FailoverLimiter passes every wait to a store-backed limiter until the store
- * fails, then hands over, once and for good, to the limiter `fallback` makes.
- * A wait under way when the store fails is carried on by the fallback, so the
- * caller sees no failure at all; a fallback that throws stops every wait.
+ * FailoverLimiter is a key's bucket that outlives its store's outages. While
+ * the store answers, every wait goes to the store-backed limiter; when the
+ * store fails, what the waits do is `whileLost`'s, and a wait under way is
+ * carried on so that its caller sees no failure (unless the mode is to fail).
+ * Once the watch finds the store again, the next wait opens the key afresh on
+ * it (the store may have restarted empty, or the old limiter may have failed)
+ * and the waits are shared again.
  *
- * The store-backed limiter knows nothing of this: it only rejects with the
- * StoreError. A wait aborted by the caller, a request over the burst, or the
- * limiter being closed are not store failures and pass through as they are.
+ * A private bucket is made once per outage: empty when the key was in use
+ * (its shared bucket may just have been drained, so the switch grants no extra
+ * burst), full for a key first met while the store was lost, as a new bucket
+ * is. A wait aborted by the caller, a request over the burst, the key deleted
+ * from the store and the limiter being closed are not outages and pass through.
  */
 export class FailoverLimiter implements Limiter {
-  readonly #primary: StoreBackedLimiter;
-  readonly #fallback: FallbackFactory;
-  #current: Limiter | undefined;
-  #failure: { error: unknown } | undefined;
+  readonly key: string;
+  readonly #watch: StoreWatch;
+  readonly #reopen: (settings: BucketConfig) => Promise<StoreBackedLimiter>;
+  readonly #whileLost: WhileLost;
+  readonly #keyFailure: ((error: StoreError) => unknown) | undefined;
+  readonly #clock: Clock;
+  #settings: BucketConfig;
+  #primary: StoreBackedLimiter | undefined;
+  #reopening: Promise<StoreBackedLimiter | StoreError> | undefined;
+  /** The private bucket of an outage, with the outage it is for. */
+  #private: { outage: StoreOutage; bucket: TokenBucket } | undefined;
+  /** Whether the key ever took from the store: a private bucket then starts empty. */
+  #used: boolean;
+  readonly #closing = new AbortController();
 
-  constructor(primary: StoreBackedLimiter, fallback: FallbackFactory) {
-    this.#primary = primary;
-    this.#fallback = fallback;
+  constructor(options: FailoverLimiterOptions) {
+    this.key = options.key;
+    this.#watch = options.watch;
+    this.#reopen = options.reopen;
+    this.#whileLost = options.whileLost;
+    this.#keyFailure = options.keyFailure;
+    this.#clock = options.clock ?? systemClock;
+    this.#settings = options.settings;
+    this.#primary = options.primary;
+    this.#used = options.primary !== undefined;
   }
 
   get rate(): number {
-    return (this.#current ?? this.#primary).rate;
+    return this.#current().rate;
   }
 
   get burst(): number {
-    return (this.#current ?? this.#primary).burst;
+    return this.#current().burst;
   }
 
   get kind(): RateKind {
-    return this.#primary.kind;
+    return this.#primary?.kind ?? this.#settings.kind;
   }
 
-  /** True once the store failed and the fallback took over. */
+  /** True while the store is lost and a private bucket serves the waits. */
   get failedOver(): boolean {
-    return this.#current !== undefined;
+    return this.#watch.lost !== undefined && this.#private?.outage === this.#watch.lost;
   }
 
-  /** The fallback's level once it took over, else the store's as last reported. */
+  /** The private bucket's level while it serves, else the store's as last reported (the settings' burst before any). */
   tokens(): number {
-    return (this.#current ?? this.#primary).tokens();
+    const current = this.#current();
+    return current === this.#settings ? this.#settings.burst : (current as Limiter).tokens();
   }
 
-  async wait(n: number, signal?: AbortSignal): Promise<void> {
-    const fallback = await this.#attempt(() => this.#primary.wait(n, signal));
-    if (fallback) await fallback.wait(n, signal);
+  wait(n: number, signal?: AbortSignal): Promise<void> {
+    return this.#run((limiter) => limiter.wait(n, signal), undefined, signal);
   }
 
-  async tryWait(n: number, maxWaitMs: number, signal?: AbortSignal): Promise<boolean> {
-    let granted = false;
-    const fallback = await this.#attempt(async () => {
-      granted = await this.#primary.tryWait(n, maxWaitMs, signal);
-    });
-    return fallback ? fallback.tryWait(n, maxWaitMs, signal) : granted;
+  tryWait(n: number, maxWaitMs: number, signal?: AbortSignal): Promise<boolean> {
+    return this.#run((limiter) => limiter.tryWait(n, maxWaitMs, signal), true, signal);
   }
 
-  /** Runs `operation` on the store-backed limiter while it stands; resolves to the fallback once the store failed. */
-  async #attempt(operation: () => Promise<void>): Promise<Limiter | undefined> {
-    if (this.#failure) throw this.#failure.error;
-    if (this.#current) return this.#current;
-    try {
-      await operation();
-      return undefined;
-    } catch (error) {
-      if (!(error instanceof StoreError) || error.failure === "closed") throw error;
-      return this.#failOver(error);
-    }
-  }
-
-  /** Several waits may see the failure: the fallback is made once. */
-  #failOver(error: StoreError): Limiter {
-    if (this.#failure) throw this.#failure.error;
-    if (this.#current) return this.#current;
+  /** Gives back what the store-backed limiter holds; waits still waiting for the store reject. */
+  async close(): Promise<void> {
+    this.#closing.abort();
     const primary = this.#primary;
-    try {
-      this.#current = this.#fallback(error, { rate: primary.rate, burst: primary.burst, kind: primary.kind });
-    } catch (stop) {
-      this.#failure = { error: stop };
-      throw stop;
+    this.#primary = undefined;
+    await primary?.close();
+  }
+
+  /** The limiter whose settings stand now: the private bucket while it serves, else the store's, else the settings. */
+  #current(): Limiter | BucketConfig {
+    if (this.failedOver) return this.#private!.bucket;
+    return this.#primary ?? this.#settings;
+  }
+
+  async #run<T>(operation: (limiter: Limiter) => Promise<T>, admitted: T, signal: AbortSignal | undefined): Promise<T> {
+    for (;;) {
+      this.#throwIfClosed();
+      const outage = this.#watch.lost;
+      if (!outage) {
+        const primary = this.#primary ?? (await this.#open());
+        if (primary instanceof StoreError) {
+          this.#throwUnlessLost(primary);
+          continue;
+        }
+        try {
+          this.#used = true;
+          return await operation(primary);
+        } catch (error) {
+          if (error instanceof StoreError && error.failure === "deleted" && this.#keyFailure) throw this.#keyFailure(error);
+          if (!isStoreFailure(error) || signal?.aborted) throw error;
+          // This limiter has stopped on the failure: the key is opened afresh once the store answers.
+          this.#drop(primary);
+          this.#throwUnlessLost(error);
+          continue;
+        }
+      }
+      switch (this.#whileLost.mode) {
+        case "fail":
+          throw outage.error;
+        case "open":
+          signal?.throwIfAborted();
+          return admitted;
+        case "local":
+          return operation(this.#privateBucket(outage));
+        case "wait": {
+          const { timeoutMs, giveUp } = this.#whileLost;
+          if (!(await this.#whenBack(outage.sinceMs + timeoutMs, signal))) throw giveUp(outage.error, this.#clock.now() - outage.sinceMs);
+        }
+      }
     }
-    return this.#current;
+  }
+
+  /**
+   * A store failure that the watch did not take for an outage (it was stopped,
+   * its owner closing) is this wait's: thrown, rather than asked again at once.
+   */
+  #throwUnlessLost(error: StoreError): void {
+    if (!this.#watch.lost) throw error;
+  }
+
+  /** Opens the key on the store, once for every wait that asks; the failure when the store failed again meanwhile. */
+  #open(): Promise<StoreBackedLimiter | StoreError> {
+    this.#reopening ??= (async () => {
+      try {
+        const primary = await this.#reopen(this.#settings);
+        if (this.#closing.signal.aborted) {
+          await primary.close().catch(() => {});
+          this.#throwIfClosed();
+        }
+        this.#primary = primary;
+        return primary;
+      } catch (error) {
+        if (isStoreFailure(error)) return error;
+        throw error;
+      } finally {
+        this.#reopening = undefined;
+      }
+    })();
+    return this.#reopening;
+  }
+
+  #drop(primary: StoreBackedLimiter): void {
+    if (this.#primary !== primary) return;
+    this.#settings = { rate: primary.rate, burst: primary.burst, kind: primary.kind };
+    this.#primary = undefined;
+    void primary.close().catch(() => {});
+  }
+
+  #privateBucket(outage: StoreOutage): TokenBucket {
+    if (this.#private?.outage === outage) return this.#private.bucket;
+    if (this.#primary) this.#settings = { rate: this.#primary.rate, burst: this.#primary.burst, kind: this.#primary.kind };
+    const { rate, burst } = this.#settings;
+    const bucket = new TokenBucket({ rate, burst, tokens: this.#used ? 0 : burst, clock: this.#clock });
+    this.#private = { outage, bucket };
+    return bucket;
+  }
+
+  /** Waits for the store's return until `untilMs`; the caller's signal or the limiter closing ends it early. */
+  async #whenBack(untilMs: number, signal: AbortSignal | undefined): Promise<boolean> {
+    const stop = new AbortController();
+    const onAbort = (): void => stop.abort(signal?.reason);
+    signal?.addEventListener("abort", onAbort, { once: true });
+    this.#closing.signal.addEventListener("abort", onAbort, { once: true });
+    if (signal?.aborted || this.#closing.signal.aborted) onAbort();
+    try {
+      return await this.#watch.whenBack(untilMs, stop.signal);
+    } catch (error) {
+      this.#throwIfClosed();
+      throw error;
+    } finally {
+      signal?.removeEventListener("abort", onAbort);
+      this.#closing.signal.removeEventListener("abort", onAbort);
+    }
+  }
+
+  #throwIfClosed(): void {
+    if (this.#closing.signal.aborted) {
+      throw new StoreError("closed", `key "${this.key}": the limiter was closed while waiting`, { storeUrl: this.#watch.url, key: this.key });
+    }
   }
 }

@@ -78,8 +78,9 @@ export class RedisStore implements BucketStore {
       maxRetriesPerRequest: 2,
       // After a failed connection the socket never closes again, and ioredis would keep a 2 s timer waiting for it.
       disconnectTimeout: 100,
-      // Ride out a short blip mid-run (a restart); at the start, fail at once.
-      retryStrategy: (times) => (!connected || times > 5 ? null : Math.min(times * 200, 1000)),
+      // At the start, fail at once; mid-run, reconnect for as long as the store is open, at most
+      // RECONNECT_MAX_MS apart, so a Redis back from a restart is found within that (StoreWatch probes meanwhile).
+      retryStrategy: (times) => (!connected ? null : Math.min(times * 100, RECONNECT_MAX_MS)),
     });
     // Failures reach callers through rejected commands; without a listener ioredis prints them.
     let lastError: unknown;
@@ -164,6 +165,11 @@ export class RedisStore implements BucketStore {
   }
 
   async close(): Promise<void> {
+    // A client still reconnecting to a lost server would queue the QUIT until the server is back.
+    if (this.#client.status !== "ready") {
+      this.#client.disconnect();
+      return;
+    }
     try {
       await this.#client.quit();
     } catch {
@@ -189,8 +195,30 @@ export class RedisStore implements BucketStore {
   }
 
   #error(error: unknown): StoreError {
+    const refused = writeRefusal(error);
+    if (refused) return new StoreError("refused", `store ${this.url}: ${refused}`, { storeUrl: this.url, cause: error });
     return new StoreError("lost", `store ${this.url}: lost Redis (${reason(error)})`, { storeUrl: this.url, cause: error });
   }
+}
+
+/** The longest pause between two attempts to reconnect to a Redis lost mid-run. */
+const RECONNECT_MAX_MS = 250;
+
+/**
+ * What to say when Redis answered but refused to run the bucket's script:
+ * the server is there, so this is not a lost store, and running again does
+ * not help; the message names what the server said and what to change.
+ */
+export function writeRefusal(error: unknown): string | undefined {
+  const message = reason(error);
+  if (/^READONLY\b/.test(message)) return `Redis is a read-only replica and refused the write (${message}); point the address at the primary`;
+  if (/^OOM\b/.test(message)) {
+    return `Redis is out of memory and refused the write (${message}); free memory on it, raise its maxmemory, or choose a maxmemory-policy that evicts`;
+  }
+  if (/^(MOVED|ASK|CLUSTERDOWN|CROSSSLOT)\b/.test(message)) {
+    return `Redis is a Cluster node and the key lives on another (${message}); tbucket does not speak Redis Cluster yet (it comes with limit sets): point the address at a standalone Redis or a primary`;
+  }
+  return undefined;
 }
 
 function stateOf(key: string, reply: string[]): BucketState {
@@ -214,7 +242,8 @@ function reason(error: unknown): string {
   if (message.startsWith("Reached the max retries per request limit")) return "connection lost, retries exhausted";
   if (message.startsWith("Connection is closed")) return "connection closed";
   if (message.startsWith("Command timed out")) return "no answer in time";
-  return message.replace(/\.$/, "");
+  // An error raised inside the script names the script's hash and line: noise to the user.
+  return message.replace(/\. script: .*$/, "").replace(/\.$/, "");
 }
 
 const PASSWORD_FORMS = "redis://:PASSWORD@host:port, or redis://USER:PASSWORD@host:port for an ACL user";

@@ -7,8 +7,11 @@ import { type BucketConfig, type BucketStore, StoreError } from "./bucket-store.
 export interface SharedLimiterOptions {
   store: BucketStore;
   key: string;
-  /** The key's settings as the store holds them now. */
-  config: BucketConfig;
+  /**
+   * The key's settings as the store holds them now, and its level when read
+   * with them (a BucketState); without one the bucket is taken to be full.
+   */
+  config: BucketConfig & { tokens?: number };
   /** Local time for sleeping; the store keeps its own clock. */
   clock?: Clock;
   /**
@@ -90,7 +93,8 @@ export class SharedLimiter implements Limiter {
     this.#rate = options.config.rate;
     this.#burst = options.config.burst;
     this.#kind = options.config.kind;
-    this.#storeTokens = options.config.burst;
+    // A paused key's slices are sized from its level (Throttle): a drained one must not look full.
+    this.#storeTokens = options.config.tokens ?? options.config.burst;
     this.#readyAtMs = this.#clock.now();
     this.#lastContactMs = this.#clock.now();
   }

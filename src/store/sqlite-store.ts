@@ -79,6 +79,8 @@ export class SqliteStore implements BucketStore {
   /** The file opened, to notice when its path names it no more; undefined for ":memory:". */
   #file: { path: string; dev: number; ino: number; checkEveryMs: number } | undefined;
   #lastFileCheckMs = -Infinity;
+  /** Set once a call found the file locked past the busy timeout, until one succeeds. */
+  #locked = false;
 
   private constructor(db: BetterSqlite3.Database, url: string, clock: Clock, busyTimeoutMs: number, fullKeyMarginMs: number) {
     this.#db = db;
@@ -213,21 +215,41 @@ export class SqliteStore implements BucketStore {
     if (!file) return;
     const nowMs = performance.now();
     if (nowMs - this.#lastFileCheckMs < file.checkEveryMs) return;
-    this.#lastFileCheckMs = nowMs;
     const now = statSync(file.path, { throwIfNoEntry: false });
-    if (now && now.dev === file.dev && now.ino === file.ino) return;
+    // Only a check passed counts: while the path names another file, or none, every call looks again (it may be put back).
+    if (now && now.dev === file.dev && now.ino === file.ino) {
+      this.#lastFileCheckMs = nowMs;
+      return;
+    }
     throw new StoreError("lost", `store ${this.url}: the file was ${now ? "replaced" : "deleted"} while in use, so its buckets are no longer shared`, { storeUrl: this.url });
   }
 
   #guard<T>(operation: () => T): T {
     this.#checkFile();
     try {
-      return operation();
+      const result = operation();
+      if (this.#locked) this.#setLocked(false);
+      return result;
     } catch (error) {
-      throw sqliteStoreError(error, this.url, this.#busyTimeoutMs);
+      const failure = sqliteStoreError(error, this.url, this.#busyTimeoutMs);
+      if (failure instanceof StoreError && failure.failure === "busy" && !this.#locked) this.#setLocked(true);
+      throw failure;
     }
   }
+
+  /**
+   * A file found locked past the busy timeout is not waited on in full again
+   * until it answers: each call (a StoreWatch's probe) then waits at most
+   * LOCKED_BUSY_MS, since SQLite's wait holds the whole process still.
+   */
+  #setLocked(locked: boolean): void {
+    this.#locked = locked;
+    this.#db.pragma(`busy_timeout = ${locked ? Math.min(LOCKED_BUSY_MS, this.#busyTimeoutMs) : this.#busyTimeoutMs}`);
+  }
 }
+
+/** How long a call waits for a file already found locked. */
+const LOCKED_BUSY_MS = 50;
 
 /** How often the store checks that its path still names the file it opened. */
 const FILE_CHECK_MS = 1000;

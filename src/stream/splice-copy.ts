@@ -36,7 +36,11 @@ export async function spliceThrough(io: NativeIo, fdIn: number, fdOut: number, o
     // granted for the last few bytes of the input would hold them back a slice's time.
     const ready = io.bytesReadable(fdIn);
     if (ready === -ENODATA) return;
-    const granted = await throttle.grant(ready > 0 ? Math.min(ready, UNLIMITED_JOB_BYTES) : UNLIMITED_JOB_BYTES);
+    // With nothing there yet, a slice is paid ahead; paused (rate 0), a slice is what is left of
+    // the burst, which nothing refills: one byte waits for the input instead, lest an input that
+    // then ends early leave the rest paid for and unused.
+    const ahead = throttle.limiter.rate === 0 ? 1 : UNLIMITED_JOB_BYTES;
+    const granted = await throttle.grant(ready > 0 ? Math.min(ready, UNLIMITED_JOB_BYTES) : ahead);
     if (throttle.lastTakeWaited) turns.mark();
     for (let left = granted; left > 0; ) {
       const pending = spliceOnce(io, fdIn, fdOut, left, moving.counter, first);

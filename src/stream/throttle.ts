@@ -232,10 +232,16 @@ export class Throttle {
     }
   }
 
-  /** The tokens one write pays for: about `sliceMs` of the rate, at most the burst. */
+  /**
+   * The tokens one write pays for: about `sliceMs` of the rate, at most the
+   * burst. Paused (rate 0), nothing refills and so nothing is there to smooth:
+   * what the bucket holds goes at once, and an empty bucket is waited on for
+   * one token (the least debt to repay once a rate resumes it).
+   */
   #sliceTokens(): number {
     const { rate, burst } = this.limiter;
     if (rate === Infinity) return Infinity;
-    return Math.max(1, Math.min(burst, Math.floor((rate * this.#sliceMs) / 1000)));
+    const tokens = rate === 0 ? this.limiter.tokens() : (rate * this.#sliceMs) / 1000;
+    return Math.max(1, Math.min(burst, Math.floor(tokens)));
   }
 }

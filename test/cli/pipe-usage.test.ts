@@ -34,6 +34,9 @@ describe("tbucket pipe: bad input gets one clear line and status 2", () => {
     [["--rat", "1mb"], `tbucket: unknown option '--rat'; did you mean --rate?`],
     [["--rate"], `tbucket: option '-r, --rate <rate>' argument missing; see 'tbucket --help'`],
     [["--rate", "1mb", "--on-store-error", "retry", "--key", "k"], `tbucket: --on-store-error: "retry" is not a mode; try "fail" or "local"`],
+    // "open" lets HTTP requests through; a pipe has nothing to let through unlimited.
+    [["--rate", "1mb", "--on-store-error", "open", "--key", "k"], `tbucket: --on-store-error: "open" is not a mode; try "fail" or "local"`],
+    [["--rate", "1mb", "--key", "k", "--store-timeout", "soon"], `tbucket: --store-timeout: "soon" is not a duration; try "250ms", "2s" or "1.5m"`],
   ];
 
   it.each(cases)("%j", async (args, message) => {

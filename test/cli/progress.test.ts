@@ -185,6 +185,13 @@ describe("pipe --stats", () => {
     expect(formatPipeStats(stats({ bytes: 0, elapsedMs: 4 }), "text")).not.toContain("within");
   });
 
+  // Regression: --rate 0.1 read "limit 0 B/s = 0 B/s".
+  it("shows a rate below 100 B/s to three significant digits", () => {
+    const slow = formatPipeStats(stats({ bytes: 3, elapsedMs: 40_000, rate: 0.1, burst: 1 }), "text");
+    expect(slow).toContain("average 0.075 B/s (0.075 B/s)");
+    expect(slow).toContain("; limit 0.1 B/s = 0.1 B/s, burst 1 B\n");
+  });
+
   it("gives the average past the burst, in text and JSON (issue 15, point 4)", () => {
     const s = stats({ bytes: 14 * MiB, elapsedMs: 10_000, burst: 4 * MiB });
     expect(formatPipeStats(s, "text")).toContain("average 1.40 MiB/s (1,468,006 B/s), 1.00 MiB/s past the burst;");

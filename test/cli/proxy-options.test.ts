@@ -24,6 +24,10 @@ describe("parseProxyOptions", () => {
     expect(config).toMatchObject({ mode: "tcp", listen: { host: "0.0.0.0", port: 9000 }, connections: { perSecond: 20, burst: 1, maxWaitMs: 2000 }, idleTimeoutMs: 60_000 });
   });
 
+  it("takes --on-store-error open in HTTP mode", () => {
+    expect(parse({ listen: "8080", to: "http://127.0.0.1:3000", rate: "5/s", key: "api", onStoreError: "open" }).shared).toMatchObject({ key: "api", onStoreError: "open" });
+  });
+
   it("reads HTTP mode", () => {
     const config = parse({
       listen: "8080",
@@ -75,6 +79,7 @@ describe("parseProxyOptions", () => {
     [{ listen: "1", to: "127.0.0.1:2", rate: "1mb", maxWait: "1s" }, `--max-wait: holds connections over --connections, which is not given`],
     [{ listen: "1", to: "127.0.0.1:2", key: "link" }, `--key: TCP mode sets its keys (link:up, link:down) from --rate, --up or --down`],
     [{ listen: "1", to: "http://127.0.0.1:2" }, `--rate: missing; HTTP mode limits requests`],
+    [{ listen: "1", to: "127.0.0.1:2", rate: "1mb", key: "k", onStoreError: "open" }, `--on-store-error: "open" lets HTTP requests through while the store is away, and --to 127.0.0.1:2 is TCP; try "fail" or "local"`],
     [{ listen: "0.0.0.0:9000", to: "localhost:9000", rate: "1mb" }, `--to localhost:9000: is where the proxy listens (--listen 0.0.0.0:9000), so it would connect to itself`],
     [{ listen: "1", to: "http://127.0.0.1:2", rate: "1mb" }, `--rate: "1mb" is not a count of requests`],
     [{ listen: "1", to: "http://127.0.0.1:2", rate: "5/s", maxWait: "1s" }, `--max-wait: is how long --policy queue holds a request, and the policy is drop`],

@@ -161,18 +161,20 @@ describe("when the store fails", () => {
     expect(result.stdout.equals(input)).toBe(true);
   });
 
-  it("Redis lost mid-run: the pipe stops with what it wrote intact, one line, exit 1", async () => {
+  it("Redis lost mid-run and not back within --store-timeout: the pipe stops with what it wrote intact, one line saying for how long, exit 1", async () => {
     const server = await startRedisServer();
     try {
       const input = patterned(4 * 1024 * 1024);
-      const pipe = startCli(["--key", "lost", "--store", server.url, "--rate", "256k"], { input });
+      const pipe = startCli(["--key", "lost", "--store", server.url, "--rate", "256k", "--store-timeout", "1s"], { input });
       await pipe.waitForBytes(1);
       await new Promise((resolve) => setTimeout(resolve, 300));
       await server.stop();
+      const stoppedMs = performance.now();
       const result = await pipe.exited;
+      expect(performance.now() - stoppedMs).toBeGreaterThanOrEqual(1000);
       expect(result.stderr).toMatch(
         new RegExp(
-          `^tbucket: store ${server.url.replace(/\./g, "\\.")}: lost Redis \\(.*\\); stopped, and what was written so far is intact; rerun, or add --on-store-error local to go on with a private bucket\\n$`,
+          `^tbucket: store ${server.url.replace(/\./g, "\\.")}: lost Redis \\(.*\\); away for 1\\.\\d s; stopped, and what was written so far is intact; rerun, or add --on-store-error local to go on with a private bucket\\n$`,
         ),
       );
       expect(result.code).toBe(1);
@@ -184,11 +186,35 @@ describe("when the store fails", () => {
     }
   });
 
-  // A lost store during `run` used the pipe's wording ("what was written so far") and skipped --stats.
-  it("Redis lost mid-run: run stops launching, prints its --stats, then one line about launches, exit 1", async () => {
+  // The client gave up after about 3 s of retries, and nothing ever reconnected.
+  it("Redis killed mid-run and started again 5 s later (empty): the pipe waits, then goes on from the shared key, and delivers every byte, silently", async () => {
     const server = await startRedisServer();
     try {
-      const run = startCli(["run", "--key", "lost-run", "--store", server.url, "--rate", "20/s", "--count", "1000", "--stats-format", "json", "--", "echo", "hi"]);
+      const input = patterned(2 * 1024 * 1024);
+      const pipe = startCli(["--key", "back", "--store", server.url, "--rate", "256k", "--burst", "64k"], { input });
+      await pipe.waitForBytes(1);
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      await server.stop("SIGKILL");
+      await new Promise((resolve) => setTimeout(resolve, 5000));
+      await server.start();
+      const result = await pipe.exited;
+      expect([result.code, result.stderr]).toEqual([0, ""]);
+      expect(result.stdout.equals(input)).toBe(true);
+      // The key was made again in the empty Redis, with the pipe's settings, and the pipe took from it.
+      const { RedisStore } = await import("../../src/store/redis-store.js");
+      const store = await RedisStore.open(server.url);
+      expect(await store.read("back")).toMatchObject({ rate: 256 * 1024, burst: 64 * 1024, kind: "bytes" });
+      await store.close();
+    } finally {
+      await server.stop();
+    }
+  }, 30_000);
+
+  // A lost store during `run` used the pipe's wording ("what was written so far") and skipped --stats.
+  it("Redis lost mid-run and not back within --store-timeout: run stops launching, prints its --stats, then one line about launches, exit 1", async () => {
+    const server = await startRedisServer();
+    try {
+      const run = startCli(["run", "--key", "lost-run", "--store", server.url, "--rate", "20/s", "--count", "1000", "--store-timeout", "500ms", "--stats-format", "json", "--", "echo", "hi"]);
       await run.waitForBytes(1);
       await new Promise((resolve) => setTimeout(resolve, 300));
       await server.stop();
@@ -196,7 +222,7 @@ describe("when the store fails", () => {
       const [statsLine, message, ...rest] = result.stderr.split("\n");
       expect(message).toMatch(
         new RegExp(
-          `^tbucket: store ${server.url.replace(/\./g, "\\.")}: lost Redis \\(.*\\); stopped launching, and the jobs already started ran to their end; rerun, or add --on-store-error local to go on with a private bucket$`,
+          `^tbucket: store ${server.url.replace(/\./g, "\\.")}: lost Redis \\(.*\\); away for \\d+ ms; stopped launching, and the jobs already started ran to their end; rerun, or add --on-store-error local to go on with a private bucket$`,
         ),
       );
       expect(rest).toEqual([""]);
@@ -211,6 +237,96 @@ describe("when the store fails", () => {
     }
   });
 
+  it("a SQLite file locked by another program past the busy timeout mid-run: the pipe waits, then goes on from the file once it is free, silently", async () => {
+    const path = join(dir, "locked.db");
+    const input = patterned(1024 * 1024);
+    const pipe = startCli(["--key", "locked", "--store", `sqlite:${path}`, "--rate", "256k"], { input });
+    await pipe.waitForBytes(1);
+    const { default: Database } = await import("better-sqlite3");
+    const holder = new Database(path);
+    try {
+      holder.exec("BEGIN EXCLUSIVE");
+      // Past the 5 s busy timeout, so that the store is found locked and asked again.
+      await new Promise((resolve) => setTimeout(resolve, 6500));
+      holder.exec("COMMIT");
+      const result = await pipe.exited;
+      expect([result.code, result.stderr]).toEqual([0, ""]);
+      expect(result.stdout.equals(input)).toBe(true);
+    } finally {
+      if (holder.inTransaction) holder.exec("ROLLBACK");
+      holder.close();
+    }
+  }, 30_000);
+
+  // A private bucket was for good: the store was never asked again.
+  it("Redis lost mid-run with --on-store-error local and back 3 s later: a private bucket meanwhile, then the shared key again, each said in one line", async () => {
+    const server = await startRedisServer();
+    try {
+      const input = patterned(2 * 1024 * 1024);
+      const pipe = startCli(["--key", "again", "--store", server.url, "--rate", "256k", "--on-store-error", "local"], { input });
+      await pipe.waitForBytes(1);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      await server.stop("SIGKILL");
+      await new Promise((resolve) => setTimeout(resolve, 3000));
+      await server.start();
+      const result = await pipe.exited;
+      const shown = server.url.replace(/\./g, "\\.");
+      expect(result.stderr).toMatch(
+        new RegExp(
+          `^tbucket: warning: store ${shown}: lost Redis \\(.*\\); going on with a private bucket at 256kib/s, burst 26214 until it is back\ntbucket: store ${shown}: back after \\d\\.\\d s; key "again" is shared again\n$`,
+        ),
+      );
+      expect(result.code).toBe(0);
+      expect(result.stdout.equals(input)).toBe(true);
+      const { RedisStore } = await import("../../src/store/redis-store.js");
+      const store = await RedisStore.open(server.url);
+      // Made again in the restarted (empty) Redis: the pipe went back to it.
+      expect(await store.read("again")).toMatchObject({ rate: 256 * 1024, burst: 26214, kind: "bytes" });
+      await store.close();
+    } finally {
+      await server.stop();
+    }
+  }, 30_000);
+
+  // These were "lost Redis (...); ... rerun": the server was there, and running again could not help.
+  it("a Redis replica (READONLY) at the start: one line naming what the server said and pointing at the primary, exit 1", async () => {
+    const primary = await startRedisServer();
+    const replica = await startRedisServer(["--replicaof", "127.0.0.1", String(primary.port)]);
+    try {
+      const result = await runCli(["--key", "k", "--store", replica.url, "--rate", "1mb"], { input: "x" });
+      expect(result.stderr).toBe(
+        `tbucket: store ${replica.url}: Redis is a read-only replica and refused the write (READONLY You can't write against a read only replica); point the address at the primary\n`,
+      );
+      expect([result.code, result.stdout.length]).toEqual([1, 0]);
+    } finally {
+      await replica.stop();
+      await primary.stop();
+    }
+  });
+
+  it("Redis out of memory mid-run (OOM under noeviction): the pipe waits --store-timeout, then one line naming it and what frees it, exit 1", async () => {
+    const server = await startRedisServer(["--maxmemory-policy", "noeviction"]);
+    const { Redis } = await import("ioredis");
+    const admin = new Redis(server.url);
+    try {
+      const input = patterned(1024 * 1024);
+      const pipe = startCli(["--key", "full", "--store", server.url, "--rate", "256k", "--store-timeout", "500ms"], { input });
+      await pipe.waitForBytes(1);
+      await admin.config("SET", "maxmemory", "1");
+      const result = await pipe.exited;
+      expect(result.stderr).toMatch(
+        new RegExp(
+          `^tbucket: store ${server.url.replace(/\./g, "\\.")}: Redis is out of memory and refused the write \\(OOM [^)]*\\); free memory on it, raise its maxmemory, or choose a maxmemory-policy that evicts; away for \\d+ ms; stopped, and what was written so far is intact; or add --on-store-error local to go on with a private bucket\\n$`,
+        ),
+      );
+      expect(result.code).toBe(1);
+      expect(result.stdout.equals(input.subarray(0, result.stdout.length))).toBe(true);
+    } finally {
+      await admin.quit();
+      await server.stop();
+    }
+  });
+
   it("Redis lost mid-run with --on-store-error local: warns once and finishes on a private bucket", async () => {
     const server = await startRedisServer();
     try {
@@ -220,7 +336,7 @@ describe("when the store fails", () => {
       await new Promise((resolve) => setTimeout(resolve, 300));
       await server.stop();
       const result = await pipe.exited;
-      expect(result.stderr).toMatch(/^tbucket: warning: store redis:\/\/127\.0\.0\.1:\d+: lost Redis \(.*\); going on with a private bucket at 256kib\/s, burst 26214\n$/);
+      expect(result.stderr).toMatch(/^tbucket: warning: store redis:\/\/127\.0\.0\.1:\d+: lost Redis \(.*\); going on with a private bucket at 256kib\/s, burst 26214 until it is back\n$/);
       expect(result.code).toBe(0);
       expect(result.stdout.equals(input)).toBe(true);
     } finally {

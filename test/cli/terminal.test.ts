@@ -44,6 +44,11 @@ describe("progress on a terminal 40 columns wide (issue 15, point 10)", () => {
     const screen = result.stdout.toString();
     for (const frame of frames(screen)) expect(frame.length, frame).toBeLessThanOrEqual(39);
     expect(screen).toMatch(/\/30 started · [\d.]+\/s · ETA [\d.]+ (s|ms)/);
+    // Issue 19: running and done were shown until the first launch ("0/30 started · 0 running · 0 done · 0/s"), then went.
+    // Laid out from the widest figures, no redraw has room for them beside the ETA; the last line, without an ETA, may.
+    const redraws = frames(screen).filter((frame) => / started/.test(frame));
+    expect(redraws.length).toBeGreaterThan(3);
+    for (const frame of redraws.slice(0, -1)) expect(frame).toMatch(/^\d+\/30 started · [\d.]+\/(s|min)( · ETA .+)?$/);
     expect(drawScreen(screen, 40)[0]).toMatch(/^30\/30 started · /);
   });
 });
@@ -173,14 +178,15 @@ describe("tbucket proxy's progress on a terminal", () => {
   it("is the pipe's line: redrawn in place within the width, named with -N, left with the totals", async () => {
     const result = await runInTerminal(
       `"$TBUCKET_NODE" "$TBUCKET_BIN" proxy --listen "127.0.0.1:$PORT" --to "127.0.0.1:$BACKEND" --rate 1mb -N db & P=$!; ${untilReady}; sleep 1; kill $P; wait $P; echo "exit $?"`,
-      { columns: 50, env: await env() },
+      // Wide enough for the download at its widest (`down 1023.99 KiB (1023.99 KiB/s)`) beside the name and the counts.
+      { columns: 60, env: await env() },
     );
     expect(result.code).toBe(0);
     const screen = result.stdout.toString();
     const progress = frames(screen).filter((frame) => frame.startsWith("db: "));
     expect(progress.length).toBeGreaterThan(2);
-    for (const frame of progress) expect(frame.length, frame).toBeLessThanOrEqual(49);
-    const rows = drawScreen(screen, 50).filter((row) => row !== "");
+    for (const frame of progress) expect(frame.length, frame).toBeLessThanOrEqual(59);
+    const rows = drawScreen(screen, 60).filter((row) => row !== "");
     expect(rows.slice(-2)).toEqual([expect.stringMatching(/^db: 0 open, 1 accepted {2}down 0 B \(0 B\/s\)/), "exit 0"]);
   });
 

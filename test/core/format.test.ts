@@ -8,6 +8,7 @@ import {
   describeThroughput,
   exactSeconds,
   grouped,
+  exactByteRate,
   humanByteRate,
   humanBytes,
   humanCountRate,
@@ -41,6 +42,13 @@ describe("numbers for people", () => {
     expect(humanBytes(1024 ** 4 * 3)).toBe("3.00 TiB");
     expect(humanByteRate(1024 ** 2)).toBe("1.00 MiB/s");
     expect(humanByteRate(Infinity)).toBe("unlimited");
+  });
+
+  // Regression: --stats at --rate 0.1 said "limit 0 B/s = 0 B/s".
+  it("byte rates below 100 B/s to three significant digits, not rounded to whole bytes", () => {
+    expect([0.1, 2.5, 1 / 3, 99.4, 0].map(humanByteRate)).toEqual(["0.1 B/s", "2.5 B/s", "0.333 B/s", "99.4 B/s", "0 B/s"]);
+    expect([100.4, 512].map(humanByteRate)).toEqual(["100 B/s", "512 B/s"]);
+    expect([0.1, 512, 1024 ** 2, 6 * 1024 ** 3 / 3600].map(exactByteRate)).toEqual(["0.1 B/s", "512 B/s", "1,048,576 B/s", "1,789,570 B/s"]);
   });
 
   it("count rates to a tenth, per minute below one a second", () => {

@@ -6,14 +6,16 @@ import { ExceedsBurstError, TokenBucket } from "../../src/core/token-bucket.js";
 import { type BucketConfig, type BucketStore, StoreError } from "../../src/store/bucket-store.js";
 import { FailoverLimiter } from "../../src/store/failover-limiter.js";
 import { MemoryStore } from "../../src/store/memory-store.js";
+import { openSharedKey } from "../../src/store/shared-key.js";
 import { SharedLimiter } from "../../src/store/shared-limiter.js";
+import { StoreWatch } from "../../src/store/store-watch.js";
 import { SqliteStore } from "../../src/store/sqlite-store.js";
 import { tempDirs } from "../helpers/temp-dir.js";
 
 /**
  * One suite for every Limiter: what the stream and the runner rely on holds
  * alike for a private bucket, a shared bucket (memory and SQLite stores), and
- * a failover limiter before and after its store fails.
+ * a failover limiter before its store fails and after it came back.
  */
 
 const T0 = 1_700_000_000_000;
@@ -91,36 +93,31 @@ const FIXTURES: Record<string, () => Promise<Fixture>> = {
   },
   "FailoverLimiter while its store stands": async () => {
     const clock = new FakeClock(T0);
-    const { shared, fixture } = await sharedOn(new MemoryStore({ clock }), clock);
-    const limiter = new FailoverLimiter(shared, () => {
-      throw new Error("the store does not fail here");
-    });
+    const store = new StoreWatch(new MemoryStore({ clock }), { clock });
+    const { shared, fixture } = await sharedOn(store, clock);
+    const limiter = new FailoverLimiter({ watch: store, key: "k", settings: START, primary: shared, reopen: () => Promise.reject(new Error("not reopened")), whileLost: { mode: "fail" }, clock });
     return { limiter, ...fixture };
   },
-  "FailoverLimiter after its store failed": async () => {
+  "FailoverLimiter made while its store was lost, after it came back": async () => {
     const clock = new FakeClock(T0);
-    const store = new BreakableStore({ clock });
-    const { shared, fixture } = await sharedOn(store, clock);
-    let fallback: TokenBucket | undefined;
-    const limiter = new FailoverLimiter(shared, (_error, settings) => {
-      fallback = new TokenBucket({ rate: settings.rate, burst: settings.burst, clock });
-      return fallback;
-    });
-    store.broken = true;
-    // The first wait meets the failure and is carried on by the fallback; then the fallback refills.
-    await limiter.wait(1);
-    if (!fallback || !limiter.failedOver) throw new Error("the failover limiter did not fail over");
-    await clock.advance(100);
-    const bucket = fallback;
-    return {
-      limiter,
+    const broken = new BreakableStore({ clock });
+    const store = new StoreWatch(broken, { clock });
+    const { fixture } = await sharedOn(store, clock);
+    broken.broken = true;
+    await store.read("k").catch(() => {});
+    const limiter = new FailoverLimiter({
+      watch: store,
+      key: "k",
+      settings: START,
+      reopen: (settings) => openSharedKey(store, "k", settings, { clock }),
+      whileLost: { mode: "wait", timeoutMs: Infinity, giveUp: (error) => error },
       clock,
-      configure: async ({ rate, burst }) => {
-        bucket.setRate(rate);
-        bucket.setBurst(burst);
-      },
-      close: fixture.close,
-    };
+    });
+    broken.broken = false;
+    // A probe finds the store back; the first wait opens the key on it.
+    await clock.advance(100);
+    if (store.lost) throw new Error("the store did not come back");
+    return { limiter, ...fixture, close: async () => (await limiter.close(), await fixture.close()) };
   },
 };
 

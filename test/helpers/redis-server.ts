@@ -9,8 +9,10 @@ import { freePort } from "./free-port.js";
 export interface RedisServer {
   url: string;
   port: number;
-  /** Stops the server (SIGTERM) and waits for it to exit. */
-  stop(): Promise<void>;
+  /** Stops the server (SIGTERM, or `signal`) and waits for it to exit; a stopped server may be started again. */
+  stop(signal?: NodeJS.Signals): Promise<void>;
+  /** Starts it again on the same port, with the same arguments and nothing in it (a restart without saving). */
+  start(): Promise<void>;
 }
 
 /** The one line a test prints when the server binary is not installed: it must fail, never skip. */
@@ -24,7 +26,16 @@ export async function startRedisServer(extraArgs: readonly string[] = []): Promi
   for (let attempt = 0; ; attempt++) {
     const port = await freePort();
     try {
-      return await launch(port, extraArgs);
+      let running = await launch(port, extraArgs);
+      return {
+        url: running.url,
+        port,
+        stop: (signal) => running.stop(signal),
+        start: async () => {
+          await running.stop();
+          running = await launch(port, extraArgs);
+        },
+      };
     } catch (error) {
       // Another process may have taken the port between probing and binding.
       if (attempt >= 3) throw error;
@@ -32,7 +43,7 @@ export async function startRedisServer(extraArgs: readonly string[] = []): Promi
   }
 }
 
-async function launch(port: number, extraArgs: readonly string[]): Promise<RedisServer> {
+async function launch(port: number, extraArgs: readonly string[]): Promise<{ url: string; stop(signal?: NodeJS.Signals): Promise<void> }> {
   const dir = mkdtempSync(join(tmpdir(), "tbucket-redis-"));
   const child = spawn(
     "redis-server",
@@ -43,8 +54,8 @@ async function launch(port: number, extraArgs: readonly string[]): Promise<Redis
   child.stdout!.on("data", (chunk: Buffer) => (output += chunk.toString()));
   child.stderr!.on("data", (chunk: Buffer) => (output += chunk.toString()));
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
-  const stop = async () => {
-    if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM");
+  const stop = async (signal: NodeJS.Signals = "SIGTERM") => {
+    if (child.exitCode === null && child.signalCode === null) child.kill(signal);
     await exited;
     rmSync(dir, { recursive: true, force: true });
   };
@@ -56,7 +67,7 @@ async function launch(port: number, extraArgs: readonly string[]): Promise<Redis
     }
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
-  return { url: `redis://127.0.0.1:${port}`, port, stop };
+  return { url: `redis://127.0.0.1:${port}`, stop };
 }
 
 function canConnect(port: number): Promise<boolean> {

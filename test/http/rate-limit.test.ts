@@ -116,12 +116,48 @@ describe("rateLimit on node:http", () => {
     const local = rateLimit({ rate: 100, burst: 10, store: { store: broken, name: "api", onStoreError: "local", onError: (error) => errors.push(error) } });
     const { url: failingUrl } = await listen(failing.wrap((_req, res) => res.end()));
     const { url: localUrl } = await listen(local.wrap((_req, res) => res.end()));
-    expect(await get(failingUrl)).toMatchObject({ status: 503, body: "Service Unavailable: the rate limit's store cannot be reached\n" });
+    const unavailable = await get(failingUrl);
+    expect(unavailable).toMatchObject({ status: 503, body: "Service Unavailable: the rate limit's store cannot be reached\n" });
+    expect(unavailable.headers["retry-after"]).toBe("1");
     // A key met after the failure starts full, as a new bucket does.
     const statuses = [];
     for (let i = 0; i < 3; i++) statuses.push((await get(localUrl)).status);
     expect(statuses).toEqual([200, 200, 200]);
     expect(errors.map((e) => e.message)).toEqual(["store memory: gone"]);
+  });
+
+  // Express's handler turned next(StoreError) into a 500 with a stack trace: the middleware answers itself.
+  it("answers a lost store's 503 itself, as middleware, never handing the StoreError to the framework's error handler", async () => {
+    const broken = new MemoryStore();
+    broken.read = async () => {
+      throw new StoreError("lost", "store memory: gone", { storeUrl: "memory:" });
+    };
+    const limit = rateLimit({ rate: 100, burst: 10, store: { store: broken, name: "api" } });
+    const errors: unknown[] = [];
+    const { url } = await listen((req, res) =>
+      limit(req, res, (error) => {
+        errors.push(error);
+        res.statusCode = error === undefined ? 200 : 500;
+        res.end(error === undefined ? "ok" : String((error as Error).stack));
+      }),
+    );
+    const answer = await get(url);
+    expect([answer.status, answer.headers["retry-after"], answer.body]).toEqual([503, "1", "Service Unavailable: the rate limit's store cannot be reached\n"]);
+    expect(errors).toEqual([]);
+    limit.close();
+  });
+
+  it("with onStoreError open lets every request through while the store is lost", async () => {
+    const broken = new MemoryStore();
+    broken.read = async () => {
+      throw new StoreError("lost", "store memory: gone", { storeUrl: "memory:" });
+    };
+    const limit = rateLimit({ rate: 1, burst: 1, store: { store: broken, name: "api", onStoreError: "open" } });
+    const { url } = await listen(limit.wrap((_req, res) => res.end()));
+    const statuses = [];
+    for (let i = 0; i < 5; i++) statuses.push((await get(url)).status);
+    expect(statuses).toEqual([200, 200, 200, 200, 200]);
+    limit.close();
   });
 
   it.each([

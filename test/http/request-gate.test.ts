@@ -194,13 +194,16 @@ describe("RequestGate when the store is lost mid-run", () => {
 
   it("with onStoreError fail rejects with the StoreError and opens the key afresh once the store is back", async () => {
     const { store, lose, restore } = flakyStore();
-    const g = new RequestGate({ rate: 1000, burst: 2, maxWaitMs: 0, maxKeys: 100, source: storeLimiters({ store, name: "api" }, { rate: 1000, burst: 2 }) });
+    const clock = new FakeClock(0);
+    const g = new RequestGate({ rate: 1000, burst: 2, maxWaitMs: 0, maxKeys: 100, clock, source: storeLimiters({ store, name: "api" }, { rate: 1000, burst: 2, clock }) });
     expect((await g.admit("a")).decision).toBe("admitted");
     lose();
     // The first lease may still cover this one; the next round trip fails.
     await expect(Promise.all([g.admit("a"), g.admit("a"), g.admit("a")])).rejects.toBeInstanceOf(StoreError);
     expect(g.liveKeys).toBe(0);
     restore();
+    // The store is asked again at most a second apart.
+    await clock.advance(1000);
     expect((await g.admit("a")).decision).toBe("admitted");
     g.close();
   });

@@ -1,4 +1,4 @@
-import { readFileSync } from "node:fs";
+import { readFileSync, renameSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -148,5 +148,34 @@ describe("tbucket proxy --to http://...", () => {
       `tbucket: --ipv6-prefix: "129" is not a prefix length; give the bits of an IPv6 address that make one client, 1 to 128 (56, the default, is one customer's network; 128 the whole address)\n`,
     );
     expect(result.code).toBe(2);
+  });
+
+  it("--on-store-error open lets every request through while the SQLite file is away, says both ends, and limits again once it is back", async () => {
+    const backendPort = await httpBackend();
+    const dir = tempDir();
+    const path = join(dir, "buckets.db");
+    const proxy = await startProxy(["--to", `http://127.0.0.1:${backendPort}`, "--rate", "1/m", "--burst", "1", "--key", "api", "--store", `sqlite:${path}`, "--on-store-error", "open"], {
+      env: { XDG_STATE_HOME: dir },
+    });
+    const status = async () => (await fetch(`http://127.0.0.1:${proxy.port}/`)).status;
+    const until = async (wanted: number, what: string) => {
+      const deadline = performance.now() + 5000;
+      while ((await status()) !== wanted) {
+        if (performance.now() > deadline) throw new Error(`no ${wanted} in 5 s: ${what}`);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    };
+    expect([await status(), await status()]).toEqual([200, 429]);
+    renameSync(path, `${path}.away`);
+    await until(200, "the file away");
+    expect([await status(), await status(), await status()]).toEqual([200, 200, 200]);
+    renameSync(`${path}.away`, path);
+    await until(429, "the file back");
+    const lines = proxy.running.stderr().split("\n").slice(1, -1);
+    expect(lines).toEqual([
+      `tbucket: warning: store sqlite:${path}: the file was deleted while in use, so its buckets are no longer shared; letting every request through until it is back`,
+      expect.stringMatching(new RegExp(`^tbucket: store sqlite:${path.replace(/\./g, "\\.")}: back after (\\d+ ms|\\d+\\.\\d s); the buckets are shared again$`)),
+    ]);
+    expect((await stopProxy(proxy)).code).toBe(0);
   });
 });

@@ -69,36 +69,50 @@ describe("tbucket proxy (TCP) --key", () => {
     expect((await stopProxy(proxy)).code).toBe(0);
   });
 
-  it("when the store is lost mid-run, --on-store-error local keeps serving and the default stops the proxy with exit 1", async () => {
+  // A lost store stopped the proxy (exit 1), and nothing brought it back.
+  it("when the store is lost mid-run the proxy stays up: local serves with private buckets, the default holds transfers until the store is back; each end said once, counted", async () => {
     const backend = await startBackend((socket) => socket.end("hello"));
     const redis = await startRedisServer();
-    let stopped = false;
     try {
-      const args = ["--to", `127.0.0.1:${backend.port}`, "--down", "1mb", "--per", "client", "--key", "lost", "--store", redis.url];
-      const local = await startProxy([...args, "--on-store-error", "local", "--metrics", "127.0.0.1:0"]);
+      const args = ["--to", `127.0.0.1:${backend.port}`, "--down", "1mb", "--per", "client", "--key", "lost", "--store", redis.url, "--metrics", "127.0.0.1:0"];
+      const local = await startProxy([...args, "--on-store-error", "local"]);
       const failing = await startProxy(args);
       for (const proxy of [local, failing]) expect((await receiveAll(await connectTo(proxy.port, "127.0.0.2"))).data.toString()).toBe("hello");
       await redis.stop();
-      stopped = true;
       // A new client's bucket is asked of the store, which is gone.
       const served = await receiveAll(await connectTo(local.port, "127.0.0.3"));
       expect(served.data.toString()).toBe("hello");
-      expect(local.running.stderr()).toMatch(/\ntbucket: warning: .*; going on with private buckets at 1mib\/s, burst 104857\n/);
-      const metrics = await (await fetch(`http://127.0.0.1:${local.metricsPort}/metrics`)).text();
-      expect(metrics).toMatch(/\ntbucket_proxy_store_errors_total [1-9]/);
-      expect((await stopProxy(local)).code).toBe(0);
-
-      await connectTo(failing.port, "127.0.0.3").then(receiveAll, () => undefined);
-      const result = await failing.running.exited;
-      expect(result.code).toBe(1);
-      expect(result.stderr.split("\n").filter((line) => line.startsWith("tbucket: ") && !line.startsWith("tbucket: warning"))).toHaveLength(1);
-      expect(result.stderr).toMatch(/\ntbucket: .*; the proxy stopped; restart it, or add --on-store-error local to keep serving with private buckets\n$/);
+      expect(local.running.stderr()).toMatch(/\ntbucket: warning: store redis:\/\/.*: lost Redis \(.*\); going on with private buckets of the same settings until it is back\n/);
+      const held = receiveAll(await connectTo(failing.port, "127.0.0.3"));
+      expect(await Promise.race([held, sleep(1000).then(() => "held")])).toBe("held");
+      // A command sent while the client reconnects waits up to three attempts before it fails.
+      const deadline = performance.now() + 3000;
+      while (!failing.running.stderr().includes("tbucket: warning:") && performance.now() < deadline) await sleep(50);
+      expect(failing.running.stderr()).toMatch(/\ntbucket: warning: store redis:\/\/.*: lost Redis \(.*\); transfers wait until it is back\n$/);
+      for (const proxy of [local, failing]) {
+        const metrics = await (await fetch(`http://127.0.0.1:${proxy.metricsPort}/metrics`)).text();
+        expect(metrics).toMatch(/\ntbucket_proxy_store_errors_total 1\n/);
+        expect(metrics).toMatch(/\ntbucket_proxy_store_up 0\n/);
+      }
+      await redis.start();
+      expect((await held).data.toString()).toBe("hello");
+      for (const proxy of [local, failing]) {
+        const deadline = performance.now() + 3000;
+        while (!proxy.running.stderr().includes("back after") && performance.now() < deadline) await sleep(50);
+        expect(proxy.running.stderr()).toMatch(/\ntbucket: store redis:\/\/.*: back after (\d+ ms|\d+\.\d s); the buckets are shared again\n$/);
+        const metrics = await (await fetch(`http://127.0.0.1:${proxy.metricsPort}/metrics`)).text();
+        expect(metrics).toMatch(/\ntbucket_proxy_store_up 1\n/);
+        expect((await receiveAll(await connectTo(proxy.port, "127.0.0.4"))).data.toString()).toBe("hello");
+        const result = await stopProxy(proxy);
+        expect(result.code).toBe(0);
+        expect(result.stderr.split("\n").filter((line) => line.startsWith("tbucket: ") && !line.startsWith("tbucket: proxy"))).toHaveLength(2);
+      }
     } finally {
-      if (!stopped) await redis.stop();
+      await redis.stop();
     }
-  });
+  }, 30_000);
 
-  it("a SQLite file deleted mid-transfer is a lost store: exit 1 with one line, or with --on-store-error local a warning and private buckets", async () => {
+  it("a SQLite file deleted mid-transfer is a lost store: said once, and the transfer waits (or with --on-store-error local goes on with private buckets); the proxy stays up", async () => {
     const block = Buffer.alloc(16 * 1024, 0x61);
     const backend = await startBackend((socket) => {
       const feed = () => {
@@ -117,18 +131,21 @@ describe("tbucket proxy (TCP) --key", () => {
       const receiving = receiveAll(client);
       await sleep(500);
       rmSync(path);
+      const deadline = performance.now() + 5000;
+      while (!proxy.running.stderr().includes("tbucket: warning:") && performance.now() < deadline) await sleep(50);
+      const meanwhile = local ? "going on with private buckets of the same settings" : "transfers wait";
+      expect(proxy.running.stderr()).toMatch(
+        new RegExp(`\\ntbucket: warning: store sqlite:.*: the file was deleted while in use, so its buckets are no longer shared; ${meanwhile} until it is back\\n$`),
+      );
       if (!local) {
-        const result = await proxy.running.exited;
-        expect(result.code).toBe(1);
-        expect(result.stderr).toMatch(/\ntbucket: store sqlite:.*: the file was deleted while in use, so its buckets are no longer shared; the proxy stopped; restart it, or add --on-store-error local to keep serving with private buckets\n$/);
-      } else {
-        const deadline = performance.now() + 5000;
-        while (!proxy.running.stderr().includes("tbucket: warning:") && performance.now() < deadline) await sleep(50);
-        expect(proxy.running.stderr()).toMatch(/\ntbucket: warning: store sqlite:.*: the file was deleted while in use, so its buckets are no longer shared; going on with private buckets at /);
-        const before = (await Promise.race([receiving, sleep(300).then(() => undefined)])) === undefined;
-        expect(before).toBe(true);
-        expect((await stopProxy(proxy)).code).toBe(0);
+        // Held: nothing more comes while the store is away.
+        const received = client.bytesRead;
+        await sleep(500);
+        expect(client.bytesRead - received).toBeLessThan(64 * 1024);
       }
+      const before = (await Promise.race([receiving, sleep(300).then(() => undefined)])) === undefined;
+      expect(before).toBe(true);
+      expect((await stopProxy(proxy)).code).toBe(0);
       client.destroy();
       await receiving;
     }

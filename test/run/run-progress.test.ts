@@ -35,4 +35,29 @@ describe("run's progress line", () => {
     expect(fitFields(fields, 39, PROGRESS_SEPARATOR)).toBe("12/30 started · 5.0/s · ETA 3.6 s");
     expect(fitFields(fields, 60, PROGRESS_SEPARATOR)).toBe("12/30 started · 2 running · 8 done · 5.0/s · ETA 3.6 s");
   });
+
+  // Issue 19: at 40 columns "0/30 started · 0 running · 0 done · 0/s" until the first launch, then "4/30 started · 19.9/s · ETA 1.3 s".
+  it("keeps the same fields from one redraw to the next as the figures change width", () => {
+    const redraws = [
+      [0, 0, 0],
+      [0.5, 1, 1],
+      [5, 4, 3],
+      [20, 9, 9],
+      [99.9, 12, 10],
+      [150, 25, 7],
+    ].map(([launchesPerSecond, started, running]) => {
+      const progress = { ...counts, started: started!, running: running!, succeeded: started! - running!, failed: 0, skipped: 0 };
+      const fields = runProgressFields(progress, { launchesPerSecond: launchesPerSecond!, limitPerSecond: 200, total: 30, jobs: 10, key: "k" });
+      return (width: number) => fitFields(fields, width, PROGRESS_SEPARATOR);
+    });
+    // The fields a line shows, figures taken out; the ETA, none before the first launch, comes and goes in a room of its own.
+    const layout = (line: string) => line.replace(/ · ETA .+$/, "").replace(/\d+(\.\d+)?/g, "N").replace(/\/(s|min)\b/g, "/U");
+    for (const width of [30, 39, 46, 60, 80, 100]) {
+      const layouts = new Set(redraws.map((line) => layout(line(width))));
+      expect([...layouts], `at ${width} columns`).toHaveLength(1);
+      for (const draw of redraws) expect(draw(width).length).toBeLessThanOrEqual(width);
+    }
+    expect(redraws[0]!(39)).toBe("0/30 started · 0/s");
+    expect(redraws[3]!(39)).toBe("9/30 started · 20.0/s · ETA 1.1 s");
+  });
 });

@@ -103,7 +103,7 @@ describe("tbucket completion bash", () => {
     expect(bashComplete("ru")).toEqual(["run"]);
     expect(bashComplete("sim")).toEqual(["simulate"]);
     expect(bashComplete("--ra")).toEqual(["--rate"]);
-    expect(bashComplete("-r", "1mb", "--st")).toEqual(["--stats", "--stats-format", "--store"]);
+    expect(bashComplete("-r", "1mb", "--st")).toEqual(["--stats", "--stats-format", "--store", "--store-timeout"]);
     // --stats takes no value: after it come files again; --stats-format offers its two formats.
     expect(bashComplete("run", "--stats-format", "")).toEqual(["text", "json"]);
     expect(bashComplete("--stats-format", "")).toEqual(["text", "json"]);

@@ -2,7 +2,7 @@ import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { FakeClock } from "../../src/core/clock.js";
 import { StoreError } from "../../src/store/bucket-store.js";
-import { DEFAULT_IDLE_EXPIRY_MS, RedisStore, redactUrl } from "../../src/store/redis-store.js";
+import { DEFAULT_IDLE_EXPIRY_MS, RedisStore, redactUrl, writeRefusal } from "../../src/store/redis-store.js";
 import { type RedisServer, startRedisServer } from "../helpers/redis-server.js";
 import { describeStoreConformance } from "./conformance.js";
 
@@ -157,6 +157,82 @@ describe("RedisStore: losing the server mid-run", () => {
     expect(error).toBeInstanceOf(StoreError);
     expect((error as Error).message).toMatch(/^store redis:\/\/127\.0\.0\.1:\d+: lost Redis \(/);
     await store.close();
+  });
+});
+
+describe("RedisStore: losing the server mid-run, and finding it again", () => {
+  // The client gave up after about 3 s of retries and never reconnected: every later call failed.
+  it("reconnects for as long as it is open: a server back after 5 s answers again", async () => {
+    const own = await startRedisServer();
+    const store = await RedisStore.open(own.url);
+    try {
+      await store.configure("k", { rate: 10, burst: 10, kind: "count" });
+      await own.stop("SIGKILL");
+      await expect(store.take("k", 1)).rejects.toMatchObject({ failure: "lost" });
+      await new Promise((resolve) => setTimeout(resolve, 5000));
+      await own.start();
+      const backMs = performance.now();
+      // Restarted empty: the key is gone, and the server answers that.
+      let answer: unknown = "no answer";
+      while (answer === "no answer" && performance.now() - backMs < 3000) answer = await store.take("k", 1).catch(() => "no answer");
+      expect(answer).toBeUndefined();
+      expect(performance.now() - backMs).toBeLessThan(1000);
+    } finally {
+      await store.close();
+      await own.stop();
+    }
+  }, 20_000);
+});
+
+describe("RedisStore: a server that refuses writes is not a lost store", () => {
+  it("a replica (READONLY): says so, and to point the address at the primary", async () => {
+    const replica = await startRedisServer(["--replicaof", "127.0.0.1", String(server.port)]);
+    const store = await RedisStore.open(replica.url);
+    try {
+      const error = await store.configure("k", { rate: 10, burst: 10, kind: "count" }).catch((e: unknown) => e);
+      expect(error).toMatchObject({ failure: "refused" });
+      expect((error as Error).message).toBe(
+        `store ${replica.url}: Redis is a read-only replica and refused the write (READONLY You can't write against a read only replica); point the address at the primary`,
+      );
+    } finally {
+      await store.close();
+      await replica.stop();
+    }
+  });
+
+  it("out of memory under noeviction (OOM): says so, and what frees it; writes go again once it is freed", async () => {
+    const own = await startRedisServer();
+    const config = new Redis(own.url);
+    const store = await RedisStore.open(own.url);
+    try {
+      await store.configure("k", { rate: 10, burst: 10, kind: "count" });
+      await config.config("SET", "maxmemory-policy", "noeviction");
+      await config.config("SET", "maxmemory", "1");
+      const error = await store.take("k", 1).catch((e: unknown) => e);
+      expect(error).toMatchObject({ failure: "refused" });
+      expect((error as Error).message).toMatch(
+        new RegExp(
+          `^store ${own.url.replace(/\./g, "\\.")}: Redis is out of memory and refused the write \\(OOM command not allowed when used memory > 'maxmemory'.*\\); free memory on it, raise its maxmemory, or choose a maxmemory-policy that evicts$`,
+        ),
+      );
+      await config.config("SET", "maxmemory", "0");
+      expect(await store.take("k", 1)).toMatchObject({ ok: true });
+    } finally {
+      await config.quit();
+      await store.close();
+      await own.stop();
+    }
+  });
+
+  it.each([
+    ["MOVED 12182 127.0.0.1:7002", "Redis is a Cluster node and the key lives on another (MOVED 12182 127.0.0.1:7002)"],
+    ["ASK 12182 127.0.0.1:7002", "Redis is a Cluster node and the key lives on another (ASK 12182 127.0.0.1:7002)"],
+    ["CLUSTERDOWN The cluster is down", "Redis is a Cluster node and the key lives on another (CLUSTERDOWN The cluster is down)"],
+  ])("a Cluster node's %s: says tbucket does not speak Cluster yet (classified, no cluster started)", (reply, said) => {
+    expect(writeRefusal(new Error(reply))).toBe(
+      `${said}; tbucket does not speak Redis Cluster yet (it comes with limit sets): point the address at a standalone Redis or a primary`,
+    );
+    expect(writeRefusal(new Error("Connection is closed."))).toBeUndefined();
   });
 });
 

@@ -1,10 +1,10 @@
 import { describe, expect, it } from "vitest";
 import { FakeClock } from "../../src/core/clock.js";
-import { TokenBucket } from "../../src/core/token-bucket.js";
 import { type BucketConfig, type BucketStore, StoreError } from "../../src/store/bucket-store.js";
 import { FailoverLimiter } from "../../src/store/failover-limiter.js";
 import { MemoryStore } from "../../src/store/memory-store.js";
 import { SharedLimiter } from "../../src/store/shared-limiter.js";
+import { StoreWatch } from "../../src/store/store-watch.js";
 
 const T0 = 1_700_000_000_000;
 
@@ -266,12 +266,10 @@ describe("SharedLimiter", () => {
   it("hands over to a private bucket once when asked, with the key's settings", async () => {
     const config: BucketConfig = { rate: 1000, burst: 100, kind: "bytes" };
     const { clock, store } = await setup(config);
-    const broken = failingAfter(store, 1);
     const calls: string[] = [];
-    const limiter = new FailoverLimiter(new SharedLimiter({ store: broken, key: "k", config, clock }), (error, settings) => {
-      calls.push(`${error.message} ${settings.rate}/${settings.burst}`);
-      return new TokenBucket({ rate: settings.rate, burst: settings.burst, tokens: 0, clock });
-    });
+    const watch = new StoreWatch(failingAfter(store, 1), { clock, onLost: (error) => calls.push(error.message) });
+    const shared = new SharedLimiter({ store: watch, key: "k", config, clock });
+    const limiter = new FailoverLimiter({ watch, key: "k", settings: config, primary: shared, reopen: () => Promise.reject(new Error("gone")), whileLost: { mode: "local" }, clock });
     await limiter.wait(20);
     const pending = limiter.wait(100);
     await runFor(clock, 110);
@@ -279,8 +277,10 @@ describe("SharedLimiter", () => {
     const again = limiter.wait(1);
     await runFor(clock, 5);
     await again;
-    expect(calls).toEqual(["store memory: lost 1000/100"]);
+    expect(calls).toEqual(["store memory: lost"]);
     expect(limiter.failedOver).toBe(true);
+    expect({ rate: limiter.rate, burst: limiter.burst }).toEqual({ rate: 1000, burst: 100 });
+    watch.stop();
   });
 
   it("hands over once when a poll and a take fail together (real timers)", async () => {
@@ -288,17 +288,17 @@ describe("SharedLimiter", () => {
     const lost = () => new Promise<never>((_, reject) => setTimeout(() => reject(new StoreError("lost", "store memory: lost", { storeUrl: "memory:" })), 20));
     const store: BucketStore = { ...failingAfter(new MemoryStore(), 0), take: lost, read: lost };
     let calls = 0;
-    const shared = new SharedLimiter({ store, key: "k", config, pollMs: 1 });
-    const limiter = new FailoverLimiter(shared, (_error, settings) => {
-      calls++;
-      return new TokenBucket({ rate: settings.rate, burst: settings.burst });
-    });
+    const watch = new StoreWatch(store, { onLost: () => calls++ });
+    const shared = new SharedLimiter({ store: watch, key: "k", config, pollMs: 1 });
+    const limiter = new FailoverLimiter({ watch, key: "k", settings: config, primary: shared, reopen: () => Promise.reject(new Error("gone")), whileLost: { mode: "local" } });
     await new Promise((resolve) => setTimeout(resolve, 5));
     shared.startPolling();
     await limiter.wait(10);
     await new Promise((resolve) => setTimeout(resolve, 50));
     shared.close();
+    watch.stop();
     expect(calls).toBe(1);
+    expect(limiter.failedOver).toBe(true);
   });
 
   describe("gives back a lease that was never used (x/time/rate's Cancel)", () => {

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -72,6 +72,20 @@ describe("SqliteStore: keys made per client (expireWhenFull)", () => {
     await expect(first.read("k")).rejects.toThrow("the file was replaced while in use");
     await first.close();
     await other.close();
+  });
+
+  // A check failed was not repeated for a second: a probe in that second found the file "back" while its path named none.
+  it("looks again at every call while the path names another file or none, and answers again once the file is put back", async () => {
+    const path = join(dir, "buckets.db");
+    const store = await SqliteStore.open(path);
+    await store.configure("k", { rate: 10, burst: 10, kind: "count" });
+    renameSync(path, `${path}.away`);
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    await expect(store.take("k", 0)).rejects.toMatchObject({ failure: "lost" });
+    await expect(store.take("k", 0)).rejects.toMatchObject({ failure: "lost" });
+    renameSync(`${path}.away`, path);
+    expect(await store.take("k", 1)).toMatchObject({ ok: true });
+    await store.close();
   });
 
   it("adds its column to a file made before it, which an older release goes on using", async () => {
@@ -184,6 +198,36 @@ describe("SqliteStore: the file", () => {
     await expect(SqliteStore.open("/proc/tbucket-nope/buckets.db")).rejects.toThrow(
       /^store sqlite:\/proc\/tbucket-nope\/buckets\.db: cannot open the file \(ENOENT/,
     );
+  });
+
+  // SQLite's wait holds the whole process still: a proxy probing a locked file froze for the busy timeout each time.
+  it("once a file was found locked, waits for it only briefly until it answers, then the whole busy timeout again", async () => {
+    const path = join(dir, "buckets.db");
+    const store = await SqliteStore.open(path, { busyTimeoutMs: 1000 });
+    await store.configure("k", { rate: 1, burst: 1, kind: "count" });
+    const holder = new Database(path);
+    const timed = async () => {
+      const startMs = performance.now();
+      const answer = await store.take("k", 0).catch((error: unknown) => error);
+      return { ms: performance.now() - startMs, failure: (answer as StoreError).failure };
+    };
+    try {
+      holder.exec("BEGIN EXCLUSIVE");
+      const first = await timed();
+      expect(first.failure).toBe("busy");
+      expect(first.ms).toBeGreaterThanOrEqual(900);
+      const again = await timed();
+      expect(again.failure).toBe("busy");
+      expect(again.ms).toBeLessThan(500);
+      holder.exec("COMMIT");
+      expect((await timed()).failure).toBeUndefined();
+      holder.exec("BEGIN EXCLUSIVE");
+      expect((await timed()).ms).toBeGreaterThanOrEqual(900);
+    } finally {
+      if (holder.inTransaction) holder.exec("ROLLBACK");
+      holder.close();
+      await store.close();
+    }
   });
 
   it("says a file locked by another program is busy, after the busy timeout", async () => {

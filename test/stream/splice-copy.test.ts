@@ -100,6 +100,38 @@ describe("spliceThrough", () => {
     expect(calls[0]!.asked).toBe(4 * 1024 * 1024);
   });
 
+  // Paused, what a pipe pays ahead for an empty input is what is left of the key's burst, which
+  // nothing refills: a producer that then sends 10 bytes and ends would waste the rest.
+  it("paused (rate 0), pays for one byte while the input is empty, then for what it holds", async () => {
+    const clock = new FakeClock();
+    const bucket = new TokenBucket({ rate: 1000, burst: 100, clock });
+    bucket.setRate(0);
+    const throttle = new Throttle({ limiter: bucket });
+    // Nothing at first; 10 bytes once a move waits for them in the thread pool; then the end.
+    let state: "empty" | number | "ended" = "empty";
+    const calls: number[] = [];
+    const move = (bytes: number): number => {
+      const moved = Math.min(bytes, state as number);
+      calls.push(bytes);
+      state = (state as number) - moved || "ended";
+      return moved;
+    };
+    const io: NativeIo = {
+      ...fakeIo(0).io,
+      bytesReadable: () => (state === "empty" ? 0 : state === "ended" ? -61 : state),
+      spliceNow: (_in, _out, bytes) => (typeof state === "number" ? [move(bytes), 0, false] : [0, state === "empty" ? -EAGAIN : 0, state === "ended"]),
+      splice(_in, _out, bytes, progress, done) {
+        if (state === "empty") state = 10;
+        const moved = state === "ended" ? 0 : move(bytes);
+        progress[0] = moved;
+        setImmediate(() => done(0, moved, moved === 0));
+      },
+    };
+    expect(await copy(io, throttle, clock)).toBe(10);
+    expect(calls).toEqual([1, 9]);
+    expect(bucket.tokens()).toBe(90);
+  });
+
   it("says SpliceUnsupported when the first move is refused (EINVAL), having moved nothing", async () => {
     const clock = new FakeClock();
     const throttle = new Throttle({ limiter: new TokenBucket({ rate: Infinity, burst: 1, clock }) });

@@ -1,8 +1,9 @@
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Running, runCli, sleep, startCli } from "../helpers/cli.js";
+import { type RedisServer, startRedisServer } from "../helpers/redis-server.js";
 
 /**
  * `tbucket key set NAME --rate 0` pauses every pipe and run on the key, and
@@ -103,5 +104,51 @@ describe("--stats after a signal while the key is paused", () => {
     const stats = JSON.parse(result.stderr.trim().split("\n").find((line) => line.startsWith("{"))!) as Record<string, number>;
     // From before the first output to the signal: at least the 1.5 s slept, less a margin for the output's way here.
     expect(stats[field], result.stderr).toBeGreaterThanOrEqual(1.4);
+  }, 30_000);
+});
+
+/** The CPU time a process has used, user and system, in seconds (Linux's /proc; 100 ticks a second). */
+function cpuSeconds(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+// A paused key that still held its burst sent it one byte per round trip to the store (100 KiB
+// took 2.7 s on SQLite): the pipe's slice was sized from the rate, which is 0.
+describe.each([["SQLite"], ["Redis"]])("a key paused with its burst full, on %s", (storeName) => {
+  let redis: RedisServer | undefined;
+  let storeUrl: string;
+  beforeAll(async () => {
+    redis = storeName === "Redis" ? await startRedisServer() : undefined;
+    storeUrl = redis?.url ?? `sqlite:${join(dir, "paused-burst.db")}`;
+  });
+  afterAll(async () => redis?.stop());
+
+  it("delivers its burst at once, then nothing (and no busy loop) until key set --rate resumes it", async () => {
+    const burst = 1024 * 1024;
+    const set = (...args: string[]) => runCli(["key", "set", "full-pause", ...args, "--store", storeUrl], { env });
+    expect((await set("--rate", "1mb", "--burst", "1mb")).code).toBe(0);
+    expect((await set("--rate", "0")).code).toBe(0);
+    const pipe = start(["--key", "full-pause", "--store", storeUrl], true);
+    try {
+      await pipe.waitForBytes(burst, 10_000);
+      const first = pipe.received[0]!.atMs;
+      const last = pipe.received.at(-1)!.atMs;
+      // 16 takes of a 64 KiB read: milliseconds; byte by byte it was over a minute.
+      expect(last - first, pipe.stderr()).toBeLessThan(1000);
+      const cpuBefore = cpuSeconds(pipe.pid);
+      await sleep(1500);
+      expect(pipe.bytesBetween(0, Infinity), pipe.stderr()).toBe(burst);
+      // Waiting for a rate is a poll every 500 ms, not a loop of takes.
+      expect(cpuSeconds(pipe.pid) - cpuBefore).toBeLessThan(0.2);
+      const resumedAt = performance.now();
+      expect((await set("--rate", "256k")).code).toBe(0);
+      const firstAfter = await waitForOutput(pipe, resumedAt, 3000);
+      await sleep(1200);
+      expect(pipe.bytesBetween(firstAfter, firstAfter + 1000), pipe.stderr()).toBeGreaterThanOrEqual(0.4 * 256 * 1024);
+    } finally {
+      pipe.signal("SIGTERM");
+      await pipe.exited;
+    }
   }, 30_000);
 });

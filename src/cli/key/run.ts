@@ -1,4 +1,4 @@
-import { alignColumns, grouped, humanAmount, humanBytes, humanRate } from "../../core/format.js";
+import { alignColumns, exactByteRate, grouped, humanAmount, humanBytes, humanRate } from "../../core/format.js";
 import { defaultBurst } from "../../core/default-burst.js";
 import { parseAnyRate, type RateKind } from "../../core/units.js";
 import { type BucketState, type BucketStore, StoreError } from "../../store/bucket-store.js";
@@ -96,7 +96,7 @@ function toJson(state: BucketState, store: BucketStore) {
 /** The rate as the progress line shows a limit; with `exact`, the bytes a second too. */
 function formatRate(state: BucketState, exact: boolean): string {
   const text = humanRate(state.kind, state.rate);
-  return exact && state.kind === "bytes" && state.rate >= 1024 && state.rate !== Infinity ? `${text} (${grouped(Math.round(state.rate))} B/s)` : text;
+  return exact && state.kind === "bytes" && state.rate >= 1024 && state.rate !== Infinity ? `${text} (${exactByteRate(state.rate)})` : text;
 }
 
 /**

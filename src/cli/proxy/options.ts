@@ -110,6 +110,9 @@ export function parseProxyOptions(flags: ProxyFlags): ProxyConfig {
       throw new UsageError(`${flag}: ${why}; drop ${flag} or change --to`);
     }
   }
+  if (mode === "tcp" && shared.onStoreError === "open") {
+    throw new UsageError(`--on-store-error: "open" lets HTTP requests through while the store is away, and --to ${flags.to} is TCP; try "fail" or "local"`);
+  }
   const common: CommonProxyConfig = {
     listen: parseOption("--listen", flags.listen, (text) => parseAddress(text, "--listen", true)),
     to,

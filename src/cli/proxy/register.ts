@@ -38,7 +38,7 @@ export function registerProxy(program: Command, onExit: (code: number) => void):
     .option("--metrics <[host:]port>", "serve Prometheus metrics at http://host:port/metrics");
   // -q also drops the line that says where the proxy listens.
   addReportOptions(command);
-  addSharedBucketOptions(command)
+  addSharedBucketOptions(command, "admits")
     .addHelpText("after", EXAMPLES)
     .action(async (flags: ProxyFlags) => {
       const config = parseProxyOptions(flags);

@@ -8,7 +8,6 @@ import { ListenError } from "../../proxy/listen.js";
 import { ProxyMetrics } from "../../proxy/metrics.js";
 import { startTcpProxy, type TcpProxy } from "../../proxy/tcp-proxy.js";
 import { StoreError } from "../../store/bucket-store.js";
-import { failFast } from "../../store/fail-fast-store.js";
 import { EXIT, RuntimeError } from "../errors.js";
 import { writeStandardError } from "../standard-streams.js";
 import { describeStoreFailure } from "../store-failure.js";
@@ -38,21 +37,14 @@ function bucketSpec(bytesPerSecond: number | undefined, burstBytes: number | und
 
 async function runTcpProxy(config: TcpProxyConfig): Promise<number> {
   let proxy: TcpProxy | undefined;
-  const metrics = new ProxyMetrics({ liveKeys: () => proxy?.liveKeys ?? 0, openConnections: () => proxy?.stats.open ?? 0 });
+  const metrics = new ProxyMetrics({ liveKeys: () => proxy?.liveKeys ?? 0, openConnections: () => proxy?.stats.open ?? 0, sharedStore: config.shared.key !== undefined });
   const up = bucketSpec(config.upBytesPerSecond, config.burstBytes);
   const down = bucketSpec(config.downBytesPerSecond, config.burstBytes);
   const stopper = new Stopper();
-  let fatal: RuntimeError | undefined;
   let buckets: StoreBuckets | undefined;
   if (config.shared.key !== undefined) {
     const { openStoreBuckets } = await import("./store-buckets.js");
-    buckets = await openStoreBuckets(config.shared, {
-      storeError: () => metrics.storeError(),
-      fatal: (error) => {
-        fatal ??= error;
-        stopper.stop(0);
-      },
-    });
+    buckets = await openStoreBuckets(config.shared, { storeError: () => metrics.storeError(), storeBack: () => metrics.storeBack() });
   }
   const closeBuckets = async () => buckets?.close();
   const maxConnections = connectionsWithinDescriptorLimit();
@@ -74,7 +66,8 @@ async function runTcpProxy(config: TcpProxyConfig): Promise<number> {
           refused: () => metrics.refused(),
           queued: () => metrics.queued(),
           bytes: (direction, count) => metrics.bytes(direction, count),
-          storeError: () => metrics.storeError(),
+          // Outages are counted as the store's watch sees them (openStoreBuckets' hooks), not per connection.
+          storeError: () => {},
           backendFailed: (error) => {
             metrics.backendFailed();
             backendWarning(config.to, error);
@@ -117,7 +110,6 @@ async function runTcpProxy(config: TcpProxyConfig): Promise<number> {
   await metricsServer?.close();
   await closeBuckets();
   if (config.stats) writeStandardError(formatTcpStats(running.stats, performance.now() - startedMs, config.stats));
-  if (fatal) throw fatal;
   return EXIT.ok;
 }
 
@@ -163,7 +155,7 @@ function describeDirection(direction: "up" | "down", spec: ByteBucketSpec | unde
 async function runHttpProxy(config: HttpProxyConfig): Promise<number> {
   const { startHttpProxy } = await import("../../proxy/http-proxy.js");
   let proxy: RunningHttpProxy | undefined;
-  const metrics = new ProxyMetrics({ liveKeys: () => proxy?.liveKeys() ?? 0, openConnections: () => proxy?.openConnections() ?? 0 });
+  const metrics = new ProxyMetrics({ liveKeys: () => proxy?.liveKeys() ?? 0, openConnections: () => proxy?.openConnections() ?? 0, sharedStore: config.shared.key !== undefined });
   const maxConnections = connectionsWithinDescriptorLimit();
   const tally: HttpTally = { admitted: 0, queued: 0, refused: 0 };
   const observer: HttpProxyObserver = {
@@ -174,7 +166,14 @@ async function runHttpProxy(config: HttpProxyConfig): Promise<number> {
       metrics.admitted(waitMs);
     },
     bytes: (count) => metrics.bytes("down", count),
-    storeError: () => metrics.storeError(),
+    storeError: (error) => {
+      metrics.storeError();
+      writeStandardError(`tbucket: warning: ${describeStoreFailure(error, { offerLocal: false })}; ${WHILE_LOST[config.shared.onStoreError]} until it is back\n`);
+    },
+    storeBack: (lostForMs) => {
+      metrics.storeBack();
+      writeStandardError(`tbucket: store ${shared?.url}: back after ${humanDuration(lostForMs)}; the buckets are shared again\n`);
+    },
     full: (evicted) => {
       if (evicted) metrics.idleClosed();
       else metrics.refused();
@@ -253,14 +252,22 @@ async function runHttpProxy(config: HttpProxyConfig): Promise<number> {
   return EXIT.ok;
 }
 
+/** What HTTP requests get while the store is lost, as the lost line says it. */
+const WHILE_LOST: Record<HttpProxyConfig["shared"]["onStoreError"], string> = {
+  fail: "answering 503 with Retry-After",
+  local: "going on with private buckets of the same settings",
+  open: "letting every request through",
+};
+
 /** The store for --key in HTTP mode: each client's bucket is NAME:<client>. */
-async function openHttpStore(config: HttpProxyConfig): Promise<{ buckets: SharedHttpBuckets | undefined; close(): Promise<void> }> {
+async function openHttpStore(config: HttpProxyConfig): Promise<{ url: string; buckets: SharedHttpBuckets | undefined; close(): Promise<void> }> {
   const local = config.shared.onStoreError === "local";
   try {
     const store = await openCommandStore(storeLocation(config.shared.store));
     return {
-      // With local, once the store failed the other keys need not each find out the slow way; without, a later request may find it back.
-      buckets: { store: local ? failFast(store) : store, name: config.shared.key!, onStoreError: config.shared.onStoreError },
+      url: store.url,
+      // The middleware watches the store: once it failed no key asks it again until it answers.
+      buckets: { store, name: config.shared.key!, onStoreError: config.shared.onStoreError },
       close: async () => {
         await Promise.race([store.close().catch(() => {}), new Promise((resolve) => setTimeout(resolve, 1000).unref())]);
       },
@@ -270,6 +277,6 @@ async function openHttpStore(config: HttpProxyConfig): Promise<{ buckets: Shared
     const line = describeStoreFailure(error, { offerLocal: !local });
     if (!local) throw new RuntimeError(line);
     writeStandardError(`tbucket: warning: ${line}; going on with private buckets\n`);
-    return { buckets: undefined, close: async () => {} };
+    return { url: "", buckets: undefined, close: async () => {} };
   }
 }

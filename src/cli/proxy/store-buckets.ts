@@ -1,12 +1,13 @@
+import { humanDuration } from "../../core/format.js";
 import { TokenBucket } from "../../core/token-bucket.js";
 import type { BucketConfig, BucketStore } from "../../store/bucket-store.js";
 import { StoreError } from "../../store/bucket-store.js";
-import { failFast } from "../../store/fail-fast-store.js";
-import { FailoverLimiter } from "../../store/failover-limiter.js";
+import { FailoverLimiter, type StoreBackedLimiter } from "../../store/failover-limiter.js";
+import { openSharedKey } from "../../store/shared-key.js";
 import { SharedLimiter } from "../../store/shared-limiter.js";
+import { isStoreFailure, StoreWatch } from "../../store/store-watch.js";
 import type { LimiterFactory } from "../../proxy/bucket-pool.js";
 import { RuntimeError } from "../errors.js";
-import { describeConfig } from "../open-limiter.js";
 import type { SharedBucketOptions } from "../shared-options.js";
 import { writeStandardError } from "../standard-streams.js";
 import { describeStoreFailure } from "../store-failure.js";
@@ -18,10 +19,10 @@ export interface StoreBuckets {
 }
 
 export interface StoreBucketHooks {
-  /** Counts a store failure (metrics). */
+  /** The store was lost, or could not be reached at the start (metrics). */
   storeError(): void;
-  /** Without --on-store-error local, a lost store stops the proxy: called once with the line to print. */
-  fatal(error: RuntimeError): void;
+  /** The store answers again after an outage (metrics). */
+  storeBack(): void;
 }
 
 /**
@@ -31,6 +32,10 @@ export interface StoreBucketHooks {
  * keeps settings a `tbucket key set` gave it, else takes the command line's,
  * and is then made with `expireWhenFull`: the store forgets it once full again
  * (a full bucket is a new one), so the clients ever seen do not pile up.
+ *
+ * A store lost mid-run is said once, and asked again until it answers (said
+ * once more): meanwhile transfers wait, or with --on-store-error local go on
+ * with private buckets; then every key is shared again. The proxy stays up.
  */
 export async function openStoreBuckets(shared: SharedBucketOptions, hooks: StoreBucketHooks): Promise<StoreBuckets> {
   const name = shared.key!;
@@ -48,51 +53,53 @@ export async function openStoreBuckets(shared: SharedBucketOptions, hooks: Store
   if (!store) {
     return { open: (_key, _direction, spec) => ({ limiter: new TokenBucket({ rate: spec.bytesPerSecond, burst: spec.burstBytes }), close: async () => {} }), close: async () => {} };
   }
-  // Once the store failed, the other keys need not each find out the slow way.
-  const opened = failFast(store);
-  /** Set once the store failed under --on-store-error local: later keys are private without asking it again. */
-  let failed = false;
-  /** Counts a failure, then stops the proxy, or (local) warns once and goes on. */
-  const lost = (error: StoreError, settings: BucketConfig): void => {
-    hooks.storeError();
-    const line = describeStoreFailure(error, { offerLocal: !local });
-    if (!local) {
-      const stop = new RuntimeError(`${line}; the proxy stopped; restart it, or add --on-store-error local to keep serving with private buckets`);
-      hooks.fatal(stop);
-      throw stop;
-    }
-    if (!failed) writeStandardError(`tbucket: warning: ${line}; going on with private buckets at ${describeConfig(settings)}\n`);
-    failed = true;
-  };
-  // A key first met after the store failed has taken nothing yet: it starts full, as a new key would.
-  const privateBucket = (config: BucketConfig) => ({ limiter: new TokenBucket({ rate: config.rate, burst: config.burst }), close: async () => {} });
+  const url = store.url;
+  const watch = new StoreWatch(store, {
+    onLost: (error) => {
+      hooks.storeError();
+      const meanwhile = local ? "going on with private buckets of the same settings" : "transfers wait";
+      writeStandardError(`tbucket: warning: ${describeStoreFailure(error, { offerLocal: false })}; ${meanwhile} until it is back\n`);
+    },
+    onBack: (lostForMs) => {
+      hooks.storeBack();
+      writeStandardError(`tbucket: store ${url}: back after ${humanDuration(lostForMs)}; the buckets are shared again\n`);
+    },
+  });
   const open: LimiterFactory = async (key, direction, spec) => {
     const storeKey = key === "" ? `${name}:${direction}` : `${name}:${direction}:${key}`;
     const wanted: BucketConfig = { rate: spec.bytesPerSecond, burst: spec.burstBytes, kind: "bytes" };
-    if (failed) return privateBucket(wanted);
-    let config: BucketConfig & { expiresWhenFull?: true };
-    try {
-      const stored = key === "" ? undefined : await opened.read(storeKey);
-      // A client's keys are made for it, not set by a user: the store may forget them once full again.
-      config = stored?.kind === "bytes" ? stored : await opened.configure(storeKey, wanted, { expireWhenFull: key !== "" });
-    } catch (error) {
-      if (!(error instanceof StoreError)) throw error;
-      lost(error, wanted);
-      return privateBucket(wanted);
+    // A client's keys are made for it, not set by a user: the store may forget them once full again.
+    const reopen = (settings: BucketConfig) => openSharedKey(watch, storeKey, settings, { expireWhenFull: key !== "", poll: true });
+    let primary: StoreBackedLimiter | undefined;
+    if (!watch.lost) {
+      try {
+        primary = key === "" ? await openLinkKey(watch, storeKey, wanted) : await reopen(wanted);
+      } catch (error) {
+        if (!isStoreFailure(error)) throw error;
+      }
     }
-    const limiter = new SharedLimiter({ store: opened, key: storeKey, config, expireWhenFull: config.expiresWhenFull === true });
-    const failover = new FailoverLimiter(limiter, (error, settings) => {
-      lost(error, settings);
-      // Empty at first: the shared bucket may just have been drained, so no fresh burst.
-      return new TokenBucket({ rate: settings.rate, burst: settings.burst, tokens: 0 });
+    const limiter = new FailoverLimiter({
+      watch,
+      key: storeKey,
+      settings: wanted,
+      primary,
+      reopen,
+      whileLost: local ? { mode: "local" } : { mode: "wait", timeoutMs: Infinity, giveUp: (error) => error },
     });
-    limiter.startPolling();
-    return { limiter: failover, close: () => limiter.close().catch(() => {}) };
+    return { limiter, close: () => limiter.close().catch(() => {}) };
   };
   return {
     open,
     close: async () => {
-      await Promise.race([opened.close().catch(() => {}), new Promise((resolve) => setTimeout(resolve, 1000).unref())]);
+      await Promise.race([watch.close().catch(() => {}), new Promise((resolve) => setTimeout(resolve, 1000).unref())]);
     },
   };
+}
+
+/** The link's keys are set from the command line at the start: the proxy's flags are the link's settings. */
+async function openLinkKey(store: BucketStore, key: string, wanted: BucketConfig): Promise<SharedLimiter> {
+  const config = await store.configure(key, wanted);
+  const limiter = new SharedLimiter({ store, key, config });
+  limiter.startPolling();
+  return limiter;
 }

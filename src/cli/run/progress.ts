@@ -26,6 +26,8 @@ export interface RunProgressOptions {
   progress: ProgressMode;
   /** --key: said next to the limit. */
   key?: string;
+  /** --jobs: the most that can be running, which the line keeps room for. */
+  jobs: number;
   /** -N: the line's name. */
   name?: string;
 }
@@ -61,6 +63,7 @@ export function startRunProgress(options: RunProgressOptions, limiter: Limiter, 
               launchesPerSecond: meter.ratePerSecond(performance.now()),
               limitPerSecond: limiter.rate,
               total,
+              jobs: options.jobs,
               key: options.key,
               ended,
             }),
