@@ -5,8 +5,8 @@ import type { KeyLimiterSource } from "./key-limiter.js";
 import { rateLimitPolicy, rateLimitRefused, rateLimitState } from "./rate-limit-fields.js";
 import { type GateResult, RequestGate } from "./request-gate.js";
 import { type StoreBuckets, storeLimiters } from "./store-limiters.js";
-import { addressKey, DEFAULT_IPV6_PREFIX } from "./address-key.js";
-import { clientAddress, isPrivateAddress, plainAddress, TrustedProxies } from "./trusted-proxies.js";
+import { addressKey, DEFAULT_IPV6_PREFIX } from "../core/address-key.js";
+import { clientAddress, plainAddress, TrustedProxies, untrustedForwarder, untrustedProxyLine } from "./trusted-proxies.js";
 
 export type { GateDecision, GateResult } from "./request-gate.js";
 
@@ -272,13 +272,10 @@ function clientKey(trustProxy: readonly string[] | undefined, ipv6Subnet: number
     const frameworkIp = (req as { ip?: unknown }).ip;
     const address = typeof frameworkIp === "string" && frameworkIp !== "" ? plainAddress(frameworkIp) : peer;
     if (address === undefined) return UNKNOWN_CLIENT;
-    if (!warned && address === peer && (req.headers["x-forwarded-for"] !== undefined || req.headers.forwarded !== undefined) && isPrivateAddress(address)) {
+    const field = !warned && address === peer ? untrustedForwarder(address, req.headers) : undefined;
+    if (field !== undefined) {
       warned = true;
-      const field = req.headers["x-forwarded-for"] !== undefined ? "X-Forwarded-For" : "Forwarded";
-      log(
-        `tbucket/http: requests come through a proxy at ${address} (they carry ${field}) and trustProxy is not set, so every client behind it shares one bucket; ` +
-          `set trustProxy: ["${address}"] (or Express's "trust proxy") to key each client by its own address`,
-      );
+      log(`tbucket/http: ${untrustedProxyLine(address, field, "trustProxy", `set trustProxy: ["${address}"] (or Express's "trust proxy")`)}`);
     }
     return addressKey(address, ipv6Subnet);
   };

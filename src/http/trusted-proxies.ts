@@ -1,5 +1,5 @@
 import { BlockList, isIP } from "node:net";
-import { addressKey } from "./address-key.js";
+import { addressKey } from "../core/address-key.js";
 
 /**
  * The addresses whose forwarding headers are believed: a request that comes
@@ -158,4 +158,27 @@ export function isPrivateAddress(address: string): boolean {
   const plain = plainAddress(address);
   const family = isIP(plain);
   return family !== 0 && PRIVATE.check(plain, family === 4 ? "ipv4" : "ipv6");
+}
+
+/**
+ * The forwarding field (`X-Forwarded-For` or `Forwarded`) of a request that came
+ * straight from a private address whose forwarding fields are not read: a proxy of
+ * one's own, behind which every client then shares that proxy's bucket. Undefined
+ * for any other request.
+ */
+export function untrustedForwarder(address: string, headers: { "x-forwarded-for"?: string | string[]; forwarded?: string | string[] }): string | undefined {
+  const field = headers["x-forwarded-for"] !== undefined ? "X-Forwarded-For" : headers.forwarded !== undefined ? "Forwarded" : undefined;
+  return field !== undefined && isPrivateAddress(address) ? field : undefined;
+}
+
+/**
+ * What is said, once, of requests `untrustedForwarder` finds: the same words for the
+ * middleware and the proxy, `setting` naming the setting that is not set and `remedy`
+ * what to write (`set trustProxy: ["10.0.0.1"]`, `add --trust-proxy 10.0.0.1`).
+ */
+export function untrustedProxyLine(address: string, field: string, setting: string, remedy: string): string {
+  return (
+    `requests come through a proxy at ${address} (they carry ${field}) and ${setting} is not set, so every client behind it shares one bucket; ` +
+    `${remedy} to key each client by its own address`
+  );
 }

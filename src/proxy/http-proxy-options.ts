@@ -30,6 +30,11 @@ export interface HttpProxyObserver {
   storeBack?(lostForMs: number): void;
   /** `maxConnections` were open: the connection idle the longest was closed for a new one (or, none idle, the new one). */
   full?(evicted: boolean): void;
+  /**
+   * Once: a request keyed by its peer's address came from a private address with
+   * `field` (X-Forwarded-For or Forwarded), which is not read without `trustProxy`.
+   */
+  untrustedProxy?(address: string, field: string): void;
 }
 
 export interface HttpProxyOptions {

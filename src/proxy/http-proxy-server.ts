@@ -16,8 +16,8 @@ import { type Clock, systemClock } from "../core/clock.js";
 import { TokenBucket } from "../core/token-bucket.js";
 import { KeyTable } from "../http/key-table.js";
 import { DEFAULT_MAX_KEYS, type GateResult, rateLimit, type RateLimitMiddleware } from "../http/rate-limit.js";
-import { addressKey, DEFAULT_IPV6_PREFIX } from "../http/address-key.js";
-import { clientAddress, plainAddress, TrustedProxies } from "../http/trusted-proxies.js";
+import { addressKey, DEFAULT_IPV6_PREFIX } from "../core/address-key.js";
+import { clientAddress, plainAddress, TrustedProxies, untrustedForwarder } from "../http/trusted-proxies.js";
 import { ThrottleStream } from "../stream/throttle-stream.js";
 import { accessLogLine } from "./access-log.js";
 import { backendRequestHeaders, backendRequestRawHeaders, endToEndHeaders, endToEndRawHeaders, framingProblem, rawHasBody } from "./forward-headers.js";
@@ -84,6 +84,7 @@ export class HttpProxy implements RunningHttpProxy {
   /** The epoch time of the clock's 0: the log tells the instants the limit decided by, in wall-clock terms. */
   readonly #epochOffsetMs: number;
   #active = 0;
+  #toldUntrustedProxy = false;
   readonly #sweeper: ReturnType<typeof setInterval>;
   #idle: (() => void) | undefined;
   #address: { host: string; port: number } | undefined;
@@ -110,7 +111,7 @@ export class HttpProxy implements RunningHttpProxy {
       policy: options.policy,
       maxWaitMs: options.policy === "queue" ? options.maxWaitMs : undefined,
       maxKeys,
-      key: (req) => requestKey(per, req.headers, () => addressKey(this.#clientOf(req), ipv6Subnet)),
+      key: (req) => requestKey(per, req.headers, () => addressKey(this.#keyedClient(req), ipv6Subnet)),
       store: options.shared && {
         store: options.shared.store,
         name: options.shared.name,
@@ -212,6 +213,17 @@ export class HttpProxy implements RunningHttpProxy {
 
   #clientOf(req: IncomingMessage): string {
     return clientAddress(req.socket.remoteAddress, req.headers, this.#trusted) ?? "-";
+  }
+
+  /** The client whose address keys a bucket; the first request forwarded by an untrusted proxy of one's own is told (see untrustedForwarder). */
+  #keyedClient(req: IncomingMessage): string {
+    const client = this.#clientOf(req);
+    const field = this.#toldUntrustedProxy || this.#trusted ? undefined : untrustedForwarder(client, req.headers);
+    if (field !== undefined) {
+      this.#toldUntrustedProxy = true;
+      this.#options.observer?.untrustedProxy?.(client, field);
+    }
+    return client;
   }
 
   #decided(req: IncomingMessage, result: GateResult, key: string): void {

@@ -1,3 +1,4 @@
+import { addressKey } from "../core/address-key.js";
 import { type ArrivalSource, BatchBuilder } from "./event-batch.js";
 import {
   BadLine,
@@ -20,6 +21,8 @@ export interface TraceOptions extends LineOptions {
   skipBad: boolean;
   /** Keep each event's key (per-key simulation). */
   withKeys: boolean;
+  /** A key that is an IPv6 address is keyed by its network of this many bits (addressKey), as the proxy keys its clients; default: every key as it is. */
+  ipv6Prefix?: number;
   batchSize?: number;
   /** Longer lines are bad lines (default MAX_LINE_BYTES). */
   maxLineBytes?: number;
@@ -99,6 +102,8 @@ export function createTraceReport(): TraceReport {
 }
 
 const MAX_EXAMPLES = 3;
+/** IPv6 keys whose network key is remembered; past it the memory starts again. */
+const MAX_NETWORK_KEYS = 65_536;
 
 /**
  * Streams a trace into batches of events, a chunk at a time, so that a file
@@ -127,6 +132,20 @@ export async function* traceArrivals(input: AsyncIterable<Buffer | string> | Ite
   };
 
   const maxLineBytes = options.maxLineBytes ?? MAX_LINE_BYTES;
+  const ipv6Prefix = options.ipv6Prefix;
+  /** The network key of each IPv6 key seen lately: a log names its clients again and again, and addressKey costs microseconds. */
+  const networkKeys = new Map<string, string>();
+  const keyOf = (key: string | undefined): string | undefined => {
+    // Only a key with a colon may be an IPv6 address: IPv4 and other keys are not looked at again.
+    if (ipv6Prefix === undefined || key === undefined || !key.includes(":")) return key;
+    let network = networkKeys.get(key);
+    if (network === undefined) {
+      if (networkKeys.size >= MAX_NETWORK_KEYS) networkKeys.clear();
+      network = addressKey(key, ipv6Prefix);
+      networkKeys.set(key, network);
+    }
+    return network;
+  };
   /** A line past the limit: only its start is kept, for the message. */
   const rejectLong = (head: Buffer): void => {
     lineNumber++;
@@ -184,7 +203,7 @@ export async function* traceArrivals(input: AsyncIterable<Buffer | string> | Ite
     }
     lastMs = timeMs;
     report.events++;
-    builder.push(timeMs, parsed.cost, parsed.key);
+    builder.push(timeMs, parsed.cost, keyOf(parsed.key));
   };
 
   // The part of a line cut by the end of a chunk, in pieces joined once when the line ends: each

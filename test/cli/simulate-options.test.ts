@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { chartWidth } from "../../src/cli/simulate/run.js";
-import { parseSimulateOptions } from "../../src/cli/simulate/options.js";
+import { parseSimulateOptions, type SimulateFlags } from "../../src/cli/simulate/options.js";
 
 describe("simulate options (parsed apart from behaviour)", () => {
   it("resolves rates and bursts by the cost unit: counts, or bytes with --cost bytes", () => {
@@ -20,6 +20,11 @@ describe("simulate options (parsed apart from behaviour)", () => {
       maxKeys: 100,
       keyField: 2,
     });
+  });
+
+  it("--per-key keys IPv6 by /56 unless --ipv6-prefix says otherwise", () => {
+    expect(parseSimulateOptions({ rate: "5", burst: "1", trace: "-", perKey: true })).toMatchObject({ ipv6Prefix: 56 });
+    expect(parseSimulateOptions({ rate: "5", burst: "1", trace: "-", perKey: true, ipv6Prefix: "128" })).toMatchObject({ ipv6Prefix: 128 });
   });
 
   it("a pattern knows its length and whether it is random; --seed is kept", () => {
@@ -52,6 +57,11 @@ describe("simulate options (parsed apart from behaviour)", () => {
     [{ rate: "auto", arrivals: "burst 1", suggest: true }, `--burst: missing; --rate auto searches the rate for a given burst, e.g. "--burst 10"`],
     [{ rate: "5", burst: "1", arrivals: "burst 1", maxKeys: "3" }, `--max-keys: only with --per-key; try "--per-key --max-keys 3"`],
     [{ rate: "5", burst: "1", trace: "-", perKey: true, maxKeys: "0" }, `--max-keys: "0" is not a whole number 1 or more; try "1" or "10"`],
+    [{ rate: "5", burst: "1", trace: "-", ipv6Prefix: "64" }, `--ipv6-prefix: only with --per-key; try "--per-key --ipv6-prefix 64"`],
+    ...["0", "129", "56.5", "/56", "all"].map((bits): [SimulateFlags, string] => [
+      { rate: "5", burst: "1", trace: "-", perKey: true, ipv6Prefix: bits },
+      `--ipv6-prefix: "${bits}" is not a prefix length; give the bits of an IPv6 address that make one client, 1 to 128`,
+    ]),
     [{ rate: "5", burst: "1", arrivals: "burst 1", step: "0" }, `--step: "0" is no width; try "1s" or "100ms"`],
     [{ rate: "5", burst: "1", arrivals: "burst 1", chart: true, format: "csv" }, `--chart: not with --format csv, which is for programs; use --format summary or table, or --svg FILE`],
     // Regression (issue 15, point 9): --burst was silently ignored by a search of the burst.

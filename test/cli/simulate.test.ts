@@ -248,6 +248,8 @@ describe("tbucket simulate: errors", () => {
     [["simulate", "-r", "5", "-b", "1", "--arrivals", "burst 1", "--format", "xml"], `--format: "xml" is not a format; try "summary", "table", "csv", "jsonl" or "json"`],
     [["simulate", "-r", "5", "-b", "1", "--arrivals", "burst 1", "--cost", "lines"], `--cost: "lines" is not a cost unit; try "count" or "bytes"`],
     [["simulate", "-r", "5", "-b", "1", "--arrivals", "burst 1", "--per-key"], `--per-key: a pattern has no keys; use --trace with --key-field N or an access log`],
+    [["simulate", "-r", "5", "-b", "1", "--trace", "-", "--per-key", "--key-field", "2", "--ipv6-prefix", "129"], `--ipv6-prefix: "129" is not a prefix length; give the bits of an IPv6 address that make one client, 1 to 128 (56, the default, is one customer's network; 128 the whole address)`],
+    [["simulate", "-r", "5", "-b", "1", "--trace", "-", "--ipv6-prefix", "64"], `--ipv6-prefix: only with --per-key; try "--per-key --ipv6-prefix 64"`],
     [["simulate", "-r", "5", "-b", "1", "--arrivals", "burst 1", "--target", "reject<=1%"], `--target: only with --suggest; try "--suggest --target reject<=1%"`],
     [["simulate", "-r", "5", "--arrivals", "burst 1", "--suggest", "--target", "p99wait<=1s"], `--target: "p99wait<=1s" needs --policy queue; drop never waits (try "reject<=1%")`],
     [["simulate", "-r", "auto", "-b", "1", "--arrivals", "burst 1"], `--rate auto: only with --suggest, which searches the rate; give a rate such as "5/s"`],

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { clientAddress, forwardedChain, isPrivateAddress, TrustedProxies, TrustProxyError } from "../../src/http/trusted-proxies.js";
+import { clientAddress, forwardedChain, isPrivateAddress, TrustedProxies, TrustProxyError, untrustedForwarder } from "../../src/http/trusted-proxies.js";
 
 describe("TrustedProxies", () => {
   it("matches addresses and CIDRs of both families, and IPv4-mapped IPv6 as IPv4", () => {
@@ -90,5 +90,14 @@ describe("isPrivateAddress", () => {
       expect(isPrivateAddress(address)).toBe(true);
     }
     for (const address of ["8.8.8.8", "172.32.0.1", "2001:db8::1", "unknown"]) expect(isPrivateAddress(address)).toBe(false);
+  });
+});
+
+describe("untrustedForwarder", () => {
+  it("names the forwarding field of a request from a private address, X-Forwarded-For first; nothing for a public address or no field", () => {
+    expect(untrustedForwarder("10.0.0.1", { "x-forwarded-for": "192.0.2.1", forwarded: "for=192.0.2.1" })).toBe("X-Forwarded-For");
+    expect(untrustedForwarder("::1", { forwarded: "for=192.0.2.1" })).toBe("Forwarded");
+    expect(untrustedForwarder("10.0.0.1", {})).toBeUndefined();
+    expect(untrustedForwarder("198.51.100.7", { "x-forwarded-for": "192.0.2.1" })).toBeUndefined();
   });
 });

@@ -72,6 +72,37 @@ describe("the record-then-tune loop", () => {
   });
 });
 
+describe("the record-then-tune loop, IPv6", () => {
+  it("simulate --per-key on the proxy's log keys IPv6 clients by the proxy's /56, so two addresses of one network share a bucket in both", async () => {
+    const backend = await listen((_req, res) => res.end("hello\n"));
+    const log = new PassThrough();
+    let recorded = "";
+    log.on("data", (chunk: Buffer) => (recorded += chunk));
+    const clock = new FakeClock(1_000);
+    proxy = await startHttpProxy({ listen: { host: "127.0.0.1", port: 0 }, target: backend.url, rate: 10, burst: 3, trustProxy: ["127.0.0.1"], accessLog: log, clock });
+    const url = `http://127.0.0.1:${proxy.address.port}/`;
+    // Two hosts of 2001:db8:1:200::/56, and one of the next /56.
+    const clients = ["2001:db8:1:200::1", "2001:db8:1:2ff::2", "2001:db8:1:300::1"];
+    const gaps = [0, 0, 0, 0, 40, 60, 99, 1, 100, 30, 30, 30, 250, 0, 0, 0];
+    for (const [i, gap] of gaps.entries()) {
+      clock.set(clock.now() + gap);
+      await get(url, { "x-forwarded-for": clients[i % 5 === 4 ? 2 : i % 2]! });
+    }
+    await proxy.close(1000);
+    proxy = undefined;
+    const lines = recorded.trimEnd().split("\n");
+    expect(new Set(lines.map((line) => line.split(" ")[0]))).toEqual(new Set(clients));
+    const decisions = lines.map((line) => line.split(" ").at(-2) !== "refused");
+    expect(decisions.filter((admitted) => !admitted).length).toBeGreaterThan(2);
+
+    const result = await runCli(["simulate", "--trace", "-", "--rate", "10/s", "--burst", "3", "--per-key", "--format", "jsonl"], { input: recorded });
+    expect([result.code, result.stderr]).toEqual([0, ""]);
+    const events = result.stdout.toString().trimEnd().split("\n").map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(events.map((event) => event.admitted)).toEqual(decisions);
+    expect(new Set(events.map((event) => event.key))).toEqual(new Set(["2001:db8:1:200::/56", "2001:db8:1:300::/56"]));
+  });
+});
+
 describe("the access log's time", () => {
   it("is the millisecond of each instant, whatever second came before (the second's text is kept from one line to the next)", () => {
     expect(clfTime(Date.UTC(2026, 11, 1, 2, 49, 13, 999) + 0.9)).toBe("01/Dec/2026:02:49:13.999 +0000");

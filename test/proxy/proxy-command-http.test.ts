@@ -102,6 +102,26 @@ describe("tbucket proxy --to http://...", () => {
     expect((await stopProxy(perHeader)).code).toBe(0);
   });
 
+  it("says once that requests forwarded by a private address share one bucket without --trust-proxy; not with it, nor for requests not forwarded", async () => {
+    const backendPort = await httpBackend();
+    const args = ["--to", `http://127.0.0.1:${backendPort}`, "--rate", "100/s", "--burst", "20"];
+    const [untrusted, trusted, plain] = await Promise.all([startProxy(args), startProxy([...args, "--trust-proxy", "127.0.0.1"]), startProxy(args)]);
+    const forwarded = [{ "x-forwarded-for": "192.0.2.1" }, { forwarded: "for=192.0.2.2" }, { "x-forwarded-for": "192.0.2.3" }, { "x-forwarded-for": "192.0.2.1", forwarded: "for=192.0.2.1" }];
+    for (const proxy of [untrusted, trusted]) {
+      for (const headers of [{}, ...forwarded]) expect((await fetch(`http://127.0.0.1:${proxy.port}/`, { headers })).status).toBe(200);
+    }
+    for (let i = 0; i < 3; i++) expect((await fetch(`http://127.0.0.1:${plain.port}/`)).status).toBe(200);
+    const [untrustedEnd, trustedEnd, plainEnd] = await Promise.all([stopProxy(untrusted), stopProxy(trusted), stopProxy(plain)]);
+    const saidBeyondListening = (stderr: string) => stderr.replace(/^tbucket proxy: listening on .*\n/, "");
+    expect([untrustedEnd.code, saidBeyondListening(untrustedEnd.stderr)]).toEqual([
+      0,
+      `tbucket: warning: requests come through a proxy at 127.0.0.1 (they carry X-Forwarded-For) and --trust-proxy is not set, so every client behind it shares one bucket; ` +
+        `add --trust-proxy 127.0.0.1 to key each client by its own address\n`,
+    ]);
+    expect([trustedEnd.code, saidBeyondListening(trustedEnd.stderr)]).toEqual([0, ""]);
+    expect([plainEnd.code, saidBeyondListening(plainEnd.stderr)]).toEqual([0, ""]);
+  });
+
   it("exits 1 with one line when the access log cannot be opened", async () => {
     const log = join(tempDir(), "missing", "access.log");
     const result = await runCli(["proxy", "--listen", "127.0.0.1:0", "--to", "http://127.0.0.1:9", "--rate", "5/s", "--access-log", log]);

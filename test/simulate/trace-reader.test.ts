@@ -73,6 +73,16 @@ describe("trace files", () => {
     ]);
   });
 
+  it("with ipv6Prefix, keys an IPv6 address by its network, as the proxy does; IPv4 and other keys as they are", async () => {
+    const text = "0 2001:db8:1:200::1\n1 2001:DB8:1:2ff:0:0:0:2\n2 2001:db8:1:300::1\n3 192.0.2.1\n4 user:42\n5 ::1\n";
+    const keys = async (ipv6Prefix?: number) => (await read(text, { keyField: 2, withKeys: true, ipv6Prefix })).events.map((event) => event.key);
+    expect(await keys(56)).toEqual(["2001:db8:1:200::/56", "2001:db8:1:200::/56", "2001:db8:1:300::/56", "192.0.2.1", "user:42", "::/56"]);
+    expect(await keys(128)).toEqual(["2001:db8:1:200::1", "2001:db8:1:2ff::2", "2001:db8:1:300::1", "192.0.2.1", "user:42", "::1"]);
+    expect(await keys()).toEqual(["2001:db8:1:200::1", "2001:DB8:1:2ff:0:0:0:2", "2001:db8:1:300::1", "192.0.2.1", "user:42", "::1"]);
+    const log = `2001:db8:1:2ff::9 - - [10/Oct/2026:13:55:36 -0700] "GET / HTTP/1.1" 200 2\n`;
+    expect((await read(log, { wantKeys: true, withKeys: true, ipv6Prefix: 56 })).events.map((event) => event.key)).toEqual(["2001:db8:1:200::/56"]);
+  });
+
   it("gives the same events whatever the chunks, even one byte at a time (lines cut across chunks, UTF-8 keys)", async () => {
     const text = "0.5 1 ünïcödé\n1.5 2 b\n2.5 1 ünïcödé";
     const whole = await read(text, { costField: 2, keyField: 3, withKeys: true });

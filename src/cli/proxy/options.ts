@@ -1,7 +1,7 @@
 import { isIP } from "node:net";
 import { parseByteRate, parseByteSize, parseCount, parseCountRate, parseDuration } from "../../core/units.js";
 import type { BucketScope } from "../../proxy/bucket-pool.js";
-import { DEFAULT_IPV6_PREFIX } from "../../http/address-key.js";
+import { DEFAULT_IPV6_PREFIX, parseIpv6Prefix } from "../../core/address-key.js";
 import { formatHostPort, type HostPort, parseHostPort } from "../../proxy/host-port.js";
 import { parseOption, UsageError } from "../errors.js";
 import { parseReportOptions, type ReportFlags, type ReportOptions } from "../report-options.js";
@@ -260,15 +260,6 @@ function parseHttpScope(text: string | undefined): HttpKeyScope {
   const header = /^header:([!#$%&'*+.^_`|~0-9A-Za-z-]+)$/.exec(text);
   if (header) return { by: "header", name: header[1]!.toLowerCase() };
   throw new UsageError(`--per: "${text}" is not an HTTP scope; try "--per ip" (the default), "--per header:X-Api-Key" or "--per all"`);
-}
-
-/** The bits of an IPv6 address that make one client: 1 to 128. */
-function parseIpv6Prefix(text: string): number {
-  const bits = Number(text);
-  if (!/^\d{1,3}$/.test(text.trim()) || bits < 1 || bits > 128) {
-    throw new Error(`"${text}" is not a prefix length; give the bits of an IPv6 address that make one client, 1 to 128 (56, the default, is one customer's network; 128 the whole address)`);
-  }
-  return bits;
 }
 
 /** `127.0.0.1,10.0.0.0/8,::1`: addresses and CIDR blocks. */

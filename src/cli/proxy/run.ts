@@ -1,5 +1,6 @@
 import { defaultBurst } from "../../core/default-burst.js";
 import { describeRate, describeSize, humanDuration } from "../../core/format.js";
+import { untrustedProxyLine } from "../../http/trusted-proxies.js";
 import type { ByteBucketSpec } from "../../proxy/bucket-pool.js";
 import { formatHostPort, type HostPort } from "../../proxy/host-port.js";
 import type { HttpProxyObserver, RunningHttpProxy, SharedHttpBuckets } from "../../proxy/http-proxy.js";
@@ -178,6 +179,7 @@ async function runHttpProxy(config: HttpProxyConfig): Promise<number> {
       else metrics.refused();
       fullWarning(maxConnections);
     },
+    untrustedProxy: (address, field) => writeStandardError(`tbucket: warning: ${untrustedProxyLine(address, field, "--trust-proxy", `add --trust-proxy ${address}`)}\n`),
   };
   const accessLog = config.accessLog === undefined ? undefined : await openAccessLog(config.accessLog);
   const shared = config.shared.key === undefined ? undefined : await openHttpStore(config);

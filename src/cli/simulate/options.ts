@@ -1,3 +1,4 @@
+import { DEFAULT_IPV6_PREFIX, parseIpv6Prefix } from "../../core/address-key.js";
 import { parseCount, parseDuration, parseRateOfKind, parseSizeOfKind } from "../../core/units.js";
 import { parsePattern, patternDurationMs, type Segment } from "../../simulate/arrival-pattern.js";
 import type { CostUnit } from "../../simulate/simulator.js";
@@ -24,6 +25,8 @@ export interface SimulateConfig {
   perKey: boolean;
   /** --max-keys; undefined: the proxy's and the middleware's default (run.ts). */
   maxKeys: number | undefined;
+  /** With --per-key, a key that is an IPv6 address is keyed by its network of this many bits, as the proxy keys it. */
+  ipv6Prefix: number;
   costField: number | undefined;
   keyField: number | undefined;
   skipBad: boolean;
@@ -50,6 +53,7 @@ export interface SimulateFlags {
   maxWait?: string;
   perKey?: boolean;
   maxKeys?: string;
+  ipv6Prefix?: string;
   format?: string;
   step?: string;
   chart?: boolean;
@@ -135,6 +139,8 @@ export function parseSimulateOptions(flags: SimulateFlags): SimulateConfig {
     if (!flags.perKey) throw new UsageError(`--max-keys: only with --per-key; try "--per-key --max-keys ${flags.maxKeys}"`);
     maxKeys = parseOption("--max-keys", flags.maxKeys, (text) => parseCount(text));
   }
+  if (flags.ipv6Prefix !== undefined && !flags.perKey) throw new UsageError(`--ipv6-prefix: only with --per-key; try "--per-key --ipv6-prefix ${flags.ipv6Prefix}"`);
+  const ipv6Prefix = flags.ipv6Prefix === undefined ? DEFAULT_IPV6_PREFIX : parseOption("--ipv6-prefix", flags.ipv6Prefix, parseIpv6Prefix);
   const field = (flag: string, text: string | undefined) => (text === undefined ? undefined : parseOption(flag, text, (t) => parseCount(t)));
   const costField = field("--cost-field", flags.costField);
   const keyField = field("--key-field", flags.keyField);
@@ -172,6 +178,7 @@ export function parseSimulateOptions(flags: SimulateFlags): SimulateConfig {
     maxWaitMs,
     perKey: Boolean(flags.perKey),
     maxKeys,
+    ipv6Prefix,
     costField,
     keyField,
     skipBad: Boolean(flags.skipBad),

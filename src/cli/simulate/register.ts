@@ -38,6 +38,7 @@ export function registerSimulate(program: Command, onExit: (code: number) => voi
     .option("--max-wait <duration>", "with queue: refuse an arrival that would wait longer (implies --policy queue)")
     .option("--per-key", "one bucket per key: --key-field, or the client address of an access log")
     .option("--max-keys <n>", "with --per-key: at most n buckets, the least recently used evicted (default 100000, as the proxy's)")
+    .option("--ipv6-prefix <bits>", "with --per-key: key an IPv6 address by its network of this many bits, as the proxy does (default 56; 128: each address)")
     .addOption(
       choiceOption("--format <format>", "summary, table, csv, jsonl (one line per event) or json (default: summary and chart on a terminal, else table)", FORMATS, "a format"),
     )

@@ -201,6 +201,7 @@ export function openArrivals(config: SimulateConfig, seed: number, trace: TraceR
       costBytes: config.costUnit === "bytes",
       wantKeys: config.perKey,
       withKeys: config.perKey,
+      ipv6Prefix: config.ipv6Prefix,
       skipBad: config.skipBad,
       batchSize,
     },

@@ -23,6 +23,15 @@ export function addressKey(address: string, ipv6Prefix: number): string {
 /** The default IPv6 prefix clients are keyed by. */
 export const DEFAULT_IPV6_PREFIX = 56;
 
+/** The bits of an IPv6 address that make one client: 1 to 128 (--ipv6-prefix of the proxy and of simulate). */
+export function parseIpv6Prefix(text: string): number {
+  const bits = Number(text);
+  if (!/^\d{1,3}$/.test(text.trim()) || bits < 1 || bits > 128) {
+    throw new Error(`"${text}" is not a prefix length; give the bits of an IPv6 address that make one client, 1 to 128 (56, the default, is one customer's network; 128 the whole address)`);
+  }
+  return bits;
+}
+
 /** The eight 16-bit groups of an IPv6 address that `isIP` accepts (a zone, `%eth0`, is dropped). */
 function ipv6Groups(address: string): number[] {
   const zone = address.indexOf("%");

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { addressKey } from "../../src/http/address-key.js";
+import { addressKey } from "../../src/core/address-key.js";
 
 describe("addressKey", () => {
   it.each([
