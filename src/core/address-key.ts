@@ -7,9 +7,11 @@ import { isIP } from "node:net";
  * from each of its 2^64 addresses. 56 is what ISPs commonly give one
  * customer, and what express-rate-limit keys by. With 128 the key is the
  * whole address. Either way IPv6 is written in its one canonical form (RFC 5952),
- * so that `2001:DB8::1` and `2001:db8:0::1` are one client.
+ * so that `2001:DB8::1` and `2001:db8:0::1` are one client. An IPv4-mapped address is
+ * its IPv4 address: keyed by a prefix, every IPv4 client would share `::/56`.
  */
 export function addressKey(address: string, ipv6Prefix: number): string {
+  address = plainAddress(address);
   if (isIP(address) !== 6) return address;
   const groups = ipv6Groups(address);
   if (ipv6Prefix >= 128) return formatIpv6(groups);
@@ -71,4 +73,12 @@ function formatIpv6(groups: readonly number[]): string {
   const hex = groups.map((group) => group.toString(16));
   if (bestStart === -1) return hex.join(":");
   return `${hex.slice(0, bestStart).join(":")}::${hex.slice(bestStart + bestLength).join(":")}`;
+}
+
+/** `::ffff:10.0.0.1` is 10.0.0.1: a dual-stack socket reports IPv4 clients that way. */
+export function plainAddress(address: string): string {
+  // Most addresses are not mapped: no pattern to run for them.
+  if (!address.startsWith("::")) return address;
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
+  return mapped ? mapped[1]! : address;
 }

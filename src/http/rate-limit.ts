@@ -5,8 +5,8 @@ import type { KeyLimiterSource } from "./key-limiter.js";
 import { rateLimitPolicy, rateLimitRefused, rateLimitState } from "./rate-limit-fields.js";
 import { type GateResult, RequestGate } from "./request-gate.js";
 import { type StoreBuckets, storeLimiters } from "./store-limiters.js";
-import { addressKey, DEFAULT_IPV6_PREFIX } from "../core/address-key.js";
-import { clientAddress, plainAddress, TrustedProxies, untrustedForwarder, untrustedProxyLine } from "./trusted-proxies.js";
+import { addressKey, DEFAULT_IPV6_PREFIX, plainAddress } from "../core/address-key.js";
+import { clientAddress, TrustedProxies, untrustedForwarder, untrustedProxyLine } from "./trusted-proxies.js";
 
 export type { GateDecision, GateResult } from "./request-gate.js";
 

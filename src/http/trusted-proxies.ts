@@ -1,5 +1,5 @@
 import { BlockList, isIP } from "node:net";
-import { addressKey } from "../core/address-key.js";
+import { addressKey, plainAddress } from "../core/address-key.js";
 
 /**
  * The addresses whose forwarding headers are believed: a request that comes
@@ -55,14 +55,6 @@ function addCidr(list: BlockList, cidr: string): void {
     throw new TrustProxyError(cidr, `the prefix length must be 0 to ${maxPrefix}`);
   }
   list.addSubnet(address, prefix, type);
-}
-
-/** `::ffff:10.0.0.1` is 10.0.0.1: a dual-stack socket reports IPv4 clients that way. */
-export function plainAddress(address: string): string {
-  // Most addresses are not mapped: no pattern to run for them.
-  if (!address.startsWith("::")) return address;
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
-  return mapped ? mapped[1]! : address;
 }
 
 /**
