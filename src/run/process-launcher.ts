@@ -1,6 +1,6 @@
 import { spawn, type StdioOptions } from "node:child_process";
 import type { Readable } from "node:stream";
-import { buildCommandLine } from "./command-template.js";
+import { commandLines } from "./command-template.js";
 import { createCollector, type OutputMode, type StreamCollector } from "./job-output.js";
 import type { JobExit, Launch, LaunchedJob } from "./launch.js";
 import type { OutputSink } from "./output-sink.js";
@@ -34,8 +34,9 @@ export interface ProcessLauncherOptions {
 export function createProcessLauncher(options: ProcessLauncherOptions): Launch {
   const out: StdioOptions = options.output === "raw" ? "inherit" : "pipe";
   const stdio: StdioOptions = [options.stdin, out, out];
+  const commandLine = commandLines(options.template, options.shell);
   return (job) => {
-    const { file, args } = buildCommandLine(options.template, job, options.shell);
+    const { file, args } = commandLine(job);
     const tag = options.tag ? `${job.item ?? job.number}\t` : undefined;
     let child: ReturnType<typeof spawn>;
     try {
