@@ -72,6 +72,7 @@ async function runTcpProxy(config: TcpProxyConfig): Promise<number> {
           admitted: (waitMs) => metrics.admitted(waitMs),
           refused: () => metrics.refused(),
           queued: () => metrics.queued(),
+          cancelled: () => metrics.cancelled(),
           bytes: (direction, count) => metrics.bytes(direction, count),
           storeError: () => metrics.storeError(),
           backendFailed: (error) => {
