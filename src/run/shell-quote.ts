@@ -74,7 +74,8 @@ export function parseShellTemplate(script: string): ShellTemplate {
   let wordStart = true;
   let partStart = 0;
   let i = 0;
-  const heredocs: Array<{ delimiter: string; stripTabs: boolean }> = [];
+  /** Here-documents whose bodies start after this line; `quoted`: a delimiter with quotes, a body taken literally. */
+  const heredocs: Array<{ delimiter: string; stripTabs: boolean; quoted: boolean; depth: number }> = [];
 
   const slot = (context: ItemContext) => {
     if (unsure !== undefined) throw new ShellTemplateError(`{} after ${unsure}: tbucket cannot tell how the shell quotes it there; put {} before it, or pass the item in a variable: "item={}; ..." then "$item"`);
@@ -95,20 +96,21 @@ export function parseShellTemplate(script: string): ShellTemplate {
     if (itemAt(i + 1)) refuse("right after a $", "write the $ after the item, or put the item in quotes of its own");
     if (script.startsWith("$((", i)) {
       const end = findClosing(script, i + 3, 2);
-      const body = script.slice(i + 3, end === -1 ? undefined : end);
+      const body = end === -1 ? "" : script.slice(i + 3, end);
       if (body.includes(ITEM)) refuse("inside $((…))", VARIABLE);
       if (end === -1 || /['"`\\]|\$\(/.test(body)) unsure ??= "a $((…)) holding quotes or substitutions";
-      i = end === -1 ? script.length : end + 2;
+      // Unclosed, it may be $( (…) …): lexed on, every later {} refused.
+      i = end === -1 ? i + 2 : end + 2;
     } else if (next === "(") {
       stack.push({ kind: "code", substitution: true, depth: 0 });
       i += 2;
       wordStart = true;
     } else if (next === "{") {
       const end = script.indexOf("}", i + 2);
-      const body = script.slice(i + 2, end === -1 ? undefined : end + 1);
+      const body = end === -1 ? "" : script.slice(i + 2, end + 1);
       if (body.includes(ITEM)) refuse("inside ${…}", VARIABLE);
       if (end === -1 || /[{'"`$\\]/.test(body)) unsure ??= "a ${…} holding quotes or substitutions";
-      i = end === -1 ? script.length : end + 1;
+      i = end === -1 ? i + 2 : end + 1;
     } else if (next === "'" && frame.kind === "code") {
       // $'…' is bash's (not dash's): refused inside; one holding \' ends at different places in the two.
       let j = i + 2;
@@ -145,30 +147,35 @@ export function parseShellTemplate(script: string): ShellTemplate {
     if (stripTabs) i++;
     while (script[i] === " " || script[i] === "\t") i++;
     let delimiter = "";
+    let quoted = false;
     while (i < script.length && !DELIMITER_END.has(script[i]!)) {
       if (itemAt(i)) refuse("as a here-document's delimiter", "write a fixed word after <<");
       const c = script[i]!;
       if (c === "'" || c === '"') {
         const end = script.indexOf(c, i + 1);
-        const quoted = script.slice(i + 1, end === -1 ? undefined : end);
-        if (quoted.includes(ITEM)) refuse("as a here-document's delimiter", "write a fixed word after <<");
-        delimiter += quoted;
+        const text = script.slice(i + 1, end === -1 ? undefined : end);
+        if (text.includes(ITEM)) refuse("as a here-document's delimiter", "write a fixed word after <<");
+        delimiter += text;
+        quoted = true;
         i = end === -1 ? script.length : end + 1;
       } else if (c === "\\") {
         delimiter += script[i + 1] ?? "";
+        quoted = true;
         i += 2;
       } else {
         delimiter += c;
         i++;
       }
     }
-    heredocs.push({ delimiter, stripTabs });
+    heredocs.push({ delimiter, stripTabs, quoted, depth: stack.length });
   };
 
   /** At an unquoted newline with here-documents pending: skips their bodies, refusing {} in them. */
   const heredocBodies = () => {
+    // Declared outside the $(…) this line ends in (or inside one since closed): where its body starts depends on the shell.
+    if (heredocs.some((heredoc) => heredoc.depth !== stack.length)) unsure ??= "a here-document and a $(…) across lines";
     i++;
-    for (const { delimiter, stripTabs } of heredocs.splice(0)) {
+    for (const { delimiter, stripTabs, quoted } of heredocs.splice(0)) {
       while (i < script.length) {
         const newline = script.indexOf("\n", i);
         const lineEnd = newline === -1 ? script.length : newline;
@@ -176,6 +183,8 @@ export function parseShellTemplate(script: string): ShellTemplate {
         i = lineEnd + 1;
         if ((stripTabs ? line.replace(/^\t+/, "") : line) === delimiter) break;
         if (line.includes(ITEM)) refuse("inside a here-document", `give the item to the command as an argument, or on its standard input: printf '%s\\n' {} | cmd`);
+        // Expanded, a body's $(…) or `…` may run past the delimiter's line, and a \ joins the next line to it.
+        if (!quoted && /\$\(|\$\{|`|\\$/.test(line)) unsure ??= "a here-document holding substitutions";
       }
     }
     i = Math.min(i, script.length);

@@ -1,7 +1,7 @@
 import { execFileSync } from "node:child_process";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { existsSync } from "node:fs";
+import { existsSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { commandLines, takesItems } from "../../src/run/command-template.js";
 import { parseShellTemplate, shellQuote, ShellTemplateError } from "../../src/run/shell-quote.js";
@@ -93,12 +93,44 @@ describe("--shell: each {} is quoted for the place it lands in", () => {
       ["echo ${}", /right after a \$/],
       ["echo $(case a in a) echo ;; esac) {}", /after a case inside \$\(…\)/],
       ["echo $'a\\'b' {}", /after a \$'…' holding/],
+      ["echo $((echo a); echo b) {}", /after a \$\(\(…\)\) holding/],
     ];
     for (const [script, message] of refused) {
       expect(() => parseShellTemplate(script), script).toThrow(ShellTemplateError);
       expect(() => parseShellTemplate(script), script).toThrow(message);
     }
   });
+
+  it("for any script built of quotes, substitutions and {}, a hostile item never runs (or the {} is refused)", () => {
+    const dir = tempDir();
+    const token = fc.constantFrom("{}", "{}", "'", '"', "$(", ")", " ", "echo ", "\\", "$", "x", ";", "\n", "#", "`", "<<E\n", "\nE\n", "${x}", "$((1))", "(", "$'", "case ");
+    const items = ["$(touch pwned)", "`touch pwned`", "'; touch pwned; '", '"; touch pwned; "', "\ntouch pwned\n"];
+    fc.assert(
+      fc.property(fc.array(token, { minLength: 1, maxLength: 12 }), (tokens) => {
+        // Each run on its own: a shrunk counterexample must have made the file itself.
+        rmSync(join(dir, "pwned"), { force: true });
+        const script = tokens.join("");
+        let build: ReturnType<typeof commandLines>;
+        try {
+          build = commandLines([script], true);
+        } catch (error) {
+          expect(error).toBeInstanceOf(ShellTemplateError);
+          return;
+        }
+        for (const shell of SHELLS) {
+          for (const item of items) {
+            try {
+              execFileSync(shell, build({ number: 1, item }).args, { cwd: dir, stdio: "ignore", timeout: 2000 });
+            } catch {
+              // Most random scripts are not valid shell: what matters is that nothing ran.
+            }
+            expect(existsSync(join(dir, "pwned")), `${JSON.stringify(script)} with ${JSON.stringify(item)} in ${shell}`).toBe(false);
+          }
+        }
+      }),
+      { numRuns: 150 },
+    );
+  }, 60_000);
 
   it("finds the context of each {}", () => {
     expect(parseShellTemplate(`a {} '{}' "{}" "$(b {} "{}")" 'x"{}"'`).contexts).toEqual(["unquoted", "single", "double", "unquoted", "double", "single"]);
