@@ -105,6 +105,9 @@ export function parseShellTemplate(script: string): ShellTemplate {
       stack.push({ kind: "code", substitution: true, depth: 0 });
       i += 2;
       wordStart = true;
+    } else if (next === "[") {
+      // bash's old $[…], arithmetic: single quotes are literal there and a $(…) in it runs.
+      arithmetic("$[…]", i + 2, "]");
     } else if (next === "{") {
       const end = script.indexOf("}", i + 2);
       const body = end === -1 ? "" : script.slice(i + 2, end + 1);
@@ -129,6 +132,19 @@ export function parseShellTemplate(script: string): ShellTemplate {
     } else {
       i++;
     }
+  };
+
+  /**
+   * bash's arithmetic (`$[…]`, `((…))`, an array subscript `a[…]=`) reads its
+   * text as if in "…" without the quotes: no quoting keeps a $(…) in an item
+   * from running there. Skips to `close`, refusing a {} before it.
+   */
+  const arithmetic = (what: string, from: number, close: "]" | "))") => {
+    const end = close === "))" ? findClosing(script, from, 2) : script.indexOf("]", from);
+    const body = end === -1 ? "" : script.slice(from, end);
+    if (body.includes(ITEM)) refuse(`inside ${what} (bash arithmetic)`, VARIABLE);
+    if (end === -1 || /['"`\\$[]/.test(body)) unsure ??= `a ${what} holding quotes or substitutions`;
+    i = end === -1 ? from : end + close.length;
   };
 
   const backquote = () => {
@@ -231,6 +247,15 @@ export function parseShellTemplate(script: string): ShellTemplate {
       const end = newline === -1 ? script.length : newline;
       if (script.slice(i, end).includes(ITEM)) refuse("inside a # comment", "move it out of the comment, or remove the #");
       i = end;
+    } else if (c === "(" && wordStart && script[i + 1] === "(") {
+      arithmetic("((…))", i + 2, "))");
+      wordStart = false;
+    } else if (wordStart && /^[A-Za-z_]\w*\[/.test(script.slice(i, i + 256))) {
+      // A word that starts as an array subscript (bash's a[…]=…): up to the [ is a name, then arithmetic.
+      const open = script.indexOf("[", i);
+      i = open;
+      arithmetic("an array subscript", open + 1, "]");
+      wordStart = false;
     } else if (c === "<" && script.startsWith("<<", i) && !script.startsWith("<<<", i)) {
       heredoc();
       wordStart = true;

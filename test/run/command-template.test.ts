@@ -94,6 +94,10 @@ describe("--shell: each {} is quoted for the place it lands in", () => {
       ["echo $(case a in a) echo ;; esac) {}", /after a case inside \$\(…\)/],
       ["echo $'a\\'b' {}", /after a \$'…' holding/],
       ["echo $((echo a); echo b) {}", /after a \$\(\(…\)\) holding/],
+      ["echo $[{}]", /inside \$\[…\] \(bash arithmetic\)/],
+      ["(( {} > 1 ))", /inside \(\(…\)\) \(bash arithmetic\)/],
+      ["for (( i={}; 0; )); do :; done", /inside \(\(…\)\)/],
+      ["a[{}]=1", /inside an array subscript/],
     ];
     for (const [script, message] of refused) {
       expect(() => parseShellTemplate(script), script).toThrow(ShellTemplateError);
@@ -103,7 +107,7 @@ describe("--shell: each {} is quoted for the place it lands in", () => {
 
   it("for any script built of quotes, substitutions and {}, a hostile item never runs (or the {} is refused)", () => {
     const dir = tempDir();
-    const token = fc.constantFrom("{}", "{}", "'", '"', "$(", ")", " ", "echo ", "\\", "$", "x", ";", "\n", "#", "`", "<<E\n", "\nE\n", "${x}", "$((1))", "(", "$'", "case ");
+    const token = fc.constantFrom("{}", "{}", "'", '"', "$(", ")", " ", "echo ", "\\", "$", "x", ";", "\n", "#", "`", "<<E\n", "\nE\n", "${x}", "$((1))", "(", "$'", "case ", "$[", "]", "((", "a[");
     const items = ["$(touch pwned)", "`touch pwned`", "'; touch pwned; '", '"; touch pwned; "', "\ntouch pwned\n"];
     fc.assert(
       fc.property(fc.array(token, { minLength: 1, maxLength: 12 }), (tokens) => {
