@@ -62,8 +62,8 @@ const DELIMITER_END = new Set([" ", "\t", "\n", ";", "&", "|", "(", ")", "<", ">
  * shell will read it: outside quotes, in '…', in "…", and inside $(…) at any
  * depth. A `{}` where an item could still be read as code, or whose context
  * depends on the shell, is refused with a ShellTemplateError: after a
- * backslash, after a $, inside backquotes, $'…', ${…}, $((…)), a comment or a
- * here-document, and after constructs whose end only a full parser finds.
+ * backslash, after a $, inside backquotes, $'…', ${…}, arithmetic, a comment
+ * or a here-document, and after constructs whose end only a full parser finds.
  */
 export function parseShellTemplate(script: string): ShellTemplate {
   const parts: string[] = [];
@@ -95,18 +95,12 @@ export function parseShellTemplate(script: string): ShellTemplate {
     const next = script[i + 1];
     if (itemAt(i + 1)) refuse("right after a $", "write the $ after the item, or put the item in quotes of its own");
     if (script.startsWith("$((", i)) {
-      const end = findClosing(script, i + 3, 2);
-      const body = end === -1 ? "" : script.slice(i + 3, end);
-      if (body.includes(ITEM)) refuse("inside $((…))", VARIABLE);
-      if (end === -1 || /['"`\\]|\$\(/.test(body)) unsure ??= "a $((…)) holding quotes or substitutions";
-      // Unclosed, it may be $( (…) …): lexed on, every later {} refused.
-      i = end === -1 ? i + 2 : end + 2;
+      arithmetic("$((…))", i + 3, "))", false);
     } else if (next === "(") {
       stack.push({ kind: "code", substitution: true, depth: 0 });
       i += 2;
       wordStart = true;
     } else if (next === "[") {
-      // bash's old $[…], arithmetic: single quotes are literal there and a $(…) in it runs.
       arithmetic("$[…]", i + 2, "]");
     } else if (next === "{") {
       const end = script.indexOf("}", i + 2);
@@ -135,15 +129,19 @@ export function parseShellTemplate(script: string): ShellTemplate {
   };
 
   /**
-   * bash's arithmetic (`$[…]`, `((…))`, an array subscript `a[…]=`) reads its
-   * text as if in "…" without the quotes: no quoting keeps a $(…) in an item
-   * from running there. Skips to `close`, refusing a {} before it.
+   * Arithmetic ($((…)), and bash's $[…], ((…)) and array subscripts a[…]=)
+   * reads its text as if in "…" whose quotes are literal: no quoting keeps a
+   * $(…) in an item from running there. Skips to `close`, refusing a {}
+   * before it; one it cannot find the end of makes every later {} refused
+   * (an unclosed $(( may be $( (…) …), lexed on from `from`).
    */
-  const arithmetic = (what: string, from: number, close: "]" | "))") => {
+  const arithmetic = (what: string, from: number, close: "]" | "))", bash = true) => {
     const end = close === "))" ? findClosing(script, from, 2) : script.indexOf("]", from);
     const body = end === -1 ? "" : script.slice(from, end);
-    if (body.includes(ITEM)) refuse(`inside ${what} (bash arithmetic)`, VARIABLE);
-    if (end === -1 || /['"`\\$[]/.test(body)) unsure ??= `a ${what} holding quotes or substitutions`;
+    if (body.includes(ITEM)) refuse(`inside ${what}${bash ? " (bash arithmetic)" : ""}`, VARIABLE);
+    if (end === -1 || /['"`\\]|\$\(/.test(body) || (close === "]" && body.includes("["))) {
+      unsure ??= `${what.startsWith("an ") ? what : `a ${what}`} holding quotes or substitutions`;
+    }
     i = end === -1 ? from : end + close.length;
   };
 
