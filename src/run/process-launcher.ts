@@ -58,10 +58,13 @@ export function createProcessLauncher(options: ProcessLauncherOptions): Launch {
     ];
     const pipes = [child.stdout, child.stderr].filter((stream): stream is Readable => stream !== null);
     // A job ends when its process does (as with xargs), not when a process it left behind lets go of its output.
+    let signalled = false;
     child.once("exit", () =>
       stopWaitingAfterExit(pipes, () => {
-        if (!toldHeld) options.stderr.writeLine(`tbucket: run: job ${job.number} ended but a process it started still holds its output; not waiting for it\n`);
+        // A job we signalled is being ended with all it started: nothing to tell.
+        if (toldHeld || signalled) return;
         toldHeld = true;
+        options.stderr.writeLine(`tbucket: run: job ${job.number} ended but a process it started still holds its output; not waiting for it\n`);
       }),
     );
     // Until 'close', the job's process or one holding its output keeps the group's number
@@ -84,6 +87,7 @@ export function createProcessLauncher(options: ProcessLauncherOptions): Launch {
       exited,
       kill: (signal) => {
         if (closed || pid === undefined) return;
+        signalled = true;
         try {
           process.kill(-pid, signal);
         } catch {
@@ -109,19 +113,23 @@ function follow(stream: Readable | null, collector: StreamCollector | undefined)
  * most 1 MiB (pipe-max-size), read up to 64 KiB at a time. More comes only from another writer.
  */
 const ROUNDS_AFTER_EXIT = 32;
+/** Then how long a quiet pipe may take to end: the job's own children, signalled with it, may take a moment to die. */
+const HELD_GRACE_MS = 200;
 
 /**
  * Once a job's own process has exited, all it wrote is in its pipes (a process's
  * files close before its parent hears of its end), but the pipes end only when
  * every process holding them has let go: a background child (`cmd &`) keeps
  * them open for as long as it lives. This reads what is there, each round one
- * pass of the event loop's poll (two immediates), and when a round brings
- * nothing and a pipe is still open, calls `onHeld` and closes our end of it:
- * the job is over. A pipe paused for the output's sake is waited for, not counted.
+ * pass of the event loop's poll (two immediates); when a round brings nothing
+ * and a pipe is still open HELD_GRACE_MS later, it calls `onHeld` and closes
+ * our end of it: the job is over. A pipe paused for the output's sake is
+ * waited for, not counted.
  */
 function stopWaitingAfterExit(pipes: readonly Readable[], onHeld: () => void): void {
   let rounds = 0;
   let read = false;
+  let graced = false;
   const onData = () => (read = true);
   for (const pipe of pipes) pipe.on("data", onData);
   const open = () => pipes.filter((pipe) => !pipe.destroyed && !pipe.readableEnded);
@@ -142,6 +150,11 @@ function stopWaitingAfterExit(pipes: readonly Readable[], onHeld: () => void): v
         const stillOpen = open();
         if (stillOpen.length === 0) return done();
         if (read && ++rounds < ROUNDS_AFTER_EXIT) return look();
+        if (!graced) {
+          graced = true;
+          setTimeout(look, HELD_GRACE_MS);
+          return;
+        }
         done();
         onHeld();
         for (const pipe of stillOpen) pipe.destroy();
