@@ -19,6 +19,7 @@ export class ProxyMetrics {
   readonly #admitted: Counter;
   readonly #refused: Counter;
   readonly #queued: Counter;
+  readonly #cancelled: Counter;
   readonly #wait: Histogram;
   readonly #bytes: Counter<"direction">;
   readonly #storeErrors: Counter;
@@ -32,6 +33,7 @@ export class ProxyMetrics {
     this.#admitted = new Counter({ name: "tbucket_proxy_admitted_total", help: "Connections (TCP) or requests (HTTP) let through", registers });
     this.#refused = new Counter({ name: "tbucket_proxy_refused_total", help: "Connections closed or requests answered 429 by the limit", registers });
     this.#queued = new Counter({ name: "tbucket_proxy_queued_total", help: "Connections or requests held to wait their turn", registers });
+    this.#cancelled = new Counter({ name: "tbucket_proxy_cancelled_total", help: "Connections whose client left while held for its turn (TCP mode)", registers });
     this.#wait = new Histogram({ name: "tbucket_proxy_wait_seconds", help: "How long admitted connections or requests waited for a token", buckets: WAIT_BUCKETS_SECONDS, registers });
     this.#bytes = new Counter({ name: "tbucket_proxy_bytes_total", help: "Bytes passed through the buckets, up (client to backend) and down", labelNames: ["direction"], registers });
     this.#storeErrors = new Counter({ name: "tbucket_proxy_store_errors_total", help: "Times the shared store was lost (it is asked again until it answers)", registers });
@@ -72,6 +74,11 @@ export class ProxyMetrics {
 
   queued(): void {
     this.#queued.inc();
+  }
+
+  /** A held connection's client left before its turn. */
+  cancelled(): void {
+    this.#cancelled.inc();
   }
 
   bytes(direction: Direction, count: number): void {

@@ -1,5 +1,5 @@
 import { connect, createServer, type Server, type Socket } from "node:net";
-import { TokenBucket } from "../core/token-bucket.js";
+import { RequestGate } from "../http/request-gate.js";
 import { BucketPool, type BucketScope, type ByteBucketSpec, type ConnectionBuckets, type Direction, type LimiterFactory } from "./bucket-pool.js";
 import { BytePump } from "./byte-pump.js";
 import type { HostPort } from "./host-port.js";
@@ -11,7 +11,10 @@ export interface ConnectionLimit {
   perSecond: number;
   /** Connections accepted back to back. */
   burst: number;
-  /** How long a connection over the limit is held before it is closed; 0 closes it at once. */
+  /**
+   * How long a connection over the limit is held before it is closed; 0 closes it at once.
+   * A client that closes (or half-closes) while held gives its turn up at once.
+   */
   maxWaitMs: number;
 }
 
@@ -45,6 +48,8 @@ export interface TcpProxyObserver {
   refused(): void;
   /** A connection over the connection limit is being held. */
   queued(): void;
+  /** A held connection's client left before its turn (which went to the next in line). */
+  cancelled?(): void;
   /** Bytes written on towards their destination. */
   bytes(direction: Direction, count: number): void;
   /** A bucket's store failed (the caller's factory decides what then). */
@@ -63,6 +68,8 @@ export interface TcpProxyStats {
   refused: number;
   /** Idle connections closed to make room for new ones past `maxConnections`. */
   evicted: number;
+  /** Connections still open when the drain time ran out: reset, so neither side takes them for finished. */
+  cut: number;
   bytesUp: number;
   bytesDown: number;
 }
@@ -75,14 +82,18 @@ export interface TcpProxy {
   readonly liveKeys: number;
   /**
    * Stops accepting, lets open connections finish for up to `drainMs`, then
-   * closes those left. Resolves when every connection is closed.
+   * resets those left (a RST both ways: a clean end would pass a cut transfer
+   * for a whole one). Resolves when every connection is closed.
    */
   close(drainMs: number): Promise<void>;
 }
 
 /** A connection the proxy holds: how to tear it down, and when it last moved a byte. */
 interface LiveConnection {
+  /** Closes it (FIN): an idle connection making room, or one that ran out of time. */
   abort(): void;
+  /** Resets it both ways (RST): a transfer cut short. */
+  cut(): void;
   settled: Promise<void>;
   lastActiveMs: number;
   /** True while a chunk is being paid for or written either way. */
@@ -91,6 +102,9 @@ interface LiveConnection {
 
 /** How long closing waits for destroyed sockets to report closed. */
 const CLOSE_CAP_MS = 1000;
+
+/** What a client may send while its connection waits for its turn; read only to see it leave, then passed on. */
+const HELD_BYTES = 64 * 1024;
 
 const NO_OBSERVER: TcpProxyObserver = { admitted() {}, refused() {}, queued() {}, bytes() {}, storeError() {}, backendFailed() {} };
 
@@ -103,8 +117,11 @@ const NO_OBSERVER: TcpProxyObserver = { admitted() {}, refused() {}, queued() {}
 export async function startTcpProxy(options: TcpProxyOptions): Promise<TcpProxy> {
   const observer = options.observer ?? NO_OBSERVER;
   const pool = new BucketPool({ scope: options.per, up: options.up, down: options.down, open: options.openBucket });
-  const gate = options.connections ? new TokenBucket({ rate: options.connections.perSecond, burst: options.connections.burst }) : undefined;
-  const stats: TcpProxyStats = { open: 0, accepted: 0, refused: 0, evicted: 0, bytesUp: 0, bytesDown: 0 };
+  // One key: the queue of connection turns, in which one given up passes its turn to the last in line.
+  const gate = options.connections
+    ? new RequestGate({ rate: options.connections.perSecond, burst: options.connections.burst, maxWaitMs: options.connections.maxWaitMs, maxKeys: 1 })
+    : undefined;
+  const stats: TcpProxyStats = { open: 0, accepted: 0, refused: 0, evicted: 0, cut: 0, bytesUp: 0, bytesDown: 0 };
   const live = new Set<LiveConnection>();
   const maxConnections = options.maxConnections ?? Infinity;
 
@@ -127,12 +144,22 @@ export async function startTcpProxy(options: TcpProxyOptions): Promise<TcpProxy>
   };
 
   const admit = async (client: Socket): Promise<boolean> => {
-    if (!gate || !options.connections) return true;
+    if (!gate) return true;
     const startedMs = performance.now();
-    const { maxWaitMs } = options.connections;
-    if (gate.tokens() < 1 && maxWaitMs > 0) observer.queued();
-    const admitted = await gate.tryWait(1, maxWaitMs, closing.signal).catch(() => false);
-    if (!admitted || client.destroyed) {
+    const gone = new AbortController();
+    let decision = gate.admit("", AbortSignal.any([closing.signal, gone.signal]));
+    if (decision instanceof Promise) {
+      observer.queued();
+      const release = watchWhileHeld(client, () => gone.abort());
+      decision = await decision;
+      release();
+    }
+    // A client gone while held is neither let through nor refused: it left.
+    if (gone.signal.aborted || client.destroyed) {
+      observer.cancelled?.();
+      return false;
+    }
+    if (decision.decision === "refused" || decision.decision === "cancelled") {
       stats.refused++;
       observer.refused();
       return false;
@@ -148,7 +175,13 @@ export async function startTcpProxy(options: TcpProxyOptions): Promise<TcpProxy>
       client.destroy();
       return;
     }
-    const connection: LiveConnection = { abort: () => void client.destroy(), settled: Promise.resolve(), lastActiveMs: performance.now(), busy: () => false };
+    const connection: LiveConnection = {
+      abort: () => void client.destroy(),
+      cut: () => void client.resetAndDestroy(),
+      settled: Promise.resolve(),
+      lastActiveMs: performance.now(),
+      busy: () => false,
+    };
     live.add(connection);
     stats.open++;
     connection.settled = (async () => {
@@ -192,7 +225,12 @@ export async function startTcpProxy(options: TcpProxyOptions): Promise<TcpProxy>
       let timer: ReturnType<typeof setTimeout> | undefined;
       const late = new Promise<"late">((resolve) => (timer = setTimeout(() => resolve("late"), drainMs)));
       if ((await Promise.race([drained, late])) === "late") {
-        for (const connection of live) connection.abort();
+        for (const connection of live) {
+          stats.cut++;
+          connection.cut();
+          // Told once: a second close finds it still closing.
+          connection.cut = () => {};
+        }
       }
       clearTimeout(timer);
       // Sockets destroyed close at once; the cap only keeps a stuck one from holding the exit.
@@ -252,6 +290,7 @@ function joinConnection(
       if (!client.destroyed) client.resetAndDestroy();
       if (!backend.destroyed) backend.resetAndDestroy();
     };
+    connection.cut = resetBoth;
     client.on("error", resetOther(backend));
     // A backend that cannot be reached resets the client's connection too; the proxy goes on.
     let connected = false;
@@ -284,4 +323,33 @@ function joinConnection(
       };
     }
   });
+}
+
+/**
+ * While a connection waits for its turn, reads what its client sends, up to
+ * HELD_BYTES, so that its end (a FIN or a reset) is seen: then `onGone` runs,
+ * and its turn can go to the next in line. A half-close counts as leaving,
+ * as HAProxy's abortonclose has it: over TCP it looks the same as a client
+ * that closed. The returned function stops watching and puts what was read
+ * back, to be forwarded first once the connection is let through.
+ */
+function watchWhileHeld(client: Socket, onGone: () => void): () => void {
+  const held: Buffer[] = [];
+  let bytes = 0;
+  const onData = (chunk: Buffer) => {
+    held.push(chunk);
+    bytes += chunk.length;
+    if (bytes >= HELD_BYTES) client.pause();
+  };
+  client.on("data", onData);
+  client.once("end", onGone);
+  client.once("close", onGone);
+  client.resume();
+  return () => {
+    client.pause();
+    client.off("data", onData);
+    client.off("end", onGone);
+    client.off("close", onGone);
+    if (held.length > 0 && !client.destroyed) client.unshift(Buffer.concat(held));
+  };
 }

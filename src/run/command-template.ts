@@ -1,4 +1,4 @@
-import { shellQuote } from "./shell-quote.js";
+import { fillShellTemplate, parseShellTemplate } from "./shell-quote.js";
 import type { JobSpec } from "./job-source.js";
 
 const ITEM = "{}";
@@ -16,20 +16,26 @@ export interface CommandLine {
 }
 
 /**
- * The command line of one job: `{}` becomes the item and `{#}` the job's
- * number. Without a shell each argument stays one argument whatever the item
- * holds. With `shell`, the words are joined into one script for `/bin/sh -c`
- * and items are shell-quoted, so an item can never inject shell syntax.
+ * Makes the command line of each job: `{}` becomes the item and `{#}` the
+ * job's number. Without a shell each argument stays one argument whatever the
+ * item holds. With `shell`, the words are joined into one script for
+ * `/bin/sh -c` and each item is quoted for the place it lands in (outside
+ * quotes, in '…' or in "…"), so an item can never inject shell syntax; a `{}`
+ * where no quoting can do that throws a ShellTemplateError, before any job runs.
  */
-export function buildCommandLine(template: readonly string[], job: JobSpec, shell: boolean): CommandLine {
-  const item = job.item ?? "";
-  const number = String(job.number);
-  const fill = (word: string, quote: (text: string) => string) =>
-    word.replaceAll(NUMBER, number).replaceAll(ITEM, quote(item));
+export function commandLines(template: readonly string[], shell: boolean): (job: JobSpec) => CommandLine {
   if (shell) {
-    const script = template.map((word) => fill(word, shellQuote)).join(" ");
-    return { file: "/bin/sh", args: ["-c", script] };
+    const { parts, contexts } = parseShellTemplate(template.join(" "));
+    // A number is digits, plain text in any context.
+    return (job) => {
+      const numbered = parts.map((part) => part.replaceAll(NUMBER, String(job.number)));
+      return { file: "/bin/sh", args: ["-c", fillShellTemplate({ parts: numbered, contexts }, job.item ?? "")] };
+    };
   }
-  const [file, ...args] = template.map((word) => fill(word, (text) => text));
-  return { file: file!, args };
+  return (job) => {
+    const item = job.item ?? "";
+    const number = String(job.number);
+    const [file, ...args] = template.map((word) => word.replaceAll(NUMBER, number).replaceAll(ITEM, item));
+    return { file: file!, args };
+  };
 }

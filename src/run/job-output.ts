@@ -44,7 +44,8 @@ function tagLines(text: Buffer, tag: string): Buffer {
  * unfinished last line back until its newline arrives. A line that grows past
  * MAX_HELD_LINE_BYTES is written as it comes, its tag first, while this job
  * holds the sink's lock; other jobs pause until its newline. At the end an
- * unfinished line gets a newline, so the next job's output cannot run into it.
+ * unfinished line is written as it is, and the sink decides whether what
+ * follows needs a newline first (OutputSink's `unfinishedLines`).
  */
 export class LineCollector implements StreamCollector {
   #held: Buffer[] = [];
@@ -101,11 +102,13 @@ export class LineCollector implements StreamCollector {
       return;
     }
     if (this.#streaming) {
-      this.sink.write("\n");
+      // Before the lock is free: the next job's output must see the line as unfinished.
+      this.sink.jobEndedMidLine();
       this.#endLine();
     } else if (this.#heldBytes > 0) {
-      const rest = Buffer.concat([this.#take(), Buffer.from("\n")]);
+      const rest = this.#take();
       this.sink.write(this.tag === undefined ? rest : tagLines(rest, this.tag));
+      this.sink.jobEndedMidLine();
     }
     done();
   }
@@ -180,15 +183,15 @@ export class GroupCollector implements StreamCollector {
 
   async end(): Promise<void> {
     if (this.#parts.length === 0) return;
-    let text = Buffer.concat(this.#parts);
+    const text = Buffer.concat(this.#parts);
     this.#parts = [];
     if (this.tag === undefined) {
       this.sink.write(text);
       return;
     }
-    // Tagged output is lines: an unfinished last line is finished, or the next job's tag would run into it.
-    if (text[text.length - 1] !== NEWLINE) text = Buffer.concat([text, Buffer.from("\n")]);
     this.sink.write(tagLines(text, this.tag));
+    // Tagged output is lines: the next job's tag must not run into an unfinished last one.
+    if (text[text.length - 1] !== NEWLINE) this.sink.jobEndedMidLine();
   }
 }
 

@@ -19,9 +19,18 @@ export interface OutputSinkOptions {
   refuseBinary?: boolean;
   /** The first write that failed (a full disk, a reader gone); later output is counted as lost. */
   onFailure?: (error: NodeJS.ErrnoException) => void;
+  /**
+   * What follows a job's output that does not end in a newline (see `jobEndedMidLine`):
+   * `none` (the default) passes the bytes as they are, as when jobs run one at a time;
+   * `between` starts what is written next on a line of its own, so another job's
+   * output cannot run into it, and adds nothing when nothing follows;
+   * `now` ends the line at once (a progress line is redrawn below the output).
+   */
+  unfinishedLines?: "none" | "between" | "now";
 }
 
 const NEWLINE = 0x0a;
+const NEWLINE_BYTE = Buffer.from("\n");
 
 /** The code of the failure a sink that refuses binary output has (see OutputSinkOptions.refuseBinary). */
 export const BINARY_OUTPUT = "EBINARY";
@@ -45,6 +54,8 @@ export class OutputSink {
   #failure: NodeJS.ErrnoException | undefined;
   #lostBytes = 0;
   #lostLines = 0;
+  /** The last job's output ended mid-line and nothing has been written since. */
+  #midLine = false;
 
   constructor(stream: WritableLike, options: OutputSinkOptions = {}) {
     this.#stream = stream;
@@ -69,9 +80,32 @@ export class OutputSink {
     return this.#lostLines;
   }
 
+  /** A job's output on this stream ended without a newline: see OutputSinkOptions.unfinishedLines. */
+  jobEndedMidLine(): void {
+    const mode = this.#options.unfinishedLines ?? "none";
+    if (mode === "now") this.write("\n");
+    else this.#midLine = true;
+  }
+
+  /** tbucket's own line, on a line of its own even after a job's unfinished one. */
+  writeLine(text: string): boolean {
+    return this.write(this.startLine() + text);
+  }
+
+  /** What a line of tbucket's own written to this stream must start with: a newline after a job's unfinished line, once. */
+  startLine(): string {
+    const prefix = this.#midLine ? "\n" : "";
+    this.#midLine = false;
+    return prefix;
+  }
+
   /** Writes the chunk; false when the stream asks the writer to wait for `whenDrained`. */
   write(chunk: Buffer | string): boolean {
     if (chunk.length === 0) return true;
+    if (this.#midLine) {
+      this.#midLine = false;
+      if (this.#options.unfinishedLines === "between") chunk = typeof chunk === "string" ? `\n${chunk}` : Buffer.concat([NEWLINE_BYTE, chunk]);
+    }
     if (this.#failure) {
       this.#lose(chunk);
       return true;

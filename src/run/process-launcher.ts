@@ -1,6 +1,6 @@
 import { spawn, type StdioOptions } from "node:child_process";
 import type { Readable } from "node:stream";
-import { buildCommandLine } from "./command-template.js";
+import { commandLines } from "./command-template.js";
 import { createCollector, type OutputMode, type StreamCollector } from "./job-output.js";
 import type { JobExit, Launch, LaunchedJob } from "./launch.js";
 import type { OutputSink } from "./output-sink.js";
@@ -34,8 +34,11 @@ export interface ProcessLauncherOptions {
 export function createProcessLauncher(options: ProcessLauncherOptions): Launch {
   const out: StdioOptions = options.output === "raw" ? "inherit" : "pipe";
   const stdio: StdioOptions = [options.stdin, out, out];
+  const commandLine = commandLines(options.template, options.shell);
+  /** Said for the first job only: a run of daemons would say it for each. */
+  let toldHeld = false;
   return (job) => {
-    const { file, args } = buildCommandLine(options.template, job, options.shell);
+    const { file, args } = commandLine(job);
     const tag = options.tag ? `${job.item ?? job.number}\t` : undefined;
     let child: ReturnType<typeof spawn>;
     try {
@@ -53,6 +56,17 @@ export function createProcessLauncher(options: ProcessLauncherOptions): Launch {
       follow(child.stdout, createCollector(options.output, options.stdout, tag, owner)),
       follow(child.stderr, createCollector(options.output, options.stderr, tag, owner)),
     ];
+    const pipes = [child.stdout, child.stderr].filter((stream): stream is Readable => stream !== null);
+    // A job ends when its process does (as with xargs), not when a process it left behind lets go of its output.
+    let signalled = false;
+    child.once("exit", () =>
+      stopWaitingAfterExit(pipes, () => {
+        // A job we signalled is being ended with all it started: nothing to tell.
+        if (toldHeld || signalled) return;
+        toldHeld = true;
+        options.stderr.writeLine(`tbucket: run: job ${job.number} ended but a process it started still holds its output; not waiting for it\n`);
+      }),
+    );
     // Until 'close', the job's process or one holding its output keeps the group's number
     // reserved, so signalling the group is safe; after it, ProcessGroups looks before it signals.
     let closed = false;
@@ -73,6 +87,7 @@ export function createProcessLauncher(options: ProcessLauncherOptions): Launch {
       exited,
       kill: (signal) => {
         if (closed || pid === undefined) return;
+        signalled = true;
         try {
           process.kill(-pid, signal);
         } catch {
@@ -91,4 +106,60 @@ function follow(stream: Readable | null, collector: StreamCollector | undefined)
     if (!collector.push(chunk, resume)) stream.pause();
   });
   return collector;
+}
+
+/**
+ * Rounds of reading after a job's exit that may still bring what it wrote: a pipe holds at
+ * most 1 MiB (pipe-max-size), read up to 64 KiB at a time. More comes only from another writer.
+ */
+const ROUNDS_AFTER_EXIT = 32;
+/** Then how long a quiet pipe may take to end: the job's own children, signalled with it, may take a moment to die. */
+const HELD_GRACE_MS = 200;
+
+/**
+ * Once a job's own process has exited, all it wrote is in its pipes (a process's
+ * files close before its parent hears of its end), but the pipes end only when
+ * every process holding them has let go: a background child (`cmd &`) keeps
+ * them open for as long as it lives. This reads what is there, each round one
+ * pass of the event loop's poll (two immediates); when a round brings nothing
+ * and a pipe is still open HELD_GRACE_MS later, it calls `onHeld` and closes
+ * our end of it: the job is over. A pipe paused for the output's sake is
+ * waited for, not counted.
+ */
+function stopWaitingAfterExit(pipes: readonly Readable[], onHeld: () => void): void {
+  let rounds = 0;
+  let read = false;
+  let graced = false;
+  const onData = () => (read = true);
+  for (const pipe of pipes) pipe.on("data", onData);
+  const open = () => pipes.filter((pipe) => !pipe.destroyed && !pipe.readableEnded);
+  const done = () => {
+    for (const pipe of pipes) pipe.off("data", onData);
+  };
+  const look = () => {
+    const left = open();
+    if (left.length === 0) return done();
+    const paused = left.find((pipe) => pipe.isPaused());
+    if (paused) {
+      paused.once("resume", () => setImmediate(look));
+      return;
+    }
+    read = false;
+    setImmediate(() =>
+      setImmediate(() => {
+        const stillOpen = open();
+        if (stillOpen.length === 0) return done();
+        if (read && ++rounds < ROUNDS_AFTER_EXIT) return look();
+        if (!graced) {
+          graced = true;
+          setTimeout(look, HELD_GRACE_MS);
+          return;
+        }
+        done();
+        onHeld();
+        for (const pipe of stillOpen) pipe.destroy();
+      }),
+    );
+  };
+  look();
 }

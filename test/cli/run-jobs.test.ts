@@ -136,6 +136,25 @@ describe.concurrent("tbucket run: jobs and results", () => {
     expect(existsSync(join(dir, "x"))).toBe(true);
   });
 
+  // Regression: a {} inside "…" was single-quoted there, where ' is literal, and $(…) in the item ran.
+  it("--shell: an item inside \"…\" or '…' is quoted for that place, and still never runs", async ({ expect }) => {
+    const dir = tempDir();
+    const items = ["$(touch pwned)", "`touch pwned`", `"; touch pwned; "`, `'; touch pwned; '`, "\\", "tab\there"];
+    const result = await runCli(["run", "-r", "inf", "-j", "1", "--shell", "--", `printf '%s|%s\\n' "a{}b" 'c{}d'`], { input: `${items.join("\n")}\n`, cwd: dir });
+    expect(result.stdout.toString()).toBe(items.map((item) => `a${item}b|c${item}d\n`).join(""));
+    expect(result.code).toBe(0);
+    expect(existsSync(join(dir, "pwned"))).toBe(false);
+  });
+
+  it("--shell: a {} that cannot be quoted safely (in backquotes) is a usage error saying what to write", async ({ expect }) => {
+    const dir = tempDir();
+    const result = await runCli(["run", "-r", "inf", "--shell", "--", "echo `echo {}`"], { input: "$(touch pwned)\n", cwd: dir });
+    expect(result.code).toBe(2);
+    expect(result.stderr).toBe("tbucket: --shell: {} inside backquotes cannot be quoted safely; write $(…) instead of `…`\n");
+    expect(result.stdout.toString()).toBe("");
+    expect(existsSync(join(dir, "pwned"))).toBe(false);
+  });
+
   it("--shell runs the script with /bin/sh and {#} in it", async ({ expect }) => {
     const result = await runCli(["run", "-r", "inf", "--count", "1", "--shell", "--", "echo n={#} && exit 3"]);
     expect(result.stdout.toString()).toBe("n=1\n");

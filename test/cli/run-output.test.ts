@@ -1,5 +1,10 @@
+import { readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { fixture, runCli } from "../helpers/cli.js";
+import { tempDirs } from "../helpers/temp-dir.js";
+
+const tempDir = tempDirs("run-output");
 
 const LINES_PER_JOB = 160;
 const NAMES = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot"];
@@ -39,7 +44,8 @@ describe.concurrent("tbucket run: output", () => {
 
   it("--tag without items prefixes the job number", async ({ expect }) => {
     const result = await runCli(["run", "-r", "inf", "-j", "1", "--count", "2", "--tag", "--", "printf", "a\\nb"]);
-    expect(result.stdout.toString()).toBe("1\ta\n1\tb\n2\ta\n2\tb\n");
+    // Tagged output is lines: the next job's tag starts a line; nothing is added at the end.
+    expect(result.stdout.toString()).toBe("1\ta\n1\tb\n2\ta\n2\tb");
   });
 
   it("--output group: each job's output together, in one piece", async ({ expect }) => {
@@ -57,9 +63,23 @@ describe.concurrent("tbucket run: output", () => {
     expect(result.stdout.toString()).toBe("a\nno newline");
   });
 
-  it("--output line finishes an unfinished last line, so the next job cannot run into it", async ({ expect }) => {
-    const result = await runCli(["run", "-r", "inf", "-j", "1", "--count", "2", "--", "printf", "no newline"]);
-    expect(result.stdout.toString()).toBe("no newline\nno newline\n");
+  // Regression: a newline was added to every job's unfinished last line, so `cat file > copy` made a copy one byte longer.
+  it("--output line: a job's unfinished last line gets a newline only where another job's output may run into it", async ({ expect }) => {
+    const dir = tempDir();
+    const file = join(dir, "no-final-newline");
+    writeFileSync(file, "first line\nno newline at the end");
+    const copy = await runCli(["run", "-r", "inf", "--count", "1", "--", "cat", file]);
+    expect(copy.stdout).toEqual(readFileSync(file));
+    expect(copy.code).toBe(0);
+    // One at a time, the jobs' bytes follow each other as they are (as xargs gives them).
+    const oneAtATime = await runCli(["run", "-r", "inf", "-j", "1", "--count", "2", "--", "printf", "no newline"]);
+    expect(oneAtATime.stdout.toString()).toBe("no newlineno newline");
+    // Side by side, the next job's output starts a line of its own; nothing is added at the end.
+    const sideBySide = await runCli(["run", "-r", "inf", "-j", "2", "--count", "2", "--", "printf", "no newline"]);
+    expect(sideBySide.stdout.toString()).toBe("no newline\nno newline");
+    // tbucket's own line after the run starts on a line of its own.
+    const failed = await runCli(["run", "-r", "inf", "--count", "1", "--shell", "--", "printf err >&2; exit 3"]);
+    expect(failed.stderr).toBe("err\ntbucket: run: 1 started, 0 succeeded, 1 failed, 0 skipped, 0 retried\n");
   });
 
   it("--output raw: the job writes straight to our output, bytes unchanged", async ({ expect }) => {

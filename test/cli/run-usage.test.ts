@@ -52,7 +52,7 @@ describe("tbucket run: command line", () => {
     const withDashes = await runCli(["run", "-r", "inf", "--count", "1", "--", "printf", "%s|", "-r", "--count"]);
     const without = await runCli(["run", "-r", "inf", "--count", "1", "printf", "%s|", "-r", "--count"]);
     for (const result of [withDashes, without]) {
-      expect(result.stdout.toString()).toBe("-r|--count|\n");
+      expect(result.stdout.toString()).toBe("-r|--count|");
       expect(result.code).toBe(0);
     }
   });

@@ -240,7 +240,73 @@ describe("tbucket proxy (TCP): stopping", () => {
   });
 });
 
+describe("tbucket proxy (TCP): a transfer cut at the end of --drain", () => {
+  // Regression (issue 19): it ended with a clean FIN, so the client took a truncated transfer for a whole one.
+  it("is reset both ways, and the summary says so", async () => {
+    const backendErrors: string[] = [];
+    // Half a transfer, then nothing more: still open when the drain time runs out.
+    const backend = await startBackend((socket) => {
+      socket.on("error", (error: NodeJS.ErrnoException) => backendErrors.push(error.code ?? ""));
+      socket.on("data", () => {});
+      socket.write("first half");
+    });
+    const proxy = await startProxy(["--to", `127.0.0.1:${backend.port}`, "--down", "1mb", "--drain", "300ms", "--stats"]);
+    const client = await connectTo(proxy.port);
+    const receiving = receiveAll(client);
+    // Read it all before the reset: a reset that finds unread data is reported as an end by libuv.
+    await new Promise((resolve) => client.once("data", resolve));
+    proxy.running.signal("SIGTERM");
+    const received = await receiving;
+    expect(received.data.toString()).toBe("first half");
+    expect(received.ended).toBe(false);
+    expect(received.error?.code).toBe("ECONNRESET");
+    const result = await proxy.running.exited;
+    expect(result.code).toBe(0);
+    expect(result.stderr).toMatch(/\ntbucket proxy: 1 connection \(1 reset at the end of --drain\), up 0 B, down 10 B in .+\n$/);
+    for (let wait = 0; wait < 20 && backendErrors.length === 0; wait++) await sleep(50);
+    expect(backendErrors).toEqual(["ECONNRESET"]);
+  });
+});
+
 describe("tbucket proxy (TCP): --connections", () => {
+  // Regression (issue 19): a client that gave up while held kept its turn, and still got a backend connection.
+  it("a client that leaves while held gives its turn up at once and never reaches the backend", async () => {
+    const backend = await startBackend((socket) => {
+      socket.write("hi:");
+      echo(socket);
+    });
+    // One connection every 2 s: the first at once, the next held 2 s, the one after 4 s.
+    const proxy = await startProxy(["--to", `127.0.0.1:${backend.port}`, "--connections", "1/2s", "--max-wait", "10s", "--stats-format", "json"]);
+    const startedMs = performance.now();
+    const first = await connectTo(proxy.port);
+    const firstReceived = receiveAll(first);
+    first.end();
+    expect((await firstReceived).data.toString()).toBe("hi:");
+    const leaving = await connectTo(proxy.port);
+    const staying = await connectTo(proxy.port);
+    // What a held client sends is kept, and forwarded once it is let through.
+    staying.write("held");
+    await sleep(200);
+    leaving.destroy();
+    const received = await new Promise<{ text: string; atMs: number }>((resolve) => {
+      let text = "";
+      staying.on("data", (chunk: Buffer) => {
+        text += chunk.toString();
+        if (text.length >= "hi:held".length) resolve({ text, atMs: performance.now() });
+      });
+    });
+    expect(received.text).toBe("hi:held");
+    // The leaver's turn, about 2 s after the first: not the 4 s of the turn behind it.
+    expect(received.atMs - startedMs).toBeGreaterThanOrEqual(1500);
+    expect(received.atMs - startedMs).toBeLessThan(3500);
+    staying.end();
+    await sleep(300);
+    // The backend saw the first and the one that stayed: the leaver never got a connection.
+    expect(backend.sockets).toHaveLength(2);
+    const result = await stopProxy(proxy);
+    expect(JSON.parse(result.stderr.trim().split("\n").at(-1)!)).toMatchObject({ connections: 2, refused: 0 });
+  });
+
   it("closes connections over the rate at once, and holds them up to --max-wait", async () => {
     const { port } = await startBackend((socket) => socket.end("hi"));
     const dropping = await startProxy(["--to", `127.0.0.1:${port}`, "--connections", "1/10s"]);

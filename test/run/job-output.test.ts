@@ -25,12 +25,12 @@ describe("LineCollector", () => {
     collector.push(Buffer.from("ee"), () => {});
     expect(writes).toEqual(["one\n", "two\n"]);
     collector.end();
-    expect(writes).toEqual(["one\n", "two\n", "three\n"]);
+    expect(writes).toEqual(["one\n", "two\n", "three"]);
   });
 
   it("lines of two jobs never mix, however their chunks interleave", () => {
     const { writes, stream } = recordingStream();
-    const sink = new OutputSink(stream);
+    const sink = new OutputSink(stream, { unfinishedLines: "between" });
     const a = new LineCollector(sink, undefined);
     const b = new LineCollector(sink, undefined);
     a.push(Buffer.from("aaa"), () => {});
@@ -39,7 +39,7 @@ describe("LineCollector", () => {
     b.push(Buffer.from("BBB\nb2"), () => {});
     a.end();
     b.end();
-    expect(writes.join("")).toBe("aaaAAA\nbbbBBB\nb2\n");
+    expect(writes.join("")).toBe("aaaAAA\nbbbBBB\nb2");
   });
 
   it("tags every line", () => {
@@ -47,7 +47,7 @@ describe("LineCollector", () => {
     const collector = new LineCollector(new OutputSink(stream), "item\t");
     collector.push(Buffer.from("x\ny\nz"), () => {});
     collector.end();
-    expect(writes.join("")).toBe("item\tx\nitem\ty\nitem\tz\n");
+    expect(writes.join("")).toBe("item\tx\nitem\ty\nitem\tz");
   });
 
   it("passes on a line longer than the limit rather than holding it without bound", () => {
@@ -80,12 +80,54 @@ describe("GroupCollector", () => {
     expect(writes).toEqual(["a\nbc"]);
   });
 
-  it("with a tag, tags each line and finishes an unfinished last line", () => {
+  it("with a tag, tags each line; an unfinished last line is ended only where another job's output follows", () => {
     const { writes, stream } = recordingStream();
-    const collector = new GroupCollector(new OutputSink(stream), "7\t");
-    collector.push(Buffer.from("a\nb"));
-    collector.end();
-    expect(writes).toEqual(["7\ta\n7\tb\n"]);
+    const sink = new OutputSink(stream, { unfinishedLines: "between" });
+    new GroupCollector(sink, "7\t").push(Buffer.from("a\nb"));
+    const seven = new GroupCollector(sink, "7\t");
+    seven.push(Buffer.from("a\nb"));
+    seven.end();
+    expect(writes.join("")).toBe("7\ta\n7\tb");
+    const eight = new GroupCollector(sink, "8\t");
+    eight.push(Buffer.from("c"));
+    eight.end();
+    expect(writes.join("")).toBe("7\ta\n7\tb\n8\tc");
+  });
+});
+
+describe("OutputSink: a job's output that ends mid-line", () => {
+  const twoJobs = (unfinishedLines: "none" | "between" | "now") => {
+    const { writes, stream } = recordingStream();
+    const sink = new OutputSink(stream, { unfinishedLines });
+    for (const text of ["one", "two"]) {
+      const job = new LineCollector(sink, undefined, { text });
+      job.push(Buffer.from(text), () => {});
+      job.end();
+    }
+    return writes.join("");
+  };
+
+  it("none (jobs one at a time): the bytes as the jobs wrote them", () => {
+    expect(twoJobs("none")).toBe("onetwo");
+  });
+
+  it("between: a newline only where another job's output follows, never at the end", () => {
+    expect(twoJobs("between")).toBe("one\ntwo");
+  });
+
+  it("now (under a progress line): each ends at once", () => {
+    expect(twoJobs("now")).toBe("one\ntwo\n");
+  });
+
+  it("tbucket's own line starts on a line of its own whatever the mode", () => {
+    const { writes, stream } = recordingStream();
+    const sink = new OutputSink(stream);
+    const job = new LineCollector(sink, undefined);
+    job.push(Buffer.from("partial"), () => {});
+    job.end();
+    sink.writeLine("tbucket: run: a line\n");
+    expect(writes.join("")).toBe("partial\ntbucket: run: a line\n");
+    expect(sink.startLine()).toBe("");
   });
 });
 
@@ -94,7 +136,7 @@ describe("LineCollector: a line longer than MAX_HELD_LINE_BYTES", () => {
 
   it("is streamed through whole, tagged once at its start; another job's lines wait for its newline", () => {
     const { writes, stream } = recordingStream();
-    const sink = new OutputSink(stream);
+    const sink = new OutputSink(stream, { unfinishedLines: "between" });
     const a = new LineCollector(sink, "a\t", { job: "a" });
     const b = new LineCollector(sink, "b\t", { job: "b" });
     let resumedB = 0;
@@ -107,12 +149,12 @@ describe("LineCollector: a line longer than MAX_HELD_LINE_BYTES", () => {
     a.push(Buffer.from("a\nnext"), () => {});
     expect(resumedB).toBe(1);
     a.end();
-    expect(writes.join("")).toBe(`a\t${"a".repeat(MAX_HELD_LINE_BYTES + 11)}\nb\tb1\nb\tb2\na\tnext\n`);
+    expect(writes.join("")).toBe(`a\t${"a".repeat(MAX_HELD_LINE_BYTES + 11)}\nb\tb1\nb\tb2\na\tnext`);
   });
 
-  it("a job that ends mid-line gets its newline and frees the others", async () => {
+  it("a job that ends mid-line frees the others, and the next job's output starts on a line of its own", async () => {
     const { writes, stream } = recordingStream();
-    const sink = new OutputSink(stream);
+    const sink = new OutputSink(stream, { unfinishedLines: "between" });
     const a = new LineCollector(sink, undefined, { job: "a" });
     const b = new LineCollector(sink, undefined, { job: "b" });
     a.push(long("a", MAX_HELD_LINE_BYTES), () => {});
@@ -123,7 +165,7 @@ describe("LineCollector: a line longer than MAX_HELD_LINE_BYTES", () => {
     expect(bDone).toBe(false);
     await a.end();
     await bEnded;
-    expect(writes.join("")).toBe(`${"a".repeat(MAX_HELD_LINE_BYTES)}\ntail\n`);
+    expect(writes.join("")).toBe(`${"a".repeat(MAX_HELD_LINE_BYTES)}\ntail`);
   });
 
   it("the same job's other stream is not held up", () => {
@@ -164,7 +206,7 @@ describe("OutputSink: a failed write", () => {
     expect(failures).toEqual(["ENOSPC"]);
     expect(collector.push(Buffer.from("three\nfour"), () => resumed++)).toBe(true);
     await collector.end();
-    expect([sink.lostBytes, sink.lostLines]).toEqual([19, 4]);
+    expect([sink.lostBytes, sink.lostLines]).toEqual([18, 3]);
     expect(sink.failure?.code).toBe("ENOSPC");
   });
 });

@@ -120,6 +120,20 @@ describe.concurrent("tbucket run: each job in a process group of its own", () =>
     expect(await allGone(pids)).toBe(true);
   });
 
+  // Regression (issue 19): a background child holding the job's output kept the run waiting until it ended.
+  it.for([["line"], ["group"]] as const)("a job ends when its process does, not when a child holding its output lets go (--output %s)", async ([mode], { expect }) => {
+    const dir = tempDir();
+    const script = `sleep 30 & echo $! > ${dir}/{#}.pid; echo hi`;
+    const startedAt = performance.now();
+    const result = await runCli(["run", "-r", "inf", "--count", "2", "--output", mode, "--shell", "--", script]);
+    expect(performance.now() - startedAt).toBeLessThan(10_000);
+    expect(result.stdout.toString()).toBe("hi\nhi\n");
+    expect(result.stderr).toMatch(/^tbucket: run: job [12] ended but a process it started still holds its output; not waiting for it\n$/);
+    expect(result.code).toBe(0);
+    // Ended with the run, as any process a job leaves behind.
+    expect(await allGone(grandchildPids(dir))).toBe(true);
+  });
+
   it("a signal while tbucket ends what a job left behind still reaches it; a second one kills it", async ({ expect }) => {
     const dir = tempDir();
     // The job ends at once, leaving a sleep that ignores SIGTERM; tbucket then waits --kill-after for it.

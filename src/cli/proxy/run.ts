@@ -65,6 +65,7 @@ async function runTcpProxy(config: TcpProxyConfig): Promise<number> {
           admitted: (waitMs) => metrics.admitted(waitMs),
           refused: () => metrics.refused(),
           queued: () => metrics.queued(),
+          cancelled: () => metrics.cancelled(),
           bytes: (direction, count) => metrics.bytes(direction, count),
           // Outages are counted as the store's watch sees them (openStoreBuckets' hooks), not per connection.
           storeError: () => {},

@@ -1,5 +1,6 @@
 import { parseCount, parseCountRate, parseDuration, rateKindOf } from "../../core/units.js";
 import { takesItems } from "../../run/command-template.js";
+import { parseShellTemplate, ShellTemplateError } from "../../run/shell-quote.js";
 import type { OutputMode } from "../../run/job-output.js";
 import { parseOption, UsageError } from "../errors.js";
 import { parseReportOptions, type ReportFlags, type ReportOptions } from "../report-options.js";
@@ -91,6 +92,7 @@ export function parseRunOptions(words: string[], flags: RunFlags): RunConfig {
   if (flags.input !== undefined && !items) {
     throw new UsageError(`--input: no argument of the command holds {}; write {} where the item goes, e.g. "curl -s {}"`);
   }
+  if (flags.shell) checkShellScript(words.join(" "));
   const { progress, stats, name } = parseReportOptions(flags);
   return {
     command: words,
@@ -119,4 +121,14 @@ function positiveDuration(text: string): number {
   const ms = parseDuration(text);
   if (ms === 0) throw new Error(`"${text}" is not a duration here: it must be more than zero; try "30s" or "10m"`);
   return ms;
+}
+
+/** A --shell script with a {} that no quoting can keep from being read as code is refused before anything runs. */
+function checkShellScript(script: string): void {
+  try {
+    parseShellTemplate(script);
+  } catch (error) {
+    if (error instanceof ShellTemplateError) throw new UsageError(`--shell: ${error.message}`);
+    throw error;
+  }
 }

@@ -145,14 +145,18 @@ async function launchAll(
   // Set once the runner exists: a failed write of job output stops the run.
   let onOutputFailure = (_error: NodeJS.ErrnoException) => {};
   const lock = new OutputLock();
+  // A job's last line without a newline stays so (`cat file > copy` copies it exactly) unless another
+  // job's output could run into it: then what follows starts with one. Below a progress line, it ends at once.
+  const unfinishedLines = config.jobs > 1 || config.tag ? "between" : "none";
   const stdout = new OutputSink(process.stdout, {
+    unfinishedLines: process.stdout.isTTY && progress ? "now" : unfinishedLines,
     aroundWrite: process.stdout.isTTY ? progress?.aroundWrite : undefined,
     // Jobs write to a pipe of ours, so a job's own guard (curl's) cannot see the terminal: ours stands in.
     refuseBinary: process.stdout.isTTY && !config.force && config.output !== "raw",
     lock,
     onFailure: (error) => onOutputFailure(error),
   });
-  const stderr = new OutputSink(process.stderr, { aroundWrite: progress?.aroundWrite, lock });
+  const stderr = new OutputSink(process.stderr, { aroundWrite: progress?.aroundWrite, lock, unfinishedLines: progress ? "now" : unfinishedLines });
   const groups = new ProcessGroups();
   const launch = createProcessLauncher({
     groups,
@@ -182,14 +186,14 @@ async function launchAll(
       const spawnError = record.exit?.spawnError;
       if (spawnError && !isFatalSpawnError(spawnError.code) && !warned.has(spawnError.code)) {
         warned.add(spawnError.code);
-        stderr.write(`tbucket: run: job ${record.number} could not start: ${spawnError.message}${JOB_SPAWN_ADVICE[spawnError.code] ?? ""}\n`);
+        stderr.writeLine(`tbucket: run: job ${record.number} could not start: ${spawnError.message}${JOB_SPAWN_ADVICE[spawnError.code] ?? ""}\n`);
       }
     },
   });
   progress?.attach(runner, config.count, config.input);
 
   if (!items && config.count === Infinity && config.durationMs === Infinity && process.stderr.isTTY) {
-    stderr.write(`tbucket: run: launching at ${formatCountRate(limiter.rate)} until Ctrl-C (--count or --duration stop it on their own)\n`);
+    stderr.writeLine(`tbucket: run: launching at ${formatCountRate(limiter.rate)} until Ctrl-C (--count or --duration stop it on their own)\n`);
   }
 
   // First signal: stop launching and pass it on to every job's process group (jobs have groups
@@ -233,53 +237,58 @@ async function launchAll(
     for (const signal of HANDLED_SIGNALS) process.off(signal, onSignal);
   }
   process.off("exit", killLeftovers);
+  // tbucket's own lines after the run: on lines of their own, after a job's unfinished last line too.
+  const say = (text: string) => process.stderr.write(stderr.startLine() + text);
 
   if (config.stats !== undefined) {
     const lost = { bytes: stdout.lostBytes + stderr.lostBytes, lines: stdout.lostLines + stderr.lostLines };
     const stats = runStats(result, limiter.rate, limiter.burst, meter.steadyPerSecond(), lost);
-    process.stderr.write(config.stats === "json" ? `${JSON.stringify(stats)}\n` : formatStatsText(stats));
+    say(config.stats === "json" ? `${JSON.stringify(stats)}\n` : formatStatsText(stats));
   }
   // A store lost mid-run: after the stats, the one line that says so.
-  if (result.limiterError) throw result.limiterError.error;
+  if (result.limiterError) {
+    say("");
+    throw result.limiterError.error;
+  }
 
   const outputFailure = stdout.failure;
   if (outputFailure?.code === "EPIPE") return EXIT.ok;
   if (outputFailure) {
     const [why, fix] = writeErrorReason(outputFailure);
     const lost = describeLostOutput({ lines: stdout.lostLines, bytes: stdout.lostBytes });
-    process.stderr.write(`tbucket: run: standard output: ${why}; ${lost}; ${fix}\n`);
+    say(`tbucket: run: standard output: ${why}; ${lost}; ${fix}\n`);
     return EXIT.failure;
   }
   if (jobLog?.failure !== undefined) {
-    process.stderr.write(`tbucket: run: ${jobLog.failure}\n`);
+    say(`tbucket: run: ${jobLog.failure}\n`);
     return EXIT.failure;
   }
   // --stats has given the counts already: they are not repeated.
   const counts = config.stats === undefined ? `: ${formatSummary(result.counts)}` : "";
   if (interruptedBy !== undefined) {
-    process.stderr.write(`tbucket: run: interrupted${counts}\n`);
+    say(`tbucket: run: interrupted${counts}\n`);
     return signalExitStatus(interruptedBy);
   }
   if (result.spawnFailure) {
     const name = config.shell ? "/bin/sh" : config.command[0]!;
     const { code, message } = result.spawnFailure.error;
     if (code === "EACCES") {
-      process.stderr.write(`tbucket: run: "${name}": permission denied; make it executable (chmod +x) or name its interpreter first\n`);
+      say(`tbucket: run: "${name}": permission denied; make it executable (chmod +x) or name its interpreter first\n`);
       return CANNOT_EXECUTE;
     }
     if (code === "EISDIR") {
-      process.stderr.write(`tbucket: run: "${name}": ${message}; name the program to run\n`);
+      say(`tbucket: run: "${name}": ${message}; name the program to run\n`);
       return CANNOT_EXECUTE;
     }
     if (code === "ENOINTERP") {
-      process.stderr.write(`tbucket: run: "${name}": ${message}; install it or correct the script's #! line\n`);
+      say(`tbucket: run: "${name}": ${message}; install it or correct the script's #! line\n`);
       return CANNOT_EXECUTE;
     }
-    process.stderr.write(`tbucket: run: "${name}": command not found; check the name and your PATH\n`);
+    say(`tbucket: run: "${name}": command not found; check the name and your PATH\n`);
     return EXIT.notFound;
   }
   if (result.counts.failed > 0 || result.counts.skipped > 0 || result.counts.interrupted > 0) {
-    if (config.stats === undefined) process.stderr.write(`tbucket: run: ${formatSummary(result.counts)}\n`);
+    if (config.stats === undefined) say(`tbucket: run: ${formatSummary(result.counts)}\n`);
     return EXIT.failure;
   }
   return EXIT.ok;
