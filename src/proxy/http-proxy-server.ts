@@ -513,6 +513,9 @@ export class HttpProxy implements RunningHttpProxy {
 
   #tunnel(req: IncomingMessage, socket: Socket, head: Buffer, end: (status: number) => void): void {
     const backendReq = httpRequest({
+      // A connection of its own, never pooled: one the backend declined the upgrade on may still wait for a body the
+      // request announced and never sent, and would read the next client's request as that body.
+      agent: false,
       host: this.#backendHost,
       port: this.#backendPort,
       method: req.method,

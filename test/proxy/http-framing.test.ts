@@ -206,6 +206,27 @@ describe("what the HTTP proxy passes back", () => {
     expect(head.text()).not.toMatch(/Trailer/);
   });
 
+  it("never gives a declined upgrade's backend connection to another client: a Content-Length it announced cannot swallow the next upgrade", async () => {
+    // The attacker's upgrade says 60 bytes of body and sends none; a backend that declines with keep-alive still waits for them.
+    const connectionOf = new Map<Socket, number>();
+    const heads: Array<[number, string]> = [];
+    const backend = await scriptedBackend((socket, head) => {
+      if (!connectionOf.has(socket)) connectionOf.set(socket, connectionOf.size);
+      heads.push([connectionOf.get(socket)!, head.split("\r\n")[0]!]);
+      socket.write("HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nok\n");
+    });
+    const { port } = await proxyTo(backend);
+    const attacker = await raw(port);
+    attacker.write("GET /attacker HTTP/1.1\r\nHost: x\r\nConnection: upgrade\r\nUpgrade: websocket\r\nContent-Length: 60\r\n\r\n");
+    await attacker.closed;
+    const victim = await raw(port);
+    victim.write("GET /victim HTTP/1.1\r\nHost: x\r\nConnection: upgrade\r\nUpgrade: websocket\r\nCookie: secret\r\n\r\n");
+    await victim.closed;
+    expect(victim.text()).toMatch(/^HTTP\/1\.1 200 OK\r\n[\s\S]*\r\n\r\nok\n$/);
+    expect(heads.map(([, line]) => line)).toEqual(["GET /attacker HTTP/1.1", "GET /victim HTTP/1.1"]);
+    expect(heads[0]![0]).not.toBe(heads[1]![0]);
+  });
+
   it("sends no 1xx to an HTTP/1.0 client", async () => {
     const backend = await scriptedBackend((socket) => socket.write("HTTP/1.1 103 Early Hints\r\nLink: </a>; rel=preload\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nok\n"));
     const { port } = await proxyTo(backend);
