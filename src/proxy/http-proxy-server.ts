@@ -20,7 +20,7 @@ import { addressKey, DEFAULT_IPV6_PREFIX, plainAddress } from "../core/address-k
 import { clientAddress, TrustedProxies, untrustedForwarder } from "../http/trusted-proxies.js";
 import { ThrottleStream } from "../stream/throttle-stream.js";
 import { accessLogLine } from "./access-log.js";
-import { backendRequestHeaders, backendRequestRawHeaders, endToEndHeaders, endToEndRawHeaders, framingProblem, rawHasBody } from "./forward-headers.js";
+import { backendRequestHeaders, backendRequestRawHeaders, endToEndHeaders, endToEndRawHeaders, framingProblem, rawHasBody, transferCodingProblem } from "./forward-headers.js";
 import type { HttpProxyOptions, RunningHttpProxy } from "./http-proxy-options.js";
 import { parseHttpTarget } from "./http-target.js";
 import { requestKey } from "./request-key.js";
@@ -307,6 +307,13 @@ export class HttpProxy implements RunningHttpProxy {
       record.decision = "invalid";
       res.shouldKeepAlive = false;
       this.#sendError(res, 400, problem);
+      return;
+    }
+    const coding = transferCodingProblem(req.rawHeaders);
+    if (coding !== undefined) {
+      record.decision = "invalid";
+      res.shouldKeepAlive = false;
+      this.#sendError(res, 501, coding);
       return;
     }
     if (!this.#limitsRequests) {

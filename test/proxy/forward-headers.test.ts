@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { backendRequestRawHeaders, endToEndRawHeaders, framingProblem, rawHasBody } from "../../src/proxy/forward-headers.js";
+import { backendRequestRawHeaders, endToEndRawHeaders, framingProblem, rawHasBody, transferCodingProblem } from "../../src/proxy/forward-headers.js";
 
 describe("raw header lines through the proxy", () => {
   it("drop the hop-by-hop fields and those Connection names, keeping the others' case, order and repeats", () => {
@@ -22,7 +22,7 @@ describe("raw header lines through the proxy", () => {
     expect(backendRequestRawHeaders(["Host", "h"], "POST", undefined, "b")).toEqual(["Host", "h", "Content-Length", "0"]);
     expect(backendRequestRawHeaders(["Host", "h"], "GET", undefined, "b")).toEqual(["Host", "h"]);
     expect(backendRequestRawHeaders(["Host", "h", "Transfer-Encoding", "chunked"], "POST", undefined, "b")).toEqual(["Host", "h", "Transfer-Encoding", "chunked"]);
-    expect(backendRequestRawHeaders(["Host", "h", "Transfer-Encoding", "gzip, chunked"], "GET", undefined, "b")).toEqual(["Host", "h", "Transfer-Encoding", "gzip, chunked"]);
+    expect(backendRequestRawHeaders(["Host", "h", "transfer-encoding", "CHUNKED"], "GET", undefined, "b")).toEqual(["Host", "h", "Transfer-Encoding", "chunked"]);
     expect(backendRequestRawHeaders(["Host", "h", "Content-Length", "5"], "PUT", undefined, "b")).toEqual(["Host", "h", "Content-Length", "5"]);
   });
 
@@ -47,5 +47,12 @@ describe("raw header lines through the proxy", () => {
     expect(framingProblem(["Transfer-Encoding", "chunked"], "1.0")).toBe("Transfer-Encoding on an HTTP/1.0 request");
     for (const host of ["a", "a.b:80", "[::1]", "[::1]:8080", "", "xn--d1a.example"]) expect(framingProblem(["Host", host], "1.1")).toBeUndefined();
     expect(framingProblem(["Transfer-Encoding", "chunked"], "1.1")).toBeUndefined();
+  });
+
+  it("find a transfer coding other than a single chunked, in one field or spread over two", () => {
+    for (const raw of [["Transfer-Encoding", "gzip, chunked"], ["Transfer-Encoding", "identity"], ["Transfer-Encoding", "identity", "transfer-encoding", "chunked"], ["Transfer-Encoding", "chunked", "Transfer-Encoding", "chunked"]]) {
+      expect(transferCodingProblem(raw)).toBe("a transfer coding other than chunked");
+    }
+    for (const raw of [[], ["Transfer-Encoding", "chunked"], ["TRANSFER-ENCODING", " , Chunked"]]) expect(transferCodingProblem(raw)).toBeUndefined();
   });
 });

@@ -22,7 +22,7 @@ const OK = "HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nok\n";
  * time what it received so far ends a message (a blank line, a chunked
  * body's last chunk): it parses nothing, so it shows what a backend would.
  */
-async function recordingBackend(): Promise<{ url: string; received: () => string }> {
+async function recordingBackend(): Promise<{ url: string; received: () => string; clear: () => void }> {
   let received = "";
   const server = createTcpServer((socket: Socket) => {
     backendSockets.push(socket);
@@ -34,7 +34,7 @@ async function recordingBackend(): Promise<{ url: string; received: () => string
   });
   tcpServers.push(server);
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  return { url: `http://127.0.0.1:${(server.address() as { port: number }).port}`, received: () => received };
+  return { url: `http://127.0.0.1:${(server.address() as { port: number }).port}`, received: () => received, clear: () => void (received = "") };
 }
 
 /** The head of the first message in `text`, and the chunked body after it decoded, with what follows its last chunk. */
@@ -96,6 +96,29 @@ describe("the HTTP proxy's framing of requests", () => {
     client.write(`GET / HTTP/1.1\r\nHost: x\r\nConnection: content-length\r\nContent-Length: ${SMUGGLED.length}\r\n\r\n${SMUGGLED}`);
     await until(() => backend.received().endsWith(SMUGGLED), "the body at the backend");
     expect(backend.received()).toBe(`GET / HTTP/1.1\r\nHost: x\r\nContent-Length: ${SMUGGLED.length}\r\nX-Forwarded-For: 127.0.0.1\r\nConnection: keep-alive\r\n\r\n${SMUGGLED}`);
+  });
+
+  it("forwards one Transfer-Encoding: chunked however the client spelled it, and answers 501 to any other coding; nothing else reaches the backend", async () => {
+    // Two fields, or identity before chunked: a backend that reads only the first would take the body for the next request.
+    const backend = await recordingBackend();
+    const { port } = await proxyTo(backend.url);
+    for (const codings of [["identity", "chunked"], ["identity, chunked"], ["gzip, chunked"], ["x, chunked"]]) {
+      const client = await raw(port);
+      client.write(`POST / HTTP/1.1\r\nHost: x\r\n${codings.map((coding) => `Transfer-Encoding: ${coding}\r\n`).join("")}\r\n3\r\nabc\r\n0\r\n\r\n`);
+      await client.closed;
+      expect(client.text()).toMatch(/^HTTP\/1\.1 501 Not Implemented\r\n/);
+      expect(client.text().endsWith("\r\nConnection: close\r\n\r\nNot Implemented: a transfer coding other than chunked\n")).toBe(true);
+    }
+    expect(backend.received()).toBe("");
+    for (const coding of ["CHUNKED", ",chunked"]) {
+      const client = await raw(port);
+      client.write(`POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: ${coding}\r\n\r\n3\r\nabc\r\n0\r\n\r\n`);
+      await until(() => client.text().endsWith("ok\n"), `the answer for ${coding}`);
+      const { head, body } = splitChunked(backend.received());
+      expect(head).toBe("POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nX-Forwarded-For: 127.0.0.1\r\nConnection: keep-alive\r\n\r\n");
+      expect(body).toBe("abc");
+      backend.clear();
+    }
   });
 
   it("answers 400 and closes to two Host fields, a Host that is not host[:port], and Transfer-Encoding on HTTP/1.0; nothing reaches the backend", async () => {
