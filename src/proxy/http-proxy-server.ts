@@ -519,6 +519,18 @@ export class HttpProxy implements RunningHttpProxy {
   }
 
   #tunnel(req: IncomingMessage, socket: Socket, head: Buffer, end: (status: number) => void): void {
+    const headers = backendRequestHeaders(req.headers, peerOf(req), ["upgrade", "connection"]);
+    // h2c is never offered: its tunnel would carry HTTP/2 requests past the limit (and RFC 9113 retired its upgrade).
+    // Without another protocol the request goes as a plain one, and its answer ends the connection.
+    const protocols = String(headers.upgrade ?? "")
+      .split(",")
+      .map((protocol) => protocol.trim())
+      .filter((protocol) => protocol !== "" && protocol.toLowerCase() !== "h2c");
+    if (protocols.length > 0) headers.upgrade = protocols.join(", ");
+    else {
+      delete headers.upgrade;
+      headers.connection = "close";
+    }
     const backendReq = httpRequest({
       // A connection of its own, never pooled: one the backend declined the upgrade on may still wait for a body the
       // request announced and never sent, and would read the next client's request as that body.
@@ -527,7 +539,7 @@ export class HttpProxy implements RunningHttpProxy {
       port: this.#backendPort,
       method: req.method,
       path: this.#backendPath(req.url ?? "/"),
-      headers: backendRequestHeaders(req.headers, peerOf(req), ["upgrade", "connection"]),
+      headers,
     });
     const timer = setTimeout(() => backendReq.destroy(new BackendTimeout()), this.#backendTimeoutMs);
     socket.once("close", () => backendReq.destroy());
@@ -535,6 +547,13 @@ export class HttpProxy implements RunningHttpProxy {
     backendReq.once("upgrade", (backendRes, backendSocket, backendHead) => {
       answered = true;
       clearTimeout(timer);
+      if (protocols.length === 0) {
+        // Switched to a protocol nobody was offered (h2c): not a tunnel to open.
+        backendSocket.destroy();
+        socket.destroy();
+        end(502);
+        return;
+      }
       const lines = [`HTTP/1.1 ${backendRes.statusCode} ${backendRes.statusMessage}`];
       for (let i = 0; i < backendRes.rawHeaders.length; i += 2) lines.push(`${backendRes.rawHeaders[i]}: ${backendRes.rawHeaders[i + 1]}`);
       socket.write(`${lines.join("\r\n")}\r\n\r\n`);

@@ -250,6 +250,28 @@ describe("what the HTTP proxy passes back", () => {
     expect(heads[0]![0]).not.toBe(heads[1]![0]);
   });
 
+  it("never opens an h2c tunnel, whose HTTP/2 requests the limit would not see: the request goes without its Upgrade, and its answer ends the connection", async () => {
+    const heads: string[] = [];
+    const backend = await scriptedBackend((socket, head) => {
+      heads.push(head);
+      // A backend that speaks h2c takes the upgrade whenever it is asked.
+      if (/^upgrade: h2c\r$/im.test(head)) socket.write("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: h2c\r\n\r\n");
+      else socket.write("HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nok\n");
+    });
+    const { port } = await proxyTo(backend);
+    const client = await raw(port);
+    client.write("GET / HTTP/1.1\r\nHost: x\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\n\r\n");
+    await client.closed;
+    expect(client.text()).toMatch(/^HTTP\/1\.1 200 OK\r\n[\s\S]*\r\n\r\nok\n$/);
+    expect(heads).toHaveLength(1);
+    expect(heads[0]).not.toMatch(/upgrade|http2-settings/i);
+    // Another protocol beside h2c is still offered to the backend.
+    const both = await raw(port);
+    both.write("GET / HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: h2c, websocket\r\n\r\n");
+    await both.closed;
+    expect(heads[1]).toMatch(/^upgrade: websocket\r$/im);
+  });
+
   it("sends no 1xx to an HTTP/1.0 client", async () => {
     const backend = await scriptedBackend((socket) => socket.write("HTTP/1.1 103 Early Hints\r\nLink: </a>; rel=preload\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nok\n"));
     const { port } = await proxyTo(backend);
