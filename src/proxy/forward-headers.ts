@@ -76,7 +76,7 @@ export function endToEndRawHeaders(raw: readonly string[]): string[] {
 /**
  * The request's raw header lines for the backend: end-to-end only, one Host
  * (`host` when the client sent none, as node would add), the peer appended to
- * X-Forwarded-For, and the body's framing said whatever the method:
+ * X-Forwarded-For (and to a Forwarded the client sent), and the body's framing said whatever the method:
  * `Transfer-Encoding: chunked` (node then chunks the body it decoded) or the
  * client's Content-Length, and `Content-Length: 0` on a bodiless request of a method
  * node would otherwise send chunked (a final empty chunk is a second packet).
@@ -87,6 +87,7 @@ export function backendRequestRawHeaders(raw: readonly string[], method: string,
   const named = connectionNamed(raw);
   const out: string[] = [];
   let chain: string | undefined;
+  let forwarded: string | undefined;
   let hasHost = false;
   let length: string | undefined;
   let chunked = false;
@@ -107,6 +108,10 @@ export function backendRequestRawHeaders(raw: readonly string[], method: string,
       chain = chain === undefined ? value : `${chain}, ${value}`;
       continue;
     }
+    if (name === "forwarded") {
+      forwarded = forwarded === undefined ? value : `${forwarded}, ${value}`;
+      continue;
+    }
     if (name === "host") {
       // Node keeps the first of several; so does the backend then.
       if (hasHost) continue;
@@ -119,6 +124,8 @@ export function backendRequestRawHeaders(raw: readonly string[], method: string,
   if (!hasHost) out.push("Host", host);
   if (peerAddress !== undefined) out.push("X-Forwarded-For", chain ? `${chain}, ${peerAddress}` : peerAddress);
   else if (chain !== undefined) out.push("X-Forwarded-For", chain);
+  // A Forwarded the client sent gets the peer too (RFC 7239 5.2: an IPv6 node quoted, in brackets), never passed on as the client wrote it.
+  if (forwarded !== undefined) out.push("Forwarded", peerAddress === undefined ? forwarded : `${forwarded}, for=${peerAddress.includes(":") ? `"[${peerAddress}]"` : peerAddress}`);
   if (!chunked && length === undefined && !BODILESS_BY_DEFAULT.has(method)) out.push("Content-Length", "0");
   // RFC 9110 10.1.4: TE is named in Connection as well.
   if (takesTrailers) out.push("TE", "trailers", "Connection", "te");

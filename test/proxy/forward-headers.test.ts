@@ -18,6 +18,20 @@ describe("raw header lines through the proxy", () => {
     expect(backendRequestRawHeaders(["X-Forwarded-For", "1.1.1.1"], "GET", undefined, "b")).toEqual(["Host", "b", "X-Forwarded-For", "1.1.1.1"]);
   });
 
+  it("append the peer to a Forwarded the client sent, as to X-Forwarded-For, so that both name the same nearest hop", () => {
+    // Passed on as the client wrote it, a Forwarded would name whom the client says, for a backend that reads it first.
+    expect(backendRequestRawHeaders(["Host", "h", "Forwarded", "for=6.6.6.6", "forwarded", "for=7.7.7.7;proto=http"], "GET", "10.0.0.9", "b")).toEqual([
+      "Host",
+      "h",
+      "X-Forwarded-For",
+      "10.0.0.9",
+      "Forwarded",
+      "for=6.6.6.6, for=7.7.7.7;proto=http, for=10.0.0.9",
+    ]);
+    expect(backendRequestRawHeaders(["Forwarded", "for=6.6.6.6"], "GET", "2001:db8::1", "b")).toEqual(["Host", "b", "X-Forwarded-For", "2001:db8::1", "Forwarded", 'for=6.6.6.6, for="[2001:db8::1]"']);
+    expect(backendRequestRawHeaders(["Host", "h"], "GET", "10.0.0.9", "b")).toEqual(["Host", "h", "X-Forwarded-For", "10.0.0.9"]);
+  });
+
   it("say the body's framing whatever the method: the client's Transfer-Encoding or Content-Length, or Content-Length: 0 where node would send chunked", () => {
     expect(backendRequestRawHeaders(["Host", "h"], "POST", undefined, "b")).toEqual(["Host", "h", "Content-Length", "0"]);
     expect(backendRequestRawHeaders(["Host", "h"], "GET", undefined, "b")).toEqual(["Host", "h"]);
