@@ -605,7 +605,29 @@ export class HttpProxy implements RunningHttpProxy {
     const status =
       error.code === "ERR_HTTP_REQUEST_TIMEOUT" ? "408 Request Timeout" : error.code === "HPE_HEADER_OVERFLOW" ? "431 Request Header Fields Too Large" : "400 Bad Request";
     socket.end(`HTTP/1.1 ${status}\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`);
+    // A line as for the 400s the proxy finds itself: a smuggling attempt leaves a trace whichever parser refused it.
+    // Not for a timeout: a browser's preconnected socket that is never used times out too.
+    if (this.#accessLog?.writable && error.code !== "ERR_HTTP_REQUEST_TIMEOUT") {
+      this.#accessLog.write(
+        accessLogLine({
+          client: socket.remoteAddress === undefined ? "-" : plainAddress(socket.remoteAddress),
+          startedAtMs: this.#epochOffsetMs + this.#clock.now(),
+          requestLine: requestLineOf((error as NodeJS.ErrnoException & { rawPacket?: Buffer }).rawPacket),
+          status: Number.parseInt(status, 10),
+          bytes: 0,
+          decision: "invalid",
+          waitMs: 0,
+        }),
+      );
+    }
   }
+}
+
+/** The request line at the start of what node's parser refused, or undefined (the packet began elsewhere in the request). */
+function requestLineOf(packet: Buffer | undefined): string | undefined {
+  if (!packet) return undefined;
+  const line = /^([A-Z]+ [^\r\n ]+ HTTP\/\d\.\d)\r?\n/.exec(packet.subarray(0, 8192).toString("latin1"));
+  return line?.[1];
 }
 
 /** The address the request came from, IPv4 as IPv4 (a dual-stack socket says ::ffff:10.0.0.1). */
