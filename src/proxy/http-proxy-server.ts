@@ -309,6 +309,13 @@ export class HttpProxy implements RunningHttpProxy {
       this.#sendError(res, 400, problem);
       return;
     }
+    const path = this.#pathProblem(req.url ?? "/");
+    if (path !== undefined) {
+      record.decision = "invalid";
+      res.shouldKeepAlive = false;
+      this.#sendError(res, 400, path);
+      return;
+    }
     const coding = transferCodingProblem(req.rawHeaders);
     if (coding !== undefined) {
       record.decision = "invalid";
@@ -467,6 +474,20 @@ export class HttpProxy implements RunningHttpProxy {
     return this.#pathPrefix + (path.startsWith("/") ? path : `/${path}`);
   }
 
+  /**
+   * Why a request's path cannot go under the target's prefix, or undefined: a `.` or `..` segment,
+   * percent-encoded or not (`%2e%2e`, `..%2f`), which a backend that resolves it (Apache, nginx)
+   * would take out of the prefix, `/api/../admin` being `/admin`. Browsers and curl resolve dot-segments
+   * before they send a path, so only a hand-made request holds one.
+   */
+  #pathProblem(url: string): string | undefined {
+    if (this.#pathPrefix === "") return undefined;
+    const query = url.search(/[?#]/);
+    const path = (query === -1 ? url : url.slice(0, query)).replace(/%2e/gi, ".").replace(/%2f|%5c|\\/gi, "/");
+    if (!/(?:^|\/)\.\.?(?:\/|$)/.test(path)) return undefined;
+    return `a path with a . or .. segment, which could climb out of the target's ${this.#pathPrefix}`;
+  }
+
   #sendError(res: ServerResponse, status: number, why: string): void {
     if (res.headersSent) {
       res.destroy();
@@ -502,7 +523,7 @@ export class HttpProxy implements RunningHttpProxy {
       end(res.statusCode);
       socket.end();
     });
-    const problem = framingProblem(req.rawHeaders, req.httpVersion);
+    const problem = framingProblem(req.rawHeaders, req.httpVersion) ?? this.#pathProblem(req.url ?? "/");
     if (problem !== undefined) {
       record.decision = "invalid";
       this.#sendError(res, 400, problem);

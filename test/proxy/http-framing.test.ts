@@ -121,6 +121,24 @@ describe("the HTTP proxy's framing of requests", () => {
     }
   });
 
+  it("answers 400 to a path with dot-segments when the target has a prefix, however encoded: none climbs out of /api to a backend that resolves them", async () => {
+    const backend = await recordingBackend();
+    const { port } = await proxyTo(`${backend.url}/api`);
+    for (const path of ["/../admin", "/a/../../admin", "/%2e%2e/admin", "/%2E./admin", "/..%2fadmin", "/..%5Cadmin", "/./admin", "http://x/../admin"]) {
+      const client = await raw(port);
+      client.write(`GET ${path} HTTP/1.1\r\nHost: x\r\n\r\n`);
+      await client.closed;
+      expect(client.text()).toMatch(/^HTTP\/1\.1 400 Bad Request\r\n/);
+      expect(client.text().endsWith("\r\n\r\nBad Request: a path with a . or .. segment, which could climb out of the target's /api\n")).toBe(true);
+    }
+    expect(backend.received()).toBe("");
+    // Dots within a name, and an encoded slash between names, are not segments of their own.
+    const client = await raw(port);
+    client.write("GET /a..b/.well-known/x%2Fy?q=/../ HTTP/1.1\r\nHost: x\r\n\r\n");
+    await until(() => client.text().endsWith("ok\n"), "the answer");
+    expect(backend.received()).toMatch(/^GET \/api\/a\.\.b\/\.well-known\/x%2Fy\?q=\/\.\.\/ HTTP\/1\.1\r\n/);
+  });
+
   it("answers 400 and closes to two Host fields, a Host that is not host[:port], and Transfer-Encoding on HTTP/1.0; nothing reaches the backend", async () => {
     const backend = await recordingBackend();
     const { port } = await proxyTo(backend.url);
