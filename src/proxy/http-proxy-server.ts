@@ -35,6 +35,10 @@ const SWEEP_INTERVAL_MS = 1000;
 interface ClientConnection extends HeldConnection {
   socket: Socket;
   requests: number;
+  /** Pipelined requests that wait for the one under way, their socket paused meanwhile. */
+  waiting: Array<() => void>;
+  /** Paused for them: resumed when the last has run (node pauses and resumes on its own too). */
+  paused: boolean;
 }
 
 /** What the proxy remembers of a request between the decision and the access log. */
@@ -149,8 +153,8 @@ export class HttpProxy implements RunningHttpProxy {
     }, SWEEP_INTERVAL_MS);
     this.#sweeper.unref();
     this.#server.on("connection", (socket: Socket) => this.#onConnection(socket));
-    this.#server.on("request", (req, res) => this.#onRequest(req, res));
-    this.#server.on("checkContinue", (req, res) => this.#onRequest(req, res, true));
+    this.#server.on("request", (req, res) => this.#inTurn(req, () => this.#onRequest(req, res)));
+    this.#server.on("checkContinue", (req, res) => this.#inTurn(req, () => this.#onRequest(req, res, true)));
     this.#server.on("upgrade", (req, socket, head) => this.#onUpgrade(req, socket as Socket, head));
     // CONNECT asks for a tunnel to anywhere: a reverse proxy does not give one (node would drop the connection without a word).
     this.#server.on("connect", (_req, socket: Socket) => {
@@ -248,9 +252,26 @@ export class HttpProxy implements RunningHttpProxy {
       this.#connections.delete(oldest.socket);
       oldest.socket.destroy();
     }
-    const connection: ClientConnection = { socket, requests: 0, lastActiveMs: performance.now(), busy: () => connection.requests > 0 };
+    const connection: ClientConnection = { socket, requests: 0, waiting: [], paused: false, lastActiveMs: performance.now(), busy: () => connection.requests > 0 };
     this.#connections.set(socket, connection);
     socket.once("close", () => this.#connections.delete(socket));
+  }
+
+  /**
+   * Runs a request once the one before it on its connection has ended. Node hands over
+   * every pipelined request it has parsed at once: forwarded together, one write of
+   * tiny requests would be as many backend requests and connections at the same time.
+   * Its socket is paused meanwhile, so that node parses no more of them.
+   */
+  #inTurn(req: IncomingMessage, run: () => void): void {
+    const connection = this.#connections.get(req.socket);
+    if (!connection || connection.requests === 0) {
+      run();
+      return;
+    }
+    req.socket.pause();
+    connection.paused = true;
+    connection.waiting.push(run);
   }
 
   /** A request began on its connection (until `#end`): the connection is busy, not to be closed for room. */
@@ -277,6 +298,15 @@ export class HttpProxy implements RunningHttpProxy {
     this.#records.delete(req);
     this.#active--;
     this.#touch(req, -1);
+    const connection = this.#connections.get(req.socket);
+    if (connection && connection.requests === 0) {
+      const next = connection.waiting.shift();
+      if (next) next();
+      else if (connection.paused) {
+        connection.paused = false;
+        req.socket.resume();
+      }
+    }
     // No decision and a 503: the middleware's own answer while the store is lost.
     if (record.decision === "" && status === 503) record.decision = "failed";
     // The middleware hears of the hang-up after this: the wait it gives up ends now.
