@@ -75,10 +75,18 @@ function formatIpv6(groups: readonly number[]): string {
   return `${hex.slice(0, bestStart).join(":")}::${hex.slice(bestStart + bestLength).join(":")}`;
 }
 
-/** `::ffff:10.0.0.1` is 10.0.0.1: a dual-stack socket reports IPv4 clients that way. */
+/**
+ * `::ffff:10.0.0.1` is 10.0.0.1: a dual-stack socket reports IPv4 clients that way. So are the
+ * other spellings of it a forwarding field may carry (`::ffff:a00:1`, `0:0:0:0:0:ffff:10.0.0.1`),
+ * which would otherwise be keyed by their IPv6 prefix, every such client in `::/56`.
+ */
 export function plainAddress(address: string): string {
   // Most addresses are not mapped: no pattern to run for them.
-  if (!address.startsWith("::")) return address;
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
-  return mapped ? mapped[1]! : address;
+  if (!address.includes(":") || !/ffff/i.test(address)) return address;
+  const dotted = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
+  if (dotted) return dotted[1]!;
+  if (isIP(address) !== 6) return address;
+  const groups = ipv6Groups(address);
+  if (groups.slice(0, 5).some((group) => group !== 0) || groups[5] !== 0xffff) return address;
+  return `${groups[6]! >> 8}.${groups[6]! & 0xff}.${groups[7]! >> 8}.${groups[7]! & 0xff}`;
 }

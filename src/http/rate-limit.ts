@@ -267,10 +267,18 @@ function clientKey(trustProxy: readonly string[] | undefined, ipv6Subnet: number
     };
   }
   let warned = false;
+  let warnedTrustAll = false;
   return (req) => {
     const peer = req.socket.remoteAddress === undefined ? undefined : plainAddress(req.socket.remoteAddress);
     const frameworkIp = (req as { ip?: unknown }).ip;
     const address = typeof frameworkIp === "string" && frameworkIp !== "" ? plainAddress(frameworkIp) : peer;
+    if (!warnedTrustAll && frameworkIp !== undefined && trustsEveryProxy(req)) {
+      warnedTrustAll = true;
+      log(
+        `tbucket/http: Express's "trust proxy" is true, so req.ip is whatever X-Forwarded-For a client writes, and each request can choose its own bucket; ` +
+          `set it to your proxies' addresses (app.set("trust proxy", "10.0.0.1")) or give trustProxy`,
+      );
+    }
     if (address === undefined) return UNKNOWN_CLIENT;
     const field = !warned && address === peer ? untrustedForwarder(address, req.headers) : undefined;
     if (field !== undefined) {
@@ -279,6 +287,12 @@ function clientKey(trustProxy: readonly string[] | undefined, ipv6Subnet: number
     }
     return addressKey(address, ipv6Subnet);
   };
+}
+
+/** Whether the request's Express app believes every X-Forwarded-For hop (`trust proxy` true), as express-rate-limit warns too. */
+function trustsEveryProxy(req: IncomingMessage): boolean {
+  const app = (req as { app?: { get?: unknown } }).app;
+  return typeof app?.get === "function" && (app.get as (name: string) => unknown).call(app, "trust proxy") === true;
 }
 
 function isThenable(value: unknown): value is PromiseLike<unknown> {

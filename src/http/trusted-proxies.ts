@@ -60,8 +60,9 @@ function addCidr(list: BlockList, cidr: string): void {
 /**
  * The addresses a request was forwarded for, the client first: those of
  * X-Forwarded-For, or the `for=` of Forwarded (RFC 7239), ports and brackets
- * removed. Values that are not addresses (`unknown`, `_hidden`) are kept as
- * they are, for the caller to stop at.
+ * removed (from either: some proxies write X-Forwarded-For hops with ports).
+ * Values that are not addresses (`unknown`, `_hidden`) are kept as they are,
+ * for the caller to stop at.
  *
  * A request that carries both gets only the hops nearest to us that both
  * name: a proxy writes one of the two and passes the other along as it came,
@@ -72,7 +73,8 @@ function addCidr(list: BlockList, cidr: string): void {
 export function forwardedChain(headers: { "x-forwarded-for"?: string | string[]; forwarded?: string | string[] }): string[] {
   const xff = joined(headers["x-forwarded-for"]);
   const forwarded = joined(headers.forwarded);
-  const fromXff = xff === undefined ? undefined : xff.split(",").map((hop) => hop.trim()).filter((hop) => hop !== "");
+  // Some proxies write a hop with its port, as Forwarded does (Azure's Application Gateway: `192.0.2.60:51234`).
+  const fromXff = xff === undefined ? undefined : xff.split(",").map((hop) => nodeAddress(hop.trim())).filter((hop) => hop !== "");
   const fromForwarded = forwarded === undefined ? undefined : forwardedFor(forwarded);
   if (fromForwarded === undefined) return fromXff ?? [];
   if (fromXff === undefined) return fromForwarded;

@@ -8,13 +8,15 @@ export interface AccessLogEntry {
   client: string;
   /** When the request came, ms since the epoch. */
   startedAtMs: number;
-  req: IncomingMessage;
+  /** The request; none for one node's parser refused, whose `requestLine` is what could be read of it. */
+  req?: IncomingMessage;
+  requestLine?: string;
   status: number;
   /** Response body bytes sent. */
   bytes: number;
   /**
    * admitted, queued, refused, cancelled (the client hung up while queued), failed (the limit could not
-   * be checked: its store failed), or invalid (a 400 for framing the proxy cannot forward; not limited).
+   * be checked: its store failed), or invalid (a 400, 431 or 501 for a request the proxy cannot read or forward; not limited).
    */
   decision: string;
   /** How long the request waited for its turn. */
@@ -36,10 +38,10 @@ export interface AccessLogEntry {
  */
 export function accessLogLine(entry: AccessLogEntry): string {
   const { req } = entry;
-  const request = `${req.method ?? "-"} ${req.url ?? "-"} HTTP/${req.httpVersion}`;
+  const request = req ? `${req.method ?? "-"} ${req.url ?? "-"} HTTP/${req.httpVersion}` : (entry.requestLine ?? "-");
   return (
     `${entry.client} - - [${clfTime(entry.startedAtMs)}] "${escapeField(request)}" ${entry.status} ${entry.bytes > 0 ? entry.bytes : "-"} ` +
-    `"${escapeField(headerText(req.headers.referer))}" "${escapeField(headerText(req.headers["user-agent"]))}" ${entry.decision} ${Math.round(entry.waitMs)}\n`
+    `"${escapeField(headerText(req?.headers.referer))}" "${escapeField(headerText(req?.headers["user-agent"]))}" ${entry.decision} ${Math.round(entry.waitMs)}\n`
   );
 }
 

@@ -76,9 +76,9 @@ export function endToEndRawHeaders(raw: readonly string[]): string[] {
 /**
  * The request's raw header lines for the backend: end-to-end only, one Host
  * (`host` when the client sent none, as node would add), the peer appended to
- * X-Forwarded-For, and the body's framing said whatever the method: the
- * client's Transfer-Encoding (node then chunks the body it decoded) or
- * Content-Length, and `Content-Length: 0` on a bodiless request of a method
+ * X-Forwarded-For (and to a Forwarded the client sent), and the body's framing said whatever the method:
+ * `Transfer-Encoding: chunked` (node then chunks the body it decoded) or the
+ * client's Content-Length, and `Content-Length: 0` on a bodiless request of a method
  * node would otherwise send chunked (a final empty chunk is a second packet).
  * Left to node, a GET's body would go unframed. `TE: trailers` goes on when
  * the client sent it, so that a backend's trailers come back.
@@ -87,6 +87,7 @@ export function backendRequestRawHeaders(raw: readonly string[], method: string,
   const named = connectionNamed(raw);
   const out: string[] = [];
   let chain: string | undefined;
+  let forwarded: string | undefined;
   let hasHost = false;
   let length: string | undefined;
   let chunked = false;
@@ -95,15 +96,20 @@ export function backendRequestRawHeaders(raw: readonly string[], method: string,
     const name = raw[i]!.toLowerCase();
     const value = raw[i + 1]!;
     if (name === "transfer-encoding") {
-      // Node's parser let through one field whose last coding is chunked: the coding the proxy decoded and node's client chunks again.
+      // Chunked alone (see transferCodingProblem), which the proxy decoded and node's client chunks again: said once, as
+      // one field, whatever the client's spelling, so that no backend reads another framing than the proxy's.
+      if (!chunked) out.push("Transfer-Encoding", "chunked");
       chunked = true;
-      out.push(raw[i]!, value);
       continue;
     }
     if (name === "te" && /(?:^|,)\s*trailers\s*(?:[,;]|$)/i.test(value)) takesTrailers = true;
     if (HOP_BY_HOP.has(name) || named?.has(name)) continue;
     if (name === "x-forwarded-for") {
       chain = chain === undefined ? value : `${chain}, ${value}`;
+      continue;
+    }
+    if (name === "forwarded") {
+      forwarded = forwarded === undefined ? value : `${forwarded}, ${value}`;
       continue;
     }
     if (name === "host") {
@@ -118,6 +124,8 @@ export function backendRequestRawHeaders(raw: readonly string[], method: string,
   if (!hasHost) out.push("Host", host);
   if (peerAddress !== undefined) out.push("X-Forwarded-For", chain ? `${chain}, ${peerAddress}` : peerAddress);
   else if (chain !== undefined) out.push("X-Forwarded-For", chain);
+  // A Forwarded the client sent gets the peer too (RFC 7239 5.2: an IPv6 node quoted, in brackets), never passed on as the client wrote it.
+  if (forwarded !== undefined) out.push("Forwarded", peerAddress === undefined ? forwarded : `${forwarded}, for=${peerAddress.includes(":") ? `"[${peerAddress}]"` : peerAddress}`);
   if (!chunked && length === undefined && !BODILESS_BY_DEFAULT.has(method)) out.push("Content-Length", "0");
   // RFC 9110 10.1.4: TE is named in Connection as well.
   if (takesTrailers) out.push("TE", "trailers", "Connection", "te");
@@ -140,6 +148,27 @@ export function framingProblem(raw: readonly string[], httpVersion: string): str
       if (!HOST_VALUE.test(raw[i + 1]!)) return "a Host field that is not host[:port]";
     } else if (name.length === 17 && httpVersion === "1.0" && name.toLowerCase() === "transfer-encoding") {
       return "Transfer-Encoding on an HTTP/1.0 request";
+    }
+  }
+  return undefined;
+}
+
+/**
+ * Why a request's Transfer-Encoding is not one the proxy forwards (501, RFC
+ * 9112 6.1), or undefined: any coding but a single `chunked` (`gzip, chunked`,
+ * `identity, chunked`, or the codings split over two fields), which a backend
+ * that reads only the first coding or field would take for no framing at all,
+ * and the body for its next request. nginx and Go's server answer the same.
+ */
+export function transferCodingProblem(raw: readonly string[]): string | undefined {
+  let codings = 0;
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i]!;
+    if (name.length !== 17 || name.toLowerCase() !== "transfer-encoding") continue;
+    for (const element of raw[i + 1]!.split(",")) {
+      const coding = element.trim().toLowerCase();
+      if (coding === "") continue;
+      if (coding !== "chunked" || ++codings > 1) return "a transfer coding other than chunked";
     }
   }
   return undefined;

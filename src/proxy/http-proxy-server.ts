@@ -20,7 +20,7 @@ import { addressKey, DEFAULT_IPV6_PREFIX, plainAddress } from "../core/address-k
 import { clientAddress, TrustedProxies, untrustedForwarder } from "../http/trusted-proxies.js";
 import { ThrottleStream } from "../stream/throttle-stream.js";
 import { accessLogLine } from "./access-log.js";
-import { backendRequestHeaders, backendRequestRawHeaders, endToEndHeaders, endToEndRawHeaders, framingProblem, rawHasBody } from "./forward-headers.js";
+import { backendRequestHeaders, backendRequestRawHeaders, endToEndHeaders, endToEndRawHeaders, framingProblem, rawHasBody, transferCodingProblem } from "./forward-headers.js";
 import type { HttpProxyOptions, RunningHttpProxy } from "./http-proxy-options.js";
 import { parseHttpTarget } from "./http-target.js";
 import { requestKey } from "./request-key.js";
@@ -35,6 +35,10 @@ const SWEEP_INTERVAL_MS = 1000;
 interface ClientConnection extends HeldConnection {
   socket: Socket;
   requests: number;
+  /** Pipelined requests that wait for the one under way, their socket paused meanwhile. */
+  waiting: Array<() => void>;
+  /** Paused for them: resumed when the last has run (node pauses and resumes on its own too). */
+  paused: boolean;
 }
 
 /** What the proxy remembers of a request between the decision and the access log. */
@@ -149,8 +153,8 @@ export class HttpProxy implements RunningHttpProxy {
     }, SWEEP_INTERVAL_MS);
     this.#sweeper.unref();
     this.#server.on("connection", (socket: Socket) => this.#onConnection(socket));
-    this.#server.on("request", (req, res) => this.#onRequest(req, res));
-    this.#server.on("checkContinue", (req, res) => this.#onRequest(req, res, true));
+    this.#server.on("request", (req, res) => this.#inTurn(req, () => this.#onRequest(req, res)));
+    this.#server.on("checkContinue", (req, res) => this.#inTurn(req, () => this.#onRequest(req, res, true)));
     this.#server.on("upgrade", (req, socket, head) => this.#onUpgrade(req, socket as Socket, head));
     // CONNECT asks for a tunnel to anywhere: a reverse proxy does not give one (node would drop the connection without a word).
     this.#server.on("connect", (_req, socket: Socket) => {
@@ -248,9 +252,26 @@ export class HttpProxy implements RunningHttpProxy {
       this.#connections.delete(oldest.socket);
       oldest.socket.destroy();
     }
-    const connection: ClientConnection = { socket, requests: 0, lastActiveMs: performance.now(), busy: () => connection.requests > 0 };
+    const connection: ClientConnection = { socket, requests: 0, waiting: [], paused: false, lastActiveMs: performance.now(), busy: () => connection.requests > 0 };
     this.#connections.set(socket, connection);
     socket.once("close", () => this.#connections.delete(socket));
+  }
+
+  /**
+   * Runs a request once the one before it on its connection has ended. Node hands over
+   * every pipelined request it has parsed at once: forwarded together, one write of
+   * tiny requests would be as many backend requests and connections at the same time.
+   * Its socket is paused meanwhile, so that node parses no more of them.
+   */
+  #inTurn(req: IncomingMessage, run: () => void): void {
+    const connection = this.#connections.get(req.socket);
+    if (!connection || connection.requests === 0) {
+      run();
+      return;
+    }
+    req.socket.pause();
+    connection.paused = true;
+    connection.waiting.push(run);
   }
 
   /** A request began on its connection (until `#end`): the connection is busy, not to be closed for room. */
@@ -277,6 +298,15 @@ export class HttpProxy implements RunningHttpProxy {
     this.#records.delete(req);
     this.#active--;
     this.#touch(req, -1);
+    const connection = this.#connections.get(req.socket);
+    if (connection && connection.requests === 0) {
+      const next = connection.waiting.shift();
+      if (next) next();
+      else if (connection.paused) {
+        connection.paused = false;
+        req.socket.resume();
+      }
+    }
     // No decision and a 503: the middleware's own answer while the store is lost.
     if (record.decision === "" && status === 503) record.decision = "failed";
     // The middleware hears of the hang-up after this: the wait it gives up ends now.
@@ -307,6 +337,20 @@ export class HttpProxy implements RunningHttpProxy {
       record.decision = "invalid";
       res.shouldKeepAlive = false;
       this.#sendError(res, 400, problem);
+      return;
+    }
+    const path = this.#pathProblem(req.url ?? "/");
+    if (path !== undefined) {
+      record.decision = "invalid";
+      res.shouldKeepAlive = false;
+      this.#sendError(res, 400, path);
+      return;
+    }
+    const coding = transferCodingProblem(req.rawHeaders);
+    if (coding !== undefined) {
+      record.decision = "invalid";
+      res.shouldKeepAlive = false;
+      this.#sendError(res, 501, coding);
       return;
     }
     if (!this.#limitsRequests) {
@@ -460,6 +504,20 @@ export class HttpProxy implements RunningHttpProxy {
     return this.#pathPrefix + (path.startsWith("/") ? path : `/${path}`);
   }
 
+  /**
+   * Why a request's path cannot go under the target's prefix, or undefined: a `.` or `..` segment,
+   * percent-encoded or not (`%2e%2e`, `..%2f`), which a backend that resolves it (Apache, nginx)
+   * would take out of the prefix, `/api/../admin` being `/admin`. Browsers and curl resolve dot-segments
+   * before they send a path, so only a hand-made request holds one.
+   */
+  #pathProblem(url: string): string | undefined {
+    if (this.#pathPrefix === "") return undefined;
+    const query = url.search(/[?#]/);
+    const path = (query === -1 ? url : url.slice(0, query)).replace(/%2e/gi, ".").replace(/%2f|%5c|\\/gi, "/");
+    if (!/(?:^|\/)\.\.?(?:\/|$)/.test(path)) return undefined;
+    return `a path with a . or .. segment, which could climb out of the target's ${this.#pathPrefix}`;
+  }
+
   #sendError(res: ServerResponse, status: number, why: string): void {
     if (res.headersSent) {
       res.destroy();
@@ -495,7 +553,7 @@ export class HttpProxy implements RunningHttpProxy {
       end(res.statusCode);
       socket.end();
     });
-    const problem = framingProblem(req.rawHeaders, req.httpVersion);
+    const problem = framingProblem(req.rawHeaders, req.httpVersion) ?? this.#pathProblem(req.url ?? "/");
     if (problem !== undefined) {
       record.decision = "invalid";
       this.#sendError(res, 400, problem);
@@ -512,12 +570,27 @@ export class HttpProxy implements RunningHttpProxy {
   }
 
   #tunnel(req: IncomingMessage, socket: Socket, head: Buffer, end: (status: number) => void): void {
+    const headers = backendRequestHeaders(req.headers, peerOf(req), ["upgrade", "connection"]);
+    // h2c is never offered: its tunnel would carry HTTP/2 requests past the limit (and RFC 9113 retired its upgrade).
+    // Without another protocol the request goes as a plain one, and its answer ends the connection.
+    const protocols = String(headers.upgrade ?? "")
+      .split(",")
+      .map((protocol) => protocol.trim())
+      .filter((protocol) => protocol !== "" && protocol.toLowerCase() !== "h2c");
+    if (protocols.length > 0) headers.upgrade = protocols.join(", ");
+    else {
+      delete headers.upgrade;
+      headers.connection = "close";
+    }
     const backendReq = httpRequest({
+      // A connection of its own, never pooled: one the backend declined the upgrade on may still wait for a body the
+      // request announced and never sent, and would read the next client's request as that body.
+      agent: false,
       host: this.#backendHost,
       port: this.#backendPort,
       method: req.method,
       path: this.#backendPath(req.url ?? "/"),
-      headers: backendRequestHeaders(req.headers, peerOf(req), ["upgrade", "connection"]),
+      headers,
     });
     const timer = setTimeout(() => backendReq.destroy(new BackendTimeout()), this.#backendTimeoutMs);
     socket.once("close", () => backendReq.destroy());
@@ -525,6 +598,13 @@ export class HttpProxy implements RunningHttpProxy {
     backendReq.once("upgrade", (backendRes, backendSocket, backendHead) => {
       answered = true;
       clearTimeout(timer);
+      if (protocols.length === 0) {
+        // Switched to a protocol nobody was offered (h2c): not a tunnel to open.
+        backendSocket.destroy();
+        socket.destroy();
+        end(502);
+        return;
+      }
       const lines = [`HTTP/1.1 ${backendRes.statusCode} ${backendRes.statusMessage}`];
       for (let i = 0; i < backendRes.rawHeaders.length; i += 2) lines.push(`${backendRes.rawHeaders[i]}: ${backendRes.rawHeaders[i + 1]}`);
       socket.write(`${lines.join("\r\n")}\r\n\r\n`);
@@ -576,7 +656,29 @@ export class HttpProxy implements RunningHttpProxy {
     const status =
       error.code === "ERR_HTTP_REQUEST_TIMEOUT" ? "408 Request Timeout" : error.code === "HPE_HEADER_OVERFLOW" ? "431 Request Header Fields Too Large" : "400 Bad Request";
     socket.end(`HTTP/1.1 ${status}\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`);
+    // A line as for the 400s the proxy finds itself: a smuggling attempt leaves a trace whichever parser refused it.
+    // Not for a timeout: a browser's preconnected socket that is never used times out too.
+    if (this.#accessLog?.writable && error.code !== "ERR_HTTP_REQUEST_TIMEOUT") {
+      this.#accessLog.write(
+        accessLogLine({
+          client: socket.remoteAddress === undefined ? "-" : plainAddress(socket.remoteAddress),
+          startedAtMs: this.#epochOffsetMs + this.#clock.now(),
+          requestLine: requestLineOf((error as NodeJS.ErrnoException & { rawPacket?: Buffer }).rawPacket),
+          status: Number.parseInt(status, 10),
+          bytes: 0,
+          decision: "invalid",
+          waitMs: 0,
+        }),
+      );
+    }
   }
+}
+
+/** The request line at the start of what node's parser refused, or undefined (the packet began elsewhere in the request). */
+function requestLineOf(packet: Buffer | undefined): string | undefined {
+  if (!packet) return undefined;
+  const line = /^([A-Z]+ [^\r\n ]+ HTTP\/\d\.\d)\r?\n/.exec(packet.subarray(0, 8192).toString("latin1"));
+  return line?.[1];
 }
 
 /** The address the request came from, IPv4 as IPv4 (a dual-stack socket says ::ffff:10.0.0.1). */

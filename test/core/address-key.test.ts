@@ -15,6 +15,11 @@ describe("addressKey", () => {
     ["1:0:0:2:0:0:0:3", 128, "1:0:0:2::3"],
     ["::ffff:192.0.2.1", 96, "192.0.2.1"],
     ["::ffff:192.0.2.1", 56, "192.0.2.1"],
+    // The other spellings of one IPv4-mapped address: none may put its client in ::/56 with every other.
+    ["::FFFF:c000:0201", 56, "192.0.2.1"],
+    ["0:0:0:0:0:ffff:192.0.2.1", 56, "192.0.2.1"],
+    ["0000::ffff:c000:201", 128, "192.0.2.1"],
+    ["::ffff:0:c000:201", 56, "::/56"],
   ])("%s by /%i is %s", (address, prefix, key) => {
     expect(addressKey(address, prefix)).toBe(key);
   });

@@ -82,6 +82,23 @@ describe("rateLimit: the client's address", () => {
     ]);
   });
 
+  it("says once that Express's trust proxy set to true lets every client choose its bucket", async () => {
+    // req.ip is then the first X-Forwarded-For hop, whatever a client writes there: a fresh one is a fresh bucket.
+    const lines: string[] = [];
+    const app = express();
+    app.set("trust proxy", true);
+    app.use(rateLimit({ rate: 0.001, burst: 1, log: (line) => lines.push(line) }));
+    app.get("/", (_req, res) => {
+      res.end("ok");
+    });
+    const { url } = await listen(app);
+    expect(await statuses(url, [{ "x-forwarded-for": "192.0.2.1" }, { "x-forwarded-for": "192.0.2.2" }])).toEqual([200, 200]);
+    expect(lines).toEqual([
+      `tbucket/http: Express's "trust proxy" is true, so req.ip is whatever X-Forwarded-For a client writes, and each request can choose its own bucket; ` +
+        `set it to your proxies' addresses (app.set("trust proxy", "10.0.0.1")) or give trustProxy`,
+    ]);
+  });
+
   it("says nothing of forwarded requests when trustProxy or Express's trust proxy is set", async () => {
     const lines: string[] = [];
     const limit = rateLimit({ rate: 100, burst: 10, trustProxy: ["127.0.0.1"], log: (line) => lines.push(line) });

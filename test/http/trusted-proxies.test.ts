@@ -79,6 +79,12 @@ describe("clientAddress", () => {
     expect(clientAddress("127.0.0.1", { forwarded: "for=192.0.2.60", "x-forwarded-for": "192.0.2.60" }, trusted)).toBe("192.0.2.60");
   });
 
+  it("reads a hop that a proxy wrote with its port (Azure's Application Gateway does), IPv4 and bracketed IPv6", () => {
+    expect(clientAddress("127.0.0.1", { "x-forwarded-for": "6.6.6.6, 192.0.2.60:51234" }, trusted)).toBe("192.0.2.60");
+    expect(clientAddress("127.0.0.1", { "x-forwarded-for": "[2001:db8::1]:51234" }, trusted)).toBe("2001:db8::1");
+    expect(clientAddress("127.0.0.1", { "x-forwarded-for": "192.0.2.60:51234", forwarded: "for=\"192.0.2.60:443\"" }, trusted)).toBe("192.0.2.60");
+  });
+
   it("is the farthest trusted hop when every hop is trusted", () => {
     expect(clientAddress("127.0.0.1", { "x-forwarded-for": "10.0.0.2, 10.0.0.1" }, trusted)).toBe("10.0.0.2");
   });

@@ -1,3 +1,5 @@
+import { once } from "node:events";
+import { connect } from "node:net";
 import { PassThrough } from "node:stream";
 import { afterEach, describe, expect, it } from "vitest";
 import { FakeClock } from "../../src/core/clock.js";
@@ -38,6 +40,40 @@ describe("the HTTP proxy's access log", () => {
       ["10.0.0.1", false],
       ["10.0.0.2", true],
     ]);
+  });
+});
+
+describe("the HTTP proxy's access log of requests it cannot read", () => {
+  it("has a line for each request node's parser refuses (a smuggling attempt, a byte no URL holds), as for the 400s the proxy finds", async () => {
+    const backend = await listen((_req, res) => res.end("hello\n"));
+    const log = new PassThrough();
+    let recorded = "";
+    log.on("data", (chunk: Buffer) => (recorded += chunk));
+    proxy = await startHttpProxy({ listen: { host: "127.0.0.1", port: 0 }, target: backend.url, rate: Infinity, burst: 1, accessLog: log });
+    for (const attempt of [
+      "POST /cl-te HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+      "GET /caf\xe9 HTTP/1.1\r\nHost: x\r\n\r\n",
+      "GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n",
+    ]) {
+      const socket = connect(proxy.address.port, "127.0.0.1");
+      socket.on("error", () => {});
+      socket.resume();
+      socket.end(Buffer.from(attempt, "latin1"));
+      await once(socket, "close");
+    }
+    await proxy.close(1000);
+    proxy = undefined;
+    const fields = recorded
+      .trimEnd()
+      .split("\n")
+      .map((line) => line.replace(/ \[[^\]]+\] /, " [time] "));
+    expect(fields).toEqual([
+      '127.0.0.1 - - [time] "POST /cl-te HTTP/1.1" 400 - "-" "-" invalid 0',
+      '127.0.0.1 - - [time] "GET /caf\\xe9 HTTP/1.1" 400 - "-" "-" invalid 0',
+      '127.0.0.1 - - [time] "GET / HTTP/1.1" 400 38 "-" "-" invalid 0',
+    ]);
+    const result = await runCli(["simulate", "--trace", "-", "--rate", "1/s", "--burst", "1", "--format", "jsonl"], { input: recorded });
+    expect([result.code, result.stderr]).toEqual([0, ""]);
   });
 });
 

@@ -22,7 +22,7 @@ const OK = "HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nok\n";
  * time what it received so far ends a message (a blank line, a chunked
  * body's last chunk): it parses nothing, so it shows what a backend would.
  */
-async function recordingBackend(): Promise<{ url: string; received: () => string }> {
+async function recordingBackend(): Promise<{ url: string; received: () => string; clear: () => void }> {
   let received = "";
   const server = createTcpServer((socket: Socket) => {
     backendSockets.push(socket);
@@ -34,7 +34,7 @@ async function recordingBackend(): Promise<{ url: string; received: () => string
   });
   tcpServers.push(server);
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  return { url: `http://127.0.0.1:${(server.address() as { port: number }).port}`, received: () => received };
+  return { url: `http://127.0.0.1:${(server.address() as { port: number }).port}`, received: () => received, clear: () => void (received = "") };
 }
 
 /** The head of the first message in `text`, and the chunked body after it decoded, with what follows its last chunk. */
@@ -96,6 +96,47 @@ describe("the HTTP proxy's framing of requests", () => {
     client.write(`GET / HTTP/1.1\r\nHost: x\r\nConnection: content-length\r\nContent-Length: ${SMUGGLED.length}\r\n\r\n${SMUGGLED}`);
     await until(() => backend.received().endsWith(SMUGGLED), "the body at the backend");
     expect(backend.received()).toBe(`GET / HTTP/1.1\r\nHost: x\r\nContent-Length: ${SMUGGLED.length}\r\nX-Forwarded-For: 127.0.0.1\r\nConnection: keep-alive\r\n\r\n${SMUGGLED}`);
+  });
+
+  it("forwards one Transfer-Encoding: chunked however the client spelled it, and answers 501 to any other coding; nothing else reaches the backend", async () => {
+    // Two fields, or identity before chunked: a backend that reads only the first would take the body for the next request.
+    const backend = await recordingBackend();
+    const { port } = await proxyTo(backend.url);
+    for (const codings of [["identity", "chunked"], ["identity, chunked"], ["gzip, chunked"], ["x, chunked"]]) {
+      const client = await raw(port);
+      client.write(`POST / HTTP/1.1\r\nHost: x\r\n${codings.map((coding) => `Transfer-Encoding: ${coding}\r\n`).join("")}\r\n3\r\nabc\r\n0\r\n\r\n`);
+      await client.closed;
+      expect(client.text()).toMatch(/^HTTP\/1\.1 501 Not Implemented\r\n/);
+      expect(client.text().endsWith("\r\nConnection: close\r\n\r\nNot Implemented: a transfer coding other than chunked\n")).toBe(true);
+    }
+    expect(backend.received()).toBe("");
+    for (const coding of ["CHUNKED", ",chunked"]) {
+      const client = await raw(port);
+      client.write(`POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: ${coding}\r\n\r\n3\r\nabc\r\n0\r\n\r\n`);
+      await until(() => client.text().endsWith("ok\n"), `the answer for ${coding}`);
+      const { head, body } = splitChunked(backend.received());
+      expect(head).toBe("POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nX-Forwarded-For: 127.0.0.1\r\nConnection: keep-alive\r\n\r\n");
+      expect(body).toBe("abc");
+      backend.clear();
+    }
+  });
+
+  it("answers 400 to a path with dot-segments when the target has a prefix, however encoded: none climbs out of /api to a backend that resolves them", async () => {
+    const backend = await recordingBackend();
+    const { port } = await proxyTo(`${backend.url}/api`);
+    for (const path of ["/../admin", "/a/../../admin", "/%2e%2e/admin", "/%2E./admin", "/..%2fadmin", "/..%5Cadmin", "/./admin", "http://x/../admin"]) {
+      const client = await raw(port);
+      client.write(`GET ${path} HTTP/1.1\r\nHost: x\r\n\r\n`);
+      await client.closed;
+      expect(client.text()).toMatch(/^HTTP\/1\.1 400 Bad Request\r\n/);
+      expect(client.text().endsWith("\r\n\r\nBad Request: a path with a . or .. segment, which could climb out of the target's /api\n")).toBe(true);
+    }
+    expect(backend.received()).toBe("");
+    // Dots within a name, and an encoded slash between names, are not segments of their own.
+    const client = await raw(port);
+    client.write("GET /a..b/.well-known/x%2Fy?q=/../ HTTP/1.1\r\nHost: x\r\n\r\n");
+    await until(() => client.text().endsWith("ok\n"), "the answer");
+    expect(backend.received()).toMatch(/^GET \/api\/a\.\.b\/\.well-known\/x%2Fy\?q=\/\.\.\/ HTTP\/1\.1\r\n/);
   });
 
   it("answers 400 and closes to two Host fields, a Host that is not host[:port], and Transfer-Encoding on HTTP/1.0; nothing reaches the backend", async () => {
@@ -204,6 +245,49 @@ describe("what the HTTP proxy passes back", () => {
     await until(() => head.text().endsWith("\r\n\r\n"), "the HEAD answer");
     expect(head.text()).toMatch(/^HTTP\/1\.1 200 OK\r\n/);
     expect(head.text()).not.toMatch(/Trailer/);
+  });
+
+  it("never gives a declined upgrade's backend connection to another client: a Content-Length it announced cannot swallow the next upgrade", async () => {
+    // The attacker's upgrade says 60 bytes of body and sends none; a backend that declines with keep-alive still waits for them.
+    const connectionOf = new Map<Socket, number>();
+    const heads: Array<[number, string]> = [];
+    const backend = await scriptedBackend((socket, head) => {
+      if (!connectionOf.has(socket)) connectionOf.set(socket, connectionOf.size);
+      heads.push([connectionOf.get(socket)!, head.split("\r\n")[0]!]);
+      socket.write("HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nok\n");
+    });
+    const { port } = await proxyTo(backend);
+    const attacker = await raw(port);
+    attacker.write("GET /attacker HTTP/1.1\r\nHost: x\r\nConnection: upgrade\r\nUpgrade: websocket\r\nContent-Length: 60\r\n\r\n");
+    await attacker.closed;
+    const victim = await raw(port);
+    victim.write("GET /victim HTTP/1.1\r\nHost: x\r\nConnection: upgrade\r\nUpgrade: websocket\r\nCookie: secret\r\n\r\n");
+    await victim.closed;
+    expect(victim.text()).toMatch(/^HTTP\/1\.1 200 OK\r\n[\s\S]*\r\n\r\nok\n$/);
+    expect(heads.map(([, line]) => line)).toEqual(["GET /attacker HTTP/1.1", "GET /victim HTTP/1.1"]);
+    expect(heads[0]![0]).not.toBe(heads[1]![0]);
+  });
+
+  it("never opens an h2c tunnel, whose HTTP/2 requests the limit would not see: the request goes without its Upgrade, and its answer ends the connection", async () => {
+    const heads: string[] = [];
+    const backend = await scriptedBackend((socket, head) => {
+      heads.push(head);
+      // A backend that speaks h2c takes the upgrade whenever it is asked.
+      if (/^upgrade: h2c\r$/im.test(head)) socket.write("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: h2c\r\n\r\n");
+      else socket.write("HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nok\n");
+    });
+    const { port } = await proxyTo(backend);
+    const client = await raw(port);
+    client.write("GET / HTTP/1.1\r\nHost: x\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\n\r\n");
+    await client.closed;
+    expect(client.text()).toMatch(/^HTTP\/1\.1 200 OK\r\n[\s\S]*\r\n\r\nok\n$/);
+    expect(heads).toHaveLength(1);
+    expect(heads[0]).not.toMatch(/upgrade|http2-settings/i);
+    // Another protocol beside h2c is still offered to the backend.
+    const both = await raw(port);
+    both.write("GET / HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: h2c, websocket\r\n\r\n");
+    await both.closed;
+    expect(heads[1]).toMatch(/^upgrade: websocket\r$/im);
   });
 
   it("sends no 1xx to an HTTP/1.0 client", async () => {

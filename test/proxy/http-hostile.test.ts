@@ -268,6 +268,26 @@ describe("the HTTP proxy against hostile clients and backends", () => {
     expect([...client.text().matchAll(/\r\n\r\n(\/\w)\?/g)].map((match) => match[1])).toEqual(["/a", "/b", "/c", "/d"]);
   });
 
+  it("forwards a connection's pipelined requests one at a time: 500 in one write are never 500 backend requests and connections at once", async () => {
+    let underWay = 0;
+    let most = 0;
+    let connections = 0;
+    const backend = await listen((_req, res) => {
+      most = Math.max(most, ++underWay);
+      setTimeout(() => {
+        underWay--;
+        res.end("ok\n");
+      }, 2);
+    });
+    backend.server.on("connection", () => connections++);
+    const { port } = await proxyTo(backend.url);
+    const client = await raw(port);
+    client.write("GET / HTTP/1.1\r\nHost: x\r\n\r\n".repeat(500));
+    await until(() => statuses(client.text()).length === 500, "500 answers", 20_000);
+    expect(most).toBe(1);
+    expect(connections).toBe(1);
+  });
+
   it("listens on the IPv6 loopback [::1], keying and forwarding its clients by their IPv6 address", async () => {
     let forwardedFor: string | undefined;
     const backend = await listen((req, res) => {
