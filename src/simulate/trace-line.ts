@@ -92,6 +92,16 @@ const EPOCH_THRESHOLD_SECONDS = 1e8;
 export const QUOTED_CHARS = 200;
 const ACCESS_LOG =
   /^(\S+) \S+ (?:\S+|"[^"]*") \[(\d{2})\/([A-Za-z]{3})\/(\d{4}):(\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))? ([+-])(\d{2})(\d{2})\] "(?:[^"\\]|\\.)*" (\d{3}|-) (\d+|-)/;
+/**
+ * The end of a line `tbucket proxy --access-log` wrote for a request the limit
+ * never saw: `invalid` (a 400, 431 or 501 before the limit, for bad framing, a
+ * bad path or coding) and `failed` (the store was lost, the limit not
+ * consulted). A `cancelled` request is not one of them: its client hung up
+ * while queued, after its token was taken (and then given back), so the queue
+ * saw it arrive. The quote before the decision ends the user agent, whose own
+ * quotes are escaped: a client cannot write this end into a line.
+ */
+const PROXY_NOT_LIMITED = /" (?:invalid|failed) \d+$/;
 const MONTHS: Record<string, number> = {
   jan: 0, feb: 1, mar: 2, apr: 3, may: 4, jun: 5, jul: 6, aug: 7, sep: 8, oct: 9, nov: 10, dec: 11,
 };
@@ -124,7 +134,11 @@ export function looksLikeHeader(line: string): boolean {
   return /^\s*"?[A-Za-z_]/.test(line);
 }
 
-export function parseAccessLogLine(line: string, options: LineOptions, out: ParsedLine): void {
+/**
+ * Reads an access log line into `out`; false for a line of the proxy's whose
+ * request never reached the limit (see PROXY_NOT_LIMITED), which is no arrival.
+ */
+export function parseAccessLogLine(line: string, options: LineOptions, out: ParsedLine): boolean {
   const match = ACCESS_LOG.exec(line);
   if (!match) throw new BadLine(ACCESS_LOG_EXPECTED, { kind: "access-log", text: line });
   const month = MONTHS[match[3]!.toLowerCase()];
@@ -156,6 +170,7 @@ export function parseAccessLogLine(line: string, options: LineOptions, out: Pars
     out.cost = 1;
   }
   out.key = options.wantKeys ? match[1] : undefined;
+  return !PROXY_NOT_LIMITED.test(line);
 }
 
 /** Splits a line's fields on spaces, tabs and commas, keeping only those asked for. */

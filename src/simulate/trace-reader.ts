@@ -108,7 +108,8 @@ const MAX_NETWORK_KEYS = 65_536;
 /**
  * Streams a trace into batches of events, a chunk at a time, so that a file
  * of any length runs in bounded memory. Blank lines and lines starting with #
- * are ignored, as is a header line before the first event. Epoch and ISO
+ * are ignored, as is a header line before the first event and a line of
+ * the proxy's whose request never reached the limit. Epoch and ISO
  * times are rebased so that the first event is at 0; events with equal times
  * keep the order of the file. Batches are reused: consume each before asking
  * for the next.
@@ -171,8 +172,9 @@ export async function* traceArrivals(input: AsyncIterable<Buffer | string> | Ite
           // Only the very first line that is not a comment may be a header.
           if (shape === "fields" && looksLikeHeader(line)) return;
         }
-        if (shape === "access-log") parseAccessLogLine(line, options, parsed);
-        else parseFieldsLine(line, options, parsed);
+        if (shape === "access-log") {
+          if (!parseAccessLogLine(line, options, parsed)) return;
+        } else parseFieldsLine(line, options, parsed);
       }
       if (parsed.timeKind !== timeKind) {
         if (timeKind === undefined) {

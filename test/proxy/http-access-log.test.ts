@@ -106,6 +106,45 @@ describe("the record-then-tune loop", () => {
     const events = result.stdout.toString().trimEnd().split("\n").map((line) => JSON.parse(line) as Record<string, unknown>);
     expect(events.map((event) => [event.key, event.admitted])).toEqual(decisions);
   });
+
+  it("simulate --trace on the proxy's own log skips the requests refused before the limit (two Host fields: 400), and still makes the proxy's decisions", async () => {
+    const backend = await listen((_req, res) => res.end("hello\n"));
+    const log = new PassThrough();
+    let recorded = "";
+    log.on("data", (chunk: Buffer) => (recorded += chunk));
+    const clock = new FakeClock(7_000.5);
+    proxy = await startHttpProxy({ listen: { host: "127.0.0.1", port: 0 }, target: backend.url, rate: 10, burst: 3, trustProxy: ["127.0.0.1"], accessLog: log, clock });
+    const port = proxy.address.port;
+    const invalid = async (client: string) => {
+      const socket = connect(port, "127.0.0.1");
+      socket.on("error", () => {});
+      socket.resume();
+      socket.end(`GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\nX-Forwarded-For: ${client}\r\n\r\n`);
+      await once(socket, "close");
+    };
+    // Ms between requests; the client's malformed requests come among its valid ones, a burst of them first.
+    const gaps = [0, 0, 0, 0, 40, 60, 99, 1, 100, 30, 30, 30, 250, 0, 0, 0, 0, 101, 99, 500];
+    for (const [i, gap] of gaps.entries()) {
+      clock.set(clock.now() + gap);
+      const client = i % 4 === 3 ? "10.0.0.2" : "10.0.0.1";
+      if (i % 3 === 0) await invalid(client);
+      await get(`http://127.0.0.1:${port}/`, { "x-forwarded-for": client });
+    }
+    await proxy.close(1000);
+    proxy = undefined;
+    const lines = recorded.trimEnd().split("\n");
+    const invalidLines = lines.filter((line) => line.endsWith(" invalid 0"));
+    expect(invalidLines).toHaveLength(7);
+    for (const line of invalidLines) expect(line).toMatch(/" 400 \d+ "-" "-" invalid 0$/);
+    const decisions = lines.filter((line) => !line.endsWith(" invalid 0")).map((line) => [line.split(" ")[0], line.split(" ").at(-2) !== "refused"]);
+    expect(decisions).toHaveLength(gaps.length);
+    expect(decisions.filter(([, admitted]) => !admitted).length).toBeGreaterThan(2);
+
+    const result = await runCli(["simulate", "--trace", "-", "--rate", "10/s", "--burst", "3", "--per-key", "--format", "jsonl"], { input: recorded });
+    expect([result.code, result.stderr]).toEqual([0, ""]);
+    const events = result.stdout.toString().trimEnd().split("\n").map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(events.map((event) => [event.key, event.admitted])).toEqual(decisions);
+  });
 });
 
 describe("the record-then-tune loop, IPv6", () => {

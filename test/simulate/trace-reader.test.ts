@@ -126,6 +126,27 @@ describe("trace files", () => {
     expect(events[3]!.timeMs).toBeCloseTo(1081.456789, 6);
   });
 
+  it("skips the proxy's lines whose request never reached the limit (invalid, failed), keeps cancelled ones, and reads plain logs' last fields as they are", async () => {
+    const line = (ms: number, status: number, tail: string) => `10.0.0.1 - - [10/Oct/2026:13:55:36.${String(ms).padStart(3, "0")} +0000] "GET / HTTP/1.1" ${status} 5 "-" ${tail}\n`;
+    const { events, report } = await read(
+      line(0, 400, `"curl/8.5.0" invalid 0`) +
+        line(10, 200, `"curl/8.5.0" admitted 0`) +
+        line(20, 503, `"curl/8.5.0" failed 0`) +
+        line(30, 501, `"curl/8.5.0" invalid 0`) +
+        line(40, 499, `"curl/8.5.0" cancelled 35`) +
+        line(50, 429, `"curl/8.5.0" refused 0`) +
+        // A client's user agent cannot pass for the decision: its quotes are escaped.
+        line(60, 200, `"x\\" invalid 0" admitted 0`) +
+        line(70, 400, `"curl/8.5.0" queued 0`),
+    );
+    // The first arrival, not the first line, is the origin.
+    expect(events.map((e) => e.timeMs)).toEqual([0, 30, 40, 50, 60]);
+    expect([report.lines, report.events, report.skipped]).toEqual([8, 5, 0]);
+    // nginx's log with a last field of its own (here $request_time) is every line an arrival.
+    const nginx = await read(line(0, 400, `"curl/8.5.0" 0.001`) + line(10, 503, `"curl/8.5.0" failed`));
+    expect(nginx.events).toHaveLength(2);
+  });
+
   it("takes an event earlier than the one before at that one's time, and counts it", async () => {
     const { events, report } = await read("1\n3\n2\n4\n");
     expect(events.map((e) => e.timeMs)).toEqual([1000, 3000, 3000, 4000]);
