@@ -16,11 +16,15 @@ export interface RunProgress {
    * counted meanwhile, give the total when fewer.
    */
   attach(runner: JobRunner, total: number, input?: string): void;
-  stop(): void;
+  /** Draws the last line: with the total once the count of the input file is in (a loaded machine may not have it yet). */
+  stop(): Promise<void>;
 }
 
 /** Standard input by name, so that countFileLines sees whether it is a regular file. */
 const STDIN_PATH = "/dev/stdin";
+
+/** How long the last line waits for a count still under way (a huge file) before it is drawn without it. */
+const LAST_COUNT_WAIT_MS = 500;
 
 export interface RunProgressOptions {
   progress: ProgressMode;
@@ -38,6 +42,7 @@ export function startRunProgress(options: RunProgressOptions, limiter: Limiter, 
   if (!wanted) return undefined;
   let line: ProgressLine | undefined;
   let ended = false;
+  let counted: Promise<void> | undefined;
   return {
     aroundWrite(write) {
       line?.clear();
@@ -49,7 +54,7 @@ export function startRunProgress(options: RunProgressOptions, limiter: Limiter, 
       let total = count;
       if (input !== undefined) {
         // Standard input redirected from a file (`< items.txt`) has a total as --input does; a pipe has none.
-        void countFileLines(input === "-" ? STDIN_PATH : input).then((lines) => {
+        counted = countFileLines(input === "-" ? STDIN_PATH : input).then((lines) => {
           if (lines !== undefined) total = Math.min(total, lines);
         });
       }
@@ -72,7 +77,12 @@ export function startRunProgress(options: RunProgressOptions, limiter: Limiter, 
           ),
       });
     },
-    stop() {
+    async stop() {
+      if (counted) {
+        let timer: NodeJS.Timeout | undefined;
+        await Promise.race([counted, new Promise<void>((resolve) => (timer = setTimeout(resolve, LAST_COUNT_WAIT_MS)))]);
+        clearTimeout(timer);
+      }
       ended = true;
       line?.stop();
     },

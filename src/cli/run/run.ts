@@ -233,7 +233,7 @@ async function launchAll(
   } finally {
     // Stopped while the signals are still ours: one with no listener would end tbucket by
     // default in the middle of leaving its progress row.
-    progress?.stop();
+    await progress?.stop();
     for (const signal of HANDLED_SIGNALS) process.off(signal, onSignal);
   }
   process.off("exit", killLeftovers);
