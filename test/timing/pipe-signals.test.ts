@@ -6,7 +6,7 @@ import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { execFileSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { constants as osConstants, tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { TBUCKET } from "../helpers/cli.js";
@@ -55,6 +55,9 @@ async function signalDuring(pipeline: string, signal: NodeJS.Signals, afterMs: n
   await new Promise((resolve) => setTimeout(resolve, afterMs));
   const pid = Number(/pid (\d+)/.exec(said)?.[1]);
   expect(pid, `no pid in "${said}"; stderr: ${stderr}`).toBeGreaterThan(0);
+  // A loaded machine may still be starting Node after afterMs: a signal before tbucket takes it would
+  // end it by the signal's default, with no --stats, which is not what is under test.
+  for (let i = 0; i < 1000 && !catches(pid, signal); i++) await new Promise((resolve) => setTimeout(resolve, 10));
   const sentMs = performance.now();
   process.kill(pid, signal);
   let ms = Infinity;
@@ -69,6 +72,12 @@ async function signalDuring(pipeline: string, signal: NodeJS.Signals, afterMs: n
   }
   await closed;
   return { status: Number(/status (\d+)/.exec(said)?.[1]), ms, stderr };
+}
+
+/** Whether process `pid` has a handler for `signal` (the SigCgt mask of /proc/PID/status). */
+function catches(pid: number, signal: NodeJS.Signals): boolean {
+  const mask = /^SigCgt:\s*([0-9a-f]+)$/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1];
+  return mask !== undefined && (BigInt(`0x${mask}`) & (1n << BigInt(osConstants.signals[signal] - 1))) !== 0n;
 }
 
 /** The bytes of `--stats-format json` on standard error, after any progress lines. */
