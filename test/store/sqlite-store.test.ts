@@ -74,6 +74,23 @@ describe("SqliteStore: keys made per client (expireWhenFull)", () => {
     await other.close();
   });
 
+  // The file made again at the path (by `tbucket key set`, or any other process) is the one shared now: a proxy said 503 until restarted.
+  it("opens the new file at the path once it has said the old one was lost, and answers from it", async () => {
+    const path = join(dir, "buckets.db");
+    const store = await SqliteStore.open(path, { fileCheckMs: 0 });
+    await store.configure("k", { rate: 10, burst: 10, kind: "count" });
+    rmSync(path);
+    await expect(store.take("k", 0)).rejects.toMatchObject({ failure: "lost" });
+    const other = await SqliteStore.open(path);
+    await other.configure("k", { rate: 5, burst: 3, kind: "count" });
+    await expect(store.take("k", 0)).rejects.toThrow("the file was replaced while in use");
+    expect(await store.take("k", 3)).toMatchObject({ ok: true });
+    expect(await other.read("k")).toMatchObject({ rate: 5, burst: 3 });
+    expect((await other.read("k"))!.tokens).toBeLessThan(1);
+    await other.close();
+    await store.close();
+  });
+
   // A check failed was not repeated for a second: a probe in that second found the file "back" while its path named none.
   it("looks again at every call while the path names another file or none, and answers again once the file is put back", async () => {
     const path = join(dir, "buckets.db");
