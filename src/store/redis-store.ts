@@ -196,7 +196,7 @@ export class RedisStore implements BucketStore {
     // A server without the script has restarted: a key in use missing from it was lost with it, not deleted
     // (a restart quicker than the client's retries shows no other sign), so its users make it again.
     if (reply === null && operation !== "read") {
-      throw new StoreError("lost", `store ${this.url}: lost Redis (it restarted without the key)`, { storeUrl: this.url, key });
+      throw new StoreError("restarted", `store ${this.url}: lost Redis (it restarted without the key)`, { storeUrl: this.url, key });
     }
     return reply;
   }

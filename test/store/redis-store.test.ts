@@ -192,7 +192,7 @@ describe("RedisStore: a server restarted faster than the client notices", () => 
     try {
       await store.configure("k", { rate: 10, burst: 10, kind: "count" });
       await own.start();
-      await expect(store.take("k", 1)).rejects.toMatchObject({ failure: "lost", message: `store ${own.url}: lost Redis (it restarted without the key)` });
+      await expect(store.take("k", 1)).rejects.toMatchObject({ failure: "restarted", message: `store ${own.url}: lost Redis (it restarted without the key)` });
       expect(await store.take("k", 1)).toBeUndefined();
       expect(await store.read("other")).toBeUndefined();
     } finally {
