@@ -161,12 +161,19 @@ export class SqliteStore implements BucketStore {
       }
       if (path !== ":memory:") makeDirectory(dirname(path));
       const nativeBinding = typeof options.nativeBinding === "function" ? options.nativeBinding() : options.nativeBinding;
+      // Also what opens a new file at the path mid-run, where a file that is no database must not stay open.
       const connect = (): BetterSqlite3.Database => {
-        db = new Database(path, { timeout: busyTimeoutMs, ...(nativeBinding === undefined ? {} : { nativeBinding }) });
-        db.pragma("journal_mode = WAL");
-        db.pragma("synchronous = NORMAL");
-        migrate(db, url);
-        return db;
+        const opened = new Database(path, { timeout: busyTimeoutMs, ...(nativeBinding === undefined ? {} : { nativeBinding }) });
+        try {
+          opened.pragma("journal_mode = WAL");
+          opened.pragma("synchronous = NORMAL");
+          migrate(opened, url);
+        } catch (error) {
+          opened.close();
+          throw error;
+        }
+        db = opened;
+        return opened;
       };
       const store = new SqliteStore(connect, url, options.clock ?? wallClock, busyTimeoutMs, options.fullKeyMarginMs ?? FULL_KEY_MARGIN_MS);
       if (path !== ":memory:") {

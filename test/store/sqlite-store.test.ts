@@ -1,4 +1,4 @@
-import { mkdtempSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readlinkSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -8,6 +8,15 @@ import { FakeClock } from "../../src/core/clock.js";
 import { StoreError } from "../../src/store/bucket-store.js";
 import { SQLITE_SCHEMA_VERSION, SqliteStore } from "../../src/store/sqlite-store.js";
 import { describeStoreConformance } from "./conformance.js";
+
+/** Where a descriptor points, or "" for one closed meanwhile. */
+function readlinkSafe(link: string): string {
+  try {
+    return readlinkSync(link);
+  } catch {
+    return "";
+  }
+}
 
 function tempDir(): string {
   return mkdtempSync(join(tmpdir(), "tbucket-sqlite-"));
@@ -88,6 +97,21 @@ describe("SqliteStore: keys made per client (expireWhenFull)", () => {
     expect(await other.read("k")).toMatchObject({ rate: 5, burst: 3 });
     expect((await other.read("k"))!.tokens).toBeLessThan(1);
     await other.close();
+    await store.close();
+  });
+
+  it("keeps no file open for a new file at the path that is no database, and says what it is", async () => {
+    const path = join(dir, "buckets.db");
+    const store = await SqliteStore.open(path, { fileCheckMs: 0 });
+    await store.configure("k", { rate: 10, burst: 10, kind: "count" });
+    // As `rm buckets.db*` does: a write-ahead log left beside the new file would be read as its content.
+    for (const file of [path, `${path}-wal`, `${path}-shm`]) rmSync(file, { force: true });
+    writeFileSync(path, "not a database, but long enough to be read as one's header".repeat(100));
+    await expect(store.take("k", 0)).rejects.toMatchObject({ failure: "lost" });
+    const openOnPath = (): number => readdirSync("/proc/self/fd").filter((fd) => readlinkSafe(`/proc/self/fd/${fd}`) === path).length;
+    const before = openOnPath();
+    for (let i = 0; i < 5; i++) await expect(store.take("k", 0)).rejects.toMatchObject({ failure: "corrupt" });
+    expect(openOnPath()).toBe(before);
     await store.close();
   });
 
