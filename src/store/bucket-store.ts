@@ -126,7 +126,8 @@ export interface StoreReservation {
  * store, a private bucket, setting the key again) without reading the message.
  * - `unreachable`: the server could not be reached or answered wrongly at the start.
  * - `refused`: the server refused us (a password, a permission, a database it lacks).
- * - `lost`: the server went away while in use.
+ * - `lost`: the server went away while in use; `restarted`: it came back without a key in use
+ *   (a Redis restarted empty), which its users make again.
  * - `busy`, `corrupt`, `read-only`, `cannot-open`, `newer-schema`, `sqlite`: the SQLite file
  *   is locked, not a database, not writable, cannot be opened, from a newer release, or failed otherwise.
  * - `not-a-file`: the SQLite path names a directory, a device, a pipe or a socket.
@@ -136,6 +137,7 @@ export type StoreFailure =
   | "unreachable"
   | "refused"
   | "lost"
+  | "restarted"
   | "busy"
   | "corrupt"
   | "read-only"

@@ -181,17 +181,24 @@ export class RedisStore implements BucketStore {
   async #run(key: string, args: string[]): Promise<unknown> {
     const [operation, ...rest] = args;
     const argv = [operation!, this.#clock ? numberText(this.#clock.now()) : "", String(this.#idleExpiryMs), String(this.#fullKeyMarginMs), ...rest];
+    let reply: unknown;
     try {
       try {
         return await this.#client.evalsha(this.#sha, 1, REDIS_KEY_PREFIX + key, ...argv);
       } catch (error) {
         if (!String((error as Error).message).startsWith("NOSCRIPT")) throw error;
         await this.#client.script("LOAD", BUCKET_SCRIPT);
-        return await this.#client.evalsha(this.#sha, 1, REDIS_KEY_PREFIX + key, ...argv);
+        reply = await this.#client.evalsha(this.#sha, 1, REDIS_KEY_PREFIX + key, ...argv);
       }
     } catch (error) {
       throw this.#error(error);
     }
+    // A server without the script has restarted: a key in use missing from it was lost with it, not deleted
+    // (a restart quicker than the client's retries shows no other sign), so its users make it again.
+    if (reply === null && operation !== "read") {
+      throw new StoreError("restarted", `store ${this.url}: lost Redis (it restarted without the key)`, { storeUrl: this.url, key });
+    }
+    return reply;
   }
 
   #error(error: unknown): StoreError {

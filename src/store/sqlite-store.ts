@@ -65,29 +65,39 @@ interface MarkedRow extends Row {
  */
 export class SqliteStore implements BucketStore {
   readonly url: string;
-  readonly #db: BetterSqlite3.Database;
+  /** The file open now: another one, once the path names a new file (see #checkFile). */
+  #db!: BetterSqlite3.Database;
+  readonly #connect: () => BetterSqlite3.Database;
   readonly #clock: Clock;
   readonly #busyTimeoutMs: number;
-  readonly #select: BetterSqlite3.Statement<[string], MarkedRow>;
-  readonly #upsert: BetterSqlite3.Statement<[Row]>;
-  readonly #take: (key: string, n: number, options: TakeOptions | undefined) => TakeResult | undefined;
-  readonly #configure: (key: string, config: BucketConfig, options: ConfigureOptions | undefined) => BucketState;
-  readonly #cancel: (key: string, reservation: StoreReservation) => number | undefined;
+  #select!: BetterSqlite3.Statement<[string], MarkedRow>;
+  #upsert!: BetterSqlite3.Statement<[Row]>;
+  #take!: (key: string, n: number, options: TakeOptions | undefined) => TakeResult | undefined;
+  #configure!: (key: string, config: BucketConfig, options: ConfigureOptions | undefined) => BucketState;
+  #cancel!: (key: string, reservation: StoreReservation) => number | undefined;
   readonly #fullKeyMarginMs: number;
   /** When this process last swept keys made with `expireWhenFull` that are full again. */
   #lastSweepMs = -Infinity;
   /** The file opened, to notice when its path names it no more; undefined for ":memory:". */
-  #file: { path: string; dev: number; ino: number; checkEveryMs: number } | undefined;
+  #file: OpenFile | undefined;
+  /** The new file at the path, once said lost for: the next call opens it. */
+  #replacement: { dev: number; ino: number } | undefined;
   #lastFileCheckMs = -Infinity;
   /** Set once a call found the file locked past the busy timeout, until one succeeds. */
   #locked = false;
 
-  private constructor(db: BetterSqlite3.Database, url: string, clock: Clock, busyTimeoutMs: number, fullKeyMarginMs: number) {
-    this.#db = db;
+  private constructor(connect: () => BetterSqlite3.Database, url: string, clock: Clock, busyTimeoutMs: number, fullKeyMarginMs: number) {
+    this.#connect = connect;
     this.url = url;
     this.#clock = clock;
     this.#busyTimeoutMs = busyTimeoutMs;
     this.#fullKeyMarginMs = fullKeyMarginMs;
+    this.#use(connect());
+  }
+
+  /** Takes `db` as the file to work on, with its statements. */
+  #use(db: BetterSqlite3.Database): void {
+    this.#db = db;
     this.#select = db.prepare<[string], MarkedRow>("SELECT key, kind, rate, burst, tokens, last_ms, expire_when_full FROM buckets WHERE key = ?");
     const mark = db.prepare<[number, string]>("UPDATE buckets SET expire_when_full = ? WHERE key = ?");
     // Full since the cutoff: the level it had at `last_ms`, refilled up to the cutoff, reached the burst.
@@ -151,11 +161,21 @@ export class SqliteStore implements BucketStore {
       }
       if (path !== ":memory:") makeDirectory(dirname(path));
       const nativeBinding = typeof options.nativeBinding === "function" ? options.nativeBinding() : options.nativeBinding;
-      db = new Database(path, { timeout: busyTimeoutMs, ...(nativeBinding === undefined ? {} : { nativeBinding }) });
-      db.pragma("journal_mode = WAL");
-      db.pragma("synchronous = NORMAL");
-      migrate(db, url);
-      const store = new SqliteStore(db, url, options.clock ?? wallClock, busyTimeoutMs, options.fullKeyMarginMs ?? FULL_KEY_MARGIN_MS);
+      // Also what opens a new file at the path mid-run, where a file that is no database must not stay open.
+      const connect = (): BetterSqlite3.Database => {
+        const opened = new Database(path, { timeout: busyTimeoutMs, ...(nativeBinding === undefined ? {} : { nativeBinding }) });
+        try {
+          opened.pragma("journal_mode = WAL");
+          opened.pragma("synchronous = NORMAL");
+          migrate(opened, url);
+        } catch (error) {
+          opened.close();
+          throw error;
+        }
+        db = opened;
+        return opened;
+      };
+      const store = new SqliteStore(connect, url, options.clock ?? wallClock, busyTimeoutMs, options.fullKeyMarginMs ?? FULL_KEY_MARGIN_MS);
       if (path !== ":memory:") {
         const { dev, ino } = statSync(path);
         store.#file = { path, dev, ino, checkEveryMs: options.fileCheckMs ?? FILE_CHECK_MS };
@@ -209,6 +229,8 @@ export class SqliteStore implements BucketStore {
    * A file deleted or replaced while open goes on working for this process
    * alone: the others open a new file at the path, and the buckets are no
    * longer shared. That is a lost store, said as such (at most once a second it is checked).
+   * Once said, a new file at the path is opened by the next call: the others
+   * share that one now, as they would a Redis restarted empty.
    */
   #checkFile(): void {
     const file = this.#file;
@@ -221,7 +243,29 @@ export class SqliteStore implements BucketStore {
       this.#lastFileCheckMs = nowMs;
       return;
     }
+    if (now && this.#replacement?.dev === now.dev && this.#replacement.ino === now.ino) {
+      this.#reopen(file);
+      return;
+    }
+    this.#replacement = now && now.isFile() ? { dev: now.dev, ino: now.ino } : undefined;
     throw new StoreError("lost", `store ${this.url}: the file was ${now ? "replaced" : "deleted"} while in use, so its buckets are no longer shared`, { storeUrl: this.url });
+  }
+
+  /** Opens the new file at the path in place of the old one; a failure to is the store's, as at the start. */
+  #reopen(file: OpenFile): void {
+    let db: BetterSqlite3.Database;
+    try {
+      db = this.#connect();
+    } catch (error) {
+      throw sqliteStoreError(error, this.url, this.#busyTimeoutMs);
+    }
+    this.#db.close();
+    this.#use(db);
+    const { dev, ino } = statSync(file.path);
+    Object.assign(file, { dev, ino });
+    this.#replacement = undefined;
+    this.#locked = false;
+    this.#lastFileCheckMs = performance.now();
   }
 
   #guard<T>(operation: () => T): T {
@@ -246,6 +290,14 @@ export class SqliteStore implements BucketStore {
     this.#locked = locked;
     this.#db.pragma(`busy_timeout = ${locked ? Math.min(LOCKED_BUSY_MS, this.#busyTimeoutMs) : this.#busyTimeoutMs}`);
   }
+}
+
+/** The file a store opened, as its path named it then. */
+interface OpenFile {
+  path: string;
+  dev: number;
+  ino: number;
+  checkEveryMs: number;
 }
 
 /** How long a call waits for a file already found locked. */

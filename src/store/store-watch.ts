@@ -142,8 +142,8 @@ export class StoreWatch implements BucketStore {
         await this.#store.take(key, 0);
       } catch (error) {
         if (signal.aborted) return;
-        if (isStoreFailure(error)) continue;
-        // The store answered, about this key only (it was deleted meanwhile): it is back.
+        if (isStoreFailure(error) && error.failure !== "restarted") continue;
+        // The store answered, about this key only (it was deleted meanwhile, or lost in a restart): it is back.
       }
       if (signal.aborted) return;
       break;

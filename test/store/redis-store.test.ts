@@ -184,6 +184,24 @@ describe("RedisStore: losing the server mid-run, and finding it again", () => {
   }, 20_000);
 });
 
+describe("RedisStore: a server restarted faster than the client notices", () => {
+  // Killed and started again within the client's retries, no call failed: the key was said deleted, and a pipe stopped.
+  it("says the server lost, not the key deleted, when a restarted server lacks a key in use; then answers that it has none", async () => {
+    const own = await startRedisServer();
+    const store = await RedisStore.open(own.url);
+    try {
+      await store.configure("k", { rate: 10, burst: 10, kind: "count" });
+      await own.start();
+      await expect(store.take("k", 1)).rejects.toMatchObject({ failure: "restarted", message: `store ${own.url}: lost Redis (it restarted without the key)` });
+      expect(await store.take("k", 1)).toBeUndefined();
+      expect(await store.read("other")).toBeUndefined();
+    } finally {
+      await store.close();
+      await own.stop();
+    }
+  });
+});
+
 describe("RedisStore: a server that refuses writes is not a lost store", () => {
   it("a replica (READONLY): says so, and to point the address at the primary", async () => {
     const replica = await startRedisServer(["--replicaof", "127.0.0.1", String(server.port)]);

@@ -1,4 +1,4 @@
-import { mkdtempSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readlinkSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -8,6 +8,15 @@ import { FakeClock } from "../../src/core/clock.js";
 import { StoreError } from "../../src/store/bucket-store.js";
 import { SQLITE_SCHEMA_VERSION, SqliteStore } from "../../src/store/sqlite-store.js";
 import { describeStoreConformance } from "./conformance.js";
+
+/** Where a descriptor points, or "" for one closed meanwhile. */
+function readlinkSafe(link: string): string {
+  try {
+    return readlinkSync(link);
+  } catch {
+    return "";
+  }
+}
 
 function tempDir(): string {
   return mkdtempSync(join(tmpdir(), "tbucket-sqlite-"));
@@ -72,6 +81,38 @@ describe("SqliteStore: keys made per client (expireWhenFull)", () => {
     await expect(first.read("k")).rejects.toThrow("the file was replaced while in use");
     await first.close();
     await other.close();
+  });
+
+  // The file made again at the path (by `tbucket key set`, or any other process) is the one shared now: a proxy said 503 until restarted.
+  it("opens the new file at the path once it has said the old one was lost, and answers from it", async () => {
+    const path = join(dir, "buckets.db");
+    const store = await SqliteStore.open(path, { fileCheckMs: 0 });
+    await store.configure("k", { rate: 10, burst: 10, kind: "count" });
+    rmSync(path);
+    await expect(store.take("k", 0)).rejects.toMatchObject({ failure: "lost" });
+    const other = await SqliteStore.open(path);
+    await other.configure("k", { rate: 5, burst: 3, kind: "count" });
+    await expect(store.take("k", 0)).rejects.toThrow("the file was replaced while in use");
+    expect(await store.take("k", 3)).toMatchObject({ ok: true });
+    expect(await other.read("k")).toMatchObject({ rate: 5, burst: 3 });
+    expect((await other.read("k"))!.tokens).toBeLessThan(1);
+    await other.close();
+    await store.close();
+  });
+
+  it("keeps no file open for a new file at the path that is no database, and says what it is", async () => {
+    const path = join(dir, "buckets.db");
+    const store = await SqliteStore.open(path, { fileCheckMs: 0 });
+    await store.configure("k", { rate: 10, burst: 10, kind: "count" });
+    // As `rm buckets.db*` does: a write-ahead log left beside the new file would be read as its content.
+    for (const file of [path, `${path}-wal`, `${path}-shm`]) rmSync(file, { force: true });
+    writeFileSync(path, "not a database, but long enough to be read as one's header".repeat(100));
+    await expect(store.take("k", 0)).rejects.toMatchObject({ failure: "lost" });
+    const openOnPath = (): number => readdirSync("/proc/self/fd").filter((fd) => readlinkSafe(`/proc/self/fd/${fd}`) === path).length;
+    const before = openOnPath();
+    for (let i = 0; i < 5; i++) await expect(store.take("k", 0)).rejects.toMatchObject({ failure: "corrupt" });
+    expect(openOnPath()).toBe(before);
+    await store.close();
   });
 
   // A check failed was not repeated for a second: a probe in that second found the file "back" while its path named none.

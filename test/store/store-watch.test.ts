@@ -83,6 +83,18 @@ describe("StoreWatch", () => {
     expect(state.calls).toBe(calls);
   });
 
+  // A probe that met the restarted Redis first took its "restarted" for a failure: the return was seen up to 500 ms late.
+  it("a store that restarted without the key is lost, and back at the first probe it answers, even with that", async () => {
+    const clock = new FakeClock(0);
+    const { store, state } = flaky("restarted", clock);
+    const watch = new StoreWatch(store, { clock });
+    state.failing = true;
+    await expect(watch.take("a", 1)).rejects.toMatchObject({ failure: "restarted" });
+    expect(watch.lost).toBeDefined();
+    await clock.advance(FIRST_PROBE_MS);
+    expect(watch.lost).toBeUndefined();
+  });
+
   it("whenBack: true once the store answers, false at the time limit, and the signal's reason when aborted", async () => {
     const clock = new FakeClock(0);
     const { store, state } = flaky("lost", clock);
