@@ -50,7 +50,9 @@ export class BytePump {
   /** Starts reading the source. */
   start(): void {
     this.#source.on("data", this.#onData);
-    this.#source.on("end", this.#onEnd);
+    // A source read while its connection was held may have ended before the pump came: its 'end' has passed.
+    if (this.#source.readableEnded) this.#onEnd();
+    else this.#source.on("end", this.#onEnd);
     this.#source.resume();
   }
 

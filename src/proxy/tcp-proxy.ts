@@ -1,4 +1,5 @@
 import { connect, createServer, type Server, type Socket } from "node:net";
+import { type Clock, systemClock } from "../core/clock.js";
 import { RequestGate } from "../http/request-gate.js";
 import { BucketPool, type BucketScope, type ByteBucketSpec, type ConnectionBuckets, type Direction, type LimiterFactory } from "./bucket-pool.js";
 import { BytePump } from "./byte-pump.js";
@@ -38,6 +39,8 @@ export interface TcpProxyOptions {
    */
   maxConnections?: number;
   observer?: TcpProxyObserver;
+  /** The connection limit's clock; for tests, default the system clock. */
+  clock?: Clock;
 }
 
 /** What the proxy tells as it goes: for metrics and progress. */
@@ -116,10 +119,11 @@ const NO_OBSERVER: TcpProxyObserver = { admitted() {}, refused() {}, queued() {}
  */
 export async function startTcpProxy(options: TcpProxyOptions): Promise<TcpProxy> {
   const observer = options.observer ?? NO_OBSERVER;
+  const clock = options.clock ?? systemClock;
   const pool = new BucketPool({ scope: options.per, up: options.up, down: options.down, open: options.openBucket });
   // One key: the queue of connection turns, in which one given up passes its turn to the last in line.
   const gate = options.connections
-    ? new RequestGate({ rate: options.connections.perSecond, burst: options.connections.burst, maxWaitMs: options.connections.maxWaitMs, maxKeys: 1 })
+    ? new RequestGate({ rate: options.connections.perSecond, burst: options.connections.burst, maxWaitMs: options.connections.maxWaitMs, maxKeys: 1, clock })
     : undefined;
   const stats: TcpProxyStats = { open: 0, accepted: 0, refused: 0, evicted: 0, cut: 0, bytesUp: 0, bytesDown: 0 };
   const live = new Set<LiveConnection>();
@@ -145,7 +149,7 @@ export async function startTcpProxy(options: TcpProxyOptions): Promise<TcpProxy>
 
   const admit = async (client: Socket): Promise<boolean> => {
     if (!gate) return true;
-    const startedMs = performance.now();
+    const startedMs = clock.now();
     const gone = new AbortController();
     let decision = gate.admit("", AbortSignal.any([closing.signal, gone.signal]));
     if (decision instanceof Promise) {
@@ -164,7 +168,7 @@ export async function startTcpProxy(options: TcpProxyOptions): Promise<TcpProxy>
       observer.refused();
       return false;
     }
-    observer.admitted(performance.now() - startedMs);
+    observer.admitted(clock.now() - startedMs);
     return true;
   };
 
