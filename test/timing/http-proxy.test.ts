@@ -106,10 +106,13 @@ describe("the HTTP proxy's queue policy in real time", () => {
     // The first goes at once, then one every 50 ms for up to 1 s: 21 in all, give or take the one due at the limit.
     expect(admitted.length).toBeGreaterThanOrEqual(20);
     expect(admitted.length).toBeLessThanOrEqual(22);
+    // Never early: in every window between two answers, no more than the burst plus the rate over it.
+    // Measured at the client, an answer a loaded machine delivered late makes the next look early by as
+    // much, so the envelope gets one token (50 ms) of slack, never more.
+    for (let i = 0; i < admitted.length; i++) {
+      for (let j = i + 1; j < admitted.length; j++) expect(j - i + 1, `answers ${i} to ${j}`).toBeLessThanOrEqual(1 + (rate * (admitted[j]! - admitted[i]!)) / 1000 + 1);
+    }
     const deviations = admitted.map((atMs, k) => atMs - admitted[0]! - (k * 1000) / rate);
-    // Never early: measured at the client, so a first answer slower than the rest (a pause of the
-    // collector) may make the others look up to that much early.
-    expect(Math.min(...deviations)).toBeGreaterThanOrEqual(-10);
     expect(deviations.sort((a, b) => a - b)[Math.floor(deviations.length / 2)]).toBeLessThan(50);
   });
 });
