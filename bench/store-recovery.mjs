@@ -103,7 +103,7 @@ async function redisServer() {
   };
 }
 
-/** Asks `url` every 100 ms until stopped, recording each status (0: no answer) and when it came. */
+/** Asks `url` every 100 ms until stopped, recording each status (0: no answer), when it was asked and when it came. */
 function poll(url) {
   const answers = [];
   let running = true;
@@ -111,7 +111,8 @@ function poll(url) {
     new Promise((resolve) => {
       const request = get(url, { agent: false, timeout: 5000 }, (res) => {
         res.resume();
-        res.on("end", () => resolve(res.statusCode));
+        // A 503 must say when to come back: one without Retry-After is counted apart.
+        res.on("end", () => resolve(res.statusCode === 503 && res.headers["retry-after"] === undefined ? "503 without Retry-After" : res.statusCode));
       });
       request.on("timeout", () => request.destroy());
       request.on("error", () => resolve(0));
@@ -120,7 +121,7 @@ function poll(url) {
     while (running) {
       const sentMs = performance.now();
       const status = await ask();
-      answers.push({ atMs: performance.now(), status });
+      answers.push({ sentMs, atMs: performance.now(), status });
       await sleep(Math.max(0, POLL_MS - (performance.now() - sentMs)));
     }
   })();
@@ -148,15 +149,20 @@ async function outages(name, redis, url) {
       await redis.launch();
       const acceptingMs = performance.now() - backMs;
       await sleep(AFTER_MS);
-      const away = polling.answers.filter((answer) => answer.atMs > killedMs && answer.atMs < backMs);
+      // Asked after the kill and answered before the restart: a request under way at the kill is not counted.
+      const away = polling.answers.filter((answer) => answer.sentMs > killedMs && answer.atMs < backMs);
       const others = {};
       for (const { status } of away) if (status !== 503) others[status] = (others[status] ?? 0) + 1;
+      // A 200 while away would be one answered before the loss was seen: say how soon after the kill it was asked.
+      const admitted = away.filter((answer) => answer.status === 200).map((answer) => `+${(answer.sentMs - killedMs).toFixed(0)} ms`);
       const first = polling.answers.find((answer) => answer.atMs >= backMs && answer.status === 200);
       rows.push([
         name,
         String(outage),
         String(away.filter((answer) => answer.status === 503).length),
-        Object.entries(others).map(([status, count]) => `${status === "0" ? "no answer" : status}: ${count}`).join(", ") || "0",
+        Object.entries(others)
+          .map(([status, count]) => `${status === "0" ? "no answer" : status}: ${count}${status === "200" ? ` (${admitted.join(", ")} after the kill)` : ""}`)
+          .join(", ") || "0",
         `${acceptingMs.toFixed(0)} ms`,
         first ? `${(first.atMs - backMs).toFixed(0)} ms` : `none in ${AFTER_MS / 1000} s`,
         loadavg()[0].toFixed(2),
