@@ -22,11 +22,12 @@ import { execFileSync, spawn } from "node:child_process";
 import { once } from "node:events";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { Agent, request } from "node:http";
-import { connect, createServer } from "node:net";
+import { connect } from "node:net";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { ensurePackages } from "./system-tools.mjs";
+import { freePort } from "./free-port.mjs";
 
 const PROXY_MODULE = fileURLToPath(new URL("../dist/proxy/http-proxy.js", import.meta.url));
 
@@ -37,15 +38,6 @@ export function ensureNginxAndWrk() {
 }
 
 /** A port free just now on 127.0.0.1 (for nginx, which cannot be told to pick one). */
-async function freePort() {
-  const server = createServer();
-  server.listen(0, "127.0.0.1");
-  await once(server, "listening");
-  const { port } = server.address();
-  server.close();
-  await once(server, "close");
-  return port;
-}
 
 /** A child process that prints its port on its first line. */
 async function startChild(args) {

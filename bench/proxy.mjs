@@ -14,11 +14,12 @@
 import { execFileSync, spawn } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
-import { connect, createServer } from "node:net";
+import { connect } from "node:net";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { envelopeExcess } from "./envelope.mjs";
 import { ensurePackages, have } from "./system-tools.mjs";
+import { freePort } from "./free-port.mjs";
 
 const TBUCKET = fileURLToPath(new URL("../bin/tbucket", import.meta.url));
 const HTTP_BENCH = fileURLToPath(new URL("./proxy-http.mjs", import.meta.url));
@@ -331,14 +332,6 @@ async function startHttpCommand(options) {
     await new Promise((resolve) => setTimeout(resolve, 25));
   }
   return { port, pid: child.pid, stop: () => stop({ child }) };
-}
-
-async function freePort() {
-  const server = createServer();
-  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address();
-  await new Promise((resolve) => server.close(resolve));
-  return port;
 }
 
 if (only === undefined || only === "http") {

@@ -16,10 +16,11 @@
 // The machine's other load shows in these figures: say what it was (the load average is printed).
 import { spawn, spawnSync } from "node:child_process";
 import { closeSync, mkdtempSync, openSync, rmSync, statSync } from "node:fs";
-import { createConnection, createServer } from "node:net";
+import { createConnection } from "node:net";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { freePort } from "./free-port.mjs";
 
 const TBUCKET = fileURLToPath(new URL("../bin/tbucket", import.meta.url));
 const arg = (name, fallback) => {
@@ -110,17 +111,6 @@ async function measure(store, name) {
     for (const p of pipes) p.child.kill("SIGTERM");
     await Promise.all(pipes.map((p) => p.exited));
   }
-}
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 async function startRedis(dir) {

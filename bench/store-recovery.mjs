@@ -13,10 +13,11 @@
 import { spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { createServer, get } from "node:http";
-import { createConnection, createServer as createTcpServer } from "node:net";
+import { createConnection } from "node:net";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { freePort } from "./free-port.mjs";
 
 const TBUCKET = fileURLToPath(new URL("../bin/tbucket", import.meta.url));
 const outagesArg = process.argv.indexOf("--outages");
@@ -55,17 +56,6 @@ function start(command, args, options) {
   child.exited = new Promise((resolve) => child.once("exit", resolve));
   child.exited.then(() => children.delete(child));
   return child;
-}
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const server = createTcpServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 function canConnect(port) {

@@ -9,10 +9,11 @@
 // The machine's other load shows in these figures: run it on a quiet machine to compare.
 import { spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
-import { createServer, createConnection } from "node:net";
+import { createConnection } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { freePort } from "./free-port.mjs";
 
 const DIST = new URL("../dist/", import.meta.url);
 const TBUCKET = fileURLToPath(new URL("../bin/tbucket", import.meta.url));
@@ -57,17 +58,6 @@ if (process.argv[2] === "--worker") {
   await store.close();
   process.stdout.write(`${perSecond}\n`);
   process.exit(0);
-}
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 async function startRedis() {
