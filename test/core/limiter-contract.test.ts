@@ -3,13 +3,14 @@ import { afterEach, describe, expect, it } from "vitest";
 import { FakeClock } from "../../src/core/clock.js";
 import type { Limiter } from "../../src/core/limiter.js";
 import { ExceedsBurstError, TokenBucket } from "../../src/core/token-bucket.js";
-import { type BucketConfig, type BucketStore, StoreError } from "../../src/store/bucket-store.js";
+import type { BucketConfig, BucketStore } from "../../src/store/bucket-store.js";
 import { FailoverLimiter } from "../../src/store/failover-limiter.js";
 import { MemoryStore } from "../../src/store/memory-store.js";
 import { openSharedKey } from "../../src/store/shared-key.js";
 import { SharedLimiter } from "../../src/store/shared-limiter.js";
 import { StoreWatch } from "../../src/store/store-watch.js";
 import { SqliteStore } from "../../src/store/sqlite-store.js";
+import { FlakyStore } from "../helpers/flaky-store.js";
 import { tempDirs } from "../helpers/temp-dir.js";
 
 /**
@@ -46,25 +47,6 @@ async function sharedOn(store: BucketStore, clock: FakeClock): Promise<{ shared:
   };
 }
 
-/** A memory store that fails every call once `broken` is set, as a store that went away. */
-class BreakableStore extends MemoryStore {
-  broken = false;
-  #check(): void {
-    if (this.broken) throw new StoreError("lost", "store memory: lost", { storeUrl: "memory:" });
-  }
-  override async take(...args: Parameters<MemoryStore["take"]>) {
-    this.#check();
-    return super.take(...args);
-  }
-  override async cancel(...args: Parameters<MemoryStore["cancel"]>) {
-    this.#check();
-    return super.cancel(...args);
-  }
-  override async read(...args: Parameters<MemoryStore["read"]>) {
-    this.#check();
-    return super.read(...args);
-  }
-}
 
 const FIXTURES: Record<string, () => Promise<Fixture>> = {
   TokenBucket: async () => {
@@ -100,10 +82,10 @@ const FIXTURES: Record<string, () => Promise<Fixture>> = {
   },
   "FailoverLimiter made while its store was lost, after it came back": async () => {
     const clock = new FakeClock(T0);
-    const broken = new BreakableStore({ clock });
+    const broken = new FlakyStore({ clock });
     const store = new StoreWatch(broken, { clock });
     const { fixture } = await sharedOn(store, clock);
-    broken.broken = true;
+    broken.down = true;
     await store.read("k").catch(() => {});
     const limiter = new FailoverLimiter({
       watch: store,
@@ -113,7 +95,7 @@ const FIXTURES: Record<string, () => Promise<Fixture>> = {
       whileLost: { mode: "wait", timeoutMs: Infinity, giveUp: (error) => error },
       clock,
     });
-    broken.broken = false;
+    broken.down = false;
     // A probe finds the store back; the first wait opens the key on it.
     await clock.advance(100);
     if (store.lost) throw new Error("the store did not come back");

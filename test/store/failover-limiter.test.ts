@@ -1,40 +1,15 @@
 import { describe, expect, it } from "vitest";
 import { FakeClock } from "../../src/core/clock.js";
 import { ExceedsBurstError } from "../../src/core/token-bucket.js";
-import { type BucketConfig, StoreError } from "../../src/store/bucket-store.js";
+import type { BucketConfig } from "../../src/store/bucket-store.js";
 import { FailoverLimiter, type WhileLost } from "../../src/store/failover-limiter.js";
 import { MemoryStore } from "../../src/store/memory-store.js";
 import { openSharedKey } from "../../src/store/shared-key.js";
 import { StoreWatch } from "../../src/store/store-watch.js";
+import { FlakyStore } from "../helpers/flaky-store.js";
 
 const CONFIG: BucketConfig = { rate: 100, burst: 10, kind: "count" };
 
-/** A memory store that fails every call while `down`, and may come back empty, as a Redis restarted without saving. */
-class FlakyStore extends MemoryStore {
-  down = false;
-  #check(): void {
-    if (this.down) throw new StoreError("lost", "store memory: lost", { storeUrl: "memory:" });
-  }
-  override async take(...args: Parameters<MemoryStore["take"]>) {
-    this.#check();
-    return super.take(...args);
-  }
-  override async cancel(...args: Parameters<MemoryStore["cancel"]>) {
-    this.#check();
-    return super.cancel(...args);
-  }
-  override async read(...args: Parameters<MemoryStore["read"]>) {
-    this.#check();
-    return super.read(...args);
-  }
-  override async configure(...args: Parameters<MemoryStore["configure"]>) {
-    this.#check();
-    return super.configure(...args);
-  }
-  async restartEmpty(): Promise<void> {
-    for (const bucket of await super.list()) await super.delete(bucket.key);
-  }
-}
 
 async function setup(whileLost: WhileLost, options: { openWhileLost?: boolean } = {}) {
   const clock = new FakeClock(0);
