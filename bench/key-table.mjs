@@ -10,7 +10,7 @@
 import { pathToFileURL } from "node:url";
 
 const moduleFlag = process.argv.indexOf("--module");
-const modulePath = moduleFlag === -1 ? new URL("../dist/http/key-table.js", import.meta.url).href : pathToFileURL(process.argv[moduleFlag + 1]).href;
+const modulePath = moduleFlag === -1 ? new URL("../dist/core/key-table.js", import.meta.url).href : pathToFileURL(process.argv[moduleFlag + 1]).href;
 const { KeyTable } = await import(modulePath);
 
 function nanosecondsPerNewKey(maxKeys, newKeys) {

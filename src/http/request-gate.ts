@@ -1,7 +1,7 @@
 import { type Clock, systemClock } from "../core/clock.js";
 import { durationMsFromTokens, type Reservation, TokenBucket } from "../core/token-bucket.js";
 import type { KeyLimiter, KeyLimiterSource } from "./key-limiter.js";
-import { KeyTable } from "./key-table.js";
+import { KeyTable } from "../core/key-table.js";
 import { retryAfterSeconds } from "./rate-limit-fields.js";
 
 /**

@@ -14,7 +14,7 @@ import type { Socket } from "node:net";
 import { pipeline } from "node:stream";
 import { type Clock, systemClock } from "../core/clock.js";
 import { TokenBucket } from "../core/token-bucket.js";
-import { KeyTable } from "../http/key-table.js";
+import { KeyTable } from "../core/key-table.js";
 import { DEFAULT_MAX_KEYS, type GateResult, rateLimit, type RateLimitMiddleware } from "../http/rate-limit.js";
 import { addressKey, DEFAULT_IPV6_PREFIX, plainAddress } from "../core/address-key.js";
 import { clientAddress, TrustedProxies, untrustedForwarder } from "../http/trusted-proxies.js";

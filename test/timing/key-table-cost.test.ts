@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { KeyTable } from "../../src/http/key-table.js";
+import { KeyTable } from "../../src/core/key-table.js";
 import { Simulator } from "../../src/simulate/simulator.js";
 
 /** A table of at most `maxKeys` keys, full: `touch(i, key)` uses key `key` at step i, adding it if new. */

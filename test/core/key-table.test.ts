@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { KeyTable } from "../../src/http/key-table.js";
+import { KeyTable } from "../../src/core/key-table.js";
 
 interface Value {
   spent: boolean;
