@@ -74,8 +74,10 @@ export function progressWidth(stream: NodeJS.WriteStream, env: NodeJS.ProcessEnv
 
 /** A row of a block of progress lines that several named processes share on one terminal (progress-rows.ts). */
 export interface ProgressRow {
-  /** This row's place: rows up from the line below the block. */
-  rowsUp(): number;
+  /** This row's place: rows up from the line below the block; undefined while another process is making its row. */
+  rowsUp(): number | undefined;
+  /** The place for the last line: waits (briefly) for a process making its row. */
+  finalRowsUp(): number;
   leave(): void;
 }
 
@@ -132,12 +134,14 @@ export function startProgressLine(options: ProgressLineOptions): ProgressLine {
   const write = (data: string) => {
     if (!stream.destroyed) stream.write(data);
   };
-  const draw = () => {
+  const draw = (last = false) => {
     if (stopped) return;
     if (style === "plain") return write(`${text()}\n`);
     if (!row) return write(`\r${text()}${ERASE_TO_END}`);
+    const rowsUp = last ? row.finalRowsUp() : row.rowsUp();
+    if (rowsUp === undefined) return;
     // One write: the terminal takes it whole, so another process's row cannot come between.
-    write(`${SAVE_CURSOR}\x1b[${row.rowsUp()}A\r${text()}${ERASE_TO_END}${RESTORE_CURSOR}`);
+    write(`${SAVE_CURSOR}\x1b[${rowsUp}A\r${text()}${ERASE_TO_END}${RESTORE_CURSOR}`);
   };
   if (style === "redraw") draw();
   const timer = setInterval(() => {
@@ -160,7 +164,7 @@ export function startProgressLine(options: ProgressLineOptions): ProgressLine {
       // Still cleared, the cursor may be after a part of a line of output: the last line goes below it.
       const start = cleared ? "\n" : "\r";
       if (style === "plain" || !row) write(style === "plain" ? `${text()}\n` : `${start}${text()}${ERASE_TO_END}\n`);
-      else draw();
+      else draw(true);
       stopped = true;
       row?.leave();
     },

@@ -14,8 +14,11 @@ import type { ProgressRow } from "./progress-line.js";
  * many rows up from the cursor (the line under the block) and puts the
  * cursor back, in one write. The last to leave removes the file.
  *
- * The newline comes before the pid: a line drawn meanwhile by another process
- * lands one row low, inside the block, never on the shell's line above it.
+ * A joiner first appends `+pid`, then makes its row, then appends its pid:
+ * between the two the rows on the terminal are not yet known from the file,
+ * so a line is not drawn then (the next tick draws it), and a last line waits
+ * for the joiner (at most JOIN_WAIT_MS, then counts its row). Drawn in that moment, a process's
+ * last line landed on the joiner's row, and its own row stayed empty.
  */
 export function joinProgressRows(stream: NodeJS.WriteStream, env: NodeJS.ProcessEnv): ProgressRow | undefined {
   let path: string;
@@ -24,7 +27,7 @@ export function joinProgressRows(stream: NodeJS.WriteStream, env: NodeJS.Process
     path = join(env.XDG_RUNTIME_DIR || tmpdir(), `tbucket-progress-${userInfo().uid}-${terminal}`);
     if (!entries(path).some((entry) => entry.live)) removeQuietly(path);
     // Writable, before a line is made for it.
-    appendFileSync(path, "", { mode: 0o600 });
+    appendFileSync(path, `+${process.pid}\n`, { mode: 0o600 });
     stream.write("\n");
     appendFileSync(path, `${process.pid}\n`, { mode: 0o600 });
   } catch {
@@ -33,16 +36,25 @@ export function joinProgressRows(stream: NodeJS.WriteStream, env: NodeJS.Process
   }
   const own = String(process.pid);
   let lastRowsUp = 1;
+  /** With `assumeMade`, a process still joining counts as having made its row (it writes it first thing). */
+  const rowsUp = (assumeMade = false): number | undefined => {
+    const all = entries(path);
+    if (!assumeMade && all.some((entry) => entry.joining)) return undefined;
+    const index = all.findIndex((entry) => entry.pid === own);
+    // Not found: the file gone (removed by hand); keep the row last seen.
+    if (index !== -1) lastRowsUp = all.length - index;
+    return lastRowsUp;
+  };
   return {
-    rowsUp() {
-      try {
-        const joined = entries(path).map((entry) => entry.pid);
-        const index = joined.indexOf(own);
-        if (index !== -1) lastRowsUp = joined.length - index;
-      } catch {
-        // The file gone (removed by hand): keep the row last seen.
+    rowsUp: () => rowsUp(),
+    finalRowsUp() {
+      const deadline = Date.now() + JOIN_WAIT_MS;
+      for (;;) {
+        const up = rowsUp();
+        if (up !== undefined) return up;
+        if (Date.now() >= deadline) return rowsUp(true)!;
+        Atomics.wait(SLEEPER, 0, 0, 5);
       }
-      return lastRowsUp;
     },
     leave() {
       try {
@@ -55,13 +67,19 @@ export function joinProgressRows(stream: NodeJS.WriteStream, env: NodeJS.Process
   };
 }
 
+/** How long a last line waits for a process making its row: joining takes a few writes. */
+const JOIN_WAIT_MS = 1000;
+const SLEEPER = new Int32Array(new SharedArrayBuffer(4));
+
 interface Entry {
   pid: string;
   /** Joined, not left, and its process still running. */
   live: boolean;
+  /** Still making its row (`+pid` without `pid`), and running. */
+  joining: boolean;
 }
 
-/** The processes that joined, in order. */
+/** The processes that joined, in order, and those still joining (at the end). */
 function entries(path: string): Entry[] {
   let text: string;
   try {
@@ -71,7 +89,13 @@ function entries(path: string): Entry[] {
   }
   const lines = text.split("\n").filter((line) => line !== "");
   const left = new Set(lines.filter((line) => line.startsWith("-")).map((line) => line.slice(1)));
-  return lines.filter((line) => !line.startsWith("-")).map((pid) => ({ pid, live: !left.has(pid) && running(Number(pid)) }));
+  const joined = lines.filter((line) => /^\d/.test(line));
+  const joinedSet = new Set(joined);
+  const joining = lines.filter((line) => line.startsWith("+") && !joinedSet.has(line.slice(1))).map((line) => line.slice(1));
+  return [
+    ...joined.map((pid) => ({ pid, live: !left.has(pid) && running(Number(pid)), joining: false })),
+    ...joining.filter((pid) => running(Number(pid))).map((pid) => ({ pid, live: true, joining: true })),
+  ];
 }
 
 function running(pid: number): boolean {

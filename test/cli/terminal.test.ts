@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import { readdirSync, writeFileSync } from "node:fs";
 import { type AddressInfo, createServer, type Server } from "node:net";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BINARY_ON_TERMINAL } from "../../src/cli/binary-guard.js";
 import { tempDirs } from "../helpers/temp-dir.js";
@@ -90,6 +91,22 @@ describe("named progress lines (-N) in one pipeline", () => {
       expect.stringMatching(/^writer: 256\.00 KiB {2}/),
     ]);
     expect(rows.slice(4)).toEqual(["after"]);
+    expect(readdirSync(runtime)).toEqual([]);
+  });
+
+  // A last line drawn while another process was between making its row and recording it
+  // landed on that process's row, and its own stayed empty (seen under load).
+  it("a last line drawn while another process is still joining goes on its own row", async () => {
+    const dir = tempDir();
+    const runtime = join(dir, "runtime");
+    const joiner = fileURLToPath(new URL("../fixtures/slow-progress-joiner.mjs", import.meta.url));
+    const result = await runInTerminal(
+      `mkdir "$XDG_RUNTIME_DIR"; echo before; "$TBUCKET_NODE" "$JOINER" 4000 & head -c 600 /dev/zero | tbucket -N a --rate 1k --burst 100 > /dev/null; wait; echo after`,
+      { columns: 80, env: { JOINER: joiner, XDG_RUNTIME_DIR: runtime } },
+    );
+    expect(result.code).toBe(0);
+    const rows = drawScreen(result.stdout.toString(), 80);
+    expect(rows).toEqual(["before", expect.stringMatching(/^a: 600 B {2}/), "", "after"]);
     expect(readdirSync(runtime)).toEqual([]);
   });
 
