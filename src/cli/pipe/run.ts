@@ -4,10 +4,11 @@ import type { Limiter } from "../../core/limiter.js";
 import { chooseCopyPath, copySources } from "../../stream/copy-engine.js";
 import { knownTotalBytes } from "../../stream/read-sources.js";
 import { SpliceProgress } from "../../stream/splice-copy.js";
-import { createFdWriter } from "../../stream/fd-writer.js";
+import { createFdWriter, type FdWriter } from "../../stream/fd-writer.js";
 import { type Emit, Throttle } from "../../stream/throttle.js";
 import type { PipeConfig } from "./options.js";
-import { EXIT, ReaderGone, signalExitStatus } from "../errors.js";
+import { EXIT, ReaderGone } from "../errors.js";
+import { endBySignal, onStopSignal, signalExitStatus } from "../signals.js";
 import { openLimiter } from "../open-limiter.js";
 import { describeFileError } from "../file-errors.js";
 import { formatPipeStats, type PipeStats } from "../pipe-stats.js";
@@ -83,43 +84,7 @@ export async function runPipe(config: PipeConfig): Promise<number> {
     return code;
   };
 
-  // Ctrl-C (and SIGTERM) end at once, after the stats, by the same signal, as cat does: the
-  // shell reports 128 + its number (130, 143), and a read still waiting for input (on a
-  // terminal, or a stalled pipe) cannot hold the exit, as it would hold process.exit.
-  // A write under way in the thread pool gets SIGNAL_GRACE_MS to be counted: it may be done
-  // in the kernel (its reader already holding it) before its end reaches the event loop. A
-  // stalled reader's write never ends; then the stats count what was done. A shared key then
-  // gets back the tokens of a wait cut short (close gives back a lease not yet due). A second
-  // signal ends it at once, after the stats: `timeout` sends its signal twice, to tbucket and
-  // to its process group, and a user's second Ctrl-C means now.
-  const stopListening = () => {
-    for (const signal of ENDING_SIGNALS) process.off(signal, onSignal);
-  };
-  let signalled = false;
-  const onSignal = (signal: NodeJS.Signals) => {
-    if (signalled) {
-      stopListening();
-      finish(signalExitStatus(signal));
-      process.kill(process.pid, signal);
-      return;
-    }
-    signalled = true;
-    const end = () => {
-      const code = finish(signalExitStatus(signal));
-      void close().finally(() => {
-        stopListening();
-        process.kill(process.pid, signal);
-        // Reached only if some other listener kept the signal from ending the process.
-        setImmediate(() => process.exit(code));
-      });
-    };
-    fdWriter.hold();
-    const writing = fdWriter.inFlight();
-    if (!writing) return setImmediate(end);
-    void Promise.race([writing, new Promise((resolve) => setTimeout(resolve, SIGNAL_GRACE_MS))]).then(() => setImmediate(end));
-  };
-  for (const signal of ENDING_SIGNALS) process.on(signal, onSignal);
-
+  const signals = endOnStopSignal(fdWriter, finish, close);
   try {
     await copySources({
       sources: config.files,
@@ -137,7 +102,7 @@ export async function runPipe(config: PipeConfig): Promise<number> {
   } catch (error) {
     // After a signal, the copy fails only because the signal's way out closed the limiter under
     // a wait: that way ends the pipe, after the stats, by the signal. Nothing is said here.
-    if (signalled) return new Promise<number>(() => {});
+    if (signals.signalled) return new Promise<number>(() => {});
     // A reader that went away (`| head -c 10`) is a normal way for a pipe to end, stats and all;
     // exit at once, as reading may still be waiting on a writer that never ends (`yes |`).
     if (error instanceof ReaderGone) {
@@ -147,22 +112,53 @@ export async function runPipe(config: PipeConfig): Promise<number> {
     }
     finish(EXIT.failure);
     await close();
-    stopListening();
+    signals.stopListening();
     throw error;
   }
   // The signals stay ours until the end: a signal that found no listener would end tbucket
   // by default mid-write of its stats or of its progress row's file.
   await close();
   const code = finish(unreadable ? EXIT.failure : EXIT.ok);
-  stopListening();
+  signals.stopListening();
   return code;
 }
 
-/** The signals that end the pipe, after its stats, by the same signal. */
-const ENDING_SIGNALS: readonly NodeJS.Signals[] = ["SIGINT", "SIGTERM", "SIGHUP"];
-
-/** How long a signal waits for a write under way to be counted (see onSignal). */
+/** How long a signal waits for a write under way to be counted (see endOnStopSignal). */
 const SIGNAL_GRACE_MS = 20;
+
+/**
+ * Ctrl-C (and SIGTERM, SIGHUP) end the pipe at once, after the stats (`finish`), by the same
+ * signal, as cat does. A write under way in the thread pool gets SIGNAL_GRACE_MS to be counted:
+ * it may be done in the kernel (its reader already holding it) before its end reaches the event
+ * loop. A stalled reader's write never ends; then the stats count what was done. A shared key
+ * then gets back the tokens of a wait cut short (`close` gives back a lease not yet due). A
+ * second signal ends it at once, after the stats: `timeout` sends its signal twice, to tbucket
+ * and to its process group, and a user's second Ctrl-C means now.
+ */
+function endOnStopSignal(fdWriter: FdWriter, finish: (code: number) => number, close: () => Promise<void>): { readonly signalled: boolean; stopListening(): void } {
+  let signalled = false;
+  const stopListening = onStopSignal((signal, again) => {
+    signalled = true;
+    if (again) {
+      finish(signalExitStatus(signal));
+      return endBySignal(signal, stopListening);
+    }
+    const end = () => {
+      finish(signalExitStatus(signal));
+      void close().finally(() => endBySignal(signal, stopListening));
+    };
+    fdWriter.hold();
+    const writing = fdWriter.inFlight();
+    if (!writing) return setImmediate(end);
+    void Promise.race([writing, new Promise((resolve) => setTimeout(resolve, SIGNAL_GRACE_MS))]).then(() => setImmediate(end));
+  });
+  return {
+    get signalled() {
+      return signalled;
+    },
+    stopListening,
+  };
+}
 
 /** The smallest burst that keeps a byte rate, when the bucket's is smaller (Throttle.smallestSteadyBurst). */
 function burstBelowTimerTick(throttle: Throttle, kind: PipeConfig["kind"]): number | undefined {
