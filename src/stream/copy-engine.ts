@@ -1,10 +1,9 @@
-import type { CostMode } from "./throttle.js";
 import { type EventLoopTurns, eventLoopTurns } from "./event-loop-turns.js";
 import { writesWithoutWaiting } from "./fd-writer.js";
 import type { NativeIo } from "./native-io.js";
 import { isPipe, readDescriptor, readSources, sourceDescriptors, STDIN_NAME } from "./read-sources.js";
 import { type SpliceProgress, spliceThrough, SpliceUnsupported } from "./splice-copy.js";
-import type { Emit, Throttle } from "./throttle.js";
+import type { CostMode, Emit, Throttle } from "./throttle.js";
 
 // The copy engine: named sources in turn (`-` is standard input, descriptor 0) to one output
 // descriptor through a Throttle, either moved in the kernel by splice(2) or read and written.

@@ -25,7 +25,7 @@ const FORWARDED: Partial<Record<NodeJS.Signals, NodeJS.Signals>> = { SIGHUP: "SI
 /** A command found but not runnable, as shells report it. */
 const CANNOT_EXECUTE = 126;
 
-/** A run also ends on Ctrl-\. Jobs are in sessions of their own: the terminal's Ctrl-C and Ctrl-\ reach only us. */
+/** Ctrl-\ (SIGQUIT) stops a run too. Jobs are in sessions of their own: the terminal's Ctrl-C and Ctrl-\ reach only us. */
 const ALSO_STOPPING: readonly NodeJS.Signals[] = ["SIGQUIT"];
 /** A signal repeated within this is the same delivery (`timeout` sends its signal twice, to tbucket and to its process group). */
 const SAME_DELIVERY_MS = 100;
