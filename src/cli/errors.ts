@@ -1,4 +1,3 @@
-import { constants } from "node:os";
 
 /**
  * Errors the CLI turns into one line on standard error and an exit status.
@@ -49,11 +48,6 @@ export const EXIT = {
   notFound: 127,
   interrupted: 130,
 } as const;
-
-/** The status a shell reports for a process ended by `signal`: 128 + its number (SIGINT 130, SIGTERM 143). */
-export function signalExitStatus(signal: NodeJS.Signals): number {
-  return 128 + constants.signals[signal];
-}
 
 /** Runs `parse` on an option's text, turning a parse error into a UsageError that names the option. */
 export function parseOption<T>(flag: string, text: string, parse: (text: string) => T): T {

@@ -26,10 +26,10 @@ export class SpliceUnsupported extends Error {}
  * finds splice(2) refused (nothing has moved then: copy another way).
  *
  * `moving.bytes` is what the move under way has moved so far (a signal may end
- * the process in the middle of one).
+ * the process in the middle of one). An aborted `signal` rejects with its reason.
  */
 export async function spliceThrough(io: NativeIo, fdIn: number, fdOut: number, options: SpliceThroughOptions): Promise<void> {
-  const { throttle, moving, onMoved, turns } = options;
+  const { throttle, moving, onMoved, turns, signal } = options;
   let first = true;
   for (;;) {
     // Pay for what is there to move, as the JavaScript path pays for what it read: a slice
@@ -40,7 +40,7 @@ export async function spliceThrough(io: NativeIo, fdIn: number, fdOut: number, o
     // the burst, which nothing refills: one byte waits for the input instead, lest an input that
     // then ends early leave the rest paid for and unused.
     const ahead = throttle.limiter.rate === 0 ? 1 : UNLIMITED_JOB_BYTES;
-    const granted = await throttle.grant(ready > 0 ? Math.min(ready, UNLIMITED_JOB_BYTES) : ahead);
+    const granted = await throttle.grant(ready > 0 ? Math.min(ready, UNLIMITED_JOB_BYTES) : ahead, signal);
     if (throttle.lastTakeWaited) turns.mark();
     for (let left = granted; left > 0; ) {
       const pending = spliceOnce(io, fdIn, fdOut, left, moving.counter, first);
@@ -67,6 +67,8 @@ export interface SpliceThroughOptions {
   onMoved(bytes: number): void;
   /** Gives the event loop a turn between moves that never wait. */
   turns: EventLoopTurns;
+  /** Ends the copy before the next slice, and a wait for tokens under way (a move under way ends first). */
+  signal?: AbortSignal;
 }
 
 /** What the splice(2) under way has moved so far, written by the thread that moves. */

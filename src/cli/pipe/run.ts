@@ -1,14 +1,14 @@
 import { statSync } from "node:fs";
 import { isatty } from "node:tty";
 import type { Limiter } from "../../core/limiter.js";
-import { isPipe, knownTotalBytes, readDescriptor, readSources, sourceDescriptors, STDIN_NAME } from "../../stream/read-sources.js";
-import type { NativeIo } from "../../stream/native-io.js";
-import { SpliceProgress, spliceThrough, SpliceUnsupported } from "../../stream/splice-copy.js";
-import { eventLoopTurns, type EventLoopTurns } from "../../stream/event-loop-turns.js";
-import { createFdWriter, writesWithoutWaiting } from "../../stream/fd-writer.js";
+import { chooseCopyPath, copySources } from "../../stream/copy-engine.js";
+import { knownTotalBytes } from "../../stream/read-sources.js";
+import { SpliceProgress } from "../../stream/splice-copy.js";
+import { createFdWriter, type FdWriter } from "../../stream/fd-writer.js";
 import { type Emit, Throttle } from "../../stream/throttle.js";
 import type { PipeConfig } from "./options.js";
-import { EXIT, ReaderGone, signalExitStatus } from "../errors.js";
+import { EXIT, ReaderGone } from "../errors.js";
+import { endBySignal, onStopSignal, signalExitStatus } from "../signals.js";
 import { openLimiter } from "../open-limiter.js";
 import { describeFileError } from "../file-errors.js";
 import { formatPipeStats, type PipeStats } from "../pipe-stats.js";
@@ -22,24 +22,6 @@ const NEWLINE = 0x0a;
 
 /** What a Linux pipe holds unless asked otherwise, and so what one read from it gives at most. */
 const PIPE_BUFFER_BYTES = 64 * 1024;
-const MAX_READ_AHEAD_BYTES = 1024 * 1024;
-const MIN_READ_AHEAD_BYTES = 64 * 1024;
-/**
- * Unlimited, bytes go straight through in cat's 128 KiB, which stays in the
- * processor's cache; larger reads were slower (docs/benchmarks.md, "No limit").
- */
-const UNLIMITED_READ_BYTES = 128 * 1024;
-
-/**
- * About 10 ms of the rate (a slice), at least 64 KiB and at most 1 MiB: enough
- * to fill the next slice while the current one waits for tokens, and no more
- * than can be written soon.
- */
-function readAheadBytesFor(rate: number, kind: PipeConfig["kind"]): number {
-  if (kind === "count") return MAX_READ_AHEAD_BYTES;
-  if (rate === Infinity) return UNLIMITED_READ_BYTES;
-  return Math.min(MAX_READ_AHEAD_BYTES, Math.max(MIN_READ_AHEAD_BYTES, Math.ceil(rate / 100)));
-}
 
 /** Copies the sources to standard output through the bucket; resolves to the exit status. */
 export async function runPipe(config: PipeConfig): Promise<number> {
@@ -60,13 +42,12 @@ export async function runPipe(config: PipeConfig): Promise<number> {
     countRecords: config.cost !== "bytes",
     oneReadBytes: PIPE_BUFFER_BYTES,
   });
-  const readAheadBytes = readAheadBytesFor(limiter.rate, config.kind);
-  const onError = (name: string, error: NodeJS.ErrnoException) => {
+  const onSourceError = (name: string, error: NodeJS.ErrnoException) => {
     unreadable = true;
     writeStandardError(`tbucket: ${describeFileError(name, error)}\n`);
   };
   sizePipes(config, limiter.rate);
-  const io = spliceable(config) ? loadNativeIo() : undefined;
+  const path = chooseCopyPath(config.files, { outputFd: 1, cost: config.cost, loadIo: loadNativeIo });
   const moving = new SpliceProgress();
   // Writes go to descriptor 1 whole, a pipe's from the thread pool (see createFdWriter), so
   // a reader that stalls blocks the copy but never the signals or the progress line.
@@ -89,7 +70,7 @@ export async function runPipe(config: PipeConfig): Promise<number> {
     rate: limiter.rate,
     burst: limiter.burst,
     kind: config.kind,
-    zeroCopy: io !== undefined,
+    zeroCopy: path.kind === "splice",
     smallestSteadyBurst: burstBelowTimerTick(throttle, config.kind),
   });
   const progress = await startProgress(config, limiter, snapshot);
@@ -103,70 +84,25 @@ export async function runPipe(config: PipeConfig): Promise<number> {
     return code;
   };
 
-  // Ctrl-C (and SIGTERM) end at once, after the stats, by the same signal, as cat does: the
-  // shell reports 128 + its number (130, 143), and a read still waiting for input (on a
-  // terminal, or a stalled pipe) cannot hold the exit, as it would hold process.exit.
-  // A write under way in the thread pool gets SIGNAL_GRACE_MS to be counted: it may be done
-  // in the kernel (its reader already holding it) before its end reaches the event loop. A
-  // stalled reader's write never ends; then the stats count what was done. A shared key then
-  // gets back the tokens of a wait cut short (close gives back a lease not yet due). A second
-  // signal ends it at once, after the stats: `timeout` sends its signal twice, to tbucket and
-  // to its process group, and a user's second Ctrl-C means now.
-  const stopListening = () => {
-    for (const signal of ENDING_SIGNALS) process.off(signal, onSignal);
-  };
-  let signalled = false;
-  const onSignal = (signal: NodeJS.Signals) => {
-    if (signalled) {
-      stopListening();
-      finish(signalExitStatus(signal));
-      process.kill(process.pid, signal);
-      return;
-    }
-    signalled = true;
-    const end = () => {
-      const code = finish(signalExitStatus(signal));
-      void close().finally(() => {
-        stopListening();
-        process.kill(process.pid, signal);
-        // Reached only if some other listener kept the signal from ending the process.
-        setImmediate(() => process.exit(code));
-      });
-    };
-    fdWriter.hold();
-    const writing = fdWriter.inFlight();
-    if (!writing) return setImmediate(end);
-    void Promise.race([writing, new Promise((resolve) => setTimeout(resolve, SIGNAL_GRACE_MS))]).then(() => setImmediate(end));
-  };
-  for (const signal of ENDING_SIGNALS) process.on(signal, onSignal);
-
-  const turns = eventLoopTurns();
-  const copyChunks = async (chunks: AsyncIterable<Buffer> | Iterable<Buffer>) => {
-    for await (const chunk of chunks) {
-      await throttle.pass(chunk, writeOut);
-      // A copy that never waits (a file at --rate inf) still lets signals and progress through.
-      if (throttle.lastTakeWaited) turns.mark();
-      await turns.next();
-      // While throttled, let a slice's worth of input gather before taking the next.
-      await throttle.settle();
-    }
-  };
+  const signals = endOnStopSignal(fdWriter, finish, close);
   try {
-    if (io) {
-      const onMoved = (bytes: number) => (writtenBytes += bytes);
-      await spliceSources(io, config.files, { onError, throttle, moving, onMoved, turns, copyChunks, readAheadBytes }).catch(
-        (error: unknown) => {
-          throw (error as NodeJS.ErrnoException).syscall === "splice" ? standardOutputFailure(error, writtenBytes + moving.bytes) : error;
-        },
-      );
-    } else {
-      await throttle.settle();
-      await copyChunks(readSources(config.files, { readAheadBytes, onError, stdinStream: () => process.stdin, outputFd: 1 }));
-    }
+    await copySources({
+      sources: config.files,
+      outputFd: 1,
+      path,
+      throttle,
+      emit: writeOut,
+      onSourceError,
+      stdinStream: () => process.stdin,
+      moving,
+      onMoved: (bytes) => (writtenBytes += bytes),
+    }).catch((error: unknown) => {
+      throw (error as NodeJS.ErrnoException).syscall === "splice" ? standardOutputFailure(error, writtenBytes + moving.bytes) : error;
+    });
   } catch (error) {
     // After a signal, the copy fails only because the signal's way out closed the limiter under
     // a wait: that way ends the pipe, after the stats, by the signal. Nothing is said here.
-    if (signalled) return new Promise<number>(() => {});
+    if (signals.signalled) return new Promise<number>(() => {});
     // A reader that went away (`| head -c 10`) is a normal way for a pipe to end, stats and all;
     // exit at once, as reading may still be waiting on a writer that never ends (`yes |`).
     if (error instanceof ReaderGone) {
@@ -176,65 +112,52 @@ export async function runPipe(config: PipeConfig): Promise<number> {
     }
     finish(EXIT.failure);
     await close();
-    stopListening();
+    signals.stopListening();
     throw error;
   }
   // The signals stay ours until the end: a signal that found no listener would end tbucket
   // by default mid-write of its stats or of its progress row's file.
   await close();
   const code = finish(unreadable ? EXIT.failure : EXIT.ok);
-  stopListening();
+  signals.stopListening();
   return code;
 }
 
-/** The signals that end the pipe, after its stats, by the same signal. */
-const ENDING_SIGNALS: readonly NodeJS.Signals[] = ["SIGINT", "SIGTERM", "SIGHUP"];
-
-/** How long a signal waits for a write under way to be counted (see onSignal). */
+/** How long a signal waits for a write under way to be counted (see endOnStopSignal). */
 const SIGNAL_GRACE_MS = 20;
 
 /**
- * Whether bytes can go from the sources to standard output by splice(2): byte
- * costs (--lines must see the bytes), and standard output a pipe, or standard
- * input a pipe going to a file or /dev/null; standard input, if read, a pipe
- * or a file (a terminal is read through Node.js, which copes with one made
- * non-blocking). A named source splice(2) then refuses is read and written instead.
+ * Ctrl-C (and SIGTERM, SIGHUP) end the pipe at once, after the stats (`finish`), by the same
+ * signal, as cat does. A write under way in the thread pool gets SIGNAL_GRACE_MS to be counted:
+ * it may be done in the kernel (its reader already holding it) before its end reaches the event
+ * loop. A stalled reader's write never ends; then the stats count what was done. A shared key
+ * then gets back the tokens of a wait cut short (`close` gives back a lease not yet due). A
+ * second signal ends it at once, after the stats: `timeout` sends its signal twice, to tbucket
+ * and to its process group, and a user's second Ctrl-C means now.
  */
-function spliceable(config: PipeConfig): boolean {
-  if (config.cost !== "bytes") return false;
-  const { files } = config;
-  if (files.includes(STDIN_NAME) && !isPipe(0) && !writesWithoutWaiting(0)) return false;
-  if (isPipe(1)) return true;
-  return files.length === 1 && files[0] === STDIN_NAME && isPipe(0) && writesWithoutWaiting(1);
-}
-
-interface SpliceSourcesOptions {
-  onError(name: string, error: NodeJS.ErrnoException): void;
-  throttle: Throttle;
-  moving: SpliceProgress;
-  onMoved(bytes: number): void;
-  turns: EventLoopTurns;
-  /** The JavaScript path, for a source splice(2) refuses (a terminal, a file system without it). */
-  copyChunks(chunks: AsyncIterable<Buffer> | Iterable<Buffer>): Promise<void>;
-  readAheadBytes: number;
-}
-
-/** Each source in turn to standard output by splice(2); one that refuses it is read and written instead. */
-async function spliceSources(io: NativeIo, names: readonly string[], options: SpliceSourcesOptions): Promise<void> {
-  for await (const { name, fd } of sourceDescriptors(names, { onError: options.onError, outputFd: 1 })) {
-    try {
-      await spliceThrough(io, fd, 1, options);
-    } catch (error) {
-      if (!(error instanceof SpliceUnsupported)) throw error;
-      try {
-        await options.copyChunks(readDescriptor(fd, options.readAheadBytes));
-      } catch (readError) {
-        // A failed write is standard output's (already said so); a failed read is the source's.
-        if ((readError as NodeJS.ErrnoException).syscall !== "read") throw readError;
-        options.onError(name, readError as NodeJS.ErrnoException);
-      }
+function endOnStopSignal(fdWriter: FdWriter, finish: (code: number) => number, close: () => Promise<void>): { readonly signalled: boolean; stopListening(): void } {
+  let signalled = false;
+  const stopListening = onStopSignal((signal, again) => {
+    signalled = true;
+    if (again) {
+      finish(signalExitStatus(signal));
+      return endBySignal(signal, stopListening);
     }
-  }
+    const end = () => {
+      finish(signalExitStatus(signal));
+      void close().finally(() => endBySignal(signal, stopListening));
+    };
+    fdWriter.hold();
+    const writing = fdWriter.inFlight();
+    if (!writing) return setImmediate(end);
+    void Promise.race([writing, new Promise((resolve) => setTimeout(resolve, SIGNAL_GRACE_MS))]).then(() => setImmediate(end));
+  });
+  return {
+    get signalled() {
+      return signalled;
+    },
+    stopListening,
+  };
 }
 
 /** The smallest burst that keeps a byte rate, when the bucket's is smaller (Throttle.smallestSteadyBurst). */

@@ -1,9 +1,4 @@
-/**
- * The signals that stop a proxy: it drains on the first, and closes what is
- * left on the second. A hang-up (the terminal closed) ends it as the pipe and
- * run end: drained, not killed mid-transfer.
- */
-const SIGNALS: readonly NodeJS.Signals[] = ["SIGINT", "SIGTERM", "SIGHUP"];
+import { onStopSignal } from "../signals.js";
 
 /**
  * Stopper ends a server on the first SIGINT, SIGTERM or SIGHUP, or when told to: it
@@ -20,7 +15,8 @@ export class Stopper {
   #stopping: Promise<void> | undefined;
   #requested: number | undefined;
   #signalled = false;
-  #listening = false;
+  /** Gives the signals back; undefined while not listening. */
+  #stopListening: (() => void) | undefined;
   #done: { resolve(): void; reject(error: unknown): void } | undefined;
 
   readonly #onSignal = () => {
@@ -29,11 +25,9 @@ export class Stopper {
   };
   #drainMs = 0;
 
-  /** Takes SIGINT, SIGTERM and SIGHUP from now on. */
+  /** Takes the stop signals (SIGINT, SIGTERM, SIGHUP) from now on. */
   listen(): void {
-    if (this.#listening) return;
-    this.#listening = true;
-    for (const signal of SIGNALS) process.on(signal, this.#onSignal);
+    this.#stopListening ??= onStopSignal(this.#onSignal);
   }
 
   /** Resolves once `stop` has run after a signal or a call to `stop`. */
@@ -50,8 +44,8 @@ export class Stopper {
 
   /** Gives the signals back (a start that failed). */
   unlisten(): void {
-    for (const signal of SIGNALS) process.off(signal, this.#onSignal);
-    this.#listening = false;
+    this.#stopListening?.();
+    this.#stopListening = undefined;
   }
 
   stop(drainMs: number): void {

@@ -14,7 +14,8 @@ import { describeLostOutput, formatStatsText, formatSummary, runStats } from "..
 import { LaunchRateMeter } from "../../run/launch-rate-meter.js";
 import { startRunProgress } from "./progress.js";
 import type { RunConfig } from "./options.js";
-import { EXIT, RuntimeError, signalExitStatus } from "../errors.js";
+import { EXIT, RuntimeError } from "../errors.js";
+import { onStopSignal, signalExitStatus } from "../signals.js";
 import { describeFileError, describeWriteError, writeErrorReason } from "../file-errors.js";
 import { openLimiter } from "../open-limiter.js";
 
@@ -24,10 +25,10 @@ const FORWARDED: Partial<Record<NodeJS.Signals, NodeJS.Signals>> = { SIGHUP: "SI
 /** A command found but not runnable, as shells report it. */
 const CANNOT_EXECUTE = 126;
 
-/** The signals that end a run. Jobs are in sessions of their own: the terminal's Ctrl-C and Ctrl-\ reach only us. */
-const HANDLED_SIGNALS: readonly NodeJS.Signals[] = ["SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT"];
-/** A signal repeated within this is the same delivery (see onSignal). */
-const DUPLICATE_SIGNAL_MS = 100;
+/** Ctrl-\ (SIGQUIT) stops a run too. Jobs are in sessions of their own: the terminal's Ctrl-C and Ctrl-\ reach only us. */
+const ALSO_STOPPING: readonly NodeJS.Signals[] = ["SIGQUIT"];
+/** A signal repeated within this is the same delivery (`timeout` sends its signal twice, to tbucket and to its process group). */
+const SAME_DELIVERY_MS = 100;
 
 /** Launches the jobs, reports, and resolves to the exit status. */
 export async function runRun(config: RunConfig): Promise<number> {
@@ -199,20 +200,15 @@ async function launchAll(
   // First signal: stop launching and pass it on to every job's process group (jobs have groups
   // of their own, so the terminal's Ctrl-C reaches only us); a second one, or --kill-after, kills them.
   let interruptedBy: NodeJS.Signals | undefined;
-  let interruptedAtMs = 0;
-  const onSignal = (signal: NodeJS.Signals) => {
-    // `timeout` sends its signal twice, to tbucket and to its process group: the same signal
-    // again at once is that one delivery, not a user's second Ctrl-C.
-    if (signal === interruptedBy && performance.now() - interruptedAtMs < DUPLICATE_SIGNAL_MS) return;
-    if (interruptedBy === undefined) {
-      interruptedBy = signal;
-      interruptedAtMs = performance.now();
-      runner.stop("signal", FORWARDED[signal] ?? signal);
-      groups.signalLingering(FORWARDED[signal] ?? signal);
-    } else {
+  const onSignal = (signal: NodeJS.Signals, again: boolean) => {
+    if (again) {
       runner.kill();
       groups.signalLingering("SIGKILL");
+      return;
     }
+    interruptedBy = signal;
+    runner.stop("signal", FORWARDED[signal] ?? signal);
+    groups.signalLingering(FORWARDED[signal] ?? signal);
   };
   // Job output that cannot be written ends the run as a signal would: the jobs' output has nowhere to go.
   // A reader that went away (`| head`) is what pipelines do: that ends it quietly.
@@ -222,7 +218,7 @@ async function launchAll(
   };
   // On every way out, a crash included, no job is left running behind us.
   const killLeftovers = () => groups.signalAll("SIGKILL");
-  for (const signal of HANDLED_SIGNALS) process.on(signal, onSignal);
+  const stopListening = onStopSignal(onSignal, { also: ALSO_STOPPING, sameDeliveryWithinMs: SAME_DELIVERY_MS });
   process.on("exit", killLeftovers);
   let result: RunResult;
   try {
@@ -234,7 +230,7 @@ async function launchAll(
     // Stopped while the signals are still ours: one with no listener would end tbucket by
     // default in the middle of leaving its progress row.
     await progress?.stop();
-    for (const signal of HANDLED_SIGNALS) process.off(signal, onSignal);
+    stopListening();
   }
   process.off("exit", killLeftovers);
   // tbucket's own lines after the run: on lines of their own, after a job's unfinished last line too.
