@@ -176,6 +176,65 @@ export class TokenBucket {
   }
 
   /**
+   * The earliest time, from `nowMs` on, at which `n` tokens could be taken
+   * without waiting: the time to act `reserveAt(nowMs, n)` would answer,
+   * read without changing anything (and without allocating). Infinity when n
+   * exceeds the burst, or at a rate of 0 beyond the level.
+   */
+  earliestAt(nowMs: number, n: number): number {
+    const t = nowMs > this.#lastMs ? nowMs : this.#lastMs;
+    return t + this.delayAt(t, n);
+  }
+
+  /** How long after `nowMs` (or the last update, if later) `reserveAt(nowMs, n)` would say to wait, without changing anything. */
+  delayAt(nowMs: number, n: number): number {
+    if (this.#rate === Infinity) return 0;
+    if (n > this.#burst) return Infinity;
+    const tokens = this.#levelAt(nowMs > this.#lastMs ? nowMs : this.#lastMs) - n;
+    return tokens < 0 ? durationMsFromTokens(-tokens, this.#rate) : 0;
+  }
+
+  /**
+   * Takes `n` tokens, asked at `nowMs`, for an item that acts at `actMs`,
+   * no earlier than `earliestAt(nowMs, n)` (the caller checks: a limit set
+   * acts at the latest of its limits' earliest times). The bucket gives what
+   * it would hold at `actMs`: what it would gain past the burst while the
+   * item waits for another limit is lost, so waiting banks nothing. At the
+   * bucket's own earliest time this is exactly `reserveAt(nowMs, n)`.
+   * Returns how far the level went down: n, and what the cap will cut off
+   * (cancelling gives both back).
+   */
+  takeAt(nowMs: number, actMs: number, n: number): number {
+    if (this.#rate === Infinity) return n;
+    const t = nowMs > this.#lastMs ? nowMs : this.#lastMs;
+    const level = this.#levelAt(t);
+    const short = level - n;
+    const ownMs = short < 0 ? t + durationMsFromTokens(-short, this.#rate) : t;
+    let tokens = short;
+    if (actMs > ownMs && actMs < Infinity) {
+      const ahead = tokensFromDurationMs(actMs - t, this.#rate);
+      // Lower the level now by what the cap would cut off before actMs: at actMs it is then min(burst, ...) - n.
+      if (level + ahead > this.#burst) tokens = this.#burst - ahead - n;
+    }
+    this.#lastMs = t;
+    this.#tokens = tokens;
+    this.#lastEventMs = actMs;
+    return level - tokens;
+  }
+
+  /**
+   * Corrects the level at `nowMs` by `tokens`: a negative correction is a
+   * debt that later reservations wait for, a positive one is capped at the
+   * burst (a cost settled lower than it was taken).
+   */
+  addTokensAt(nowMs: number, tokens: number): void {
+    if (this.#rate === Infinity) return;
+    const t = nowMs > this.#lastMs ? nowMs : this.#lastMs;
+    this.#tokens = Math.min(this.#levelAt(t) + tokens, this.#burst);
+    this.#lastMs = t;
+  }
+
+  /**
    * Gives back what a reservation took, as far as later reservations allow:
    * tokens already spoken for by reservations made after it stay taken.
    * Cancelling after the time to act does nothing.
@@ -304,8 +363,13 @@ export class TokenBucket {
   #advance(nowMs: number): { nowMs: number; tokens: number } {
     const t = Math.max(nowMs, this.#lastMs);
     if (this.#rate === Infinity) return { nowMs: t, tokens: this.#burst };
+    return { nowMs: t, tokens: this.#levelAt(t) };
+  }
+
+  /** The level at `t`, no earlier than the last update, at a finite rate. */
+  #levelAt(t: number): number {
     const tokens = this.#tokens + tokensFromDurationMs(t - this.#lastMs, this.#rate);
-    return { nowMs: t, tokens: Math.min(tokens, this.#burst) };
+    return tokens < this.#burst ? tokens : this.#burst;
   }
 }
 

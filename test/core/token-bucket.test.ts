@@ -282,3 +282,38 @@ describe("clocks", () => {
     expect(order).toEqual([10, 20, 30]);
   });
 });
+
+describe("TokenBucket reads and takes for a limit set", () => {
+  it("earliestAt and delayAt answer what reserveAt would, changing nothing", () => {
+    const bucket = new TokenBucket({ rate: 3, burst: 4, clock: new FakeClock(0) });
+    bucket.reserveAt(0, 4);
+    for (const [atMs, n] of [[0, 1], [100, 2], [5000, 4], [5000, 5]] as const) {
+      const twin = new TokenBucket({ rate: 3, burst: 4, clock: new FakeClock(0) });
+      twin.reserveAt(0, 4);
+      const reservation = twin.reserveAt(atMs, n);
+      expect(bucket.earliestAt(atMs, n)).toBe(reservation.ok ? reservation.timeToActMs : Infinity);
+      expect(bucket.delayAt(atMs, n)).toBe(reservation.ok ? reservation.waitMs : Infinity);
+    }
+    expect(bucket.tokensAt(0)).toBe(0);
+  });
+
+  it("takeAt at the bucket's own time is reserveAt; later, it banks nothing past the burst", () => {
+    const bucket = new TokenBucket({ rate: 1, burst: 2, clock: new FakeClock(0) });
+    const twin = new TokenBucket({ rate: 1, burst: 2, clock: new FakeClock(0) });
+    twin.reserveAt(0, 2);
+    expect(bucket.takeAt(0, 0, 2)).toBe(2);
+    expect(bucket.tokensAt(0)).toBe(twin.tokensAt(0));
+    // An item acting at 10 s, long after the bucket is full again: the level at 10 s is 2 - 1, and it went down by 1 + the 7 the cap cuts off.
+    expect(bucket.takeAt(0, 10_000, 1)).toBeCloseTo(9, 12);
+    expect(bucket.tokensAt(10_000)).toBeCloseTo(1, 12);
+  });
+
+  it("addTokensAt puts a settled difference into debt, or back up to the burst", () => {
+    const bucket = new TokenBucket({ rate: 1, burst: 2, clock: new FakeClock(0) });
+    bucket.addTokensAt(0, -3);
+    expect(bucket.tokensAt(0)).toBe(-1);
+    expect(bucket.reserveAt(0, 1).waitMs).toBe(2000);
+    bucket.addTokensAt(0, 10);
+    expect(bucket.tokensAt(0)).toBe(2);
+  });
+});

@@ -1,0 +1,480 @@
+import { type Clock, systemClock } from "./clock.js";
+import { checkLimitSpecs, type CostUnit, type Costs, type LimitSpec } from "./limit-spec.js";
+import { SlidingWindow } from "./sliding-window.js";
+import { TokenBucket } from "./token-bucket.js";
+
+const BUCKET = 0;
+const WINDOW = 1;
+const CONCURRENCY = 2;
+
+/**
+ * The answer to `LimitSet.reserveAt`, and what `cancelAt`, `settleAt` and
+ * `releaseAt` need to give back: the amount each limit took (its unit's cost;
+ * a slot for concurrency), and for buckets the rate at the take and the level
+ * the take left at the item's time. When `ok` is false nothing was taken.
+ */
+export class LimitReservation {
+  /** Set once the reservation was cancelled: a second cancel or a settle does nothing. */
+  cancelled = false;
+  /** Set once its concurrency slots were given back. */
+  released = false;
+
+  constructor(
+    readonly ok: boolean,
+    /** When the item may act (the instant every limit admits it); Infinity when refused, or owed at a rate of 0. */
+    readonly timeToActMs: number,
+    /** How long after the reservation was made the item may act. */
+    readonly waitMs: number,
+    /** The limits, numbered from 1, that refused it or set its wait. */
+    readonly limitedBy: readonly number[],
+    /** True when refused because a concurrency limit had no free slot (an async layer then waits for a release). */
+    readonly noSlot: boolean,
+    /** What each limit took, by index; corrected by `settleAt`. */
+    readonly amounts: Float64Array,
+    /**
+     * For a bucket: its rate at the take (cancelling gives back at this rate),
+     * how far its level went down (the cost, and what its cap will cut off
+     * while the item waits for another limit), and its level just after the
+     * take, at `timeToActMs`.
+     */
+    readonly bucketRates: Float64Array,
+    readonly bucketTaken: Float64Array,
+    readonly bucketLevels: Float64Array,
+  ) {}
+
+  /** How long after `nowMs` the item may act: 0 to act at once, Infinity when not ok. */
+  delayFrom(nowMs: number): number {
+    if (!this.ok) return Infinity;
+    return Math.max(0, this.timeToActMs - nowMs);
+  }
+}
+
+const NO_AMOUNTS = new Float64Array(0);
+
+/**
+ * LimitSet admits items against several limits at once, each counting its
+ * own unit of the item's costs: token buckets (x/time/rate, `TokenBucket`),
+ * sliding windows (`SlidingWindow`) and concurrency slots. It is one key's
+ * set (or a private one); a store keeps the same state and runs the same
+ * steps in one transaction.
+ *
+ * Two ways to consume, with their `...At(nowMs)` twins as everywhere in the
+ * core (the short forms read the injected clock):
+ * - `allowAt(nowMs, costs)`: every limit admits the item at `nowMs`, and then
+ *   each takes its cost; or none is touched and the answer is no. Use it to
+ *   drop or refuse work.
+ * - `reserveAt(nowMs, costs, maxWaitMs)`: the earliest instant t >= nowMs at
+ *   which every limit admits, given all that was taken and reserved before
+ *   (first come, first served for the whole set: a small item does not
+ *   overtake a large one waiting); each limit takes at t, a bucket what it
+ *   would hold at t (so waiting for another limit banks nothing past its
+ *   burst), a window a record at t. Refused, touching nothing, when t is
+ *   more than `maxWaitMs` away, or never comes (a cost above a bucket's
+ *   burst or a window's n).
+ * Then `cancelAt` gives a reservation not yet due back to every limit (a
+ * bucket by x/time/rate's CancelAt rule, a window forgets the record),
+ * `settleAt` corrects its costs afterwards (more becomes debt, less is given
+ * back as of the item's time), and `releaseAt` frees its concurrency slot.
+ *
+ * The earliest instant: every limit admits on an up-set of times (a bucket
+ * once its level reaches the cost, since the level only rises until the next
+ * take; a window once enough records have slid out, since no record is ever
+ * made before the latest one), so each limit's "earliest admit from t on" is
+ * max(t, tau_i) for a tau_i of its own, and the set's instant is the latest of
+ * them. The loop in `#earliest` finds it by asking every limit again from the
+ * latest answer until no limit moves it: with up-sets the second round moves
+ * nothing, so it ends after at most two rounds (more only when rounding to
+ * the nanosecond nudges a bucket, which moves t forward by a nanosecond and
+ * cannot repeat without bound).
+ *
+ * Concurrency: a slot is taken with the item and held until `releaseAt` (or
+ * `cancelAt`). The pure set cannot know when a slot will be freed, so a
+ * reservation that finds none free is refused with `noSlot`; the caller that
+ * waits (an async layer with a first-come-first-served turn queue) waits for
+ * a release and asks again, holding its turn so that later items queue
+ * behind it.
+ *
+ * The answer to the last decision is left in fields (`lastOk`,
+ * `lastTimeToActMs`, `lastWaitMs`, `limitedByMask`), so that `allowAt` and
+ * `admitAt` (a reserve that keeps no reservation) allocate nothing. Limits are numbered
+ * from 1 in the order given; `limitedBy` lists the ones that refused the last
+ * item or set its wait.
+ */
+export class LimitSet {
+  readonly specs: readonly LimitSpec[];
+  readonly clock: Clock;
+  /** Whether the last decision admitted its item. */
+  lastOk = false;
+  /** When the last admitted item may act; Infinity when refused. */
+  lastTimeToActMs = Infinity;
+  /** How long the last admitted item waits; Infinity when refused. */
+  lastWaitMs = Infinity;
+  /** Bit i - 1 set when limit i refused the last item or set its wait. */
+  limitedByMask = 0;
+  /** True when the last item was refused because a concurrency limit had no free slot. */
+  lastNoSlot = false;
+
+  readonly #kinds: Uint8Array;
+  readonly #units: Array<CostUnit | undefined>;
+  readonly #buckets: Array<TokenBucket | undefined>;
+  readonly #windows: Array<SlidingWindow | undefined>;
+  readonly #slotLimits: Float64Array;
+  readonly #slotsInUse: Float64Array;
+  /** The item being decided: each limit's cost, and its earliest admit. */
+  readonly #cost: Float64Array;
+  readonly #earliestMs: Float64Array;
+  /** Each limit's earliest admit asked from the present (the ones at the instant set the wait), and its wait. */
+  readonly #fromNowMs: Float64Array;
+  readonly #fromNowWaitMs: Float64Array;
+  /** How far each bucket's level went down at the last take. */
+  readonly #taken: Float64Array;
+  /** The latest time anything was taken, given back or corrected: earlier times are clamped to it. */
+  #lastMs: number;
+  /** The wait `#earliestOne` last found, from the time it was asked. */
+  #waitMs = 0;
+  readonly #count: number;
+
+  constructor(specs: readonly LimitSpec[], options: { clock?: Clock } = {}) {
+    checkLimitSpecs(specs);
+    this.specs = specs.map((spec) => ({ ...spec }));
+    this.clock = options.clock ?? systemClock;
+    const count = (this.#count = specs.length);
+    this.#kinds = new Uint8Array(count);
+    this.#units = [];
+    this.#buckets = [];
+    this.#windows = [];
+    this.#slotLimits = new Float64Array(count);
+    this.#slotsInUse = new Float64Array(count);
+    this.#cost = new Float64Array(count);
+    this.#earliestMs = new Float64Array(count);
+    this.#fromNowMs = new Float64Array(count);
+    this.#fromNowWaitMs = new Float64Array(count);
+    this.#taken = new Float64Array(count);
+    this.#lastMs = this.clock.now();
+    specs.forEach((spec, i) => {
+      this.#units.push(spec.kind === "concurrency" ? undefined : spec.unit);
+      this.#buckets.push(spec.kind === "bucket" ? new TokenBucket({ rate: spec.rate, burst: spec.burst, clock: this.clock }) : undefined);
+      this.#windows.push(spec.kind === "window" ? new SlidingWindow(spec.n, spec.windowMs) : undefined);
+      this.#kinds[i] = spec.kind === "bucket" ? BUCKET : spec.kind === "window" ? WINDOW : CONCURRENCY;
+      if (spec.kind === "concurrency") this.#slotLimits[i] = spec.n;
+    });
+  }
+
+  /** How many limits the set has. */
+  get size(): number {
+    return this.#count;
+  }
+
+  /** The limits, numbered from 1, that refused the last item or set its wait. */
+  get limitedBy(): number[] {
+    return limitNumbers(this.limitedByMask);
+  }
+
+  /**
+   * Admits the item at `nowMs` if every limit admits it there, each taking
+   * its cost; otherwise changes nothing and says no (`limitedByMask` names
+   * the limits that refused). The same as `admitAt` with no wait.
+   */
+  allowAt(nowMs: number, costs: Costs): boolean {
+    return this.admitAt(nowMs, costs, 0);
+  }
+
+  allow(costs: Costs): boolean {
+    return this.allowAt(this.clock.now(), costs);
+  }
+
+  /**
+   * Reserves the item as `reserveAt` does but keeps no reservation, leaving
+   * the answer in `lastOk`, `lastTimeToActMs`, `lastWaitMs` and
+   * `limitedByMask`: for callers that never cancel or settle (the
+   * simulator), so that a decision allocates nothing.
+   */
+  admitAt(nowMs: number, costs: Costs, maxWaitMs: number): boolean {
+    const now = nowMs > this.#lastMs ? nowMs : this.#lastMs;
+    this.#readCosts(costs);
+    if (!this.#decide(now, maxWaitMs)) return false;
+    this.#takeAll(now, this.lastTimeToActMs);
+    return true;
+  }
+
+  /**
+   * Reserves the item at the earliest instant every limit admits it, from
+   * `nowMs` on, each limit taking at that instant. Refuses, changing
+   * nothing, when a cost can never be admitted, a concurrency limit has no
+   * free slot, or the wait would exceed `maxWaitMs`.
+   */
+  reserveAt(nowMs: number, costs: Costs, maxWaitMs = Infinity): LimitReservation {
+    const now = nowMs > this.#lastMs ? nowMs : this.#lastMs;
+    this.#readCosts(costs);
+    const ok = this.#decide(now, maxWaitMs);
+    const limitedBy = limitNumbers(this.limitedByMask);
+    if (!ok) return new LimitReservation(false, Infinity, Infinity, limitedBy, this.lastNoSlot, NO_AMOUNTS, NO_AMOUNTS, NO_AMOUNTS, NO_AMOUNTS);
+    const actMs = this.lastTimeToActMs;
+    const amounts = new Float64Array(this.#cost);
+    const rates = new Float64Array(this.#count);
+    const levels = new Float64Array(this.#count);
+    this.#takeAll(now, actMs);
+    for (let i = 0; i < this.#count; i++) {
+      const bucket = this.#buckets[i];
+      if (bucket === undefined) continue;
+      rates[i] = bucket.rate;
+      levels[i] = bucket.tokensAt(actMs);
+    }
+    return new LimitReservation(true, actMs, this.lastWaitMs, limitedBy, false, amounts, rates, new Float64Array(this.#taken), levels);
+  }
+
+  reserve(costs: Costs, maxWaitMs = Infinity): LimitReservation {
+    return this.reserveAt(this.clock.now(), costs, maxWaitMs);
+  }
+
+  /**
+   * Gives a reservation back to every limit, as far as each allows: a bucket
+   * by x/time/rate's CancelAt rule (tokens spoken for by later reservations
+   * stay taken), a window forgets the item; both only while the item is not
+   * yet due. Its concurrency slots are freed in any case.
+   */
+  cancelAt(nowMs: number, reservation: LimitReservation): void {
+    if (!reservation.ok || reservation.cancelled) return;
+    reservation.cancelled = true;
+    const t = this.#touch(nowMs);
+    const due = reservation.timeToActMs < t;
+    for (let i = 0; i < this.#count; i++) {
+      const amount = reservation.amounts[i]!;
+      const kind = this.#kinds[i];
+      if (kind === BUCKET) {
+        const tokens = reservation.bucketTaken[i]!;
+        if (tokens > 0) this.#buckets[i]!.cancelAt(t, { ok: true, tokens, timeToActMs: reservation.timeToActMs, rate: reservation.bucketRates[i]! });
+      } else if (kind === WINDOW) {
+        if (!due && amount > 0) this.#windows[i]!.adjustAt(reservation.timeToActMs, -amount);
+      }
+    }
+    this.releaseAt(t, reservation);
+  }
+
+  cancel(reservation: LimitReservation): void {
+    this.cancelAt(this.clock.now(), reservation);
+  }
+
+  /** Frees the concurrency slots a reservation holds (the item ended); other limits are untouched. */
+  releaseAt(_nowMs: number, reservation: LimitReservation): void {
+    if (!reservation.ok || reservation.released) return;
+    reservation.released = true;
+    for (let i = 0; i < this.#count; i++) {
+      if (this.#kinds[i] === CONCURRENCY && reservation.amounts[i]! > 0) this.#slotsInUse[i] = Math.max(0, this.#slotsInUse[i]! - reservation.amounts[i]!);
+    }
+  }
+
+  release(reservation: LimitReservation): void {
+    this.releaseAt(this.clock.now(), reservation);
+  }
+
+  /**
+   * Corrects what a reservation (or an allowed item, reserved with no wait)
+   * cost, once known: every limit that counts a unit of `actualCosts` moves
+   * by the difference, as of the item's time. More is taken now, as a debt
+   * later items wait for (a window adds it to the item's record, while that
+   * is in the window). Less is given back: a window lowers the record; a
+   * bucket gets back what the cap would not have cut off since the item's
+   * time, at most the burst less the level the take left, less what it has
+   * gained since (an upper bound of its level in between), so it never holds
+   * more than had the item cost less from the start.
+   */
+  settleAt(nowMs: number, reservation: LimitReservation, actualCosts: Costs): void {
+    if (!reservation.ok || reservation.cancelled) return;
+    const t = this.#touch(nowMs);
+    const amounts = reservation.amounts;
+    for (let i = 0; i < this.#count; i++) {
+      const unit = this.#units[i];
+      if (unit === undefined) continue;
+      const actual = actualCosts[unit];
+      if (actual === undefined) continue;
+      if (typeof actual !== "number" || !Number.isFinite(actual) || actual < 0) {
+        throw new RangeError(`Expected \`${unit}\` cost to be a non-negative finite number, got \`${actual}\` (${typeof actual})`);
+      }
+      const delta = actual - amounts[i]!;
+      if (delta === 0) continue;
+      amounts[i] = actual;
+      if (this.#kinds[i] === WINDOW) {
+        this.#windows[i]!.adjustAt(reservation.timeToActMs, delta);
+        continue;
+      }
+      const bucket = this.#buckets[i]!;
+      if (delta > 0) {
+        bucket.addTokensAt(t, -delta);
+        reservation.bucketTaken[i] = reservation.bucketTaken[i]! + delta;
+        reservation.bucketLevels[i] = reservation.bucketLevels[i]! - delta;
+        continue;
+      }
+      const sinceMs = t > reservation.timeToActMs ? t - reservation.timeToActMs : 0;
+      const gained = reservation.bucketRates[i]! === Infinity ? Infinity : (sinceMs / 1000) * reservation.bucketRates[i]!;
+      const room = bucket.burst - reservation.bucketLevels[i]! - gained;
+      const refund = Math.min(-delta, room > 0 ? room : 0);
+      if (refund > 0) bucket.addTokensAt(t, refund);
+      // What was not refunded the bucket had regained anyway: keep the level the cheaper take would have left.
+      reservation.bucketLevels[i] = reservation.bucketLevels[i]! + refund;
+      reservation.bucketTaken[i] = Math.max(0, reservation.bucketTaken[i]! - refund);
+    }
+  }
+
+  settle(reservation: LimitReservation, actualCosts: Costs): void {
+    this.settleAt(this.clock.now(), reservation, actualCosts);
+  }
+
+  /**
+   * The level of limit `index` (from 0) at `nowMs`, read without changing
+   * anything: a bucket's tokens (negative while reservations owe), a
+   * window's room left (n less what is still in it, reservations included),
+   * a concurrency limit's free slots.
+   */
+  levelAt(nowMs: number, index: number): number {
+    const kind = this.#kinds[index];
+    if (kind === undefined) throw new RangeError(`Expected \`index\` to be a limit's index from 0 to ${this.#count - 1}, got \`${index}\``);
+    if (kind === BUCKET) return this.#buckets[index]!.tokensAt(nowMs);
+    if (kind === WINDOW) return this.#windows[index]!.remainingAt(nowMs);
+    return this.#slotLimits[index]! - this.#slotsInUse[index]!;
+  }
+
+  level(index: number): number {
+    return this.levelAt(this.clock.now(), index);
+  }
+
+  /** How many records window limit `index` holds (its memory); 0 for other kinds. */
+  windowRecords(index: number): number {
+    return this.#windows[index]?.records ?? 0;
+  }
+
+  /** Copies the item's cost in each limit's unit; a concurrency limit takes one slot. */
+  #readCosts(costs: Costs): void {
+    for (let i = 0; i < this.#count; i++) {
+      const unit = this.#units[i];
+      if (unit === undefined) {
+        this.#cost[i] = 1;
+        continue;
+      }
+      const cost = costs[unit];
+      if (cost === undefined) {
+        this.#cost[i] = 0;
+        continue;
+      }
+      if (typeof cost !== "number" || !Number.isFinite(cost) || cost < 0) {
+        throw new RangeError(`Expected \`${unit}\` cost to be a non-negative finite number, got \`${cost}\` (${typeof cost})`);
+      }
+      this.#cost[i] = cost;
+    }
+  }
+
+  /** Limit i's earliest admit from t on, for the item whose costs were read. */
+  #earliestOne(i: number, t: number): number {
+    const kind = this.#kinds[i];
+    const cost = this.#cost[i]!;
+    let earliestMs: number;
+    if (kind === BUCKET) {
+      // t is never before the bucket's last update (the set clamps its present to the latest change).
+      const waitMs = this.#buckets[i]!.delayAt(t, cost);
+      earliestMs = t + waitMs;
+      this.#waitMs = waitMs;
+    } else {
+      earliestMs = kind === WINDOW ? this.#windows[i]!.earliestAt(t, cost) : this.#slotsInUse[i]! + 1 <= this.#slotLimits[i]! ? t : Infinity;
+      this.#waitMs = earliestMs - t;
+    }
+    this.#earliestMs[i] = earliestMs;
+    return earliestMs;
+  }
+
+  /**
+   * Decides the item whose costs were read, at the present `now`, leaving the
+   * answer in the fields; takes nothing. The earliest instant is the fixed
+   * point of t -> max over limits of their earliest admit from t (see the
+   * class's comment for why the loop ends).
+   */
+  #decide(now: number, maxWaitMs: number): boolean {
+    let t = now;
+    // The limit whose answer t is: asking it again at its own answer changes nothing, so it is skipped.
+    let setter = -1;
+    let refused = 0;
+    let blocked = false;
+    let noSlot = false;
+    for (let i = 0; i < this.#count; i++) {
+      const window = this.#windows[i];
+      if (window !== undefined) window.pruneAt(now);
+      const earliestMs = this.#earliestOne(i, now);
+      this.#fromNowMs[i] = earliestMs;
+      this.#fromNowWaitMs[i] = this.#waitMs;
+      if (earliestMs > t) {
+        t = earliestMs;
+        setter = i;
+      }
+      if (this.#neverAdmits(i) || (this.#kinds[i] === CONCURRENCY && earliestMs > now)) {
+        refused |= 1 << i;
+        blocked = true;
+        if (this.#kinds[i] === CONCURRENCY) noSlot = true;
+      }
+    }
+    // Later rounds only move t on: a wait already too long is refused without them.
+    if (!blocked && !(t - now > maxWaitMs)) {
+      for (let moved = t > now; moved && t !== Infinity; ) {
+        moved = false;
+        for (let i = 0; i < this.#count; i++) {
+          if (i === setter) continue;
+          const earliestMs = this.#earliestOne(i, t);
+          if (earliestMs > t) {
+            t = earliestMs;
+            setter = i;
+            moved = true;
+          }
+        }
+      }
+    }
+    // The wait as the limit that set it measured it (a bucket's is exactly x/time/rate's), unless later rounds moved t.
+    const waitMs = setter >= 0 && t === this.#fromNowMs[setter] ? this.#fromNowWaitMs[setter]! : t > now ? t - now : 0;
+    const ok = !blocked && !(waitMs > maxWaitMs);
+    if (!blocked) {
+      // The limits that set the wait; refused for too long a wait, the ones that alone would wait too long.
+      for (let i = 0; i < this.#count; i++) {
+        const fromNowMs = this.#fromNowMs[i]!;
+        if (ok ? t > now && fromNowMs >= t : fromNowMs - now > maxWaitMs) refused |= 1 << i;
+      }
+      if (refused === 0 && setter >= 0 && t > now) refused = 1 << setter;
+    }
+    this.limitedByMask = refused;
+    this.lastNoSlot = noSlot;
+    this.lastOk = ok;
+    this.lastTimeToActMs = ok ? t : Infinity;
+    this.lastWaitMs = ok ? waitMs : Infinity;
+    return ok;
+  }
+
+  /** True when the item's cost exceeds what limit i could ever admit at once. */
+  #neverAdmits(i: number): boolean {
+    const cost = this.#cost[i]!;
+    const spec = this.specs[i]!;
+    if (spec.kind === "bucket") return cost > this.#buckets[i]!.burst && this.#buckets[i]!.rate !== Infinity;
+    if (spec.kind === "window") return cost > spec.n;
+    return spec.n < 1;
+  }
+
+  /** Every limit takes the item's cost, asked at `now`, for an item acting at `actMs`. */
+  #takeAll(now: number, actMs: number): void {
+    this.#lastMs = now;
+    for (let i = 0; i < this.#count; i++) {
+      const cost = this.#cost[i]!;
+      const kind = this.#kinds[i];
+      if (kind === BUCKET) this.#taken[i] = this.#buckets[i]!.takeAt(now, actMs, cost);
+      else if (kind === WINDOW) this.#windows[i]!.recordAt(actMs, cost);
+      else this.#slotsInUse[i] = this.#slotsInUse[i]! + 1;
+    }
+  }
+
+  /** The time of a change, clamped so that it never runs backwards. */
+  #touch(nowMs: number): number {
+    if (nowMs > this.#lastMs) this.#lastMs = nowMs;
+    return this.#lastMs;
+  }
+}
+
+/** The limit numbers (from 1) of a mask's bits. */
+export function limitNumbers(mask: number): number[] {
+  const numbers: number[] = [];
+  for (let i = 0; mask !== 0; i++, mask >>>= 1) if (mask & 1) numbers.push(i + 1);
+  return numbers;
+}

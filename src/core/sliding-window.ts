@@ -1,0 +1,180 @@
+/**
+ * SlidingWindow admits at most `limit` units in any interval of length
+ * `windowMs`: sliding and exact, not a fixed window and not a bucket of burst
+ * `limit` (both let 2 x limit through across a boundary).
+ *
+ * It keeps a record (time, cost) of every admission that can still matter,
+ * oldest first, in a ring that grows by doubling. An item of cost c admits at
+ * t when the costs recorded in (t - windowMs, t] plus c are at most `limit`.
+ * A record stops mattering at its time + windowMs and is dropped by
+ * `pruneAt` once the present is past that; records at the same instant
+ * are merged and zero costs are not recorded, so with costs of at least 1
+ * there are never more than `limit` records.
+ *
+ * Records are made in time order (a limit set takes its items first come,
+ * first served, at non-decreasing instants), so an item never fits before
+ * the latest record. Asked about a time earlier than one it was asked about
+ * before, the window answers for the later one: its time never runs backwards.
+ */
+export class SlidingWindow {
+  readonly limit: number;
+  readonly windowMs: number;
+  #times = new Float64Array(16);
+  #costs = new Float64Array(16);
+  /** Index of the oldest record; the ring's capacity is a power of two. */
+  #head = 0;
+  #count = 0;
+  /** The costs of every record held. */
+  #sum = 0;
+  /** The latest time the window pruned at or recorded at. */
+  #clockMs = -Infinity;
+
+  constructor(limit: number, windowMs: number) {
+    if (typeof limit !== "number" || !Number.isFinite(limit) || limit < 0) {
+      throw new RangeError(`Expected \`n\` to be a non-negative finite number, got \`${limit}\` (${typeof limit})`);
+    }
+    if (typeof windowMs !== "number" || !(windowMs > 0) || !Number.isFinite(windowMs)) {
+      throw new RangeError(`Expected \`windowMs\` to be a positive finite number, got \`${windowMs}\` (${typeof windowMs})`);
+    }
+    this.limit = limit;
+    this.windowMs = windowMs;
+  }
+
+  /** How many records are held (the memory bound's measure). */
+  get records(): number {
+    return this.#count;
+  }
+
+  /** The time of the latest record; -Infinity when there is none. */
+  get latestMs(): number {
+    return this.#count === 0 ? -Infinity : this.#times[(this.#head + this.#count - 1) & (this.#times.length - 1)]!;
+  }
+
+  /**
+   * The earliest time from `nowMs` on at which an item of `cost` fits:
+   * `nowMs` itself when it fits now, else the time the oldest records that
+   * must leave have left; Infinity when cost exceeds the limit. Since records
+   * only leave as time goes on, once it fits it fits at every later time.
+   * A pure read: `nowMs` may be in the future.
+   */
+  earliestAt(nowMs: number, cost: number): number {
+    if (cost > this.limit) return Infinity;
+    // No earlier than the latest record: items are taken first come, first served.
+    const latest = this.latestMs;
+    let t = nowMs > this.#clockMs ? nowMs : this.#clockMs;
+    if (latest > t) t = latest;
+    // The sum may still hold records gone by t (pruning waits for the clock): the walk skips them.
+    if (this.#sum + cost <= this.limit) return t;
+    const mask = this.#times.length - 1;
+    let remaining = this.#sum;
+    for (let i = 0; i < this.#count; i++) {
+      const index = (this.#head + i) & mask;
+      remaining -= this.#costs[index]!;
+      // The window (s - W, s] no longer holds this record from s = its time + W on.
+      if (remaining + cost <= this.limit) {
+        const leftMs = this.#times[index]! + this.windowMs;
+        return leftMs > t ? leftMs : t;
+      }
+    }
+    return Infinity;
+  }
+
+  /** Records `cost` at `atMs`, which is no earlier than the latest record. */
+  recordAt(atMs: number, cost: number): void {
+    if (!(cost > 0)) return;
+    const mask = this.#times.length - 1;
+    if (this.#count > 0) {
+      const last = (this.#head + this.#count - 1) & mask;
+      if (this.#times[last] === atMs) {
+        this.#costs[last] = this.#costs[last]! + cost;
+        this.#sum += cost;
+        return;
+      }
+    }
+    if (this.#count === this.#times.length) this.#grow();
+    const index = (this.#head + this.#count) & (this.#times.length - 1);
+    this.#times[index] = atMs;
+    this.#costs[index] = cost;
+    this.#count++;
+    this.#sum += cost;
+  }
+
+  /**
+   * Corrects the record at `atMs` by `delta` (an item settled or cancelled):
+   * never below zero; nothing when the record has already left the window.
+   */
+  adjustAt(atMs: number, delta: number): void {
+    const index = this.#find(atMs);
+    if (index < 0) return;
+    const before = this.#costs[index]!;
+    const after = Math.max(0, before + delta);
+    this.#costs[index] = after;
+    this.#sum += after - before;
+    // A forgotten latest record no longer holds later items back.
+    const mask = this.#times.length - 1;
+    while (this.#count > 0 && this.#costs[(this.#head + this.#count - 1) & mask] === 0) this.#count--;
+    if (this.#count === 0 || this.#sum < 0) this.#sum = 0;
+  }
+
+  /** The room left at `nowMs`: the limit less every record still in the window then, including ones due later. */
+  remainingAt(nowMs: number): number {
+    const t = Math.max(nowMs, this.#clockMs);
+    const mask = this.#times.length - 1;
+    let held = this.#sum;
+    for (let i = 0; i < this.#count; i++) {
+      const index = (this.#head + i) & mask;
+      if (this.#times[index]! + this.windowMs > t) break;
+      held -= this.#costs[index]!;
+    }
+    return this.limit - held;
+  }
+
+  /**
+   * Drops the records that left the window by `nowMs`, the present (clamped
+   * to the latest present it was told), and answers that time. Only the
+   * present counts: pruning at a reservation's later time would lose records
+   * the window needs again if that reservation is refused or cancelled.
+   */
+  pruneAt(nowMs: number): number {
+    const t = nowMs > this.#clockMs ? nowMs : this.#clockMs;
+    this.#clockMs = t;
+    const mask = this.#times.length - 1;
+    while (this.#count > 0 && this.#times[this.#head]! + this.windowMs <= t) {
+      this.#sum -= this.#costs[this.#head]!;
+      this.#head = (this.#head + 1) & mask;
+      this.#count--;
+    }
+    // Subtraction can leave a trace of rounding when costs are fractional; an empty window holds nothing.
+    if (this.#count === 0) this.#sum = 0;
+    return t;
+  }
+
+  /** The ring index of the record made at `atMs`, by binary search; -1 when none is held. */
+  #find(atMs: number): number {
+    const mask = this.#times.length - 1;
+    let low = 0;
+    let high = this.#count - 1;
+    while (low <= high) {
+      const middle = (low + high) >> 1;
+      const time = this.#times[(this.#head + middle) & mask]!;
+      if (time === atMs) return (this.#head + middle) & mask;
+      if (time < atMs) low = middle + 1;
+      else high = middle - 1;
+    }
+    return -1;
+  }
+
+  #grow(): void {
+    const capacity = this.#times.length * 2;
+    const times = new Float64Array(capacity);
+    const costs = new Float64Array(capacity);
+    const mask = this.#times.length - 1;
+    for (let i = 0; i < this.#count; i++) {
+      times[i] = this.#times[(this.#head + i) & mask]!;
+      costs[i] = this.#costs[(this.#head + i) & mask]!;
+    }
+    this.#times = times;
+    this.#costs = costs;
+    this.#head = 0;
+  }
+}
