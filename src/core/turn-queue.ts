@@ -28,6 +28,8 @@ export interface TurnQueueOptions {
 /** A take waiting for its turn. */
 interface Waiter {
   startMs: number;
+  /** Its wait has ended (given up, or its turn came): the line steps over it. */
+  done: boolean;
   /** Ends the wait: at its turn, or when given up. */
   end(wait: TurnWait): void;
 }
@@ -39,23 +41,25 @@ interface Waiter {
  * refused, having taken nothing.
  *
  * A waiter that is given up (its signal aborts: a client hung up) gives its
- * turn back at once. The bucket can give back only the latest turn (earlier
- * tokens are spoken for by the reservations after them, as in x/time/rate),
- * so the turns move instead: the last in line takes the turn left free, and
- * the latest turn, now no one's, returns to the bucket. A thousand waiters
- * leaving give back a thousand tokens, and no one waits longer than promised.
+ * turn back at once, and every one behind it moves up a turn, first come
+ * first served. The bucket can give back only the latest turn (earlier tokens
+ * are spoken for by the reservations after them, as in x/time/rate), and
+ * that is the turn no one holds once the line has moved up: it returns to the
+ * bucket. A thousand waiters leaving give back a thousand tokens.
  *
  * One timer serves the whole line: it sleeps until the first turn, and a
  * waiter leaving moves no timer (the first turn stays where it was), so a
- * long line costs one sleep, not one each.
+ * long line costs one sleep, not one each, and leaving costs the same
+ * wherever the waiter stood.
  */
 export class TurnQueue {
   /** The bucket the turns are reserved on. */
   readonly bucket: TokenBucket;
   readonly #maxWaitMs: number;
   readonly #clock: Clock;
-  /** The waiters in the order of their turns, and the turns (times on the clock), one each. */
+  /** The waiters in the order they came, some done (stepped over); the i-th still waiting has the i-th turn. */
   #waiters: Waiter[] = [];
+  /** The turns still held, earliest first (times on the clock): one per waiter not done. */
   #turnsMs: number[] = [];
   /** The latest turn as the bucket holds it (turns computed one by one differ from it in the last bits), to give it back exactly. */
   #lastTurnMs = -Infinity;
@@ -70,7 +74,7 @@ export class TurnQueue {
 
   /** Takes waiting for their turn. */
   get waiting(): number {
-    return this.#waiters.length;
+    return this.#turnsMs.length;
   }
 
   /** Takes one token, at once or at a turn; aborting `signal` while waiting gives the turn back. */
@@ -84,7 +88,9 @@ export class TurnQueue {
       const leave = (): void => this.#leave(waiter);
       const waiter: Waiter = {
         startMs: nowMs,
+        done: false,
         end: (wait) => {
+          waiter.done = true;
           signal?.removeEventListener("abort", leave);
           resolve(wait);
         },
@@ -99,22 +105,21 @@ export class TurnQueue {
 
   /** Gives a waiter's turn back, whatever its place in line. */
   #leave(waiter: Waiter): void {
-    const index = this.#waiters.indexOf(waiter);
-    if (index === -1) return;
-    const last = this.#waiters.pop()!;
-    if (last !== waiter) this.#waiters[index] = last;
+    if (waiter.done) return;
+    // Those behind it move up a turn each: the latest turn is left over.
     this.#turnsMs.pop();
     const nowMs = this.#clock.now();
     const rate = this.bucket.rate;
     this.bucket.cancelAt(nowMs, { ok: true, tokens: 1, timeToActMs: this.#lastTurnMs, rate });
     const previousTurnMs = this.#lastTurnMs - durationMsFromTokens(1, rate);
     if (previousTurnMs >= nowMs) this.#lastTurnMs = previousTurnMs;
-    if (this.#waiters.length === 0) {
+    waiter.end({ decision: "cancelled", waitMs: nowMs - waiter.startMs });
+    if (this.#turnsMs.length === 0) {
+      this.#waiters = [];
       // A take that comes next starts a timer of its own.
       this.#serving?.abort();
       this.#serving = undefined;
     }
-    waiter.end({ decision: "cancelled", waitMs: nowMs - waiter.startMs });
   }
 
   /** Sleeps until the first turn, ends its wait and every other one due, and so on until the line is empty. */
@@ -122,15 +127,16 @@ export class TurnQueue {
     const serving = new AbortController();
     this.#serving = serving;
     try {
-      while (this.#waiters.length > 0) {
+      while (this.#turnsMs.length > 0) {
         await this.#clock.sleep(Math.max(0, this.#turnsMs[0]! - this.#clock.now()), serving.signal);
         const nowMs = this.#clock.now();
-        // The first is due: the sleep was for it (a clock may wake a hair early).
+        // The first turn is due: the sleep was for it (a clock may wake a hair early).
         do {
-          const waiter = this.#waiters.shift()!;
+          let waiter = this.#waiters.shift()!;
+          while (waiter.done) waiter = this.#waiters.shift()!;
           const turnMs = this.#turnsMs.shift()!;
           waiter.end({ decision: "queued", waitMs: Math.max(0, turnMs - waiter.startMs) });
-        } while (this.#waiters.length > 0 && this.#turnsMs[0]! <= nowMs);
+        } while (this.#turnsMs.length > 0 && this.#turnsMs[0]! <= nowMs);
       }
     } catch {
       // The line emptied while the timer slept.

@@ -52,7 +52,7 @@ export interface TcpProxyObserver {
   refused(): void;
   /** A connection over the connection limit is being held. */
   queued(): void;
-  /** A held connection's client left before its turn (which went to the next in line). */
+  /** A held connection's client left before its turn (those behind it moved up a turn each). */
   cancelled?(): void;
   /** Bytes written on towards their destination. */
   bytes(direction: Direction, count: number): void;

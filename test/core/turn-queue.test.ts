@@ -43,7 +43,7 @@ describe("TurnQueue", () => {
     expect((await Promise.all(waiting)).every((wait) => wait.decision === "cancelled")).toBe(true);
   });
 
-  it("a take given up in the middle of the line gives its turn to the last in line; the latest turn returns to the bucket", async () => {
+  it("a take given up in the middle of the line gives its turn back: those behind it move up a turn each, first come first served, and the latest turn returns to the bucket", async () => {
     const { clock, turns } = queue({ rate: 10, burst: 1, maxWaitMs: 1000 });
     turns.take();
     const hangUp = new AbortController();
@@ -56,8 +56,8 @@ describe("TurnQueue", () => {
     expect(await third).toEqual({ decision: "cancelled", waitMs: 50 });
     await clock.advance(350);
     expect(await second).toEqual({ decision: "queued", waitMs: 100 });
-    expect(await fifth).toEqual({ decision: "queued", waitMs: 200 });
-    expect(await fourth).toEqual({ decision: "queued", waitMs: 300 });
+    expect(await fourth).toEqual({ decision: "queued", waitMs: 200 });
+    expect(await fifth).toEqual({ decision: "queued", waitMs: 300 });
     // The turn at 400 ms is no one's: the bucket has it.
     expect(turns.take()).toBe("admitted");
   });
