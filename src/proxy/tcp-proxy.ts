@@ -40,7 +40,7 @@ export interface TcpProxyOptions {
    */
   maxConnections?: number;
   observer?: TcpProxyObserver;
-  /** The connection limit's clock; for tests, default the system clock. */
+  /** The clock of the connection limit and the private buckets; for tests, default the system clock. */
   clock?: Clock;
 }
 
@@ -121,7 +121,7 @@ const NO_OBSERVER: TcpProxyObserver = { admitted() {}, refused() {}, queued() {}
 export async function startTcpProxy(options: TcpProxyOptions): Promise<TcpProxy> {
   const observer = options.observer ?? NO_OBSERVER;
   const clock = options.clock ?? systemClock;
-  const pool = new BucketPool({ scope: options.per, up: options.up, down: options.down, open: options.openBucket });
+  const pool = new BucketPool({ scope: options.per, up: options.up, down: options.down, open: options.openBucket, clock });
   const limit = options.connections;
   const turns = limit
     ? new TurnQueue({ bucket: new TokenBucket({ rate: limit.perSecond, burst: limit.burst, clock }), maxWaitMs: limit.maxWaitMs, clock })
