@@ -3,8 +3,9 @@ import { KeyTable } from "../core/key-table.js";
 import type { Limiter } from "../core/limiter.js";
 import { TokenBucket } from "../core/token-bucket.js";
 
-/** Who shares a bucket: every connection of the listener, each connection alone, or the connections of one client address. */
-export type BucketScope = "link" | "connection" | "client";
+import { type BucketScope, TCP_SCOPES, type TcpScopeRow } from "./key-scopes.js";
+
+export type { BucketScope };
 
 /** A direction of a proxied connection: `up` from the client to the backend, `down` back. */
 export type Direction = "up" | "down";
@@ -82,7 +83,7 @@ export const openPrivateBucket: LimiterFactory = privateBuckets(systemClock);
  * when the oldest will be.
  */
 export class BucketPool {
-  readonly #scope: BucketScope;
+  readonly #scope: TcpScopeRow;
   readonly #up: ByteBucketSpec | undefined;
   readonly #down: ByteBucketSpec | undefined;
   readonly #open: LimiterFactory;
@@ -97,7 +98,7 @@ export class BucketPool {
   #connections = 0;
 
   constructor(options: BucketPoolOptions) {
-    this.#scope = options.scope;
+    this.#scope = TCP_SCOPES[options.scope];
     this.#up = options.up;
     this.#down = options.down;
     this.#clock = options.clock ?? systemClock;
@@ -120,7 +121,7 @@ export class BucketPool {
 
   /** The buckets for a new connection from `clientAddress`. */
   async acquire(clientAddress: string): Promise<ConnectionBuckets> {
-    const key = this.#scope === "link" ? "" : this.#scope === "client" ? clientAddress : `#${++this.#connections}`;
+    const key = this.#scope.keyOf(clientAddress, ++this.#connections);
     const entry = this.#inUse.get(key) ?? this.#idle.peek(key) ?? this.#newEntry(key);
     entry.users++;
     this.#idle.delete(key);
@@ -139,7 +140,8 @@ export class BucketPool {
       release: () => {
         if (released) return;
         released = true;
-        if (--entry.users > 0 || this.#scope === "link" || this.#inUse.get(key) !== entry) return;
+        // The link's buckets ("") stay while the proxy runs.
+        if (--entry.users > 0 || key === "" || this.#inUse.get(key) !== entry) return;
         this.#inUse.delete(key);
         // Spent already (full, or a connection's own): gone at once, not after the idle ones older than it.
         if (this.#msUntilFull(entry) === 0) return this.#closeEntry(entry);
@@ -216,7 +218,7 @@ export class BucketPool {
    * connection's buckets are spent as soon as it is gone.
    */
   #msUntilFull(entry: Entry): number {
-    if (this.#scope === "connection") return 0;
+    if (this.#scope.ownBuckets) return 0;
     return Math.ceil(Math.max(msUntilFull(entry.opened?.up?.limiter), msUntilFull(entry.opened?.down?.limiter)));
   }
 

@@ -23,7 +23,7 @@ import { accessLogLine } from "./access-log.js";
 import { backendRequestHeaders, backendRequestRawHeaders, endToEndHeaders, endToEndRawHeaders, framingProblem, rawHasBody, transferCodingProblem } from "./forward-headers.js";
 import type { HttpProxyOptions, RunningHttpProxy } from "./http-proxy-options.js";
 import { parseHttpTarget } from "./http-target.js";
-import { requestKey } from "./request-key.js";
+import { requestKey } from "./key-scopes.js";
 import { type HeldConnection, idlest } from "./idlest.js";
 
 const DEFAULT_HEADERS_TIMEOUT_MS = 30_000;
