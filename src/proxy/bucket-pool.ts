@@ -2,7 +2,6 @@ import { type Clock, systemClock } from "../core/clock.js";
 import { KeyTable } from "../core/key-table.js";
 import type { Limiter } from "../core/limiter.js";
 import { TokenBucket } from "../core/token-bucket.js";
-
 import { type BucketScope, TCP_SCOPES, type TcpScopeRow } from "./key-scopes.js";
 
 export type { BucketScope };
