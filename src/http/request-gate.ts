@@ -1,5 +1,6 @@
 import { type Clock, systemClock } from "../core/clock.js";
-import { durationMsFromTokens, type Reservation, TokenBucket } from "../core/token-bucket.js";
+import { TokenBucket } from "../core/token-bucket.js";
+import { type TurnDecision, TurnQueue } from "../core/turn-queue.js";
 import type { KeyLimiter, KeyLimiterSource } from "./key-limiter.js";
 import { KeyTable } from "../core/key-table.js";
 import { retryAfterSeconds } from "./rate-limit-fields.js";
@@ -8,7 +9,7 @@ import { retryAfterSeconds } from "./rate-limit-fields.js";
  * What became of a request: let through at once, let through after waiting
  * its turn, refused (429), or given up by its client while it waited.
  */
-export type GateDecision = "admitted" | "queued" | "refused" | "cancelled";
+export type GateDecision = TurnDecision;
 
 export interface GateResult {
   decision: GateDecision;
@@ -35,23 +36,12 @@ export interface RequestGateOptions {
 
 interface Entry {
   limiter: KeyLimiter | undefined;
+  /** A private bucket's turns; undefined for a bucket from a source. */
+  turns: TurnQueue | undefined;
   /** While a shared bucket is being opened, requests for the key wait on it. */
   opening: Promise<KeyLimiter> | undefined;
   /** Requests waiting for their turn: the entry is not spent while any does. */
   waiting: number;
-  /** A private bucket's waiting requests, in the order of their turns (the last holds the bucket's latest reservation). */
-  queue: Waiter[];
-  /** The latest turn given out on a private bucket (the bucket's last event), to give it back exactly. */
-  lastTurnMs: number;
-}
-
-/** A request waiting for its turn on a private bucket. */
-interface Waiter {
-  reservation: Reservation;
-  /** When it came, on the gate's clock. */
-  startMs: number;
-  /** Aborted to end its sleep: its client left, or it was moved to an earlier turn. */
-  wake: AbortController;
 }
 
 /**
@@ -98,12 +88,15 @@ export class RequestGate {
     if (rate === Infinity && !this.#options.source) return { decision: "admitted", waitMs: 0, retryAfterSeconds: 0, level: burst, rate, burst };
     let entry = this.#table.get(key);
     if (!entry) {
-      entry = { limiter: undefined, opening: undefined, waiting: 0, queue: [], lastTurnMs: -Infinity };
-      if (!this.#options.source) entry.limiter = new TokenBucket({ rate, burst, clock: this.#clock });
+      entry = { limiter: undefined, turns: undefined, opening: undefined, waiting: 0 };
+      if (!this.#options.source) {
+        const bucket = new TokenBucket({ rate, burst, clock: this.#clock });
+        entry.limiter = bucket;
+        entry.turns = new TurnQueue({ bucket, maxWaitMs: this.#options.maxWaitMs, clock: this.#clock });
+      }
       this.#table.set(key, entry);
     }
-    const limiter = entry.limiter;
-    if (limiter instanceof TokenBucket) return this.#admitPrivate(entry, limiter, signal);
+    if (entry.turns) return this.#admitPrivate(entry, entry.turns, signal);
     return this.#admitShared(key, entry, signal);
   }
 
@@ -112,66 +105,16 @@ export class RequestGate {
     this.#table.clear();
   }
 
-  #admitPrivate(entry: Entry, bucket: TokenBucket, signal: AbortSignal | undefined): GateResult | Promise<GateResult> {
-    const nowMs = this.#clock.now();
-    const reservation = bucket.reserveAt(nowMs, 1, this.#options.maxWaitMs);
-    if (!reservation.ok) return this.#refused(bucket, bucket.tokensAt(nowMs));
-    entry.lastTurnMs = reservation.timeToActMs;
-    if (reservation.waitMs === 0) return this.#result("admitted", 0, bucket, bucket.tokensAt(nowMs));
-    const waiter: Waiter = { reservation, startMs: nowMs, wake: new AbortController() };
-    entry.queue.push(waiter);
+  #admitPrivate(entry: Entry, turns: TurnQueue, signal: AbortSignal | undefined): GateResult | Promise<GateResult> {
+    const bucket = turns.bucket;
+    const turn = turns.take(signal);
+    if (turn === "refused") return this.#refused(bucket, bucket.tokensAt(this.#clock.now()));
+    if (turn === "admitted") return this.#result("admitted", 0, bucket, bucket.tokensAt(this.#clock.now()));
     entry.waiting++;
-    const hangUp = (): void => waiter.wake.abort();
-    signal?.addEventListener("abort", hangUp, { once: true });
-    return (async () => {
-      try {
-        for (;;) {
-          if (signal?.aborted) {
-            this.#giveBack(entry, bucket, waiter);
-            const now = this.#clock.now();
-            return this.#result("cancelled", now - nowMs, bucket, bucket.tokensAt(now));
-          }
-          try {
-            await this.#clock.sleep(Math.max(0, waiter.reservation.timeToActMs - this.#clock.now()), waiter.wake.signal);
-            break;
-          } catch {
-            // Moved to an earlier turn (or its client left: seen above): sleep again.
-            if (!signal?.aborted) waiter.wake = new AbortController();
-          }
-        }
-      } finally {
-        entry.waiting--;
-        signal?.removeEventListener("abort", hangUp);
-      }
-      const index = entry.queue.indexOf(waiter);
-      if (index !== -1) entry.queue.splice(index, 1);
-      return this.#result("queued", Math.max(0, waiter.reservation.timeToActMs - waiter.startMs), bucket, bucket.tokensAt(this.#clock.now()));
-    })();
-  }
-
-  /**
-   * Gives a waiting request's token back whole, whatever its place in line.
-   * The bucket gives back only what no later reservation has spoken for (as
-   * x/time/rate), so when others wait behind it, the last of them takes its
-   * turn and the last turn, now no one's, is given back.
-   */
-  #giveBack(entry: Entry, bucket: TokenBucket, waiter: Waiter): void {
-    const queue = entry.queue;
-    const index = queue.indexOf(waiter);
-    if (index === -1) return;
-    queue.splice(index, 1);
-    if (index < queue.length) {
-      const last = queue.pop()!;
-      queue.splice(index, 0, last);
-      last.reservation = waiter.reservation;
-      last.wake.abort();
-    }
-    // The latest turn as the bucket holds it (turns computed one by one differ from it in the last nanosecond).
-    const nowMs = this.#clock.now();
-    const rate = bucket.rate;
-    bucket.cancelAt(nowMs, { ok: true, tokens: 1, timeToActMs: entry.lastTurnMs, rate });
-    const previousTurnMs = entry.lastTurnMs - durationMsFromTokens(1, rate);
-    if (previousTurnMs >= nowMs) entry.lastTurnMs = previousTurnMs;
+    return turn.then(({ decision, waitMs }) => {
+      entry.waiting--;
+      return this.#result(decision, waitMs, bucket, bucket.tokensAt(this.#clock.now()));
+    });
   }
 
   async #admitShared(key: string, entry: Entry, signal: AbortSignal | undefined): Promise<GateResult> {

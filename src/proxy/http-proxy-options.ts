@@ -2,8 +2,9 @@
 import type { Clock } from "../core/clock.js";
 import type { BucketStore, StoreError } from "../store/bucket-store.js";
 
-/** Whose bucket a request takes from: the client's address, a header's value, or one bucket for all. */
-export type HttpKeyRule = { by: "ip" } | { by: "header"; name: string } | { by: "all" };
+import type { HttpKeyRule } from "./key-scopes.js";
+
+export type { HttpKeyRule };
 
 /** What became of a request: admitted at once, admitted after waiting its turn, or refused with 429. */
 export type RequestDecision = "admitted" | "queued" | "refused";

@@ -23,7 +23,7 @@ import { accessLogLine } from "./access-log.js";
 import { backendRequestHeaders, backendRequestRawHeaders, endToEndHeaders, endToEndRawHeaders, framingProblem, rawHasBody, transferCodingProblem } from "./forward-headers.js";
 import type { HttpProxyOptions, RunningHttpProxy } from "./http-proxy-options.js";
 import { parseHttpTarget } from "./http-target.js";
-import { requestKey } from "./request-key.js";
+import { requestKey } from "./key-scopes.js";
 import { type HeldConnection, idlest } from "./idlest.js";
 
 const DEFAULT_HEADERS_TIMEOUT_MS = 30_000;
@@ -89,7 +89,8 @@ export class HttpProxy implements RunningHttpProxy {
   readonly #epochOffsetMs: number;
   #active = 0;
   #toldUntrustedProxy = false;
-  readonly #sweeper: ReturnType<typeof setInterval>;
+  /** Stops the sweep of full buckets, which runs while the proxy listens. */
+  readonly #sweeper = new AbortController();
   #idle: (() => void) | undefined;
   #address: { host: string; port: number } | undefined;
 
@@ -146,12 +147,6 @@ export class HttpProxy implements RunningHttpProxy {
       // Node checks the header timeout on this interval: at most a fraction of it late.
       connectionsCheckingInterval: Math.max(10, Math.min(30_000, Math.floor(headersTimeoutMs / 4))),
     });
-    // Full buckets go while the proxy is idle too, so that live keys are the keys in use.
-    this.#sweeper = setInterval(() => {
-      this.#limit.sweep();
-      this.#bodyBuckets?.sweep();
-    }, SWEEP_INTERVAL_MS);
-    this.#sweeper.unref();
     this.#server.on("connection", (socket: Socket) => this.#onConnection(socket));
     this.#server.on("request", (req, res) => this.#inTurn(req, () => this.#onRequest(req, res)));
     this.#server.on("checkContinue", (req, res) => this.#inTurn(req, () => this.#onRequest(req, res, true)));
@@ -180,15 +175,13 @@ export class HttpProxy implements RunningHttpProxy {
   listen(): Promise<void> {
     const { host, port } = this.#options.listen;
     return new Promise((resolve, reject) => {
-      const onError = (error: Error) => {
-        clearInterval(this.#sweeper);
-        reject(error);
-      };
+      const onError = (error: Error) => reject(error);
       this.#server.once("error", onError);
       this.#server.listen(port, host, () => {
         this.#server.off("error", onError);
         const address = this.#server.address();
         this.#address = { host, port: typeof address === "object" && address ? address.port : port };
+        void this.#sweepWhileListening();
         resolve();
       });
     });
@@ -206,13 +199,26 @@ export class HttpProxy implements RunningHttpProxy {
         };
       });
     }
-    clearInterval(this.#sweeper);
+    this.#sweeper.abort();
     this.#server.closeAllConnections();
     for (const socket of this.#tunnels) socket.destroy();
     this.#agent.destroy();
     this.#limit.close();
     this.#bodyBuckets?.clear();
     await closed;
+  }
+
+  /** Full buckets go while the proxy is idle too, so that live keys are the keys in use. */
+  async #sweepWhileListening(): Promise<void> {
+    for (;;) {
+      try {
+        await this.#clock.sleep(SWEEP_INTERVAL_MS, this.#sweeper.signal);
+      } catch {
+        return;
+      }
+      this.#limit.sweep();
+      this.#bodyBuckets?.sweep();
+    }
   }
 
   #clientOf(req: IncomingMessage): string {

@@ -1,6 +1,7 @@
 import { connect, createServer, type Server, type Socket } from "node:net";
 import { type Clock, systemClock } from "../core/clock.js";
-import { RequestGate } from "../http/request-gate.js";
+import { TokenBucket } from "../core/token-bucket.js";
+import { type TurnDecision, TurnQueue } from "../core/turn-queue.js";
 import { BucketPool, type BucketScope, type ByteBucketSpec, type ConnectionBuckets, type Direction, type LimiterFactory } from "./bucket-pool.js";
 import { BytePump } from "./byte-pump.js";
 import type { HostPort } from "./host-port.js";
@@ -39,7 +40,7 @@ export interface TcpProxyOptions {
    */
   maxConnections?: number;
   observer?: TcpProxyObserver;
-  /** The connection limit's clock; for tests, default the system clock. */
+  /** The clock of the connection limit and the private buckets; for tests, default the system clock. */
   clock?: Clock;
 }
 
@@ -51,7 +52,7 @@ export interface TcpProxyObserver {
   refused(): void;
   /** A connection over the connection limit is being held. */
   queued(): void;
-  /** A held connection's client left before its turn (which went to the next in line). */
+  /** A held connection's client left before its turn (those behind it moved up a turn each). */
   cancelled?(): void;
   /** Bytes written on towards their destination. */
   bytes(direction: Direction, count: number): void;
@@ -120,10 +121,10 @@ const NO_OBSERVER: TcpProxyObserver = { admitted() {}, refused() {}, queued() {}
 export async function startTcpProxy(options: TcpProxyOptions): Promise<TcpProxy> {
   const observer = options.observer ?? NO_OBSERVER;
   const clock = options.clock ?? systemClock;
-  const pool = new BucketPool({ scope: options.per, up: options.up, down: options.down, open: options.openBucket });
-  // One key: the queue of connection turns, in which one given up passes its turn to the last in line.
-  const gate = options.connections
-    ? new RequestGate({ rate: options.connections.perSecond, burst: options.connections.burst, maxWaitMs: options.connections.maxWaitMs, maxKeys: 1, clock })
+  const pool = new BucketPool({ scope: options.per, up: options.up, down: options.down, open: options.openBucket, clock });
+  const limit = options.connections;
+  const turns = limit
+    ? new TurnQueue({ bucket: new TokenBucket({ rate: limit.perSecond, burst: limit.burst, clock }), maxWaitMs: limit.maxWaitMs, clock })
     : undefined;
   const stats: TcpProxyStats = { open: 0, accepted: 0, refused: 0, evicted: 0, cut: 0, bytesUp: 0, bytesDown: 0 };
   const live = new Set<LiveConnection>();
@@ -148,22 +149,25 @@ export async function startTcpProxy(options: TcpProxyOptions): Promise<TcpProxy>
   };
 
   const admit = async (client: Socket): Promise<boolean> => {
-    if (!gate) return true;
+    if (!turns) return true;
     const startedMs = clock.now();
     const gone = new AbortController();
-    let decision = gate.admit("", AbortSignal.any([closing.signal, gone.signal]));
-    if (decision instanceof Promise) {
+    const turn = turns.take(AbortSignal.any([closing.signal, gone.signal]));
+    let decision: TurnDecision;
+    if (turn instanceof Promise) {
       observer.queued();
       const release = watchWhileHeld(client, () => gone.abort());
-      decision = await decision;
+      decision = (await turn).decision;
       release();
+    } else {
+      decision = turn;
     }
     // A client gone while held is neither let through nor refused: it left.
     if (gone.signal.aborted || client.destroyed) {
       observer.cancelled?.();
       return false;
     }
-    if (decision.decision === "refused" || decision.decision === "cancelled") {
+    if (decision === "refused" || decision === "cancelled") {
       stats.refused++;
       observer.refused();
       return false;
@@ -193,7 +197,7 @@ export async function startTcpProxy(options: TcpProxyOptions): Promise<TcpProxy>
         client.destroy();
         return;
       }
-      if (!gate) observer.admitted(0);
+      if (!turns) observer.admitted(0);
       stats.accepted++;
       let buckets: ConnectionBuckets;
       try {

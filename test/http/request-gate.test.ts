@@ -102,7 +102,7 @@ describe("RequestGate, queueing", () => {
     expect(g.admit("a")).toMatchObject({ decision: "admitted", level: 0 });
   });
 
-  it("when a request in the middle of the line is given up, the last in line takes its turn", async () => {
+  it("when a request in the middle of the line is given up, those behind it move up a turn each (first come, first served)", async () => {
     const { gate: g, clock } = gate({ rate: 10, burst: 1, maxWaitMs: 1000 });
     g.admit("a");
     const hangUp = new AbortController();
@@ -115,8 +115,8 @@ describe("RequestGate, queueing", () => {
     expect(await third).toMatchObject({ decision: "cancelled" });
     await clock.advance(400);
     expect(await second).toMatchObject({ decision: "queued", waitMs: 100 });
-    expect(await fifth).toMatchObject({ decision: "queued", waitMs: 200 });
-    expect(await fourth).toMatchObject({ decision: "queued", waitMs: 300 });
+    expect(await fourth).toMatchObject({ decision: "queued", waitMs: 200 });
+    expect(await fifth).toMatchObject({ decision: "queued", waitMs: 300 });
     // The turn at 400 ms is no one's: the bucket holds it.
     expect(g.admit("a")).toMatchObject({ decision: "admitted" });
   });

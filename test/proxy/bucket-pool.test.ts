@@ -1,4 +1,4 @@
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { beforeEach, describe, expect, it } from "vitest";
 import { FakeClock } from "../../src/core/clock.js";
 import { TokenBucket } from "../../src/core/token-bucket.js";
 import { BucketPool, type LimiterFactory } from "../../src/proxy/bucket-pool.js";
@@ -17,21 +17,13 @@ describe("BucketPool", () => {
     };
   };
   beforeEach(() => {
-    vi.useFakeTimers();
     clock = new FakeClock();
     opened = [];
     closed = [];
   });
-  afterEach(() => vi.useRealTimers());
-
-  /** Moves the buckets' clock and the pool's timers together. */
-  async function elapse(ms: number): Promise<void> {
-    clock.set(clock.now() + ms);
-    await vi.advanceTimersByTimeAsync(ms);
-  }
 
   it("gives every connection of the link the same buckets, and keeps them", async () => {
-    const pool = new BucketPool({ scope: "link", up: spec, down: spec, open });
+    const pool = new BucketPool({ scope: "link", up: spec, down: spec, open, clock });
     const first = await pool.acquire("127.0.0.1");
     const second = await pool.acquire("127.0.0.2");
     expect(second.down).toBe(first.down);
@@ -43,51 +35,82 @@ describe("BucketPool", () => {
   });
 
   it("gives each connection its own buckets, dropped with it", async () => {
-    const pool = new BucketPool({ scope: "connection", down: spec, open });
+    const pool = new BucketPool({ scope: "connection", down: spec, open, clock });
     const first = await pool.acquire("127.0.0.1");
     const second = await pool.acquire("127.0.0.1");
     expect(second.down).not.toBe(first.down);
     expect(first.up).toBeUndefined();
     first.release();
-    await vi.advanceTimersByTimeAsync(0);
+    await clock.advance(0);
     expect(pool.liveKeys).toBe(1);
     expect(closed).toEqual(["down:#1"]);
   });
 
   it("shares a client's buckets between its connections, and drops them once it has none open and they are full", async () => {
-    const pool = new BucketPool({ scope: "client", down: spec, open });
+    const pool = new BucketPool({ scope: "client", down: spec, open, clock });
     const first = await pool.acquire("127.0.0.1");
     const second = await pool.acquire("127.0.0.1");
     const other = await pool.acquire("127.0.0.2");
     expect(second.down).toBe(first.down);
     expect(other.down).not.toBe(first.down);
-    // 60 of 100 bytes spent: full again 60 ms later, at 1000 B/s.
     expect(first.down!.tokens!()).toBe(100);
-    (first.down as TokenBucket).reserve(60);
     first.release();
-    await vi.advanceTimersByTimeAsync(100);
+    // Kept while a connection of the client is open, however long.
+    await clock.advance(100);
     expect(pool.liveKeys).toBe(2);
+    // 60 of 100 bytes spent: full again 60 ms later, at 1000 B/s.
+    (second.down as TokenBucket).reserve(60);
     second.release();
     other.release();
-    await vi.advanceTimersByTimeAsync(0);
+    await clock.advance(0);
     // The other client's bucket was full: dropped at once; this one waits to refill.
     expect(pool.liveKeys).toBe(1);
-    await elapse(59);
+    await clock.advance(59);
     expect(pool.liveKeys).toBe(1);
-    await elapse(2);
+    await clock.advance(2);
     expect(pool.liveKeys).toBe(0);
     expect(closed.sort()).toEqual(["down:127.0.0.1", "down:127.0.0.2"]);
   });
 
   it("keeps a client's bucket when it comes back before the bucket refilled", async () => {
-    const pool = new BucketPool({ scope: "client", down: spec, open });
+    const pool = new BucketPool({ scope: "client", down: spec, open, clock });
     const first = await pool.acquire("127.0.0.1");
     (first.down as TokenBucket).reserve(100);
     first.release();
-    await elapse(50);
+    await clock.advance(50);
     const again = await pool.acquire("127.0.0.1");
     expect(again.down).toBe(first.down);
     expect(again.down!.tokens!()).toBeCloseTo(50);
     again.release();
+    expect(closed).toEqual([]);
+  });
+
+  it("keeps a paused client's empty bucket (rate 0) without holding up the others' drops", async () => {
+    const paused: LimiterFactory = (key, direction, bucket) => (key === "10.0.0.1" ? { limiter: new TokenBucket({ rate: 0, burst: 100, clock }), close: async () => void closed.push(key) } : open(key, direction, bucket));
+    const pool = new BucketPool({ scope: "client", down: spec, open: paused, clock });
+    const stuck = await pool.acquire("10.0.0.1");
+    (stuck.down as TokenBucket).reserve(50);
+    stuck.release();
+    const other = await pool.acquire("10.0.0.2");
+    (other.down as TokenBucket).reserve(60);
+    other.release();
+    await clock.advance(61);
+    expect(pool.liveKeys).toBe(1);
+    expect(closed).toEqual(["down:10.0.0.2"]);
+    await clock.advance(60_000);
+    expect(pool.liveKeys).toBe(1);
+  });
+
+  it("closes every bucket, in use or refilling, when it closes", async () => {
+    const pool = new BucketPool({ scope: "client", down: spec, open, clock });
+    const held = await pool.acquire("127.0.0.1");
+    const left = await pool.acquire("127.0.0.2");
+    (left.down as TokenBucket).reserve(60);
+    left.release();
+    await pool.close();
+    expect(closed.sort()).toEqual(["down:127.0.0.1", "down:127.0.0.2"]);
+    expect(pool.liveKeys).toBe(0);
+    expect(clock.pendingSleeps).toBe(0);
+    held.release();
   });
 });

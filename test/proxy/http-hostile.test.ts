@@ -3,6 +3,7 @@ import { createServer as createHttpServer } from "node:http";
 import { createServer as createTcpServer, type Server as TcpServer, type Socket } from "node:net";
 import { PassThrough } from "node:stream";
 import { afterEach, describe, expect, it } from "vitest";
+import { FakeClock } from "../../src/core/clock.js";
 import type { RequestDecision } from "../../src/proxy/http-proxy.js";
 import { get, listen, until } from "../http/http-helpers.js";
 import { useHttpProxies } from "./http-proxy-harness.js";
@@ -68,14 +69,26 @@ describe("the HTTP proxy against hostile clients and backends", () => {
       req.on("close", () => (aborted = !req.complete));
       void res;
     });
-    const { port, url } = await proxyTo(backend.url, { rate: 5, burst: 1, policy: "queue", maxWaitMs: 2000 });
+    const clock = new FakeClock(0);
+    const decisions: Array<{ decision: RequestDecision; waitMs: number }> = [];
+    const observer = { decision: (decision: RequestDecision, waitMs: number) => void decisions.push({ decision, waitMs }), bytes: () => {}, storeError: () => {} };
+    const { port, url } = await proxyTo(backend.url, { rate: 5, burst: 1, policy: "queue", maxWaitMs: 2000, clock, observer });
+    /** Lets 200 ms pass once a request waits its turn: the proxy's clock sleeps for the sweep and for the queue's first turn. */
+    const nextTurn = async () => {
+      await until(() => clock.pendingSleeps === 2, "a request waiting its turn");
+      await clock.advance(200);
+    };
     expect(await get(`${url}/first`)).toMatchObject({ status: 200 });
     const client = await raw(port);
     client.write("POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\nbegun");
+    await nextTurn();
     await until(() => partial === "begun", "the queued request's first bytes at the backend");
+    expect(decisions.at(-1)).toEqual({ decision: "queued", waitMs: 200 });
     client.socket.destroy();
     await until(() => aborted, "the backend request's abort");
-    expect(await get(`${url}/first`, {}, {})).toMatchObject({ status: 200 });
+    const last = get(`${url}/first`, {}, {});
+    await nextTurn();
+    expect(await last).toMatchObject({ status: 200 });
   });
 
   it("gives every token back when 1,000 queued clients hang up: the next request goes at once", async () => {

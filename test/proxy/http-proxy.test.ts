@@ -3,6 +3,7 @@ import { Agent, request } from "node:http";
 import { createServer as createTcpServer, type Socket } from "node:net";
 import { PassThrough, Writable } from "node:stream";
 import { describe, expect, it } from "vitest";
+import { FakeClock } from "../../src/core/clock.js";
 import { parseAccessLogLine, type ParsedLine } from "../../src/simulate/trace-line.js";
 import { parseHttpTarget, type RequestDecision, startHttpProxy } from "../../src/proxy/http-proxy.js";
 import { StoreError } from "../../src/store/bucket-store.js";
@@ -343,11 +344,15 @@ describe("the HTTP proxy", () => {
 
   it("lets go of keys whose buckets refilled while the proxy is idle", async () => {
     const backend = await listen((_req, res) => res.end());
-    // Half a second to refill: a sweep (every second) that comes while the five are made finds none full yet.
-    const { proxy, url } = await proxyTo(backend.url, { rate: 2, burst: 1, trustProxy: ["127.0.0.1"] });
+    const clock = new FakeClock(0);
+    // Half a second to refill; the sweep comes every second.
+    const { proxy, url } = await proxyTo(backend.url, { rate: 2, burst: 1, trustProxy: ["127.0.0.1"], clock });
     for (let i = 0; i < 5; i++) await get(url, { "x-forwarded-for": `10.2.0.${i}` });
     expect(proxy.liveKeys()).toBe(5);
-    await until(() => proxy.liveKeys() === 0, "the keys to go");
+    await clock.advance(999);
+    expect(proxy.liveKeys()).toBe(5);
+    await clock.advance(1);
+    expect(proxy.liveKeys()).toBe(0);
   });
 
   it("shares each client's limit with another proxy through a store: a client alternating between them gets burst + rate x T in all", async () => {

@@ -307,6 +307,35 @@ describe("tbucket proxy (TCP): --connections", () => {
     expect(JSON.parse(result.stderr.trim().split("\n").at(-1)!)).toMatchObject({ connections: 2, refused: 0 });
   });
 
+  // Regression: the last in line took a leaver's turn, so the client right behind it waited as long as before, overtaken.
+  it("a client that leaves while held moves the ones behind it up a turn each, first come first served", async () => {
+    const backend = await startBackend((socket) => socket.end("hi"));
+    // One connection a second: the first at once, then turns at 1 s, 2 s and 3 s.
+    const proxy = await startProxy(["--to", `127.0.0.1:${backend.port}`, "--connections", "1/s", "--max-wait", "10s"]);
+    const startedMs = performance.now();
+    expect((await receiveAll(await connectTo(proxy.port))).data.toString()).toBe("hi");
+    const held = [];
+    for (let i = 0; i < 3; i++) {
+      held.push(await connectTo(proxy.port));
+      // Accepted in this order by the proxy, so the turns are theirs in this order.
+      await sleep(50);
+    }
+    const [leaving, next, last] = held;
+    const arrival = (socket: typeof next) => receiveAll(socket!).then((received) => ({ text: received.data.toString(), atMs: received.arrivals[0]?.atMs ?? Infinity }));
+    const nextIn = arrival(next);
+    const lastIn = arrival(last);
+    leaving!.destroy();
+    const [nextReceived, lastReceived] = await Promise.all([nextIn, lastIn]);
+    expect([nextReceived.text, lastReceived.text]).toEqual(["hi", "hi"]);
+    // The next takes the leaver's turn at 1 s (not its own at 2 s), the last the next's at 2 s.
+    expect(nextReceived.atMs - startedMs).toBeGreaterThanOrEqual(800);
+    expect(nextReceived.atMs - startedMs).toBeLessThan(1700);
+    expect(lastReceived.atMs - startedMs).toBeGreaterThanOrEqual(1800);
+    expect(lastReceived.atMs - startedMs).toBeLessThan(2700);
+    expect(backend.sockets).toHaveLength(3);
+    await stopProxy(proxy);
+  });
+
   it("closes connections over the rate at once, and holds them up to --max-wait", async () => {
     const { port } = await startBackend((socket) => socket.end("hi"));
     const dropping = await startProxy(["--to", `127.0.0.1:${port}`, "--connections", "1/10s"]);

@@ -1,6 +1,6 @@
 import { isIP } from "node:net";
 import { parseByteRate, parseByteSize, parseCount, parseCountRate, parseDuration } from "../../core/units.js";
-import type { BucketScope } from "../../proxy/bucket-pool.js";
+import { type BucketScope, DEFAULT_HTTP_SCOPE, DEFAULT_TCP_SCOPE, findTcpScope, type HttpKeyRule, parseHttpScopeWord, scopeHints, sharedTcpScopes, TCP_SCOPES } from "../../proxy/key-scopes.js";
 import { DEFAULT_IPV6_PREFIX, parseIpv6Prefix } from "../../core/address-key.js";
 import { formatHostPort, type HostPort, parseHostPort } from "../../proxy/host-port.js";
 import { parseOption, UsageError } from "../errors.js";
@@ -28,9 +28,6 @@ export interface TcpProxyConfig extends CommonProxyConfig {
   connections: { perSecond: number; burst: number; maxWaitMs: number } | undefined;
 }
 
-/** Whose bucket a request pays into: the client's address, a header's value, or one bucket for all. */
-export type HttpKeyScope = { by: "ip" } | { by: "header"; name: string } | { by: "all" };
-
 export interface HttpProxyConfig extends CommonProxyConfig {
   mode: "http";
   /** The backend as written: `http://HOST:PORT[/prefix]`. */
@@ -38,7 +35,7 @@ export interface HttpProxyConfig extends CommonProxyConfig {
   /** Requests per second, per key. */
   requestsPerSecond: number;
   burst: number | undefined;
-  per: HttpKeyScope;
+  per: HttpKeyRule;
   /** Addresses (CIDR) whose X-Forwarded-For and Forwarded headers are believed. */
   trustProxy: string[];
   /** IPv6 clients are keyed by their network of this many bits. */
@@ -158,12 +155,10 @@ function parseTcpOptions(flags: ProxyFlags, common: CommonProxyConfig): TcpProxy
   const both = byteRate("--rate", flags.rate);
   const upBytesPerSecond = byteRate("--up", flags.up) ?? both;
   const downBytesPerSecond = byteRate("--down", flags.down) ?? both;
-  const per = (flags.per ?? "link") as BucketScope;
-  if (!["link", "connection", "client"].includes(per)) {
-    throw new UsageError(`--per: "${flags.per}" is not a TCP scope; try "--per link" (one bucket for all, the default), "--per connection" or "--per client"`);
-  }
-  if (keyed && per === "connection") {
-    throw new UsageError(`--per connection: a connection's bucket is its own, so --key has nothing to share; use --per link or --per client with --key`);
+  const per: BucketScope | undefined = flags.per === undefined ? DEFAULT_TCP_SCOPE : findTcpScope(flags.per);
+  if (per === undefined) throw new UsageError(`--per: "${flags.per}" is not a TCP scope; try ${scopeHints("tcp")}`);
+  if (keyed && TCP_SCOPES[per].ownBuckets) {
+    throw new UsageError(`--per ${per}: a connection's bucket is its own, so --key has nothing to share; use ${sharedTcpScopes()} with --key`);
   }
   const limited = upBytesPerSecond !== undefined || downBytesPerSecond !== undefined;
   if (keyed && !limited) {
@@ -254,12 +249,10 @@ function isLoopback(host: string): boolean {
   return host === "localhost" || host === "::1" || /^127\./.test(host);
 }
 
-function parseHttpScope(text: string | undefined): HttpKeyScope {
-  if (text === undefined || text === "ip") return { by: "ip" };
-  if (text === "all") return { by: "all" };
-  const header = /^header:([!#$%&'*+.^_`|~0-9A-Za-z-]+)$/.exec(text);
-  if (header) return { by: "header", name: header[1]!.toLowerCase() };
-  throw new UsageError(`--per: "${text}" is not an HTTP scope; try "--per ip" (the default), "--per header:X-Api-Key" or "--per all"`);
+function parseHttpScope(text: string | undefined): HttpKeyRule {
+  const rule = parseHttpScopeWord(text ?? DEFAULT_HTTP_SCOPE);
+  if (rule === undefined) throw new UsageError(`--per: "${text}" is not an HTTP scope; try ${scopeHints("http")}`);
+  return rule;
 }
 
 /** `127.0.0.1,10.0.0.0/8,::1`: addresses and CIDR blocks. */

@@ -1,5 +1,6 @@
 import type { Command } from "commander";
 import { addReportOptions } from "../report-options.js";
+import { perHelp, perPlaceholder } from "../../proxy/key-scopes.js";
 import { addSharedBucketOptions } from "../shared-options.js";
 import { parseProxyOptions, type ProxyFlags } from "./options.js";
 
@@ -24,7 +25,7 @@ export function registerProxy(program: Command, onExit: (code: number) => void):
     .option("-b, --burst <size>", "bucket capacity: bytes in TCP mode (default 100 ms of the rate), requests in HTTP mode (default 1)")
     .option("--up <rate>", "TCP: byte rate from clients to the backend (instead of --rate)")
     .option("--down <rate>", "TCP: byte rate from the backend to clients (instead of --rate)")
-    .option("--per <link|connection|client|ip|all>", "who shares a bucket. TCP: link (default), connection, client; HTTP: ip (default), header:NAME, all")
+    .option(`--per ${perPlaceholder()}`, perHelp())
     .option("--idle-timeout <d>", "TCP: close a connection that moves no byte for d")
     .option("--connections <rate>", "TCP: accept at most this many connections per time (10/s)")
     .option("--max-wait <d>", "TCP: hold a connection over --connections up to d, then close it (default 0); HTTP: --policy queue's longest wait")

@@ -4,6 +4,7 @@ import { untrustedProxyLine } from "../../http/trusted-proxies.js";
 import type { ByteBucketSpec } from "../../proxy/bucket-pool.js";
 import { formatHostPort, type HostPort } from "../../proxy/host-port.js";
 import type { HttpProxyObserver, RunningHttpProxy, SharedHttpBuckets } from "../../proxy/http-proxy.js";
+import { describeHttpScope } from "../../proxy/key-scopes.js";
 import { ListenError } from "../../proxy/listen.js";
 import { ProxyMetrics } from "../../proxy/metrics.js";
 import { startTcpProxy, type TcpProxy } from "../../proxy/tcp-proxy.js";
@@ -230,7 +231,7 @@ async function runHttpProxy(config: HttpProxyConfig): Promise<number> {
     throw error;
   });
   if (config.progress !== "off") {
-    const per = config.per.by === "header" ? `header ${config.per.name}` : config.per.by;
+    const per = describeHttpScope(config.per);
     const queue = config.policy === "queue" ? `, queue up to ${humanDuration(config.maxWaitMs ?? 0)}` : "";
     writeStandardError(
       `tbucket proxy: listening on ${formatHostPort(running.address)}, forwarding to ${config.target} (HTTP, ${describeRate("count", config.requestsPerSecond)}, burst ${burst}, per ${per}${queue})` +

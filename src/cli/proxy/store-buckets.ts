@@ -1,12 +1,11 @@
 import { humanDuration } from "../../core/format.js";
-import { TokenBucket } from "../../core/token-bucket.js";
 import type { BucketConfig, BucketStore } from "../../store/bucket-store.js";
 import { StoreError } from "../../store/bucket-store.js";
 import { FailoverLimiter, type StoreBackedLimiter } from "../../store/failover-limiter.js";
 import { openSharedKey } from "../../store/shared-key.js";
 import { SharedLimiter } from "../../store/shared-limiter.js";
 import { isStoreFailure, StoreWatch } from "../../store/store-watch.js";
-import type { LimiterFactory } from "../../proxy/bucket-pool.js";
+import { type LimiterFactory, openPrivateBucket } from "../../proxy/bucket-pool.js";
 import { RuntimeError } from "../errors.js";
 import type { SharedBucketOptions } from "../shared-options.js";
 import { writeStandardError } from "../standard-streams.js";
@@ -51,7 +50,7 @@ export async function openStoreBuckets(shared: SharedBucketOptions, hooks: Store
     writeStandardError(`tbucket: warning: ${line}; going on with private buckets\n`);
   }
   if (!store) {
-    return { open: (_key, _direction, spec) => ({ limiter: new TokenBucket({ rate: spec.bytesPerSecond, burst: spec.burstBytes }), close: async () => {} }), close: async () => {} };
+    return { open: openPrivateBucket, close: async () => {} };
   }
   const url = store.url;
   const watch = new StoreWatch(store, {
