@@ -1,11 +1,6 @@
 import { humanDuration } from "../../core/format.js";
-import { TokenBucket } from "../../core/token-bucket.js";
-import type { BucketConfig, BucketStore } from "../../store/bucket-store.js";
-import { StoreError } from "../../store/bucket-store.js";
-import { FailoverLimiter, type StoreBackedLimiter } from "../../store/failover-limiter.js";
-import { openSharedKey } from "../../store/shared-key.js";
-import { SharedLimiter } from "../../store/shared-limiter.js";
-import { isStoreFailure, StoreWatch } from "../../store/store-watch.js";
+import { type BucketConfig, type BucketStore, StoreError } from "../../store/bucket-store.js";
+import { KeyBuckets, keyName } from "../../store/key-buckets.js";
 import type { LimiterFactory } from "../../proxy/bucket-pool.js";
 import { RuntimeError } from "../errors.js";
 import type { SharedBucketOptions } from "../shared-options.js";
@@ -40,7 +35,7 @@ export interface StoreBucketHooks {
 export async function openStoreBuckets(shared: SharedBucketOptions, hooks: StoreBucketHooks): Promise<StoreBuckets> {
   const name = shared.key!;
   const local = shared.onStoreError === "local";
-  let store: BucketStore | undefined;
+  let store: BucketStore | StoreError;
   try {
     store = await openCommandStore(storeLocation(shared.store));
   } catch (error) {
@@ -49,12 +44,11 @@ export async function openStoreBuckets(shared: SharedBucketOptions, hooks: Store
     if (!local) throw new RuntimeError(line);
     hooks.storeError();
     writeStandardError(`tbucket: warning: ${line}; going on with private buckets\n`);
+    store = error;
   }
-  if (!store) {
-    return { open: (_key, _direction, spec) => ({ limiter: new TokenBucket({ rate: spec.bytesPerSecond, burst: spec.burstBytes }), close: async () => {} }), close: async () => {} };
-  }
-  const url = store.url;
-  const watch = new StoreWatch(store, {
+  const keys: KeyBuckets = new KeyBuckets({
+    store,
+    poll: true,
     onLost: (error) => {
       hooks.storeError();
       const meanwhile = local ? "going on with private buckets of the same settings" : "transfers wait";
@@ -62,44 +56,19 @@ export async function openStoreBuckets(shared: SharedBucketOptions, hooks: Store
     },
     onBack: (lostForMs) => {
       hooks.storeBack();
-      writeStandardError(`tbucket: store ${url}: back after ${humanDuration(lostForMs)}; the buckets are shared again\n`);
+      writeStandardError(`tbucket: store ${keys.url}: back after ${humanDuration(lostForMs)}; the buckets are shared again\n`);
     },
+    whileLost: local ? { mode: "local" } : { mode: "wait", timeoutMs: Infinity, giveUp: (error) => error },
   });
-  const open: LimiterFactory = async (key, direction, spec) => {
-    const storeKey = key === "" ? `${name}:${direction}` : `${name}:${direction}:${key}`;
-    const wanted: BucketConfig = { rate: spec.bytesPerSecond, burst: spec.burstBytes, kind: "bytes" };
-    // A client's keys are made for it, not set by a user: the store may forget them once full again.
-    const reopen = (settings: BucketConfig) => openSharedKey(watch, storeKey, settings, { expireWhenFull: key !== "", poll: true });
-    let primary: StoreBackedLimiter | undefined;
-    if (!watch.lost) {
-      try {
-        primary = key === "" ? await openLinkKey(watch, storeKey, wanted) : await reopen(wanted);
-      } catch (error) {
-        if (!isStoreFailure(error)) throw error;
-      }
-    }
-    const limiter = new FailoverLimiter({
-      watch,
-      key: storeKey,
-      settings: wanted,
-      primary,
-      reopen,
-      whileLost: local ? { mode: "local" } : { mode: "wait", timeoutMs: Infinity, giveUp: (error) => error },
-    });
+  const open: LimiterFactory = async (client, direction, spec) => {
+    const settings: BucketConfig = { rate: spec.bytesPerSecond, burst: spec.burstBytes, kind: "bytes" };
+    const limiter =
+      client === ""
+        ? // The link's keys are set from the command line: the proxy's flags are the link's settings.
+          await keys.open(keyName(name, direction), { settings, setUp: (store) => store.configure(keyName(name, direction), settings) })
+        : // A client's keys are made for it, not set by a user: the store may forget them once full again.
+          await keys.open(keyName(name, direction, client), { settings, expireWhenFull: true });
     return { limiter, close: () => limiter.close().catch(() => {}) };
   };
-  return {
-    open,
-    close: async () => {
-      await Promise.race([watch.close().catch(() => {}), new Promise((resolve) => setTimeout(resolve, 1000).unref())]);
-    },
-  };
-}
-
-/** The link's keys are set from the command line at the start: the proxy's flags are the link's settings. */
-async function openLinkKey(store: BucketStore, key: string, wanted: BucketConfig): Promise<SharedLimiter> {
-  const config = await store.configure(key, wanted);
-  const limiter = new SharedLimiter({ store, key, config });
-  limiter.startPolling();
-  return limiter;
+  return { open, close: () => keys.close() };
 }
