@@ -128,15 +128,19 @@ export class KeyBuckets {
   }
 
   /** Closes `first` (their leases given back), then the store; gives up after a second. */
-  async close(first: Iterable<KeyBucket> = []): Promise<void> {
-    const closing = (async () => {
+  close(first: Iterable<KeyBucket> = []): Promise<void> {
+    return closeQuietly(async () => {
       for (const bucket of first) await bucket.close().catch(() => {});
-      await this.#watch?.close().catch(() => {});
-    })();
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([closing, new Promise((resolve) => (timer = setTimeout(resolve, CLOSE_WITHIN_MS).unref()))]);
-    clearTimeout(timer);
+      await this.#watch?.close();
+    });
   }
+}
+
+/** Runs `close`, ignoring its failure and giving up after a second: a store that went away must not hold a program's exit. */
+export async function closeQuietly(close: () => Promise<unknown>): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([close().catch(() => {}), new Promise((resolve) => (timer = setTimeout(resolve, CLOSE_WITHIN_MS).unref()))]);
+  clearTimeout(timer);
 }
 
 /** A key's bucket when there is no store: the key's settings, held by this process alone. */

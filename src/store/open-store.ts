@@ -3,7 +3,6 @@ import { backendOf, STORE_BACKENDS } from "./backends.js";
 import type { OpenStoreOptions, StoreLocation } from "./store-backend.js";
 import { StoreUrlError } from "./store-url-error.js";
 
-export { defaultSqlitePath } from "./sqlite-backend.js";
 export type { OpenStoreOptions, StoreLocation };
 export { StoreUrlError };
 

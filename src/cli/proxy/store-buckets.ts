@@ -1,7 +1,8 @@
 import { humanDuration } from "../../core/format.js";
 import { type BucketConfig, type BucketStore, StoreError } from "../../store/bucket-store.js";
-import { KeyBuckets, keyName } from "../../store/key-buckets.js";
+import { closeQuietly, KeyBuckets, keyName } from "../../store/key-buckets.js";
 import type { LimiterFactory } from "../../proxy/bucket-pool.js";
+import type { SharedHttpBuckets } from "../../proxy/http-proxy.js";
 import { RuntimeError } from "../errors.js";
 import type { SharedBucketOptions } from "../shared-options.js";
 import { writeStandardError } from "../standard-streams.js";
@@ -35,17 +36,7 @@ export interface StoreBucketHooks {
 export async function openStoreBuckets(shared: SharedBucketOptions, hooks: StoreBucketHooks): Promise<StoreBuckets> {
   const name = shared.key!;
   const local = shared.onStoreError === "local";
-  let store: BucketStore | StoreError;
-  try {
-    store = await openCommandStore(storeLocation(shared.store));
-  } catch (error) {
-    if (!(error instanceof StoreError)) throw error;
-    const line = describeStoreFailure(error, { offerLocal: !local });
-    if (!local) throw new RuntimeError(line);
-    hooks.storeError();
-    writeStandardError(`tbucket: warning: ${line}; going on with private buckets\n`);
-    store = error;
-  }
+  const store = await openProxyStore(shared, hooks);
   const keys: KeyBuckets = new KeyBuckets({
     store,
     poll: true,
@@ -62,13 +53,45 @@ export async function openStoreBuckets(shared: SharedBucketOptions, hooks: Store
   });
   const open: LimiterFactory = async (client, direction, spec) => {
     const settings: BucketConfig = { rate: spec.bytesPerSecond, burst: spec.burstBytes, kind: "bytes" };
-    const limiter =
+    const key = client === "" ? keyName(name, direction) : keyName(name, direction, client);
+    const limiter = await keys.open(
+      key,
       client === ""
         ? // The link's keys are set from the command line: the proxy's flags are the link's settings.
-          await keys.open(keyName(name, direction), { settings, setUp: (store) => store.configure(keyName(name, direction), settings) })
+          { settings, setUp: (store) => store.configure(key, settings) }
         : // A client's keys are made for it, not set by a user: the store may forget them once full again.
-          await keys.open(keyName(name, direction, client), { settings, expireWhenFull: true });
+          { settings, expireWhenFull: true },
+    );
     return { limiter, close: () => limiter.close().catch(() => {}) };
   };
   return { open, close: () => keys.close() };
+}
+
+/** The HTTP mode's store: the middleware watches it and opens each client's `NAME:<client>`; without one (see openProxyStore) every client's bucket is private. */
+export async function openHttpStoreBuckets(
+  shared: SharedBucketOptions,
+  hooks: Pick<StoreBucketHooks, "storeError">,
+): Promise<{ url: string; buckets: SharedHttpBuckets | undefined; close(): Promise<void> }> {
+  const store = await openProxyStore(shared, hooks);
+  if (store instanceof StoreError) return { url: "", buckets: undefined, close: async () => {} };
+  return { url: store.url, buckets: { store, name: shared.key!, onStoreError: shared.onStoreError }, close: () => closeQuietly(() => store.close()) };
+}
+
+/**
+ * The store a proxy's --key names, in either mode. One that cannot be opened
+ * stops the proxy, or with --on-store-error local is said once and counted
+ * as a store error (the metrics say it is not up), and every key is then private.
+ */
+async function openProxyStore(shared: SharedBucketOptions, hooks: Pick<StoreBucketHooks, "storeError">): Promise<BucketStore | StoreError> {
+  const local = shared.onStoreError === "local";
+  try {
+    return await openCommandStore(storeLocation(shared.store));
+  } catch (error) {
+    if (!(error instanceof StoreError)) throw error;
+    const line = describeStoreFailure(error, { offerLocal: !local });
+    if (!local) throw new RuntimeError(line);
+    hooks.storeError();
+    writeStandardError(`tbucket: warning: ${line}; going on with private buckets\n`);
+    return error;
+  }
 }
