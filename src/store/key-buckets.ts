@@ -50,7 +50,9 @@ export type KeyRequest = {
       /**
        * How the key is first set up on the store, instead of "the settings the
        * store holds stand, else it is made with `settings`": resolves to the
-       * key's state after (the proxy's link keys take the command line's).
+       * key's state after (the proxy's link keys take the command line's). A
+       * set-up the store failed is run again when it answers; once done, a
+       * key opened again after an outage takes the settings the store holds.
        */
       setUp?: (store: BucketStore) => Promise<BucketState>;
       required?: false;
@@ -99,7 +101,10 @@ export class KeyBuckets {
   /** Opens `key`: shared with failover, or private when there is no store. */
   async open(key: string, request: KeyRequest): Promise<KeyBucket> {
     const watch = this.#watch;
-    if (!watch) return new PrivateKeyBucket(request.settings!, this.#options.clock);
+    if (!watch) {
+      if (!request.settings) throw new Error(`KeyBuckets: key "${key}" needs settings for a private bucket`);
+      return new PrivateKeyBucket(request.settings, this.#options.clock);
+    }
     const { clock, poll, keyFailure, whileLost } = this.#options;
     const expireWhenFull = request.expireWhenFull === true;
     // A key's own set-up stands until it is done once (a store lost at the start does not lose the command line's settings); then the store's settings do.
