@@ -4,10 +4,7 @@ import { humanAmount, humanDuration, humanRate } from "../core/format.js";
 import { TokenBucket } from "../core/token-bucket.js";
 import { formatByteRate, formatByteSize, formatCountRate, type RateKind } from "../core/units.js";
 import { type BucketConfig, type BucketState, type BucketStore, StoreError } from "../store/bucket-store.js";
-import { FailoverLimiter } from "../store/failover-limiter.js";
-import { openSharedKey } from "../store/shared-key.js";
-import { SharedLimiter } from "../store/shared-limiter.js";
-import { StoreWatch } from "../store/store-watch.js";
+import { type KeyBucket, KeyBuckets } from "../store/key-buckets.js";
 import { RuntimeError, UsageError } from "./errors.js";
 import type { SharedBucketOptions } from "./shared-options.js";
 import { describeStoreFailure } from "./store-failure.js";
@@ -48,7 +45,8 @@ export async function openLimiter(request: LimiterRequest): Promise<OpenLimiter>
 async function openSharedLimiter(request: LimiterRequest, key: string): Promise<OpenLimiter> {
   const local = request.shared.onStoreError === "local";
   const location = storeLocation(request.shared.store);
-  let store: BucketStore;
+  let store: BucketStore | StoreError;
+  let privateSettings: BucketConfig | undefined;
   try {
     store = await openCommandStore(location);
   } catch (error) {
@@ -56,45 +54,32 @@ async function openSharedLimiter(request: LimiterRequest, key: string): Promise<
     const line = describeStoreFailure(error, { offerLocal: !local });
     if (!local) throw new RuntimeError(line);
     if (request.rate === undefined) throw new RuntimeError(`${line}; --on-store-error local needs --rate to go on with a private bucket`);
-    const config: BucketConfig = { rate: request.rate, burst: request.burst ?? defaultBurst(request.kind, request.rate), kind: request.kind };
-    warn(`${line}; going on with a private bucket at ${describeConfig(config)}`);
-    return { limiter: new TokenBucket(config), close: async () => {} };
+    privateSettings = { rate: request.rate, burst: request.burst ?? defaultBurst(request.kind, request.rate), kind: request.kind };
+    warn(`${line}; going on with a private bucket at ${describeConfig(privateSettings)}`);
+    store = error;
   }
-  let limiter: FailoverLimiter | undefined;
-  // Mid-run the offer of a private bucket comes after what stopped; with local, both ends of an outage are said.
-  const watch = new StoreWatch(
+  let limiter: KeyBucket | undefined;
+  const keys: KeyBuckets = new KeyBuckets({
     store,
-    local
-      ? {
-          onLost: (error) => limiter && warn(`${describeStoreFailure(error, { offerLocal: false })}; going on with a private bucket at ${describeConfig(limiter)} until it is back`),
-          onBack: (lostForMs) => limiter && say(`store ${store.url}: back after ${humanDuration(lostForMs)}; key "${key}" is shared again`),
-        }
-      : {},
-  );
+    poll: true,
+    // Mid-run the offer of a private bucket comes after what stopped; with local, both ends of an outage are said.
+    ...(local && {
+      onLost: (error: StoreError) => limiter && warn(`${describeStoreFailure(error, { offerLocal: false })}; going on with a private bucket at ${describeConfig(limiter)} until it is back`),
+      onBack: (lostForMs: number) => limiter && say(`store ${keys.url}: back after ${humanDuration(lostForMs)}; key "${key}" is shared again`),
+    }),
+    keyFailure: (error) => new RuntimeError(`${describeStoreFailure(error, { offerLocal: false })}; ${STOPPED[request.command]}`),
+    whileLost: local ? { mode: "local" } : { mode: "wait", timeoutMs: request.shared.storeTimeoutMs, giveUp: (error, lostForMs) => gaveUp(error, lostForMs, request.command) },
+  });
   try {
-    const config = await configureKey(watch, key, request);
-    const shared = new SharedLimiter({ store: watch, key, config });
-    shared.startPolling();
-    limiter = new FailoverLimiter({
-      watch,
-      key,
-      settings: config,
-      primary: shared,
-      reopen: (settings) => openSharedKey(watch, key, settings, { poll: true }),
-      keyFailure: (error) => new RuntimeError(`${describeStoreFailure(error, { offerLocal: false })}; ${STOPPED[request.command]}`),
-      whileLost: local ? { mode: "local" } : { mode: "wait", timeoutMs: request.shared.storeTimeoutMs, giveUp: (error, lostForMs) => gaveUp(error, lostForMs, request.command) },
-    });
-    const opened = limiter;
-    return {
-      limiter: opened,
-      // The limiter first gives back a lease still waiting, then the store closes.
-      close: () => closeQuietly(watch, opened),
-    };
+    limiter = await keys.open(key, privateSettings ? { settings: privateSettings } : { required: true, setUp: (store) => configureKey(store, key, request) });
   } catch (error) {
-    await closeQuietly(watch);
+    await keys.close();
     if (error instanceof StoreError) throw new RuntimeError(describeStoreFailure(error, { offerLocal: !local }));
     throw error;
   }
+  const opened = limiter;
+  // The limiter first gives back a lease still waiting, then the store closes.
+  return { limiter: opened, close: () => keys.close([opened]) };
 }
 
 /** What a command did when its store was lost mid-way. */
@@ -175,13 +160,4 @@ function warn(message: string): void {
 
 function say(message: string): void {
   process.stderr.write(`tbucket: ${message}\n`);
-}
-
-/** Closes the limiter, then the store, giving up after a second: a store that went away must not hold the exit. */
-async function closeQuietly(store: BucketStore, limiter?: FailoverLimiter): Promise<void> {
-  const closing = (async () => {
-    await limiter?.close().catch(() => {});
-    await store.close().catch(() => {});
-  })();
-  await Promise.race([closing, new Promise((resolve) => setTimeout(resolve, 1000).unref())]);
 }

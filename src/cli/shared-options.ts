@@ -1,5 +1,6 @@
 import type { Command } from "commander";
 import { parseDuration } from "../core/units.js";
+import { STORE_BACKENDS } from "../store/backends.js";
 import { choiceOption } from "./choice-option.js";
 import { parseOption, UsageError } from "./errors.js";
 
@@ -22,8 +23,8 @@ export const HTTP_STORE_ERROR_MODES = ["fail", "local", "open"] as const;
 /** --store-timeout's default: a restart of the store is ridden out, a store gone for good is said. */
 export const DEFAULT_STORE_TIMEOUT_MS = 10_000;
 
-/** --store's help, the same wherever a store is named. */
-export const STORE_HELP = "where shared buckets live: sqlite:, sqlite:<path>, redis://host:port[/db] (default: $TBUCKET_STORE or sqlite:)";
+/** --store's help, the same wherever a store is named: the addresses of every backend that names its own. */
+export const STORE_HELP = `where shared buckets live: ${STORE_BACKENDS.flatMap((backend) => backend.help ?? []).join(", ")} (default: $TBUCKET_STORE or sqlite:)`;
 
 /**
  * Declares --key, --store and --on-store-error, the same on every command

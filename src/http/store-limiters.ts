@@ -1,8 +1,6 @@
 import type { Clock } from "../core/clock.js";
 import type { BucketConfig, BucketStore, StoreError } from "../store/bucket-store.js";
-import { FailoverLimiter, type StoreBackedLimiter } from "../store/failover-limiter.js";
-import { openSharedKey } from "../store/shared-key.js";
-import { isStoreFailure, StoreWatch } from "../store/store-watch.js";
+import { type KeyBucket, KeyBuckets, keyName } from "../store/key-buckets.js";
 import type { KeyLimiter, KeyLimiterSource } from "./key-limiter.js";
 
 /** What requests get while the store is lost: 503 (`fail`), private buckets (`local`), or let through (`open`). */
@@ -39,29 +37,22 @@ export interface StoreBuckets {
  * until a probe finds it back, and then every key goes back to it.
  */
 export function storeLimiters(buckets: StoreBuckets, settings: { rate: number; burst: number; clock?: Clock }): KeyLimiterSource {
-  const mode = buckets.onStoreError ?? "fail";
-  const watch = new StoreWatch(buckets.store, { clock: settings.clock, onLost: buckets.onError, onBack: buckets.onBack });
+  const keys = new KeyBuckets({
+    store: buckets.store,
+    clock: settings.clock,
+    onLost: buckets.onError,
+    onBack: buckets.onBack,
+    whileLost: { mode: buckets.onStoreError ?? "fail" },
+  });
   const wanted: BucketConfig = { rate: settings.rate, burst: settings.burst, kind: "count" };
-  const open = (key: string, config: BucketConfig): Promise<StoreBackedLimiter> => openSharedKey(watch, key, config, { expireWhenFull: true, clock: settings.clock });
   return {
-    async open(client: string): Promise<KeyLimiter> {
-      const key = `${buckets.name}:${client}`;
-      let primary: StoreBackedLimiter | undefined;
-      if (!watch.lost) {
-        try {
-          primary = await open(key, wanted);
-        } catch (error) {
-          if (!isStoreFailure(error)) throw error;
-        }
-      }
-      return new FailoverLimiter({ watch, key, settings: wanted, primary, reopen: (config) => open(key, config), whileLost: { mode }, clock: settings.clock });
-    },
+    open: (client: string): Promise<KeyLimiter> => keys.open(keyName(buckets.name, client), { settings: wanted, expireWhenFull: true }),
     close(limiter: KeyLimiter): void {
       // Gives back a lease not yet due, so that the other servers do not pay for it.
-      void (limiter as FailoverLimiter).close().catch(() => {});
+      void (limiter as KeyBucket).close().catch(() => {});
     },
     dispose(): void {
-      watch.stop();
+      keys.stop();
     },
   };
 }

@@ -122,15 +122,20 @@ export interface StoreReservation {
 }
 
 /**
- * What kind of store failure: callers choose what to offer by it (another
- * store, a private bucket, setting the key again) without reading the message.
- * - `unreachable`: the server could not be reached or answered wrongly at the start.
- * - `refused`: the server refused us (a password, a permission, a database it lacks).
- * - `lost`: the server went away while in use; `restarted`: it came back without a key in use
+ * What kind of store failure, the same words for every backend: callers
+ * choose what to offer by it (another store, a private bucket, setting the
+ * key again) without reading the message, which says it in the backend's own
+ * words (a SQLite file, a Redis server).
+ * - `unreachable`: the store could not be reached, or answered wrongly, at the start.
+ * - `refused`: the store refused us (a password, a permission, a database it lacks, a read-only replica).
+ * - `lost`: the store went away while in use; `restarted`: it came back without a key in use
  *   (a Redis restarted empty), which its users make again.
- * - `busy`, `corrupt`, `read-only`, `cannot-open`, `newer-schema`, `sqlite`: the SQLite file
- *   is locked, not a database, not writable, cannot be opened, from a newer release, or failed otherwise.
- * - `not-a-file`: the SQLite path names a directory, a device, a pipe or a socket.
+ * - `locked`: another program holds the store past the wait for it.
+ * - `corrupt`: what is there is not a tbucket store, or is damaged.
+ * - `read-only`: the store cannot be written; `cannot-open`: it cannot be opened or made there.
+ * - `newer-schema`: written by a newer tbucket.
+ * - `not-a-store`: the address names something that cannot hold one (a directory, a device).
+ * - `failed`: the store failed otherwise.
  * - `deleted`: the key was deleted while in use; `closed`: the limiter was closed while waiting.
  */
 export type StoreFailure =
@@ -138,13 +143,13 @@ export type StoreFailure =
   | "refused"
   | "lost"
   | "restarted"
-  | "busy"
+  | "locked"
   | "corrupt"
   | "read-only"
   | "cannot-open"
   | "newer-schema"
-  | "sqlite"
-  | "not-a-file"
+  | "not-a-store"
+  | "failed"
   | "deleted"
   | "closed";
 

@@ -12,6 +12,8 @@ import {
   type TakeResult,
 } from "./bucket-store.js";
 import { cancelAt, configureAt, levelAt, type StoredBucket, takeAt } from "./bucket-math.js";
+import type { StoreBackend } from "./store-backend.js";
+import { StoreUrlError } from "./store-url-error.js";
 
 /** Wall-clock milliseconds: stores shared between processes need a clock they all read alike. */
 export const wallClock: Clock = {
@@ -88,3 +90,18 @@ export function stateOf(key: string, stored: StoredBucket, nowMs: number, expire
   if (expiresWhenFull) state.expiresWhenFull = true;
   return state;
 }
+
+/** `memory:`: buckets in this process alone (tests, and the library user who wants no file). */
+export const memoryBackend: StoreBackend = {
+  type: "memory",
+  schemes: ["memory:"],
+  examples: [],
+  another: "memory:",
+  parse(text) {
+    if (text !== "memory:") throw new StoreUrlError(text);
+    return { type: "memory", url: "memory:" };
+  },
+  // A new one holds nothing.
+  exists: () => false,
+  open: async (_location, options) => new MemoryStore({ clock: options.clock }),
+};

@@ -1,5 +1,5 @@
 import type { Clock } from "../core/clock.js";
-import type { BucketConfig, BucketStore } from "./bucket-store.js";
+import type { BucketConfig, BucketState, BucketStore } from "./bucket-store.js";
 import { SharedLimiter } from "./shared-limiter.js";
 
 export interface SharedKeyOptions {
@@ -19,7 +19,12 @@ export interface SharedKeyOptions {
 export async function openSharedKey(store: BucketStore, key: string, settings: BucketConfig, options: SharedKeyOptions = {}): Promise<SharedLimiter> {
   const stored = await store.read(key);
   const config = stored?.kind === settings.kind ? stored : await store.configure(key, settings, { expireWhenFull: options.expireWhenFull === true });
-  const limiter = new SharedLimiter({ store, key, config, clock: options.clock, expireWhenFull: config.expiresWhenFull === true });
+  return sharedKeyLimiter(store, key, config, options);
+}
+
+/** The limiter of a key the store holds as `state`: one made for a client (`expiresWhenFull`) is made anew should the store forget it. */
+export function sharedKeyLimiter(store: BucketStore, key: string, state: BucketState, options: Pick<SharedKeyOptions, "poll" | "clock"> = {}): SharedLimiter {
+  const limiter = new SharedLimiter({ store, key, config: state, clock: options.clock, expireWhenFull: state.expiresWhenFull === true });
   if (options.poll) limiter.startPolling();
   return limiter;
 }

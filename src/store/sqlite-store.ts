@@ -152,10 +152,10 @@ export class SqliteStore implements BucketStore {
     try {
       const existing = path === ":memory:" ? undefined : statSync(path, { throwIfNoEntry: false });
       if (existing?.isDirectory()) {
-        throw new StoreError("not-a-file", `store ${url}: is a directory; name a file in it, as in sqlite:${join(path, "buckets.db")}`, { storeUrl: url });
+        throw new StoreError("not-a-store", `store ${url}: is a directory; name a file in it, as in sqlite:${join(path, "buckets.db")}`, { storeUrl: url });
       }
       if (existing && !existing.isFile()) {
-        throw new StoreError("not-a-file", `store ${url}: not a regular file (a device, a pipe or a socket); name a file, as in sqlite:/path/buckets.db`, {
+        throw new StoreError("not-a-store", `store ${url}: not a regular file (a device, a pipe or a socket); name a file, as in sqlite:/path/buckets.db`, {
           storeUrl: url,
         });
       }
@@ -276,7 +276,7 @@ export class SqliteStore implements BucketStore {
       return result;
     } catch (error) {
       const failure = sqliteStoreError(error, this.url, this.#busyTimeoutMs);
-      if (failure instanceof StoreError && failure.failure === "busy" && !this.#locked) this.#setLocked(true);
+      if (failure instanceof StoreError && failure.failure === "locked" && !this.#locked) this.#setLocked(true);
       throw failure;
     }
   }
@@ -370,7 +370,7 @@ export function sqliteStoreError(error: unknown, url: string, busyTimeoutMs: num
   let failure: StoreFailure;
   let why: string;
   if (code === "SQLITE_BUSY" || code.startsWith("SQLITE_BUSY_") || code.startsWith("SQLITE_LOCKED")) {
-    [failure, why] = ["busy", `the file is locked by another program (still busy after ${busyTimeoutMs / 1000} s); try again`];
+    [failure, why] = ["locked", `the file is locked by another program (still busy after ${busyTimeoutMs / 1000} s); try again`];
   } else if (code === "SQLITE_NOTADB" || code.startsWith("SQLITE_CORRUPT")) {
     [failure, why] = ["corrupt", `not a tbucket database, or corrupted (${detail}); move the file away (a new one is made)`];
   } else if (code.startsWith("SQLITE_READONLY") || code === "EACCES" || code === "EPERM" || code === "EROFS") {
@@ -378,7 +378,7 @@ export function sqliteStoreError(error: unknown, url: string, busyTimeoutMs: num
   } else if (code.startsWith("SQLITE_CANTOPEN") || code === "ENOTDIR" || code === "ENOENT" || code === "EEXIST") {
     [failure, why] = ["cannot-open", `cannot open the file (${detail}); check the path and its directory's permissions`];
   } else {
-    [failure, why] = ["sqlite", `${detail}${code ? ` (${code})` : ""}`];
+    [failure, why] = ["failed", `${detail}${code ? ` (${code})` : ""}`];
   }
   return new StoreError(failure, `store ${url}: ${why}`, { storeUrl: url, cause: error });
 }

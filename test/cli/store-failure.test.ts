@@ -8,10 +8,10 @@ describe("describeStoreFailure: the CLI adds the flags that help to the store's 
   it.each<[StoreFailure, string, boolean, string]>([
     ["unreachable", "store redis://h:1: cannot reach Redis (ECONNREFUSED); check the address and that Redis runs there", true, "store redis://h:1: cannot reach Redis (ECONNREFUSED); check the address and that Redis runs there, or use --on-store-error local"],
     ["unreachable", "store redis://h:1: cannot reach Redis (ECONNREFUSED); check the address and that Redis runs there", false, "store redis://h:1: cannot reach Redis (ECONNREFUSED); check the address and that Redis runs there"],
-    ["busy", "store sqlite:/x.db: the file is locked by another program (still busy after 5 s); try again", true, "store sqlite:/x.db: the file is locked by another program (still busy after 5 s); try again, or use another --store sqlite:<file>"],
+    ["locked", "store sqlite:/x.db: the file is locked by another program (still busy after 5 s); try again", true, "store sqlite:/x.db: the file is locked by another program (still busy after 5 s); try again, or use another --store sqlite:<file>"],
     ["read-only", "store sqlite:/x.db: cannot write the file (EACCES); fix its permissions", false, "store sqlite:/x.db: cannot write the file (EACCES); fix its permissions, or use another --store sqlite:<file>"],
     ["newer-schema", "store sqlite:/x.db: written by a newer tbucket (schema 2, this one knows 1); upgrade tbucket", false, "store sqlite:/x.db: written by a newer tbucket (schema 2, this one knows 1); upgrade tbucket or use another --store sqlite:<file>"],
-    ["sqlite", "store sqlite:/x.db: disk I/O error (SQLITE_IOERR)", false, "store sqlite:/x.db: disk I/O error (SQLITE_IOERR); use another --store sqlite:<file>"],
+    ["failed", "store sqlite:/x.db: disk I/O error (SQLITE_IOERR)", false, "store sqlite:/x.db: disk I/O error (SQLITE_IOERR); use another --store sqlite:<file>"],
     ["refused", "store redis://h:1: Redis asks for a password; give it in the address", true, "store redis://h:1: Redis asks for a password; give it in the address"],
     ["lost", "store redis://h:1: lost Redis (connection closed)", true, "store redis://h:1: lost Redis (connection closed)"],
   ])("%s (offering a private bucket: %s)", (failure, message, offerLocal, line) => {

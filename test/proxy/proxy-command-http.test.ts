@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { SqliteStore } from "../../src/store/sqlite-store.js";
 import { runCli } from "../helpers/cli.js";
+import { freePort } from "../helpers/free-port.js";
 import { startProxy, stopProxy } from "../helpers/proxy.js";
 import { tempDirs } from "../helpers/temp-dir.js";
 
@@ -148,6 +149,20 @@ describe("tbucket proxy --to http://...", () => {
       `tbucket: --ipv6-prefix: "129" is not a prefix length; give the bits of an IPv6 address that make one client, 1 to 128 (56, the default, is one customer's network; 128 the whole address)\n`,
     );
     expect(result.code).toBe(2);
+  });
+
+  // The HTTP mode served on private buckets while its metrics said the store was up, and counted no error; the TCP mode counted it.
+  it("a store unreachable at the start with --on-store-error local: one warning, private buckets, and the metrics say the store is not up", async () => {
+    const backendPort = await httpBackend();
+    const store = `redis://127.0.0.1:${await freePort()}`;
+    const proxy = await startProxy(["--to", `http://127.0.0.1:${backendPort}`, "--rate", "1/m", "--burst", "1", "--key", "api", "--store", store, "--on-store-error", "local", "--metrics", "127.0.0.1:0"]);
+    expect(proxy.running.stderr()).toMatch(/^tbucket: warning: store redis:\/\/127\.0\.0\.1:\d+: cannot reach Redis .*; going on with private buckets\n/);
+    const status = async () => (await fetch(`http://127.0.0.1:${proxy.port}/`)).status;
+    expect([await status(), await status()]).toEqual([200, 429]);
+    const metrics = await (await fetch(`http://127.0.0.1:${proxy.metricsPort}/metrics`)).text();
+    expect(metrics).toContain("\ntbucket_proxy_store_errors_total 1\n");
+    expect(metrics).toContain("\ntbucket_proxy_store_up 0\n");
+    expect((await stopProxy(proxy)).code).toBe(0);
   });
 
   it("--on-store-error open lets every request through while the SQLite file is away, says both ends, and limits again once it is back", async () => {

@@ -3,7 +3,7 @@ import { FakeClock } from "../../src/core/clock.js";
 import { TokenBucket } from "../../src/core/token-bucket.js";
 import type { BucketStore } from "../../src/store/bucket-store.js";
 
-/** What each backend's test file gives the shared suite: a fresh, empty store on a fake clock. */
+/** What the shared suite runs on (conformance.test.ts, once per registered backend): a fresh, empty store on a fake clock. */
 export interface StoreFixture {
   store: BucketStore;
   clock: FakeClock;
@@ -89,7 +89,7 @@ function randomSteps(seed: number): Step[] {
   return steps;
 }
 
-/** The contract every BucketStore meets; each backend's test file calls this. */
+/** The contract every BucketStore meets; conformance.test.ts runs it against every backend in STORE_BACKENDS. */
 export function describeStoreConformance(name: string, setup: () => Promise<StoreFixture>): void {
   describe(`${name}: the BucketStore contract`, () => {
     let fixture: StoreFixture;

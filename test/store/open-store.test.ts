@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { STORE_BACKENDS } from "../../src/store/backends.js";
 import { parseStoreLocation } from "../../src/store/open-store.js";
 import { StoreUrlError } from "../../src/store/store-url-error.js";
 
@@ -16,5 +17,22 @@ describe("parseStoreLocation", () => {
 
   it("names an unknown kind of store", () => {
     expect(() => parseStoreLocation("mysql://db")).toThrow(`"mysql://db" is not a store; try "sqlite:", "sqlite:/path/buckets.db" or "redis://host:6379"`);
+  });
+
+  it("reads every registered backend's examples as that backend's, whatever the case of the scheme", () => {
+    for (const backend of STORE_BACKENDS) {
+      for (const example of backend.examples) {
+        expect(parseStoreLocation(example, { HOME: "/home/u" }).type).toBe(backend.type);
+        expect(parseStoreLocation(example.replace(/^[a-z]+:/, (scheme) => scheme.toUpperCase()), { HOME: "/home/u" }).type).toBe(backend.type);
+      }
+    }
+    expect(parseStoreLocation(" memory: ")).toEqual({ type: "memory", url: "memory:" });
+    expect(() => parseStoreLocation("memory:x")).toThrow(`"memory:x" is not a store; try "sqlite:", "sqlite:/path/buckets.db" or "redis://host:6379"`);
+    expect(() => parseStoreLocation("redis://")).toThrow(`"redis://" is not a store; try`);
+  });
+
+  // A Redis address with a space in it was quoted whole, password and all.
+  it("never shows a Redis password, even in an address that names no store", () => {
+    expect(() => parseStoreLocation(" redis://app:s3cret@db host ")).toThrow(`"redis://app:***@db host" is not a store; try "sqlite:", "sqlite:/path/buckets.db" or "redis://host:6379"`);
   });
 });

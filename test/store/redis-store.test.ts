@@ -1,10 +1,8 @@
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { FakeClock } from "../../src/core/clock.js";
 import { StoreError } from "../../src/store/bucket-store.js";
 import { DEFAULT_IDLE_EXPIRY_MS, RedisStore, redactUrl, writeRefusal } from "../../src/store/redis-store.js";
 import { type RedisServer, startRedisServer } from "../helpers/redis-server.js";
-import { describeStoreConformance } from "./conformance.js";
 
 // The server is started here, not skipped: without redis-server this fails naming the package.
 let server: RedisServer;
@@ -16,13 +14,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await admin?.quit();
   await server?.stop();
-});
-
-describeStoreConformance("RedisStore", async () => {
-  await admin.flushdb();
-  const clock = new FakeClock();
-  const store = await RedisStore.open(server.url, { clock });
-  return { store, clock };
 });
 
 describe("RedisStore: the server", () => {

@@ -29,13 +29,13 @@ function flaky(failure: StoreError["failure"], clock?: FakeClock) {
 describe("StoreWatch", () => {
   it("after the store's first failure, every key's call fails at once with it, without asking the store again", async () => {
     const clock = new FakeClock(0);
-    const { store, state } = flaky("busy", clock);
+    const { store, state } = flaky("locked", clock);
     const watch = new StoreWatch(store, { clock });
     await watch.configure("a", { rate: 10, burst: 10, kind: "count" });
     expect(await watch.take("a", 1)).toMatchObject({ ok: true });
     state.failing = true;
     const first = await watch.take("a", 1).catch((error: unknown) => error);
-    expect(first).toMatchObject({ failure: "busy" });
+    expect(first).toMatchObject({ failure: "locked" });
     expect(watch.lost).toEqual({ error: first, sinceMs: 0 });
     const callsBefore = state.calls;
     await expect(watch.read("b")).rejects.toBe(first);

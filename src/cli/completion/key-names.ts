@@ -1,4 +1,4 @@
-import { existsSync } from "node:fs";
+import { storeExists } from "../../store/open-store.js";
 import { EXIT } from "../errors.js";
 import { writeStandardOutput } from "../standard-streams.js";
 import { openCommandStore, storeLocation } from "../store-opener.js";
@@ -15,8 +15,7 @@ const CONNECT_TIMEOUT_MS = 500;
 export async function printKeyNames(store: string | undefined): Promise<number> {
   try {
     const location = storeLocation(store);
-    if (location.type === "sqlite" && !existsSync(location.path)) return EXIT.ok;
-    if (location.type === "memory") return EXIT.ok;
+    if (!storeExists(location)) return EXIT.ok;
     const opened = await openCommandStore(location, { connectTimeoutMs: CONNECT_TIMEOUT_MS, busyTimeoutMs: 100 });
     try {
       const names = (await opened.list()).map((state) => state.key);

@@ -3,16 +3,14 @@ import { describeRate, describeSize, humanDuration } from "../../core/format.js"
 import { untrustedProxyLine } from "../../http/trusted-proxies.js";
 import type { ByteBucketSpec } from "../../proxy/bucket-pool.js";
 import { formatHostPort, type HostPort } from "../../proxy/host-port.js";
-import type { HttpProxyObserver, RunningHttpProxy, SharedHttpBuckets } from "../../proxy/http-proxy.js";
+import type { HttpProxyObserver, RunningHttpProxy } from "../../proxy/http-proxy.js";
 import { describeHttpScope } from "../../proxy/key-scopes.js";
 import { ListenError } from "../../proxy/listen.js";
 import { ProxyMetrics } from "../../proxy/metrics.js";
 import { startTcpProxy, type TcpProxy } from "../../proxy/tcp-proxy.js";
-import { StoreError } from "../../store/bucket-store.js";
-import { EXIT, RuntimeError } from "../errors.js";
+import { EXIT } from "../errors.js";
 import { writeStandardError } from "../standard-streams.js";
 import { describeStoreFailure } from "../store-failure.js";
-import { openCommandStore, storeLocation } from "../store-opener.js";
 import { openAccessLog } from "./access-log-file.js";
 import { checkBackendName } from "./backend-name.js";
 import { connectionsWithinDescriptorLimit } from "./descriptor-limit.js";
@@ -184,7 +182,7 @@ async function runHttpProxy(config: HttpProxyConfig): Promise<number> {
     untrustedProxy: (address, field) => writeStandardError(`tbucket: warning: ${untrustedProxyLine(address, field, "--trust-proxy", `add --trust-proxy ${address}`)}\n`),
   };
   const accessLog = config.accessLog === undefined ? undefined : await openAccessLog(config.accessLog);
-  const shared = config.shared.key === undefined ? undefined : await openHttpStore(config);
+  const shared = config.shared.key === undefined ? undefined : await (await import("./store-buckets.js")).openHttpStoreBuckets(config.shared, { storeError: () => metrics.storeError() });
   const release = async () => {
     await shared?.close();
     await accessLog?.close();
@@ -260,25 +258,3 @@ const WHILE_LOST: Record<HttpProxyConfig["shared"]["onStoreError"], string> = {
   local: "going on with private buckets of the same settings",
   open: "letting every request through",
 };
-
-/** The store for --key in HTTP mode: each client's bucket is NAME:<client>. */
-async function openHttpStore(config: HttpProxyConfig): Promise<{ url: string; buckets: SharedHttpBuckets | undefined; close(): Promise<void> }> {
-  const local = config.shared.onStoreError === "local";
-  try {
-    const store = await openCommandStore(storeLocation(config.shared.store));
-    return {
-      url: store.url,
-      // The middleware watches the store: once it failed no key asks it again until it answers.
-      buckets: { store, name: config.shared.key!, onStoreError: config.shared.onStoreError },
-      close: async () => {
-        await Promise.race([store.close().catch(() => {}), new Promise((resolve) => setTimeout(resolve, 1000).unref())]);
-      },
-    };
-  } catch (error) {
-    if (!(error instanceof StoreError)) throw error;
-    const line = describeStoreFailure(error, { offerLocal: !local });
-    if (!local) throw new RuntimeError(line);
-    writeStandardError(`tbucket: warning: ${line}; going on with private buckets\n`);
-    return { url: "", buckets: undefined, close: async () => {} };
-  }
-}

@@ -1,11 +1,8 @@
 import { humanDuration } from "../../core/format.js";
-import type { BucketConfig, BucketStore } from "../../store/bucket-store.js";
-import { StoreError } from "../../store/bucket-store.js";
-import { FailoverLimiter, type StoreBackedLimiter } from "../../store/failover-limiter.js";
-import { openSharedKey } from "../../store/shared-key.js";
-import { SharedLimiter } from "../../store/shared-limiter.js";
-import { isStoreFailure, StoreWatch } from "../../store/store-watch.js";
-import { type LimiterFactory, openPrivateBucket } from "../../proxy/bucket-pool.js";
+import { type BucketConfig, type BucketStore, StoreError } from "../../store/bucket-store.js";
+import { closeQuietly, KeyBuckets, keyName } from "../../store/key-buckets.js";
+import type { LimiterFactory } from "../../proxy/bucket-pool.js";
+import type { SharedHttpBuckets } from "../../proxy/http-proxy.js";
 import { RuntimeError } from "../errors.js";
 import type { SharedBucketOptions } from "../shared-options.js";
 import { writeStandardError } from "../standard-streams.js";
@@ -39,21 +36,10 @@ export interface StoreBucketHooks {
 export async function openStoreBuckets(shared: SharedBucketOptions, hooks: StoreBucketHooks): Promise<StoreBuckets> {
   const name = shared.key!;
   const local = shared.onStoreError === "local";
-  let store: BucketStore | undefined;
-  try {
-    store = await openCommandStore(storeLocation(shared.store));
-  } catch (error) {
-    if (!(error instanceof StoreError)) throw error;
-    const line = describeStoreFailure(error, { offerLocal: !local });
-    if (!local) throw new RuntimeError(line);
-    hooks.storeError();
-    writeStandardError(`tbucket: warning: ${line}; going on with private buckets\n`);
-  }
-  if (!store) {
-    return { open: openPrivateBucket, close: async () => {} };
-  }
-  const url = store.url;
-  const watch = new StoreWatch(store, {
+  const store = await openProxyStore(shared, hooks);
+  const keys: KeyBuckets = new KeyBuckets({
+    store,
+    poll: true,
     onLost: (error) => {
       hooks.storeError();
       const meanwhile = local ? "going on with private buckets of the same settings" : "transfers wait";
@@ -61,44 +47,51 @@ export async function openStoreBuckets(shared: SharedBucketOptions, hooks: Store
     },
     onBack: (lostForMs) => {
       hooks.storeBack();
-      writeStandardError(`tbucket: store ${url}: back after ${humanDuration(lostForMs)}; the buckets are shared again\n`);
+      writeStandardError(`tbucket: store ${keys.url}: back after ${humanDuration(lostForMs)}; the buckets are shared again\n`);
     },
+    whileLost: local ? { mode: "local" } : { mode: "wait", timeoutMs: Infinity, giveUp: (error) => error },
   });
-  const open: LimiterFactory = async (key, direction, spec) => {
-    const storeKey = key === "" ? `${name}:${direction}` : `${name}:${direction}:${key}`;
-    const wanted: BucketConfig = { rate: spec.bytesPerSecond, burst: spec.burstBytes, kind: "bytes" };
-    // A client's keys are made for it, not set by a user: the store may forget them once full again.
-    const reopen = (settings: BucketConfig) => openSharedKey(watch, storeKey, settings, { expireWhenFull: key !== "", poll: true });
-    let primary: StoreBackedLimiter | undefined;
-    if (!watch.lost) {
-      try {
-        primary = key === "" ? await openLinkKey(watch, storeKey, wanted) : await reopen(wanted);
-      } catch (error) {
-        if (!isStoreFailure(error)) throw error;
-      }
-    }
-    const limiter = new FailoverLimiter({
-      watch,
-      key: storeKey,
-      settings: wanted,
-      primary,
-      reopen,
-      whileLost: local ? { mode: "local" } : { mode: "wait", timeoutMs: Infinity, giveUp: (error) => error },
-    });
+  const open: LimiterFactory = async (client, direction, spec) => {
+    const settings: BucketConfig = { rate: spec.bytesPerSecond, burst: spec.burstBytes, kind: "bytes" };
+    const key = client === "" ? keyName(name, direction) : keyName(name, direction, client);
+    const limiter = await keys.open(
+      key,
+      client === ""
+        ? // The link's keys are set from the command line: the proxy's flags are the link's settings.
+          { settings, setUp: (store) => store.configure(key, settings) }
+        : // A client's keys are made for it, not set by a user: the store may forget them once full again.
+          { settings, expireWhenFull: true },
+    );
     return { limiter, close: () => limiter.close().catch(() => {}) };
   };
-  return {
-    open,
-    close: async () => {
-      await Promise.race([watch.close().catch(() => {}), new Promise((resolve) => setTimeout(resolve, 1000).unref())]);
-    },
-  };
+  return { open, close: () => keys.close() };
 }
 
-/** The link's keys are set from the command line at the start: the proxy's flags are the link's settings. */
-async function openLinkKey(store: BucketStore, key: string, wanted: BucketConfig): Promise<SharedLimiter> {
-  const config = await store.configure(key, wanted);
-  const limiter = new SharedLimiter({ store, key, config });
-  limiter.startPolling();
-  return limiter;
+/** The HTTP mode's store: the middleware watches it and opens each client's `NAME:<client>`; without one (see openProxyStore) every client's bucket is private. */
+export async function openHttpStoreBuckets(
+  shared: SharedBucketOptions,
+  hooks: Pick<StoreBucketHooks, "storeError">,
+): Promise<{ url: string; buckets: SharedHttpBuckets | undefined; close(): Promise<void> }> {
+  const store = await openProxyStore(shared, hooks);
+  if (store instanceof StoreError) return { url: "", buckets: undefined, close: async () => {} };
+  return { url: store.url, buckets: { store, name: shared.key!, onStoreError: shared.onStoreError }, close: () => closeQuietly(() => store.close()) };
+}
+
+/**
+ * The store a proxy's --key names, in either mode. One that cannot be opened
+ * stops the proxy, or with --on-store-error local is said once and counted
+ * as a store error (the metrics say it is not up), and every key is then private.
+ */
+async function openProxyStore(shared: SharedBucketOptions, hooks: Pick<StoreBucketHooks, "storeError">): Promise<BucketStore | StoreError> {
+  const local = shared.onStoreError === "local";
+  try {
+    return await openCommandStore(storeLocation(shared.store));
+  } catch (error) {
+    if (!(error instanceof StoreError)) throw error;
+    const line = describeStoreFailure(error, { offerLocal: !local });
+    if (!local) throw new RuntimeError(line);
+    hooks.storeError();
+    writeStandardError(`tbucket: warning: ${line}; going on with private buckets\n`);
+    return error;
+  }
 }

@@ -1,0 +1,159 @@
+import type { Clock } from "../core/clock.js";
+import { TokenBucket } from "../core/token-bucket.js";
+import type { RateKind } from "../core/units.js";
+import { type BucketConfig, type BucketState, type BucketStore, StoreError } from "./bucket-store.js";
+import { FailoverLimiter, type StoreBackedLimiter, type WhileLost } from "./failover-limiter.js";
+import { openSharedKey, sharedKeyLimiter } from "./shared-key.js";
+import { isStoreFailure, StoreWatch } from "./store-watch.js";
+
+/**
+ * The one naming rule for the keys a program makes: the name the user gave,
+ * then what the key is for, each after a colon: `api` (pipe, run), `api:up`
+ * and `api:down:10.0.0.1` (the proxy's link and a client), `api:10.0.0.1`
+ * (the middleware's client).
+ */
+export function keyName(name: string, ...scope: readonly string[]): string {
+  return [name, ...scope].join(":");
+}
+
+/** A key's bucket as KeyBuckets opens it: shared with failover, or private; `close` gives back what it holds (a lease not yet due). */
+export type KeyBucket = StoreBackedLimiter;
+
+export interface KeyBucketsOptions {
+  /** The store the keys live in, or the failure that kept it from opening: then every key gets a private bucket of its settings. */
+  store: BucketStore | StoreError;
+  /** What a key's waits do while the store is lost (FailoverLimiter). */
+  whileLost: WhileLost;
+  /** Told once per outage, at its start. */
+  onLost?: (error: StoreError) => void;
+  /** Told once per outage, when the store answers again: how long it was gone. */
+  onBack?: (lostForMs: number) => void;
+  /**
+   * Read each key's settings on a timer while no take does, so that a long
+   * transfer follows a `tbucket key set` (pipe, run, the proxy); a server's
+   * takes, one per request, bring them often enough.
+   */
+  poll?: boolean;
+  /** What a failure of the key itself (deleted while in use) is thrown as; by default the StoreError. */
+  keyFailure?: (error: StoreError) => unknown;
+  clock?: Clock;
+}
+
+/** How one key is opened. */
+export type KeyRequest = {
+  /** The key is made for a client, not set by a user: the store may forget it once full again (ConfigureOptions). */
+  expireWhenFull?: boolean;
+} & (
+  | {
+      /** What the key is made with when the store lacks it, and what a private bucket gets. */
+      settings: BucketConfig;
+      /**
+       * How the key is first set up on the store, instead of "the settings the
+       * store holds stand, else it is made with `settings`": resolves to the
+       * key's state after (the proxy's link keys take the command line's). A
+       * set-up the store failed is run again when it answers; once done, a
+       * key opened again after an outage takes the settings the store holds.
+       */
+      setUp?: (store: BucketStore) => Promise<BucketState>;
+      required?: false;
+    }
+  | {
+      settings?: BucketConfig;
+      setUp: (store: BucketStore) => Promise<BucketState>;
+      /**
+       * The key must be set up on the store now: a failure is thrown rather
+       * than left to `whileLost` (a command that cannot start without its key).
+       */
+      required: true;
+    }
+);
+
+/** Closing gives up after this long: a store that went away must not hold a program's exit. */
+const CLOSE_WITHIN_MS = 1000;
+
+/**
+ * KeyBuckets opens the buckets of keys in one store, the same way for every
+ * surface (pipe and run `--key`, both proxy modes, the middleware): each key
+ * is a FailoverLimiter over one StoreWatch shared by every key, so that once
+ * the store fails no key asks it again until a probe finds it back, and a
+ * key opened while it is lost waits for its return as `whileLost` says. A
+ * key that comes back from an outage is opened afresh with the settings the
+ * store holds (a store restarted empty gets the key again, as it was).
+ * Without a store (it could not be opened) each key is a private bucket.
+ * What a program says about it (messages, flags) stays the program's.
+ */
+export class KeyBuckets {
+  readonly #options: KeyBucketsOptions;
+  readonly #watch: StoreWatch | undefined;
+
+  constructor(options: KeyBucketsOptions) {
+    this.#options = options;
+    const { store } = options;
+    this.#watch = store instanceof StoreError ? undefined : new StoreWatch(store, { clock: options.clock, onLost: options.onLost, onBack: options.onBack });
+  }
+
+  /** The store's address as the user wrote it (for messages). */
+  get url(): string {
+    const { store } = this.#options;
+    return store instanceof StoreError ? store.storeUrl : store.url;
+  }
+
+  /** Opens `key`: shared with failover, or private when there is no store. */
+  async open(key: string, request: KeyRequest): Promise<KeyBucket> {
+    const watch = this.#watch;
+    if (!watch) {
+      if (!request.settings) throw new Error(`KeyBuckets: key "${key}" needs settings for a private bucket`);
+      return new PrivateKeyBucket(request.settings, this.#options.clock);
+    }
+    const { clock, poll, keyFailure, whileLost } = this.#options;
+    const expireWhenFull = request.expireWhenFull === true;
+    // A key's own set-up stands until it is done once (a store lost at the start does not lose the command line's settings); then the store's settings do.
+    let setUp = request.setUp;
+    const reopen = async (settings: BucketConfig | undefined): Promise<StoreBackedLimiter> => {
+      if (!setUp) return openSharedKey(watch, key, settings!, { expireWhenFull, poll, clock });
+      const limiter = sharedKeyLimiter(watch, key, await setUp(watch), { poll, clock });
+      setUp = undefined;
+      return limiter;
+    };
+    let primary: StoreBackedLimiter | undefined;
+    if (!watch.lost || request.required) {
+      try {
+        primary = await reopen(request.settings);
+      } catch (error) {
+        if (!isStoreFailure(error) || request.required) throw error;
+      }
+    }
+    const settings = primary ? { rate: primary.rate, burst: primary.burst, kind: primary.kind } : request.settings!;
+    return new FailoverLimiter({ watch, key, settings, primary, reopen, whileLost, keyFailure, clock });
+  }
+
+  /** Stops watching the store, leaving it open (it is someone else's to close). */
+  stop(): void {
+    this.#watch?.stop();
+  }
+
+  /** Closes `first` (their leases given back), then the store; gives up after a second. */
+  close(first: Iterable<KeyBucket> = []): Promise<void> {
+    return closeQuietly(async () => {
+      for (const bucket of first) await bucket.close().catch(() => {});
+      await this.#watch?.close();
+    });
+  }
+}
+
+/** Runs `close`, ignoring its failure and giving up after a second: a store that went away must not hold a program's exit. */
+export async function closeQuietly(close: () => Promise<unknown>): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([close().catch(() => {}), new Promise((resolve) => (timer = setTimeout(resolve, CLOSE_WITHIN_MS).unref()))]);
+  clearTimeout(timer);
+}
+
+/** A key's bucket when there is no store: the key's settings, held by this process alone. */
+class PrivateKeyBucket extends TokenBucket implements KeyBucket {
+  readonly kind: RateKind;
+  constructor(settings: BucketConfig, clock: Clock | undefined) {
+    super({ rate: settings.rate, burst: settings.burst, clock });
+    this.kind = settings.kind;
+  }
+  async close(): Promise<void> {}
+}

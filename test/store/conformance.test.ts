@@ -1,0 +1,67 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Redis } from "ioredis";
+import { afterAll, describe, expect, it } from "vitest";
+import { FakeClock } from "../../src/core/clock.js";
+import { STORE_BACKENDS } from "../../src/store/backends.js";
+import { openStore, parseStoreLocation } from "../../src/store/open-store.js";
+import { type RedisServer, startRedisServer } from "../helpers/redis-server.js";
+import { describeStoreConformance } from "./conformance.js";
+
+/** How the suite gets a fresh, empty store of a backend: its address, and what to remove afterwards. */
+interface BackendFixture {
+  fresh(): Promise<{ url: string; cleanup?: () => Promise<void> }>;
+  /** Stops what the fixture started (a server). */
+  stop?(): Promise<void>;
+}
+
+let redis: { server: RedisServer; admin: Redis } | undefined;
+
+/** One for every backend in STORE_BACKENDS: a backend added without one fails below. */
+const FIXTURES: Record<string, BackendFixture> = {
+  sqlite: {
+    async fresh() {
+      const dir = mkdtempSync(join(tmpdir(), "tbucket-sqlite-"));
+      return { url: `sqlite:${join(dir, "buckets.db")}`, cleanup: async () => rmSync(dir, { recursive: true, force: true }) };
+    },
+  },
+  // The server is started here, not skipped: without redis-server this fails naming the package.
+  redis: {
+    async fresh() {
+      if (!redis) {
+        const server = await startRedisServer();
+        redis = { server, admin: new Redis(server.url) };
+      }
+      await redis.admin.flushdb();
+      return { url: redis.server.url };
+    },
+    async stop() {
+      await redis?.admin.quit();
+      await redis?.server.stop();
+    },
+  },
+  memory: { fresh: async () => ({ url: "memory:" }) },
+};
+
+afterAll(async () => {
+  for (const fixture of Object.values(FIXTURES)) await fixture.stop?.();
+});
+
+describe("the conformance suite", () => {
+  it("has a fixture for every registered store backend", () => {
+    expect(STORE_BACKENDS.map((backend) => backend.type).filter((type) => !FIXTURES[type])).toEqual([]);
+  });
+});
+
+for (const backend of STORE_BACKENDS) {
+  const fixture = FIXTURES[backend.type];
+  if (!fixture) continue;
+  describeStoreConformance(backend.type, async () => {
+    const { url, cleanup } = await fixture.fresh();
+    const clock = new FakeClock();
+    // Opened as the CLI and the middleware open it: through the registry, by its address.
+    const store = await openStore(parseStoreLocation(url), { clock });
+    return { store, clock, cleanup };
+  });
+}
