@@ -4,7 +4,8 @@
  * `limit` (both let 2 x limit through across a boundary).
  *
  * It keeps a record (time, cost) of every admission that can still matter,
- * oldest first, in a ring that grows by doubling. An item of cost c admits at
+ * oldest first, in a ring that grows by doubling (never shrinking: its
+ * capacity is at most twice the most records it held). An item of cost c admits at
  * t when the costs recorded in (t - windowMs, t] plus c are at most `limit`.
  * A record stops mattering at its time + windowMs and is dropped by
  * `pruneAt` once the present is past that; records at the same instant
@@ -19,8 +20,8 @@
 export class SlidingWindow {
   readonly limit: number;
   readonly windowMs: number;
-  #times = new Float64Array(16);
-  #costs = new Float64Array(16);
+  #times = new Float64Array(4);
+  #costs = new Float64Array(4);
   /** Index of the oldest record; the ring's capacity is a power of two. */
   #head = 0;
   #count = 0;
