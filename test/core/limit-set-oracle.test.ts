@@ -65,6 +65,37 @@ describe("LimitSet agrees with the naive composition, event by event", () => {
     }
   }
 
+  it("windows with cancelled reservations: a cancelled item is forgotten, and the queue behind it moves up", () => {
+    const specs: LimitSpec[] = [
+      { kind: "window", unit: "count", n: 5, windowMs: 1000 },
+      { kind: "window", unit: "count", n: 12, windowMs: 5000 },
+    ];
+    for (const seed of [7, 8, 9]) {
+      const set = new LimitSet(specs, { clock: new FakeClock(0) });
+      const oracle = new Oracle(specs);
+      const next = random(seed);
+      const pending: Array<{ reservation: ReturnType<LimitSet["reserveAt"]>; cost: number }> = [];
+      let cancelled = 0;
+      for (const [index, event] of trace(seed, 400, 120, 2).entries()) {
+        // Now and then an item still waiting gives up (an interrupted wait).
+        const waiting = pending.filter((p) => p.reservation.timeToActMs >= event.atMs && !p.reservation.cancelled);
+        if (waiting.length > 0 && next() < 0.3) {
+          const gone = waiting[Math.floor(next() * waiting.length)]!;
+          set.cancelAt(event.atMs, gone.reservation);
+          for (const w of oracle.windows) w.records.splice(w.records.findIndex((r) => r.atMs === gone.reservation.timeToActMs && r.cost === gone.cost), 1);
+          oracle.lastActMs = Math.max(0, ...oracle.windows[0]!.records.map((r) => r.atMs));
+          cancelled++;
+        }
+        const actMs = oracle.earliest(event.atMs, event.cost);
+        const reservation = set.reserveAt(event.atMs, { count: event.cost });
+        expect({ index, actMs: reservation.timeToActMs }).toEqual({ index, actMs });
+        oracle.take(actMs, event.cost);
+        pending.push({ reservation, cost: event.cost });
+      }
+      expect(cancelled).toBeGreaterThan(20);
+    }
+  });
+
   it("a set of one bucket agrees exactly with TokenBucket (x/time/rate), drop and queue", () => {
     for (const seed of [4, 5, 6]) {
       for (const maxWaitMs of [0, 700, Infinity]) {
