@@ -423,11 +423,12 @@ export class LimitSet {
 
   /** True when the item's cost exceeds what limit i could ever admit at once. */
   #neverAdmits(i: number): boolean {
-    const cost = this.#plan.cost[i]!;
-    const spec = this.specs[i]!;
-    if (spec.kind === "bucket") return cost > this.#bucket(i).burst && this.#bucket(i).rate !== Infinity;
-    if (spec.kind === "window") return cost > spec.n;
-    return spec.n < 1;
+    const kind = this.#plan.kinds[i];
+    if (kind === BUCKET) {
+      const bucket = this.#bucket(i);
+      return this.#plan.cost[i]! > bucket.burst && bucket.rate !== Infinity;
+    }
+    return this.#plan.cost[i]! > this.#plan.capacities[i]!;
   }
 
   /** Every limit takes the item's cost, asked at `now`, for an item acting at `actMs`. */
@@ -472,6 +473,8 @@ class LimitPlan {
   readonly kinds: Uint8Array;
   readonly units: Array<CostUnit | undefined>;
   readonly slotLimits: Float64Array;
+  /** The most a window admits at once (its n), or a concurrency limit's slots: more is never admitted. */
+  readonly capacities: Float64Array;
   /** The item being decided: each limit's cost, and its earliest admit. */
   readonly cost: Float64Array;
   readonly earliestMs: Float64Array;
@@ -490,6 +493,7 @@ class LimitPlan {
     this.kinds = new Uint8Array(count);
     this.units = [];
     this.slotLimits = new Float64Array(count);
+    this.capacities = new Float64Array(count);
     this.cost = new Float64Array(count);
     this.earliestMs = new Float64Array(count);
     this.fromNowMs = new Float64Array(count);
@@ -499,6 +503,8 @@ class LimitPlan {
       this.units.push(spec.kind === "concurrency" ? undefined : spec.unit);
       this.kinds[i] = spec.kind === "bucket" ? BUCKET : spec.kind === "window" ? WINDOW : CONCURRENCY;
       if (spec.kind === "concurrency") this.slotLimits[i] = spec.n;
+      // A concurrency limit takes one slot an item: with none at all it never admits.
+      this.capacities[i] = spec.kind === "window" ? spec.n : spec.kind === "concurrency" ? (spec.n < 1 ? -1 : 1) : Infinity;
     });
   }
 }
