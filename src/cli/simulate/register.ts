@@ -31,7 +31,7 @@ export function registerSimulate(program: Command, onExit: (code: number) => voi
     };
   program
     .command("simulate")
-    .description("run a token bucket over arrivals on a virtual clock, instantly, to choose a rate and burst")
+    .description("run a token bucket, or a set of limits, over arrivals on a virtual clock, instantly, to choose a rate and burst")
     .option("-r, --rate <rate>", "a bucket's rate: a count rate (5, 300/m), a byte rate with --cost bytes, or auto with --suggest; repeatable, the first is the bucket under test", repeat("rate"))
     .option("-b, --burst <size>", "the i-th --rate's capacity: a count, or a size with --cost bytes (required for the first unless --suggest searches it; later rates default to their kind's burst)", repeat())
     .option("--window <n/w>", "also at most n in any interval w, sliding and exact: 100/1m, 1000/h, 2mb/1s with --cost bytes; repeatable", repeat("window"))
