@@ -206,6 +206,19 @@ export class LimitSet {
   }
 
   /**
+   * The instant `reserveAt(nowMs, costs)` would answer, taking nothing: when
+   * a refused item would be admitted (Retry-After, a --max-wait decision).
+   * Infinity when it never would, or a concurrency limit has no free slot.
+   * `limitedByMask` names the limits that set it, as after a decision.
+   */
+  earliestAt(nowMs: number, costs: Costs): number {
+    const now = nowMs > this.#lastMs ? nowMs : this.#lastMs;
+    this.#readCosts(costs);
+    this.#decide(now, Infinity);
+    return this.lastTimeToActMs;
+  }
+
+  /**
    * Gives a reservation back to every limit, as far as each allows: a bucket
    * by x/time/rate's CancelAt rule (tokens spoken for by later reservations
    * stay taken), a window forgets the item; both only while the item is not
