@@ -81,7 +81,7 @@ const NO_AMOUNTS = new Float64Array(0);
  * take; a window once enough records have slid out, since no record is ever
  * made before the latest one), so each limit's "earliest admit from t on" is
  * max(t, tau_i) for a tau_i of its own, and the set's instant is the latest of
- * them. The loop in `#earliest` finds it by asking every limit again from the
+ * them. The loop in `#decide` finds it by asking every limit again from the
  * latest answer until no limit moves it: with up-sets the second round moves
  * nothing, so it ends after at most two rounds (more only when rounding to
  * the nanosecond nudges a bucket, which moves t forward by a nanosecond and

@@ -10,7 +10,10 @@
  * A record stops mattering at its time + windowMs and is dropped by
  * `pruneAt` once the present is past that; records at the same instant
  * are merged and zero costs are not recorded, so with costs of at least 1
- * there are never more than `limit` records.
+ * no window length holds more than `limit` records: at most `limit` records
+ * in all while nothing is queued, and `limit` per window length between the
+ * present and the latest reservation while a queue reaches ahead (those are
+ * promises a cancel must be able to take back).
  *
  * Records are made in time order (a limit set takes its items first come,
  * first served, at non-decreasing instants), so an item never fits before
@@ -35,7 +38,7 @@ export class SlidingWindow {
    */
   #frontier = 0;
   #outSum = 0;
-  /** The latest time the window pruned at or recorded at. */
+  /** The latest present the window was pruned at. */
   #clockMs = -Infinity;
 
   constructor(limit: number, windowMs: number) {
