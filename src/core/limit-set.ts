@@ -81,7 +81,7 @@ const NO_AMOUNTS = new Float64Array(0);
  * take; a window once enough records have slid out, since no record is ever
  * made before the latest one), so each limit's "earliest admit from t on" is
  * max(t, tau_i) for a tau_i of its own, and the set's instant is the latest of
- * them. The loop in `#earliest` finds it by asking every limit again from the
+ * them. The loop in `#decide` finds it by asking every limit again from the
  * latest answer until no limit moves it: with up-sets the second round moves
  * nothing, so it ends after at most two rounds (more only when rounding to
  * the nanosecond nudges a bucket, which moves t forward by a nanosecond and
@@ -114,55 +114,33 @@ export class LimitSet {
   /** True when the last item was refused because a concurrency limit had no free slot. */
   lastNoSlot = false;
 
-  readonly #kinds: Uint8Array;
-  readonly #units: Array<CostUnit | undefined>;
-  readonly #buckets: Array<TokenBucket | undefined>;
-  readonly #windows: Array<SlidingWindow | undefined>;
-  readonly #slotLimits: Float64Array;
-  readonly #slotsInUse: Float64Array;
-  /** The item being decided: each limit's cost, and its earliest admit. */
-  readonly #cost: Float64Array;
-  readonly #earliestMs: Float64Array;
-  /** Each limit's earliest admit asked from the present (the ones at the instant set the wait), and its wait. */
-  readonly #fromNowMs: Float64Array;
-  readonly #fromNowWaitMs: Float64Array;
-  /** How far each bucket's level went down at the last take. */
-  readonly #taken: Float64Array;
+  /** What every set of these specs shares: kinds, units and the scratch of a decision. */
+  readonly #plan: LimitPlan;
+  /** Each limit's state, by index: a TokenBucket, a SlidingWindow, or the slots in use of a concurrency limit. */
+  readonly #state: Array<TokenBucket | SlidingWindow | number>;
   /** The latest time anything was taken, given back or corrected: earlier times are clamped to it. */
   #lastMs: number;
-  /** The wait `#earliestOne` last found, from the time it was asked. */
-  #waitMs = 0;
-  readonly #count: number;
 
+  /**
+   * A set of `specs`, every bucket full and every window empty at the
+   * clock's now. Sets made from the same array share its checked, frozen
+   * plan (the simulator makes one per key): do not change the array after.
+   */
   constructor(specs: readonly LimitSpec[], options: { clock?: Clock } = {}) {
-    checkLimitSpecs(specs);
-    this.specs = specs.map((spec) => ({ ...spec }));
+    this.#plan = planFor(specs);
+    this.specs = this.#plan.specs;
     this.clock = options.clock ?? systemClock;
-    const count = (this.#count = specs.length);
-    this.#kinds = new Uint8Array(count);
-    this.#units = [];
-    this.#buckets = [];
-    this.#windows = [];
-    this.#slotLimits = new Float64Array(count);
-    this.#slotsInUse = new Float64Array(count);
-    this.#cost = new Float64Array(count);
-    this.#earliestMs = new Float64Array(count);
-    this.#fromNowMs = new Float64Array(count);
-    this.#fromNowWaitMs = new Float64Array(count);
-    this.#taken = new Float64Array(count);
     this.#lastMs = this.clock.now();
-    specs.forEach((spec, i) => {
-      this.#units.push(spec.kind === "concurrency" ? undefined : spec.unit);
-      this.#buckets.push(spec.kind === "bucket" ? new TokenBucket({ rate: spec.rate, burst: spec.burst, clock: this.clock }) : undefined);
-      this.#windows.push(spec.kind === "window" ? new SlidingWindow(spec.n, spec.windowMs) : undefined);
-      this.#kinds[i] = spec.kind === "bucket" ? BUCKET : spec.kind === "window" ? WINDOW : CONCURRENCY;
-      if (spec.kind === "concurrency") this.#slotLimits[i] = spec.n;
+    this.#state = this.specs.map((spec) => {
+      if (spec.kind === "bucket") return new TokenBucket({ rate: spec.rate, burst: spec.burst, clock: this.clock });
+      if (spec.kind === "window") return new SlidingWindow(spec.n, spec.windowMs);
+      return 0;
     });
   }
 
   /** How many limits the set has. */
   get size(): number {
-    return this.#count;
+    return this.#plan.count;
   }
 
   /** The limits, numbered from 1, that refused the last item or set its wait. */
@@ -210,21 +188,34 @@ export class LimitSet {
     const limitedBy = limitNumbers(this.limitedByMask);
     if (!ok) return new LimitReservation(false, Infinity, Infinity, limitedBy, this.lastNoSlot, NO_AMOUNTS, NO_AMOUNTS, NO_AMOUNTS, NO_AMOUNTS);
     const actMs = this.lastTimeToActMs;
-    const amounts = new Float64Array(this.#cost);
-    const rates = new Float64Array(this.#count);
-    const levels = new Float64Array(this.#count);
+    const amounts = new Float64Array(this.#plan.cost);
+    const rates = new Float64Array(this.#plan.count);
+    const levels = new Float64Array(this.#plan.count);
     this.#takeAll(now, actMs);
-    for (let i = 0; i < this.#count; i++) {
-      const bucket = this.#buckets[i];
-      if (bucket === undefined) continue;
+    for (let i = 0; i < this.#plan.count; i++) {
+      if (this.#plan.kinds[i] !== BUCKET) continue;
+      const bucket = this.#bucket(i);
       rates[i] = bucket.rate;
       levels[i] = bucket.tokensAt(actMs);
     }
-    return new LimitReservation(true, actMs, this.lastWaitMs, limitedBy, false, amounts, rates, new Float64Array(this.#taken), levels);
+    return new LimitReservation(true, actMs, this.lastWaitMs, limitedBy, false, amounts, rates, new Float64Array(this.#plan.taken), levels);
   }
 
   reserve(costs: Costs, maxWaitMs = Infinity): LimitReservation {
     return this.reserveAt(this.clock.now(), costs, maxWaitMs);
+  }
+
+  /**
+   * The instant `reserveAt(nowMs, costs)` would answer, taking nothing: when
+   * a refused item would be admitted (Retry-After, a --max-wait decision).
+   * Infinity when it never would, or a concurrency limit has no free slot.
+   * `limitedByMask` names the limits that set it, as after a decision.
+   */
+  earliestAt(nowMs: number, costs: Costs): number {
+    const now = nowMs > this.#lastMs ? nowMs : this.#lastMs;
+    this.#readCosts(costs);
+    this.#decide(now, Infinity);
+    return this.lastTimeToActMs;
   }
 
   /**
@@ -238,14 +229,14 @@ export class LimitSet {
     reservation.cancelled = true;
     const t = this.#touch(nowMs);
     const due = reservation.timeToActMs < t;
-    for (let i = 0; i < this.#count; i++) {
+    for (let i = 0; i < this.#plan.count; i++) {
       const amount = reservation.amounts[i]!;
-      const kind = this.#kinds[i];
+      const kind = this.#plan.kinds[i];
       if (kind === BUCKET) {
         const tokens = reservation.bucketTaken[i]!;
-        if (tokens > 0) this.#buckets[i]!.cancelAt(t, { ok: true, tokens, timeToActMs: reservation.timeToActMs, rate: reservation.bucketRates[i]! });
+        if (tokens > 0) this.#bucket(i).cancelAt(t, { ok: true, tokens, timeToActMs: reservation.timeToActMs, rate: reservation.bucketRates[i]! });
       } else if (kind === WINDOW) {
-        if (!due && amount > 0) this.#windows[i]!.adjustAt(reservation.timeToActMs, -amount);
+        if (!due && amount > 0) this.#window(i).adjustAt(reservation.timeToActMs, -amount);
       }
     }
     this.releaseAt(t, reservation);
@@ -259,8 +250,8 @@ export class LimitSet {
   releaseAt(_nowMs: number, reservation: LimitReservation): void {
     if (!reservation.ok || reservation.released) return;
     reservation.released = true;
-    for (let i = 0; i < this.#count; i++) {
-      if (this.#kinds[i] === CONCURRENCY && reservation.amounts[i]! > 0) this.#slotsInUse[i] = Math.max(0, this.#slotsInUse[i]! - reservation.amounts[i]!);
+    for (let i = 0; i < this.#plan.count; i++) {
+      if (this.#plan.kinds[i] === CONCURRENCY && reservation.amounts[i]! > 0) this.#state[i] = Math.max(0, this.#slotsInUse(i) - reservation.amounts[i]!);
     }
   }
 
@@ -283,8 +274,8 @@ export class LimitSet {
     if (!reservation.ok || reservation.cancelled) return;
     const t = this.#touch(nowMs);
     const amounts = reservation.amounts;
-    for (let i = 0; i < this.#count; i++) {
-      const unit = this.#units[i];
+    for (let i = 0; i < this.#plan.count; i++) {
+      const unit = this.#plan.units[i];
       if (unit === undefined) continue;
       const actual = actualCosts[unit];
       if (actual === undefined) continue;
@@ -294,11 +285,11 @@ export class LimitSet {
       const delta = actual - amounts[i]!;
       if (delta === 0) continue;
       amounts[i] = actual;
-      if (this.#kinds[i] === WINDOW) {
-        this.#windows[i]!.adjustAt(reservation.timeToActMs, delta);
+      if (this.#plan.kinds[i] === WINDOW) {
+        this.#window(i).adjustAt(reservation.timeToActMs, delta);
         continue;
       }
-      const bucket = this.#buckets[i]!;
+      const bucket = this.#bucket(i);
       if (delta > 0) {
         bucket.addTokensAt(t, -delta);
         reservation.bucketTaken[i] = reservation.bucketTaken[i]! + delta;
@@ -327,11 +318,11 @@ export class LimitSet {
    * a concurrency limit's free slots.
    */
   levelAt(nowMs: number, index: number): number {
-    const kind = this.#kinds[index];
-    if (kind === undefined) throw new RangeError(`Expected \`index\` to be a limit's index from 0 to ${this.#count - 1}, got \`${index}\``);
-    if (kind === BUCKET) return this.#buckets[index]!.tokensAt(nowMs);
-    if (kind === WINDOW) return this.#windows[index]!.remainingAt(nowMs);
-    return this.#slotLimits[index]! - this.#slotsInUse[index]!;
+    const kind = this.#plan.kinds[index];
+    if (kind === undefined) throw new RangeError(`Expected \`index\` to be a limit's index from 0 to ${this.#plan.count - 1}, got \`${index}\``);
+    if (kind === BUCKET) return this.#bucket(index).tokensAt(nowMs);
+    if (kind === WINDOW) return this.#window(index).remainingAt(nowMs);
+    return this.#plan.slotLimits[index]! - this.#slotsInUse(index);
   }
 
   level(index: number): number {
@@ -340,44 +331,44 @@ export class LimitSet {
 
   /** How many records window limit `index` holds (its memory); 0 for other kinds. */
   windowRecords(index: number): number {
-    return this.#windows[index]?.records ?? 0;
+    return this.#plan.kinds[index] === WINDOW ? this.#window(index).records : 0;
   }
 
   /** Copies the item's cost in each limit's unit; a concurrency limit takes one slot. */
   #readCosts(costs: Costs): void {
-    for (let i = 0; i < this.#count; i++) {
-      const unit = this.#units[i];
+    for (let i = 0; i < this.#plan.count; i++) {
+      const unit = this.#plan.units[i];
       if (unit === undefined) {
-        this.#cost[i] = 1;
+        this.#plan.cost[i] = 1;
         continue;
       }
       const cost = costs[unit];
       if (cost === undefined) {
-        this.#cost[i] = 0;
+        this.#plan.cost[i] = 0;
         continue;
       }
       if (typeof cost !== "number" || !Number.isFinite(cost) || cost < 0) {
         throw new RangeError(`Expected \`${unit}\` cost to be a non-negative finite number, got \`${cost}\` (${typeof cost})`);
       }
-      this.#cost[i] = cost;
+      this.#plan.cost[i] = cost;
     }
   }
 
   /** Limit i's earliest admit from t on, for the item whose costs were read. */
   #earliestOne(i: number, t: number): number {
-    const kind = this.#kinds[i];
-    const cost = this.#cost[i]!;
+    const kind = this.#plan.kinds[i];
+    const cost = this.#plan.cost[i]!;
     let earliestMs: number;
     if (kind === BUCKET) {
       // t is never before the bucket's last update (the set clamps its present to the latest change).
-      const waitMs = this.#buckets[i]!.delayAt(t, cost);
+      const waitMs = this.#bucket(i).delayAt(t, cost);
       earliestMs = t + waitMs;
-      this.#waitMs = waitMs;
+      this.#plan.waitMs = waitMs;
     } else {
-      earliestMs = kind === WINDOW ? this.#windows[i]!.earliestAt(t, cost) : this.#slotsInUse[i]! + 1 <= this.#slotLimits[i]! ? t : Infinity;
-      this.#waitMs = earliestMs - t;
+      earliestMs = kind === WINDOW ? this.#window(i).earliestAt(t, cost) : this.#slotsInUse(i) + 1 <= this.#plan.slotLimits[i]! ? t : Infinity;
+      this.#plan.waitMs = earliestMs - t;
     }
-    this.#earliestMs[i] = earliestMs;
+    this.#plan.earliestMs[i] = earliestMs;
     return earliestMs;
   }
 
@@ -394,27 +385,26 @@ export class LimitSet {
     let refused = 0;
     let blocked = false;
     let noSlot = false;
-    for (let i = 0; i < this.#count; i++) {
-      const window = this.#windows[i];
-      if (window !== undefined) window.pruneAt(now);
+    for (let i = 0; i < this.#plan.count; i++) {
+      if (this.#plan.kinds[i] === WINDOW) this.#window(i).pruneAt(now);
       const earliestMs = this.#earliestOne(i, now);
-      this.#fromNowMs[i] = earliestMs;
-      this.#fromNowWaitMs[i] = this.#waitMs;
+      this.#plan.fromNowMs[i] = earliestMs;
+      this.#plan.fromNowWaitMs[i] = this.#plan.waitMs;
       if (earliestMs > t) {
         t = earliestMs;
         setter = i;
       }
-      if (this.#neverAdmits(i) || (this.#kinds[i] === CONCURRENCY && earliestMs > now)) {
+      if (this.#neverAdmits(i) || (this.#plan.kinds[i] === CONCURRENCY && earliestMs > now)) {
         refused |= 1 << i;
         blocked = true;
-        if (this.#kinds[i] === CONCURRENCY) noSlot = true;
+        if (this.#plan.kinds[i] === CONCURRENCY) noSlot = true;
       }
     }
     // Later rounds only move t on: a wait already too long is refused without them.
     if (!blocked && !(t - now > maxWaitMs)) {
       for (let moved = t > now; moved && t !== Infinity; ) {
         moved = false;
-        for (let i = 0; i < this.#count; i++) {
+        for (let i = 0; i < this.#plan.count; i++) {
           if (i === setter) continue;
           const earliestMs = this.#earliestOne(i, t);
           if (earliestMs > t) {
@@ -426,12 +416,12 @@ export class LimitSet {
       }
     }
     // The wait as the limit that set it measured it (a bucket's is exactly x/time/rate's), unless later rounds moved t.
-    const waitMs = setter >= 0 && t === this.#fromNowMs[setter] ? this.#fromNowWaitMs[setter]! : t > now ? t - now : 0;
+    const waitMs = setter >= 0 && t === this.#plan.fromNowMs[setter] ? this.#plan.fromNowWaitMs[setter]! : t > now ? t - now : 0;
     const ok = !blocked && !(waitMs > maxWaitMs);
     if (!blocked) {
       // The limits that set the wait; refused for too long a wait, the ones that alone would wait too long.
-      for (let i = 0; i < this.#count; i++) {
-        const fromNowMs = this.#fromNowMs[i]!;
+      for (let i = 0; i < this.#plan.count; i++) {
+        const fromNowMs = this.#plan.fromNowMs[i]!;
         if (ok ? t > now && fromNowMs >= t : fromNowMs - now > maxWaitMs) refused |= 1 << i;
       }
       if (refused === 0 && setter >= 0 && t > now) refused = 1 << setter;
@@ -446,23 +436,36 @@ export class LimitSet {
 
   /** True when the item's cost exceeds what limit i could ever admit at once. */
   #neverAdmits(i: number): boolean {
-    const cost = this.#cost[i]!;
-    const spec = this.specs[i]!;
-    if (spec.kind === "bucket") return cost > this.#buckets[i]!.burst && this.#buckets[i]!.rate !== Infinity;
-    if (spec.kind === "window") return cost > spec.n;
-    return spec.n < 1;
+    const kind = this.#plan.kinds[i];
+    if (kind === BUCKET) {
+      const bucket = this.#bucket(i);
+      return this.#plan.cost[i]! > bucket.burst && bucket.rate !== Infinity;
+    }
+    return this.#plan.cost[i]! > this.#plan.capacities[i]!;
   }
 
   /** Every limit takes the item's cost, asked at `now`, for an item acting at `actMs`. */
   #takeAll(now: number, actMs: number): void {
     this.#lastMs = now;
-    for (let i = 0; i < this.#count; i++) {
-      const cost = this.#cost[i]!;
-      const kind = this.#kinds[i];
-      if (kind === BUCKET) this.#taken[i] = this.#buckets[i]!.takeAt(now, actMs, cost);
-      else if (kind === WINDOW) this.#windows[i]!.recordAt(actMs, cost);
-      else this.#slotsInUse[i] = this.#slotsInUse[i]! + 1;
+    for (let i = 0; i < this.#plan.count; i++) {
+      const cost = this.#plan.cost[i]!;
+      const kind = this.#plan.kinds[i];
+      if (kind === BUCKET) this.#plan.taken[i] = this.#bucket(i).takeAt(now, actMs, cost);
+      else if (kind === WINDOW) this.#window(i).recordAt(actMs, cost);
+      else this.#state[i] = this.#slotsInUse(i) + 1;
     }
+  }
+
+  #bucket(i: number): TokenBucket {
+    return this.#state[i] as TokenBucket;
+  }
+
+  #window(i: number): SlidingWindow {
+    return this.#state[i] as SlidingWindow;
+  }
+
+  #slotsInUse(i: number): number {
+    return this.#state[i] as number;
   }
 
   /** The time of a change, clamped so that it never runs backwards. */
@@ -470,6 +473,64 @@ export class LimitSet {
     if (nowMs > this.#lastMs) this.#lastMs = nowMs;
     return this.#lastMs;
   }
+}
+
+/**
+ * What every set of one array of specs shares: the checked, frozen specs,
+ * each limit's kind and unit, and the scratch a decision works in (a
+ * decision runs to its end without yielding, so sets may share it).
+ */
+class LimitPlan {
+  readonly specs: readonly LimitSpec[];
+  readonly count: number;
+  readonly kinds: Uint8Array;
+  readonly units: Array<CostUnit | undefined>;
+  readonly slotLimits: Float64Array;
+  /** The most a window admits at once (its n), or a concurrency limit's slots: more is never admitted. */
+  readonly capacities: Float64Array;
+  /** The item being decided: each limit's cost, and its earliest admit. */
+  readonly cost: Float64Array;
+  readonly earliestMs: Float64Array;
+  /** Each limit's earliest admit asked from the present (the ones at the instant set the wait), and its wait. */
+  readonly fromNowMs: Float64Array;
+  readonly fromNowWaitMs: Float64Array;
+  /** How far each bucket's level went down at the last take. */
+  readonly taken: Float64Array;
+  /** The wait the last earliest admit found, from the time it was asked. */
+  waitMs = 0;
+
+  constructor(specs: readonly LimitSpec[]) {
+    checkLimitSpecs(specs);
+    this.specs = Object.freeze(specs.map((spec) => Object.freeze({ ...spec })));
+    const count = (this.count = specs.length);
+    this.kinds = new Uint8Array(count);
+    this.units = [];
+    this.slotLimits = new Float64Array(count);
+    this.capacities = new Float64Array(count);
+    this.cost = new Float64Array(count);
+    this.earliestMs = new Float64Array(count);
+    this.fromNowMs = new Float64Array(count);
+    this.fromNowWaitMs = new Float64Array(count);
+    this.taken = new Float64Array(count);
+    specs.forEach((spec, i) => {
+      this.units.push(spec.kind === "concurrency" ? undefined : spec.unit);
+      this.kinds[i] = spec.kind === "bucket" ? BUCKET : spec.kind === "window" ? WINDOW : CONCURRENCY;
+      if (spec.kind === "concurrency") this.slotLimits[i] = spec.n;
+      // A concurrency limit takes one slot an item: with none at all it never admits.
+      this.capacities[i] = spec.kind === "window" ? spec.n : spec.kind === "concurrency" ? (spec.n < 1 ? -1 : 1) : Infinity;
+    });
+  }
+}
+
+const plans = new WeakMap<readonly LimitSpec[], LimitPlan>();
+
+function planFor(specs: readonly LimitSpec[]): LimitPlan {
+  let plan = Array.isArray(specs) ? plans.get(specs) : undefined;
+  if (plan === undefined) {
+    plan = new LimitPlan(specs);
+    plans.set(specs, plan);
+  }
+  return plan;
 }
 
 /** The limit numbers (from 1) of a mask's bits. */

@@ -4,12 +4,16 @@
  * `limit` (both let 2 x limit through across a boundary).
  *
  * It keeps a record (time, cost) of every admission that can still matter,
- * oldest first, in a ring that grows by doubling. An item of cost c admits at
+ * oldest first, in a ring that grows by doubling (never shrinking: its
+ * capacity is at most twice the most records it held). An item of cost c admits at
  * t when the costs recorded in (t - windowMs, t] plus c are at most `limit`.
  * A record stops mattering at its time + windowMs and is dropped by
  * `pruneAt` once the present is past that; records at the same instant
  * are merged and zero costs are not recorded, so with costs of at least 1
- * there are never more than `limit` records.
+ * no window length holds more than `limit` records: at most `limit` records
+ * in all while nothing is queued, and `limit` per window length between the
+ * present and the latest reservation while a queue reaches ahead (those are
+ * promises a cancel must be able to take back).
  *
  * Records are made in time order (a limit set takes its items first come,
  * first served, at non-decreasing instants), so an item never fits before
@@ -19,14 +23,22 @@
 export class SlidingWindow {
   readonly limit: number;
   readonly windowMs: number;
-  #times = new Float64Array(16);
-  #costs = new Float64Array(16);
+  #times = new Float64Array(4);
+  #costs = new Float64Array(4);
   /** Index of the oldest record; the ring's capacity is a power of two. */
   #head = 0;
   #count = 0;
   /** The costs of every record held. */
   #sum = 0;
-  /** The latest time the window pruned at or recorded at. */
+  /**
+   * How many of the oldest records, and what they cost, have already left
+   * the window as of the latest record: no item can be admitted before that
+   * record (first come, first served), so they count for none. Without it a
+   * queue reaching far ahead would make every decision walk every record.
+   */
+  #frontier = 0;
+  #outSum = 0;
+  /** The latest present the window was pruned at. */
   #clockMs = -Infinity;
 
   constructor(limit: number, windowMs: number) {
@@ -63,11 +75,11 @@ export class SlidingWindow {
     const latest = this.latestMs;
     let t = nowMs > this.#clockMs ? nowMs : this.#clockMs;
     if (latest > t) t = latest;
-    // The sum may still hold records gone by t (pruning waits for the clock): the walk skips them.
-    if (this.#sum + cost <= this.limit) return t;
+    // The sum may still hold records gone by t when t is past the latest record: the walk skips them.
+    let remaining = this.#sum - this.#outSum;
+    if (remaining + cost <= this.limit) return t;
     const mask = this.#times.length - 1;
-    let remaining = this.#sum;
-    for (let i = 0; i < this.#count; i++) {
+    for (let i = this.#frontier; i < this.#count; i++) {
       const index = (this.#head + i) & mask;
       remaining -= this.#costs[index]!;
       // The window (s - W, s] no longer holds this record from s = its time + W on.
@@ -97,6 +109,7 @@ export class SlidingWindow {
     this.#costs[index] = cost;
     this.#count++;
     this.#sum += cost;
+    this.#advanceFrontier(atMs);
   }
 
   /**
@@ -110,10 +123,24 @@ export class SlidingWindow {
     const after = Math.max(0, before + delta);
     this.#costs[index] = after;
     this.#sum += after - before;
-    // A forgotten latest record no longer holds later items back.
     const mask = this.#times.length - 1;
-    while (this.#count > 0 && this.#costs[(this.#head + this.#count - 1) & mask] === 0) this.#count--;
-    if (this.#count === 0 || this.#sum < 0) this.#sum = 0;
+    if (((index - this.#head) & mask) < this.#frontier) this.#outSum += after - before;
+    // A forgotten latest record no longer holds later items back: the window as of the new latest takes back what it holds.
+    let popped = false;
+    while (this.#count > 0 && this.#costs[(this.#head + this.#count - 1) & mask] === 0) {
+      this.#count--;
+      popped = true;
+    }
+    if (popped) {
+      // What is popped costs nothing, so what it added to the records out of the window was nothing.
+      if (this.#frontier > this.#count) this.#frontier = this.#count;
+      const latest = this.latestMs;
+      while (this.#frontier > 0 && this.#times[(this.#head + this.#frontier - 1) & mask]! + this.windowMs > latest) {
+        this.#frontier--;
+        this.#outSum -= this.#costs[(this.#head + this.#frontier) & mask]!;
+      }
+    }
+    if (this.#count === 0 || this.#sum < 0) this.#sum = this.#outSum = this.#frontier = 0;
   }
 
   /** The room left at `nowMs`: the limit less every record still in the window then, including ones due later. */
@@ -140,13 +167,29 @@ export class SlidingWindow {
     this.#clockMs = t;
     const mask = this.#times.length - 1;
     while (this.#count > 0 && this.#times[this.#head]! + this.windowMs <= t) {
-      this.#sum -= this.#costs[this.#head]!;
+      const cost = this.#costs[this.#head]!;
+      this.#sum -= cost;
+      if (this.#frontier > 0) {
+        this.#frontier--;
+        this.#outSum -= cost;
+      }
       this.#head = (this.#head + 1) & mask;
       this.#count--;
     }
     // Subtraction can leave a trace of rounding when costs are fractional; an empty window holds nothing.
-    if (this.#count === 0) this.#sum = 0;
+    if (this.#count === 0) this.#sum = this.#outSum = 0;
     return t;
+  }
+
+  /** Moves the frontier past the records that left the window as of a new latest record at `latestMs`. */
+  #advanceFrontier(latestMs: number): void {
+    const mask = this.#times.length - 1;
+    while (this.#frontier < this.#count) {
+      const index = (this.#head + this.#frontier) & mask;
+      if (this.#times[index]! + this.windowMs > latestMs) return;
+      this.#outSum += this.#costs[index]!;
+      this.#frontier++;
+    }
   }
 
   /** The ring index of the record made at `atMs`, by binary search; -1 when none is held. */

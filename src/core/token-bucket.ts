@@ -133,7 +133,8 @@ export class TokenBucket {
 
   /** The level at `nowMs`, without changing anything. */
   tokensAt(nowMs: number): number {
-    return this.#advance(nowMs).tokens;
+    if (this.#rate === Infinity) return this.#burst;
+    return this.#levelAt(nowMs > this.#lastMs ? nowMs : this.#lastMs);
   }
 
   tokens(): number {

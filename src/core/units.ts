@@ -191,6 +191,40 @@ export function parseSizeOfKind(kind: RateKind, text: string): number {
   return kind === "bytes" ? parseByteSize(text) : parseCount(text);
 }
 
+/** A sliding window: at most `n` (a count, or bytes) in any interval of `windowMs`. */
+export interface ParsedWindow {
+  n: number;
+  windowMs: number;
+}
+
+const COUNT_WINDOW_EXAMPLE = `try "100/1m", "1000/h" or "10/1.5s"`;
+const BYTE_WINDOW_EXAMPLE = `try "2mb/1s", "50gb/d" or "512k/10s"`;
+
+/**
+ * A window `N/W` of a known kind: N a whole count (or a size in bytes, as
+ * `--burst` takes it), W a duration after the slash, as a rate's period is
+ * written (`1000/h`, `100/15m`, `2mb/1s`).
+ */
+export function parseWindowOfKind(kind: RateKind, text: string): ParsedWindow {
+  const example = kind === "bytes" ? BYTE_WINDOW_EXAMPLE : COUNT_WINDOW_EXAMPLE;
+  const slash = text.indexOf("/");
+  if (slash < 0) throw new UnitError(`"${text}" is not a window: write N/W, at most N in any W; ${example}`);
+  const amount = text.slice(0, slash).trim();
+  const period = text.slice(slash + 1).trim();
+  const windowMs = parsePeriodMs(period);
+  if (windowMs === undefined) throw new UnitError(`"${text}" is not a window: "${period}" is not a duration; ${example}`);
+  // A plain number is a size in bytes as it is a count: only a byte unit in a count window is the wrong kind.
+  if (kind === "count" && rateKindOf(amount) === "bytes") throw new UnitError(`"${text}" is a window of bytes, not of counts; ${example}`);
+  let n: number;
+  try {
+    n = kind === "bytes" ? parseByteSize(amount) : parseCount(amount);
+  } catch {
+    const what = kind === "bytes" ? "a whole number of bytes" : "a whole number 1 or more";
+    throw new UnitError(`"${text}" is not a window: "${amount}" is not ${what}; ${example}`);
+  }
+  return { n, windowMs };
+}
+
 /** A duration in milliseconds: `250ms`, `2s`, `1.5m`, `1h`, or a bare number of seconds. */
 export function parseDuration(text: string): number {
   const parts = split(text);

@@ -22,7 +22,7 @@ export class Recorder {
   refused = 0;
   admittedCost = 0;
   refusedCost = 0;
-  /** Arrivals that cost more than the burst: no bucket of this size can ever admit them. */
+  /** Arrivals that cost more than the burst (or a window's n): no set of these limits can ever admit them. */
   overBurst = 0;
   firstRefusedMs: number | undefined;
   lastMs = 0;
@@ -34,6 +34,9 @@ export class Recorder {
   emptyMs = 0;
   readonly timeline: Timeline;
   readonly keys = new KeyTallies();
+  /** Per limit (by index): the arrivals it refused, and the admitted ones whose wait it set. */
+  readonly refusedBy: Float64Array;
+  readonly delayedBy: Float64Array;
 
   /** When admitted, still-waiting arrivals may act: a FIFO with one bucket, a binary min-heap per key. */
   #queue = new Float64Array(1024);
@@ -50,6 +53,8 @@ export class Recorder {
     stepMs?: number,
   ) {
     this.timeline = new Timeline(stepMs);
+    this.refusedBy = new Float64Array(simulator.limits.length);
+    this.delayedBy = new Float64Array(simulator.limits.length);
     this.#previousTokens = simulator.options.burst;
     this.#queueMode = simulator.options.policy === "queue";
   }
@@ -68,7 +73,8 @@ export class Recorder {
       this.#previousTokens = simulator.tokens;
       this.#previousCost = cost;
     }
-    if (cost > simulator.options.burst) this.overBurst++;
+    if (cost > simulator.capacity) this.overBurst++;
+    if (simulator.limitedByMask !== 0) this.#tallyLimits(simulator.limitedByMask, admitted ? this.delayedBy : this.refusedBy);
     if (admitted) {
       this.admitted++;
       this.admittedCost += cost;
@@ -113,6 +119,10 @@ export class Recorder {
       const bucket = new TokenBucket({ rate: ratePerSecond, burst, tokens: lastTokens, clock: new FakeClock(lastMs) });
       return { ...step, level: bucket.tokensAt(step.endMs) };
     });
+  }
+
+  #tallyLimits(mask: number, tallies: Float64Array): void {
+    for (let i = 0; mask !== 0; i++, mask >>>= 1) if (mask & 1) tallies[i] = tallies[i]! + 1;
   }
 
   #trackQueue(nowMs: number, actMs: number): void {

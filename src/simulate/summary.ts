@@ -15,6 +15,12 @@ export interface SummaryContext {
   describeSkipped?: (line: SkippedLine) => string;
 }
 
+/** One limit of the set and how often it bound: refused an arrival, or set an admitted arrival's wait. */
+export type LimitSummary =
+  | { limit: number; kind: "bucket"; rate: number; burst: number; refused: number; delayed: number }
+  | { limit: number; kind: "window"; n: number; window: number; refused: number; delayed: number }
+  | { limit: number; kind: "concurrency"; n: number; refused: number; delayed: number };
+
 /** The summary as data: seconds for times, shares from 0 to 1. JSON prints it as is. */
 export interface Summary {
   rate: number;
@@ -25,6 +31,8 @@ export interface Summary {
   perKey: boolean;
   maxKeys: number | null;
   seed: number | null;
+  /** Every limit, numbered from 1 in command-line order (the bucket under test, `rate` and `burst`, among them). */
+  limits: LimitSummary[];
   duration: number;
   events: number;
   admitted: number;
@@ -63,6 +71,7 @@ export function buildSummary(recorder: Recorder, context: SummaryContext): Summa
     perKey: options.perKey,
     maxKeys: options.perKey && Number.isFinite(options.maxKeys) ? options.maxKeys : null,
     seed: context.seed ?? null,
+    limits: limitsSummary(recorder),
     duration: msToSeconds(context.endMs),
     events: recorder.events,
     admitted: recorder.admitted,
@@ -96,6 +105,16 @@ export function buildSummary(recorder: Recorder, context: SummaryContext): Summa
         }
       : null,
   };
+}
+
+function limitsSummary(recorder: Recorder): LimitSummary[] {
+  return recorder.simulator.limits.map((spec, index) => {
+    const bound = { refused: recorder.refusedBy[index]!, delayed: recorder.delayedBy[index]! };
+    const limit = index + 1;
+    if (spec.kind === "bucket") return { limit, kind: "bucket", rate: spec.rate, burst: spec.burst, ...bound };
+    if (spec.kind === "window") return { limit, kind: "window", n: spec.n, window: msToSeconds(spec.windowMs), ...bound };
+    return { limit, kind: "concurrency", n: spec.n, ...bound };
+  });
 }
 
 function keysSummary(recorder: Recorder): NonNullable<Summary["keys"]> {

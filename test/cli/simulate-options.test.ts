@@ -85,3 +85,31 @@ describe("the chart's width", () => {
     for (const columns of ["", "wide", "-3", "0", "12.5"]) expect(chartWidth({}, { COLUMNS: columns })).toBe(80);
   });
 });
+
+describe("simulate options: a set of limits", () => {
+  it("one --rate is the bucket under test alone: no set", () => {
+    expect(parseSimulateOptions({ rate: ["5"], burst: ["10"], arrivals: "burst 1" })).toMatchObject({ ratePerSecond: 5, burst: 10, limits: undefined });
+  });
+
+  it("pairs the i-th --burst with the i-th --rate, gives later rates their kind's default burst, and numbers limits in command-line order", () => {
+    const config = parseSimulateOptions({ rate: ["5", "300/m", "2"], burst: ["10", "4"], window: ["1000/h"], limitOrder: ["rate", "window", "rate", "rate"], arrivals: "burst 1" });
+    expect(config).toMatchObject({ ratePerSecond: 5, burst: 10 });
+    expect(config.limits).toEqual([
+      { kind: "bucket", unit: "count", rate: 5, burst: 10 },
+      { kind: "window", unit: "count", n: 1000, windowMs: 3_600_000 },
+      { kind: "bucket", unit: "count", rate: 5, burst: 4 },
+      { kind: "bucket", unit: "count", rate: 2, burst: 1 },
+    ]);
+    // Without the order (a caller other than the command line), rates come first.
+    expect(parseSimulateOptions({ rate: "5", burst: "10", window: "3/1s", arrivals: "burst 1" }).limits?.map((limit) => limit.kind)).toEqual(["bucket", "window"]);
+  });
+
+  it("counts bytes in every limit with --cost bytes: byte rates, sizes for bursts and windows, 100 ms of a rate by default", () => {
+    const config = parseSimulateOptions({ rate: ["1mb", "10mb"], burst: "4mb", window: "50gb/d", cost: "bytes", trace: "access.log" });
+    expect(config.limits).toEqual([
+      { kind: "bucket", unit: "bytes", rate: 2 ** 20, burst: 4 * 2 ** 20 },
+      { kind: "bucket", unit: "bytes", rate: 10 * 2 ** 20, burst: 2 ** 20 },
+      { kind: "window", unit: "bytes", n: 50 * 2 ** 30, windowMs: 86_400_000 },
+    ]);
+  });
+});

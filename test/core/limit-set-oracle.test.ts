@@ -1,10 +1,6 @@
 /**
- * LimitSet against an oracle written apart from it, on seeded random traces:
- * buckets that replay every take from the start (x/time/rate's level, taken
- * at the item's instant and capped at the burst there), exact sliding windows
- * that sum their records by brute force, and the earliest instant found by
- * trying every candidate in order (the present, each bucket's own time, each
- * record's time plus W). Both must agree event by event, drop and queue; and
+ * LimitSet against the naive composition of test/helpers/limit-oracle.ts on
+ * seeded random traces: both must agree event by event, drop and queue; and
  * over a simulated hour every bucket and window must hold its own guarantee,
  * checked at every window start.
  */
@@ -13,130 +9,7 @@ import { FakeClock } from "../../src/core/clock.js";
 import { LimitSet } from "../../src/core/limit-set.js";
 import type { BucketSpec, LimitSpec, WindowSpec } from "../../src/core/limit-spec.js";
 import { TokenBucket } from "../../src/core/token-bucket.js";
-
-/** mulberry32: a small seeded generator, so that a failing trace can be replayed. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32;
-  };
-}
-
-type Take = { atMs: number; cost: number };
-
-class OracleBucket {
-  readonly takes: Take[] = [];
-  constructor(readonly spec: BucketSpec) {}
-
-  /** The level at t, replaying every take from a full bucket at 0. */
-  levelAt(t: number): number {
-    const { rate, burst } = this.spec;
-    let level = burst;
-    let last = 0;
-    for (const take of this.takes) {
-      level = Math.min(burst, level + ((take.atMs - last) / 1000) * rate) - take.cost;
-      last = take.atMs;
-    }
-    return Math.min(burst, level + ((Math.max(t, last) - last) / 1000) * rate);
-  }
-
-  /** x/time/rate's rule: admitted when the shortfall is under a nanosecond's worth. */
-  admits(t: number, cost: number): boolean {
-    if (cost > this.spec.burst) return false;
-    const short = cost - this.levelAt(t);
-    return short <= 0 || Math.trunc((short / this.spec.rate) * 1e9) === 0;
-  }
-
-  /** Its own earliest time from t: when the level (rising until the next take) reaches the cost. */
-  candidate(t: number, cost: number): number {
-    const short = cost - this.levelAt(t);
-    return short <= 0 ? t : t + Math.trunc((short / this.spec.rate) * 1e9) / 1e6;
-  }
-}
-
-class OracleWindow {
-  readonly records: Take[] = [];
-  constructor(readonly spec: WindowSpec) {}
-
-  admits(t: number, cost: number): boolean {
-    let held = 0;
-    // (t - W, t], written as "leaves at its time + W", the instant the set answers.
-    for (const record of this.records) if (record.atMs + this.spec.windowMs > t && record.atMs <= t) held += record.cost;
-    return held + cost <= this.spec.n;
-  }
-}
-
-/** The composition, the naive way. */
-class Oracle {
-  readonly buckets: OracleBucket[] = [];
-  readonly windows: OracleWindow[] = [];
-  /** First come, first served: no item acts before the one before it. */
-  lastActMs = 0;
-
-  constructor(specs: LimitSpec[]) {
-    for (const spec of specs) {
-      if (spec.kind === "bucket") this.buckets.push(new OracleBucket(spec));
-      else if (spec.kind === "window") this.windows.push(new OracleWindow(spec));
-    }
-  }
-
-  admitsAll(t: number, cost: number): boolean {
-    return this.buckets.every((b) => b.admits(t, cost)) && this.windows.every((w) => w.admits(t, cost));
-  }
-
-  /** The earliest candidate instant at which every limit admits; Infinity if none can. */
-  earliest(now: number, cost: number): number {
-    if (this.buckets.some((b) => cost > b.spec.burst) || this.windows.some((w) => cost > w.spec.n)) return Infinity;
-    const start = Math.max(now, this.lastActMs);
-    const candidates = new Set<number>([start]);
-    for (const w of this.windows) for (const r of w.records) if (r.atMs + w.spec.windowMs > start) candidates.add(r.atMs + w.spec.windowMs);
-    for (const b of this.buckets) candidates.add(b.candidate(start, cost));
-    // In time order, the first candidate where all admit; a bucket that refuses a candidate adds its own time from there.
-    for (;;) {
-      const sorted = [...candidates].sort((x, y) => x - y);
-      let added = false;
-      for (const c of sorted) {
-        if (this.admitsAll(c, cost)) return c;
-        for (const b of this.buckets) {
-          const later = b.candidate(c, cost);
-          if (later > c && !candidates.has(later)) {
-            candidates.add(later);
-            added = true;
-          }
-        }
-        if (added) break;
-      }
-      if (!added) return Infinity;
-    }
-  }
-
-  take(actMs: number, cost: number): void {
-    this.lastActMs = actMs;
-    for (const b of this.buckets) b.takes.push({ atMs: actMs, cost });
-    for (const w of this.windows) w.records.push({ atMs: actMs, cost });
-  }
-}
-
-interface Event {
-  atMs: number;
-  cost: number;
-}
-
-function trace(seed: number, count: number, meanGapMs: number, maxCost: number): Event[] {
-  const next = random(seed);
-  const events: Event[] = [];
-  let atMs = 0;
-  for (let i = 0; i < count; i++) {
-    // Whole milliseconds and clusters at one instant, where boundaries are met exactly.
-    if (next() > 0.3) atMs += Math.floor(next() * 2 * meanGapMs);
-    events.push({ atMs, cost: 1 + Math.floor(next() * maxCost) });
-  }
-  return events;
-}
+import { Oracle, random, type Take, trace } from "../helpers/limit-oracle.js";
 
 const SETS: Array<[string, LimitSpec[]]> = [
   [
@@ -191,6 +64,37 @@ describe("LimitSet agrees with the naive composition, event by event", () => {
       }
     }
   }
+
+  it("windows with cancelled reservations: a cancelled item is forgotten, and the queue behind it moves up", () => {
+    const specs: LimitSpec[] = [
+      { kind: "window", unit: "count", n: 5, windowMs: 1000 },
+      { kind: "window", unit: "count", n: 12, windowMs: 5000 },
+    ];
+    for (const seed of [7, 8, 9]) {
+      const set = new LimitSet(specs, { clock: new FakeClock(0) });
+      const oracle = new Oracle(specs);
+      const next = random(seed);
+      const pending: Array<{ reservation: ReturnType<LimitSet["reserveAt"]>; cost: number }> = [];
+      let cancelled = 0;
+      for (const [index, event] of trace(seed, 400, 120, 2).entries()) {
+        // Now and then an item still waiting gives up (an interrupted wait).
+        const waiting = pending.filter((p) => p.reservation.timeToActMs >= event.atMs && !p.reservation.cancelled);
+        if (waiting.length > 0 && next() < 0.3) {
+          const gone = waiting[Math.floor(next() * waiting.length)]!;
+          set.cancelAt(event.atMs, gone.reservation);
+          for (const w of oracle.windows) w.records.splice(w.records.findIndex((r) => r.atMs === gone.reservation.timeToActMs && r.cost === gone.cost), 1);
+          oracle.lastActMs = Math.max(0, ...oracle.windows[0]!.records.map((r) => r.atMs));
+          cancelled++;
+        }
+        const actMs = oracle.earliest(event.atMs, event.cost);
+        const reservation = set.reserveAt(event.atMs, { count: event.cost });
+        expect({ index, actMs: reservation.timeToActMs }).toEqual({ index, actMs });
+        oracle.take(actMs, event.cost);
+        pending.push({ reservation, cost: event.cost });
+      }
+      expect(cancelled).toBeGreaterThan(20);
+    }
+  });
 
   it("a set of one bucket agrees exactly with TokenBucket (x/time/rate), drop and queue", () => {
     for (const seed of [4, 5, 6]) {

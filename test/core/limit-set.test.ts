@@ -148,6 +148,18 @@ describe("LimitSet reserve: the earliest instant every limit admits", () => {
     expect(replay().allowAt(actMs, probe)).toBe(true);
   });
 
+  it("earliestAt answers the instant a refused item would be admitted, taking nothing (Retry-After)", () => {
+    const set = limitSet();
+    set.allowAt(0, { count: 2, bytes: 100 });
+    expect(set.allowAt(0, { count: 1, bytes: 50 })).toBe(false);
+    const before = levels(set, 0);
+    expect(set.earliestAt(0, { count: 1, bytes: 50 })).toBe(500);
+    expect(set.limitedBy).toEqual([3]);
+    expect(levels(set, 0)).toEqual(before);
+    expect(set.reserveAt(0, { count: 1, bytes: 50 }).timeToActMs).toBe(500);
+    expect(set.earliestAt(0, { count: 1, bytes: 101 })).toBe(Infinity);
+  });
+
   it("refuses a wait beyond maxWaitMs, touching nothing, and names the limits that alone would wait too long", () => {
     const set = limitSet();
     set.allowAt(0, { count: 2, bytes: 100 });

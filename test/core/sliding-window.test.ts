@@ -71,3 +71,23 @@ describe("SlidingWindow", () => {
     expect(() => new SlidingWindow(1, 0)).toThrow("Expected `windowMs` to be a positive finite number, got `0` (number)");
   });
 });
+
+describe("SlidingWindow with a queue reaching ahead", () => {
+  it("counts only what is in the window as of its latest record, and takes back what a cancelled latest record let go", () => {
+    const window = new SlidingWindow(2, 1000);
+    // A queue: records 1 s apart, each admitted when the one two before it left.
+    for (const atMs of [0, 0, 1000, 1000, 2000, 2000]) {
+      expect(window.earliestAt(0, 1)).toBe(atMs);
+      window.recordAt(atMs, 1);
+    }
+    expect(window.earliestAt(0, 1)).toBe(3000);
+    // Cancelling the two at 2000: as of the latest record (1000) the window holds the two at 1000 again.
+    window.adjustAt(2000, -2);
+    expect(window.latestMs).toBe(1000);
+    expect(window.earliestAt(0, 1)).toBe(2000);
+    expect(window.earliestAt(0, 2)).toBe(2000);
+    window.recordAt(2000, 1);
+    expect(window.earliestAt(0, 1)).toBe(2000);
+    expect(window.earliestAt(0, 2)).toBe(3000);
+  });
+});

@@ -13,6 +13,7 @@ import {
   parseDuration,
   parseRateOfKind,
   parseSizeOfKind,
+  parseWindowOfKind,
   rateKindOf,
   UnitError,
 } from "../../src/core/units.js";
@@ -251,5 +252,31 @@ describe("the kind a rate's unit names", () => {
     ["", undefined],
   ])("%j is %s", (text, kind) => {
     expect(rateKindOf(text)).toBe(kind);
+  });
+});
+
+describe("windows", () => {
+  it.each([
+    ["count", "100/1m", { n: 100, windowMs: 60_000 }],
+    ["count", "1000/h", { n: 1000, windowMs: 3_600_000 }],
+    ["count", "10/1.5s", { n: 10, windowMs: 1500 }],
+    ["count", " 5 / 250ms ", { n: 5, windowMs: 250 }],
+    ["bytes", "2mb/1s", { n: 2 * 1024 ** 2, windowMs: 1000 }],
+    ["bytes", "50gb/d", { n: 50 * 1024 ** 3, windowMs: 86_400_000 }],
+    ["bytes", "1000/10s", { n: 1000, windowMs: 10_000 }],
+  ] as const)("%s window %j", (kind, text, want) => {
+    expect(parseWindowOfKind(kind, text)).toEqual(want);
+  });
+
+  it.each([
+    ["count", "100", `"100" is not a window: write N/W, at most N in any W; try "100/1m", "1000/h" or "10/1.5s"`],
+    ["count", "100/fast", `"100/fast" is not a window: "fast" is not a duration; try "100/1m", "1000/h" or "10/1.5s"`],
+    ["count", "100/0s", `"100/0s" is not a window: "0s" is not a duration; try "100/1m", "1000/h" or "10/1.5s"`],
+    ["count", "2mb/1s", `"2mb/1s" is a window of bytes, not of counts; try "100/1m", "1000/h" or "10/1.5s"`],
+    ["bytes", "1.5/1s", `"1.5/1s" is not a window: "1.5" is not a whole number of bytes; try "2mb/1s", "50gb/d" or "512k/10s"`],
+    ["count", "0/1s", `"0/1s" is not a window: "0" is not a whole number 1 or more; try "100/1m", "1000/h" or "10/1.5s"`],
+    ["count", "1.5/1s", `"1.5/1s" is not a window: "1.5" is not a whole number 1 or more; try "100/1m", "1000/h" or "10/1.5s"`],
+  ] as const)("refuses %s window %j", (kind, text, message) => {
+    expect(() => parseWindowOfKind(kind, text)).toThrow(new UnitError(message));
   });
 });

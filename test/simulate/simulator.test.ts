@@ -141,3 +141,38 @@ describe("per key", () => {
     expect(sim.keyCount).toBe(2);
   });
 });
+
+describe("a set of limits", () => {
+  const limits = [
+    { kind: "bucket" as const, unit: "count", rate: 10, burst: 2 },
+    { kind: "window" as const, unit: "count", n: 3, windowMs: 1000 },
+  ];
+
+  it("decides with the core LimitSet: the bucket under test's level in tokens, the limits that bound in limitedByMask", () => {
+    const sim = simulator({ ratePerSecond: 10, burst: 2, limits });
+    expect(sim.bucketIndex).toBe(0);
+    expect(sim.capacity).toBe(2);
+    play(sim, [
+      { atMs: 0, cost: 1, wantAdmitted: true, wantTokens: 1 },
+      { atMs: 0, cost: 1, wantAdmitted: true, wantTokens: 0 },
+      { atMs: 100, cost: 1, wantAdmitted: true, wantTokens: 0 },
+      { atMs: 500, cost: 1, wantAdmitted: false, wantTokens: 2 },
+    ]);
+    // The bucket holds 2 at 500 ms: only the window (limit 2) refused.
+    expect(sim.limitedByMask).toBe(0b10);
+    expect(sim.levelAt(500, 1)).toBe(0);
+  });
+
+  it("per key: each key its own set, evicted least recently used first", () => {
+    const sim = simulator({ ratePerSecond: 10, burst: 2, limits, perKey: true, maxKeys: 2 });
+    play(sim, [
+      { atMs: 0, cost: 2, key: "a", wantAdmitted: true },
+      { atMs: 0, cost: 2, key: "b", wantAdmitted: true },
+      { atMs: 0, cost: 1, key: "a", wantAdmitted: false },
+      { atMs: 0, cost: 1, key: "c", wantAdmitted: true }, // evicts b
+      { atMs: 0, cost: 2, key: "b", wantAdmitted: true }, // a fresh set (evicts a)
+    ]);
+    expect(sim.evictions).toBe(2);
+    expect(sim.evictedKey).toBe("a");
+  });
+});

@@ -16,15 +16,26 @@ Examples:
   tbucket simulate -r 20 --trace access.log --per-key --max-keys 10000          # one bucket per client address
   tbucket simulate -r 2mb -b 8mb --cost bytes --trace access.log                 # bytes served, not requests
   tbucket simulate -r 20 --trace access.log --suggest --target "reject<=1%"      # smallest burst that refuses <= 1%
-  tbucket simulate -r auto -b 40 --policy queue --trace access.log --suggest --target "p99wait<=500ms"`;
+  tbucket simulate -r auto -b 40 --policy queue --trace access.log --suggest --target "p99wait<=500ms"
+  tbucket simulate -r 10/s -b 20 --window 1000/h --trace access.log --format jsonl    # a set: 10/s and 1000 an hour`;
 
 /** Declares `tbucket simulate`; the simulator loads only when it runs. */
 export function registerSimulate(program: Command, onExit: (code: number) => void): void {
+  // Limits are numbered in command-line order across --rate and --window: each occurrence notes its flag here.
+  const limitOrder: Array<"rate" | "window"> = [];
+  const repeat =
+    (flag?: "rate" | "window") =>
+    (text: string, previous: string[] | undefined): string[] => {
+      if (flag !== undefined) limitOrder.push(flag);
+      return [...(previous ?? []), text];
+    };
   program
     .command("simulate")
-    .description("run a token bucket over arrivals on a virtual clock, instantly, to choose a rate and burst")
-    .option("-r, --rate <rate>", "the bucket's rate: a count rate (5, 300/m), a byte rate with --cost bytes, or auto with --suggest")
-    .option("-b, --burst <size>", "the bucket's capacity: a count, or a size with --cost bytes (required unless --suggest searches it)")
+    .description("run a token bucket, or a set of limits, over arrivals on a virtual clock, instantly, to choose a rate and burst")
+    .option("-r, --rate <rate>", "a bucket's rate: a count rate (5, 300/m), a byte rate with --cost bytes, or auto with --suggest; repeatable, the first is the bucket under test", repeat("rate"))
+    .option("-b, --burst <size>", "the i-th --rate's capacity: a count, or a size with --cost bytes (required for the first unless --suggest searches it; later rates default to their kind's burst)", repeat())
+    .option("--window <n/w>", "also at most n in any interval w, sliding and exact: 100/1m, 1000/h, 2mb/1s with --cost bytes; repeatable", repeat("window"))
+    .option("--concurrency <n>", "not in simulate: events have no duration to hold a slot for (use it with run or the proxy)")
     .option("--arrivals <pattern>", 'arrivals from a pattern: "steady 8/s for 10s, idle 5s, burst 30, poisson 4/s for 30s, ramp 1/s..20/s for 20s"')
     .option("--seed <n>", "seed for the random (poisson) segments: the same seed gives the same output (default: a fresh seed, printed)")
     .option("--trace <file>", "arrivals from a file, one event per line (- for standard input); access logs are recognised")
@@ -49,7 +60,7 @@ export function registerSimulate(program: Command, onExit: (code: number) => voi
     .option("--target <target>", 'with --suggest: "reject<=1%" or "p99wait<=500ms" (default: reject<=1%)')
     .addHelpText("after", EXAMPLES)
     .action(async (flags: SimulateFlags) => {
-      const config = parseSimulateOptions(flags);
+      const config = parseSimulateOptions({ ...flags, limitOrder: limitOrder.splice(0) });
       const { runSimulate } = await import("./run.js");
       onExit(await runSimulate(config));
     });

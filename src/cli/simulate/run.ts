@@ -154,7 +154,7 @@ async function runSuggest(config: SimulateConfig, source: ArrivalSource, output:
 export function simulatorOptions(config: SimulateConfig, ratePerSecond: number, burst: number): SimulatorOptions {
   // Bounded as the proxy's and the middleware's key tables are: a trace of millions of clients fits any heap.
   const maxKeys = config.perKey ? (config.maxKeys ?? DEFAULT_MAX_KEYS) : Infinity;
-  return { ratePerSecond, burst, policy: config.policy, maxWaitMs: config.maxWaitMs, perKey: config.perKey, maxKeys };
+  return { ratePerSecond, burst, limits: config.limits, policy: config.policy, maxWaitMs: config.maxWaitMs, perKey: config.perKey, maxKeys };
 }
 
 /** What evictions do to the decisions, once, on standard error. */

@@ -1,7 +1,7 @@
 /** The summary for people; ../summary.ts builds it as data, which JSON prints as is. */
 
 import { alignColumns, describeRate, describeSize, describeThroughput, exactSeconds, humanWait, percent, plural } from "../../core/format.js";
-import type { Summary } from "../summary.js";
+import type { LimitSummary, Summary } from "../summary.js";
 
 /** The policy in words, with the x/time/rate call it mirrors. */
 export function describePolicy(summary: Pick<Summary, "policy" | "maxWait">): string {
@@ -14,15 +14,30 @@ export interface SummaryTextOptions {
   skippedBecause?: string;
 }
 
+/** One limit of a set, and how often it bound: "rate 5/s, burst 10: refused 12, set 3 waits". */
+export function describeLimitBound(limit: LimitSummary, unit: Summary["cost"], queue: boolean): string {
+  let what: string;
+  if (limit.kind === "bucket") what = `rate ${describeRate(unit, limit.rate)}, burst ${describeSize(unit, limit.burst)}`;
+  else if (limit.kind === "window") what = `at most ${describeSize(unit, limit.n)} in any ${humanWait(limit.window * 1000)}`;
+  else what = `at most ${limit.n} at once`;
+  return `${what}: refused ${limit.refused}${queue ? `, set ${plural(limit.delayed, "wait")}` : ""}`;
+}
+
 /** The summary for people: one aligned line per figure. */
 export function renderSummaryText(summary: Summary, options: SummaryTextOptions = {}): string {
   const unit = summary.cost;
   const lines: Array<[string, string]> = [];
   const share = (n: number) => (summary.events === 0 ? "" : `  (${percent(n / summary.events)})`);
-  const bucket = summary.perKey
-    ? `one bucket per key${summary.maxKeys === null ? "" : `, at most ${summary.maxKeys}`}`
-    : "one bucket";
-  lines.push(["bucket", `rate ${describeRate(unit, summary.rate)}, burst ${describeSize(unit, summary.burst)}, ${describePolicy(summary)}, ${bucket}`]);
+  if (summary.limits.length > 1) {
+    const sets = summary.perKey ? `one set per key${summary.maxKeys === null ? "" : `, at most ${summary.maxKeys}`}` : "one set";
+    lines.push(["limits", `${summary.limits.length}, admitted as one, ${describePolicy(summary)}, ${sets}`]);
+    for (const limit of summary.limits) lines.push([`limit ${limit.limit}`, describeLimitBound(limit, unit, summary.policy === "queue")]);
+  } else {
+    const bucket = summary.perKey
+      ? `one bucket per key${summary.maxKeys === null ? "" : `, at most ${summary.maxKeys}`}`
+      : "one bucket";
+    lines.push(["bucket", `rate ${describeRate(unit, summary.rate)}, burst ${describeSize(unit, summary.burst)}, ${describePolicy(summary)}, ${bucket}`]);
+  }
   const pace = summary.duration > 0 ? ` (${describeThroughput("count", summary.events / summary.duration)})` : "";
   lines.push(["arrivals", `${summary.events} over ${exactSeconds(summary.duration * 1000)}${pace}${summary.seed === null ? "" : `, seed ${summary.seed}`}`]);
   lines.push(["admitted", `${summary.admitted}${share(summary.admitted)}${unit === "bytes" ? `, ${describeSize("bytes", summary.admittedCost)}` : ""}`]);
