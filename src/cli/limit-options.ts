@@ -13,6 +13,7 @@ import {
   rateKindOf,
 } from "../core/units.js";
 import { parseOption, UsageError } from "./errors.js";
+import { repeatableOption } from "./repeatable-option.js";
 
 // The one grammar of a command's limits: repeatable --rate with --burst (the i-th burst with the
 // i-th rate), repeatable --window N/W, and --concurrency N, resolved to LimitSpec[] in
@@ -79,9 +80,9 @@ export function addLimitOptions(command: Command, help: LimitHelp): Command {
   const placed = (text: string, previous: PlacedText[] = []) => [...previous, { text, position: next++ }];
   const listed = (text: string, previous: string[] = []) => [...previous, text];
   command
-    .option("-r, --rate <rate>", help.rate, placed)
-    .option("-b, --burst <size>", help.burst, listed)
-    .option("--window <n/d>", help.window, placed);
+    .addOption(repeatableOption("-r, --rate <rate>", help.rate, placed))
+    .addOption(repeatableOption("-b, --burst <size>", help.burst, listed))
+    .addOption(repeatableOption("--window <n/d>", help.window, placed));
   if (help.concurrency !== undefined) command.option("--concurrency <n>", help.concurrency, placed);
   return command;
 }
@@ -95,7 +96,7 @@ export function parseLimitOptions(flags: LimitFlags, grammar: LimitGrammar): Par
     keyBurst = parseOption("--burst", bursts[0]!, (text) => parseSizeOfKind(grammar.units === "bytes" ? "bytes" : "count", text));
   } else if (bursts.length > rates.length) {
     throw new UsageError(
-      `--burst: ${bursts.length} bursts for ${rates.length === 0 ? "no rate" : rates.length === 1 ? "1 rate" : `${rates.length} rates`}; ` +
+      `--burst: ${bursts.length} burst${bursts.length === 1 ? "" : "s"} for ${rates.length === 0 ? "no rate" : rates.length === 1 ? "1 rate" : `${rates.length} rates`}; ` +
         `each --burst goes with a --rate (the i-th burst with the i-th rate), so give its --rate too or drop the --burst`,
     );
   }
