@@ -65,6 +65,8 @@ export interface LimitGrammar {
 export interface LimitHelp {
   rate: string;
   burst: string;
+  /** The burst's placeholder: "size" by default, "n" where it is a count. */
+  burstValue?: string;
   window: string;
   /** --concurrency's help; undefined: the command has none. */
   concurrency?: string;
@@ -81,8 +83,8 @@ export function addLimitOptions(command: Command, help: LimitHelp): Command {
   const listed = (text: string, previous: string[] = []) => [...previous, text];
   command
     .addOption(repeatableOption("-r, --rate <rate>", help.rate, placed))
-    .addOption(repeatableOption("-b, --burst <size>", help.burst, listed))
-    .addOption(repeatableOption("--window <n/d>", help.window, placed));
+    .addOption(repeatableOption(`-b, --burst <${help.burstValue ?? "size"}>`, help.burst, listed))
+    .addOption(repeatableOption("--window <n/w>", help.window, placed));
   if (help.concurrency !== undefined) command.option("--concurrency <n>", help.concurrency, placed);
   return command;
 }

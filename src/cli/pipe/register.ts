@@ -27,7 +27,7 @@ export function registerPipe(program: Command, onExit: (code: number) => void): 
   addLimitOptions(command, {
     rate: "byte rate (1mb, 512k/s, 10mbit, inf); a line rate with --lines (100/s); repeatable: every rate holds",
     burst: "bucket capacity of the rate before it (default: 100 ms of the rate in bytes; 1 line with --lines)",
-    window: "at most N in any interval W, sliding and exact: 2mb/1s, 50gb/d (bytes); 1000/h counts lines with --lines; repeatable",
+    window: "at most n in any interval w, sliding and exact: 2mb/1s, 50gb/d (bytes); 1000/h counts lines with --lines; repeatable",
   })
     .option("-l, --lines", "one token per line; lines are never split (with a byte rate: lines cost their bytes)")
     .option("-0, --null", "records end with NUL instead of newline (implies --lines)")

@@ -31,7 +31,8 @@ export function registerRun(program: Command, onExit: (code: number) => void): v
   addLimitOptions(command, {
     rate: "launches per time: 5 (= 5/s), 300/m, 1000/h, 1/10s, inf (required unless --window or --key); repeatable: every rate holds",
     burst: "launches that may start back to back, for the rate before it (default: 1; with --key and no --rate: the key's)",
-    window: "at most N launches in any interval W, sliding and exact: 10/1s, 1000/h; repeatable",
+    burstValue: "n",
+    window: "at most n launches in any interval w, sliding and exact: 10/1s, 1000/h; repeatable",
     concurrency: "at most n jobs running at once, as a limit of the set (--stats names it when it bound); with --jobs, the lower holds",
   })
     .option("-j, --jobs <n>", "at most n jobs running at once; 0 = no limit", "8")
