@@ -149,10 +149,9 @@ export class LimitSetLimiter implements Limiter {
 
   /** A cost above what some limit can ever take at once is refused as a bucket refuses one above its burst. */
   #checkCosts(costs: Costs): void {
-    for (const spec of this.set.specs) {
-      if (spec.kind === "concurrency") continue;
-      const cost = costs[spec.unit] ?? 0;
-      const most = spec.kind === "window" ? spec.n : spec.rate === Infinity ? Infinity : spec.burst;
+    for (const unit in costs) {
+      const cost = costs[unit]!;
+      const most = this.mostAtOnce(unit);
       if (cost > most) throw new ExceedsBurstError(cost, most);
     }
   }

@@ -1,3 +1,4 @@
+import { unitOf } from "../../core/limit-spec.js";
 import { parseByteSize, type RateKind } from "../../core/units.js";
 import { STDIN_NAME } from "../../stream/read-sources.js";
 import type { CostMode } from "../../stream/throttle-stream.js";
@@ -56,7 +57,7 @@ export function parsePipeOptions(files: string[], flags: PipeFlags): PipeConfig 
   }
   checkKeyedLimits(limits, shared.key);
   const single = needsLimitSet(limits) ? undefined : limits[0];
-  const counted = limits.filter((limit) => limit.spec.kind !== "concurrency").map((limit) => (limit.spec as { unit: string }).unit);
+  const counted = limits.map((limit) => unitOf(limit.spec));
   // Bytes are the main unit whenever a limit counts them: slices are cut in bytes, whole lines in line mode.
   const kind: RateKind = !lines || counted.includes("bytes") ? "bytes" : "count";
   const rate = single?.spec.kind === "bucket" ? single.spec.rate : undefined;

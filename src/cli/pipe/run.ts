@@ -45,7 +45,7 @@ export async function runPipe(config: PipeConfig): Promise<number> {
     countRecords: config.cost !== "bytes",
     oneReadBytes: PIPE_BUFFER_BYTES,
     // Lines limited as well as bytes: each slice holds no more lines than every line limit can take.
-    recordsAtOnce: set && config.kind === "bytes" && config.cost !== "bytes" && set.mostAtOnce("count") < Infinity ? set.mostAtOnce("count") : undefined,
+    recordsAtOnce: set?.mostAtOnce("count"),
   });
   const onSourceError = (name: string, error: NodeJS.ErrnoException) => {
     unreadable = true;
