@@ -71,7 +71,7 @@ export function formatPipeStats(stats: PipeStats, format: StatsFormat): string {
   }
   const limit =
     stats.limits !== undefined
-      ? formatLimitsText(stats.limits)
+      ? `limits ${formatLimitsText(stats.limits)}`
       : stats.rate === Infinity
       ? "no limit"
       : stats.kind === "bytes"

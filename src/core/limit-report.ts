@@ -49,8 +49,8 @@ export function describeLimit(report: LimitReport): string {
 }
 
 /**
- * `--stats` text of a set: `limits: 1 --rate 4mb (4.00 MiB/s, burst 409.60 KiB)
- * waited 0.2 s, 2 --window 2mb/1s (2.00 MiB in any 1.0 s) waited 1.4 s; limited by 2, 1`.
+ * `--stats` text of a set: `1 --rate 4mb (4.00 MiB/s, burst 409.60 KiB) waited
+ * 0.2 s, 2 --window 2mb/1s (2.00 MiB in any 1.0 s) waited 1.4 s; limited by 2, 1`.
  */
 export function formatLimitsText(reports: readonly LimitReport[]): string {
   const each = reports.map((report) => {
@@ -58,5 +58,5 @@ export function formatLimitsText(reports: readonly LimitReport[]): string {
     return `${report.limit}${report.flag === undefined ? "" : ` ${report.flag}`} (${describeLimit(report)})${waited}`;
   });
   const bound = limitedBy(reports);
-  return `limits: ${each.join(", ")}; ${bound.length === 0 ? "none set a wait" : `limited by ${bound.join(", ")}`}`;
+  return `${each.join(", ")}; ${bound.length === 0 ? "none set a wait" : `limited by ${bound.join(", ")}`}`;
 }

@@ -20,7 +20,8 @@ describe("tbucket run with a set of limits", () => {
     const result = await runCli(["run", "--concurrency", "1", "--rate", "inf", "--jobs", "4", "--count", "3", "--stats", "--", "sh", "-c", "sleep 0.2"]);
     expect(result.code).toBe(0);
     expect(result.elapsedMs).toBeGreaterThanOrEqual(600);
-    expect(result.stderr).toMatch(/\nlimits: 1 --concurrency 1 \(1 at once\) waited [\d.]+ (ms|s), 2 --rate inf \(unlimited, burst 1\); limited by 1\n$/);
+    expect(result.stderr).toMatch(/\nlaunches: 3 in [\d.]+ (ms|s) \(limits below\)\n/);
+    expect(result.stderr).toMatch(/\nlimits: +1 --concurrency 1 \(1 at once\) waited [\d.]+ (ms|s), 2 --rate inf \(unlimited, burst 1\); limited by 1\n$/);
   });
 
   it.each([

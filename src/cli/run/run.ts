@@ -248,7 +248,7 @@ async function launchAll(
     const stats = runStats(result, limiter.rate, limiter.burst, meter.steadyPerSecond(), lost);
     const limits = set && runLimitReports(config, set, result.slotWaitMs ?? 0);
     if (config.stats === "json") say(`${JSON.stringify(limits ? { ...stats, limits, limitedBy: limitedBy(limits) } : stats)}\n`);
-    else say(formatStatsText(stats) + (limits ? `${formatLimitsText(limits)}\n` : ""));
+    else say(formatStatsText(stats, limits && formatLimitsText(limits)));
   }
   // A store lost mid-run: after the stats, the one line that says so.
   if (result.limiterError) {
