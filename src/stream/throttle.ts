@@ -204,8 +204,8 @@ export class Throttle {
    * more than the bucket holds.
    */
   async #take(n: number, signal: AbortSignal | undefined, costs?: Costs): Promise<void> {
-    if (n <= 0 && !costs?.count) return;
-    if (this.limiter.rate === Infinity && costs === undefined) return;
+    // A slice with costs in several units pays its lines even where its bytes are free.
+    if (costs === undefined && (n <= 0 || this.limiter.rate === Infinity)) return;
     const startedMs = this.#clock.now();
     const { limiter } = this;
     // A shared bucket's level is as last read: the guess may be off for the rest of one lease.

@@ -65,7 +65,7 @@ function worstBucketExcess<T extends { atMs: number }>(events: readonly T[], rat
  * on-time one after it look closer than they were sent. An interval checked at the reader is
  * shortened (windows) or lengthened (buckets) by this much.
  */
-const READER_LATE_MS = 60;
+const READER_LATE_MS = 100;
 
 // One at a time: these measure time, and the machine is shared.
 describe("limit sets: timing from outside", () => {
@@ -88,7 +88,7 @@ describe("limit sets: timing from outside", () => {
     expect(starts).toHaveLength(30);
     // A process takes tens of ms to start on a busy machine, and not always the same: a late
     // start and an on-time one after it look closer than their grants were.
-    const startLateMs = 150;
+    const startLateMs = 200;
     expect(mostInAnyInterval(starts, 1000 - startLateMs, () => 1)).toBeLessThanOrEqual(10);
     // As tbucket granted them (joblog): the same, with the lateness of a grant alone.
     const granted = readFileSync(log, "utf8").trimEnd().split("\n").map((line) => ({ atMs: JSON.parse(line).start * 1000 })).sort((a, b) => a.atMs - b.atMs);
