@@ -15,7 +15,9 @@ import { ExceedsBurstError } from "./token-bucket.js";
  * keeps the order), and sleeps until then; an aborted wait cancels in every
  * limit. A concurrency limit with no free slot has no instant to sleep to:
  * the wait joins a queue of turns and asks again when a slot is released,
- * and while anyone is in that queue, later waits queue behind it.
+ * and while anyone is in that queue, later waits queue behind it. `wait`
+ * and `tryWait` give a slot back as soon as they resolve; an item that runs
+ * for a while holds it with `acquire` until `release`.
  *
  * `rate`, `burst` and `tokens()` describe the main unit for pacing: the
  * lowest long-run rate (a window's n / W counts as one), the least that any

@@ -30,6 +30,17 @@ describe("tbucket pipe with a set of limits", () => {
     expect(result.stderr).toMatch(/^tbucket: [\d,]+ bytes \([^)]*\), 300 lines in .*; limits 1 --rate 1000\/s --burst 100 \(1000\/s, burst 100\)( waited [^,]+)?, 2 --rate 1mb \(1\.00 MiB\/s, burst 102\.40 KiB\)( waited [^;]+)?; (limited by [\d, ]+|none set a wait)\n$/);
   });
 
+  it("--lines with lines alone limited by a rate and a window: the window holds the sixth line a second", async () => {
+    const input = Buffer.from("one\ntwo\nthree\nfour\nfive\nsix\nseven\n");
+    const result = await runCli(["--lines", "--rate", "1000/s", "--burst", "10", "--window", "5/1s", "--stats-format", "json"], { input });
+    expect(result.code).toBe(0);
+    expect(result.stdout.equals(input)).toBe(true);
+    const stats = JSON.parse(result.stderr);
+    expect(stats).toMatchObject({ lines: 7, rateUnit: "lines/s", limitedBy: [2] });
+    expect(stats.limits.map((limit: { unit: string }) => limit.unit)).toEqual(["count", "count"]);
+    expect(stats.seconds).toBeGreaterThanOrEqual(0.95);
+  });
+
   it.each([
     [["--rate", "5/s", "--window", "2mb/1s", "--key", "backups"], `tbucket: --key: a shared key holds one rate and burst for now (sets of limits in a store come next), not "--rate 5/s --window 2mb/1s"; give --key one --rate (and --burst), or drop --key to apply these 2 limits in this process alone\n`],
     [["--rate", "1mb", "--burst", "1k", "--burst", "2k"], `tbucket: --burst: 2 bursts for 1 rate; each --burst goes with a --rate (the i-th burst with the i-th rate), so give its --rate too or drop the --burst\n`],
