@@ -1,5 +1,7 @@
 import type { Limiter } from "../core/limiter.js";
 import { defaultBurst } from "../core/default-burst.js";
+import { LimitSetLimiter } from "../core/limit-set-limiter.js";
+import type { LimitSpec } from "../core/limit-spec.js";
 import { humanAmount, humanDuration, humanRate } from "../core/format.js";
 import { TokenBucket } from "../core/token-bucket.js";
 import { formatByteRate, formatByteSize, formatCountRate, type RateKind } from "../core/units.js";
@@ -18,6 +20,8 @@ export interface LimiterRequest {
   rate?: number;
   /** Capacity, when given on the command line (else defaultBurst for the kind and rate). */
   burst?: number;
+  /** A private set of limits instead of one bucket (never with a key, for now); `kind` is then its main unit. */
+  limits?: readonly LimitSpec[];
   shared: SharedBucketOptions;
   /** Who asks: what stops when a shared store is lost, for the message (a stream, or launches). */
   command: "pipe" | "run";
@@ -25,6 +29,8 @@ export interface LimiterRequest {
 
 export interface OpenLimiter {
   limiter: Limiter;
+  /** The same limiter, when it is a private set: for its per-limit statistics. */
+  set?: LimitSetLimiter;
   /** Releases what the limiter holds (store connections, timers). */
   close(): Promise<void>;
 }
@@ -38,6 +44,10 @@ export interface OpenLimiter {
  */
 export async function openLimiter(request: LimiterRequest): Promise<OpenLimiter> {
   if (request.shared.key !== undefined) return openSharedLimiter(request, request.shared.key);
+  if (request.limits !== undefined) {
+    const set = new LimitSetLimiter(request.limits, { unit: request.kind });
+    return { limiter: set, set, close: async () => {} };
+  }
   if (request.rate === undefined) throw new Error("openLimiter: a private bucket needs a rate");
   return { limiter: new TokenBucket({ rate: request.rate, burst: request.burst ?? defaultBurst(request.kind, request.rate) }), close: async () => {} };
 }

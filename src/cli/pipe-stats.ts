@@ -1,4 +1,5 @@
 import { exactByteRate, humanByteRate, humanBytes, humanCountRate, humanDuration } from "../core/format.js";
+import { formatLimitsText, type LimitReport, limitedBy } from "../core/limit-report.js";
 import type { RateKind } from "../core/units.js";
 import type { StatsFormat } from "./report-options.js";
 
@@ -20,6 +21,8 @@ export interface PipeStats {
    * the smallest burst that can keep the rate, which this one may not.
    */
   smallestSteadyBurst?: number;
+  /** A set of limits: each one's settings and waits (rate, burst and kind are then its main unit's). */
+  limits?: LimitReport[];
 }
 
 /**
@@ -46,7 +49,8 @@ export function formatPipeStats(stats: PipeStats, format: StatsFormat): string {
   const seconds = stats.elapsedMs / 1000;
   const averageBytesPerSecond = seconds > 0 ? stats.bytes / seconds : 0;
   const linesPerSecond = stats.records === undefined ? undefined : seconds > 0 ? stats.records / seconds : 0;
-  const steady = steadyRate(stats);
+  // Past the burst means nothing against a set: a window lets its n through at once.
+  const steady = stats.limits === undefined ? steadyRate(stats) : undefined;
   if (format === "json") {
     return `${JSON.stringify({
       bytes: stats.bytes,
@@ -62,10 +66,13 @@ export function formatPipeStats(stats: PipeStats, format: StatsFormat): string {
       burst: stats.burst,
       zeroCopy: stats.zeroCopy ?? false,
       ...(stats.smallestSteadyBurst === undefined ? {} : { burstBelowTimerTick: true, smallestSteadyBurst: stats.smallestSteadyBurst }),
+      ...(stats.limits === undefined ? {} : { limits: stats.limits, limitedBy: limitedBy(stats.limits) }),
     })}\n`;
   }
   const limit =
-    stats.rate === Infinity
+    stats.limits !== undefined
+      ? `limits ${formatLimitsText(stats.limits)}`
+      : stats.rate === Infinity
       ? "no limit"
       : stats.kind === "bytes"
         ? `limit ${humanByteRate(stats.rate)} = ${exactByteRate(stats.rate)}, burst ${stats.burst.toLocaleString("en-US")} B`
@@ -74,7 +81,7 @@ export function formatPipeStats(stats: PipeStats, format: StatsFormat): string {
   const pastBurst =
     steady !== undefined
       ? `, ${stats.kind === "bytes" ? humanByteRate(steady) : humanCountRate(steady).replace("/", " lines/")} past the burst`
-      : allWithinBurst(stats)
+      : stats.limits === undefined && allWithinBurst(stats)
         ? ", all within the burst"
         : "";
   const lineRate = linesPerSecond === undefined ? "" : `${humanCountRate(linesPerSecond).replace("/", " lines/")} and `;

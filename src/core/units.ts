@@ -84,8 +84,8 @@ function checkMagnitude(value: number, parts: Split, text: string, what: string,
   return value;
 }
 
-/** A period after the slash: a unit alone ("s", "min") or a duration ("10s", "1.5m"). */
-function parsePeriodMs(period: string): number | undefined {
+/** A period after the slash (of a rate, of a window): a unit alone ("s", "min") or a duration ("10s", "1.5m"); undefined if none, zero or endless. */
+export function parsePeriodMs(period: string): number | undefined {
   const unitOnly = DURATION_UNITS_MS[period.toLowerCase()];
   if (unitOnly !== undefined && period !== "") return unitOnly;
   const parts = split(period);

@@ -1,4 +1,5 @@
 import { type Clock, systemClock } from "../core/clock.js";
+import type { Costs } from "../core/limit-spec.js";
 import type { Limiter } from "../core/limiter.js";
 import type { JobSpec } from "./job-source.js";
 import { type JobExit, type Launch, type LaunchedJob, succeeded } from "./launch.js";
@@ -43,6 +44,8 @@ export interface RunResult {
   readonly spawnFailure: { readonly job: JobSpec; readonly error: NonNullable<JobExit["spawnError"]> } | undefined;
   readonly elapsedMs: number;
   readonly waitMs: number;
+  /** Time jobs spent waiting for a free slot (`concurrency`), before asking for their token. */
+  readonly slotWaitMs?: number;
   /** What the limiter threw when it failed (a store gone): launching stopped there. */
   readonly limiterError?: { readonly error: unknown };
 }
@@ -103,6 +106,7 @@ export class JobRunner {
   /** Slots held by jobs, from before their token until after their last attempt. */
   #slotsTaken = 0;
   #waitMs = 0;
+  #slotWaitMs = 0;
   /** The limiter failed (a store that went away): launching stops, and run() reports it once jobs end. */
   #limiterError: { error: unknown } | undefined;
   /** Aborted when the run is over: cancels a pending --kill-after. */
@@ -209,6 +213,7 @@ export class JobRunner {
       spawnFailure: this.#spawnFailure,
       elapsedMs: this.#clock.now() - startMs,
       waitMs: this.#waitMs,
+      slotWaitMs: this.#slotWaitMs,
       limiterError: this.#limiterError,
     };
   }
@@ -262,9 +267,14 @@ export class JobRunner {
 
   /** Waits for a free slot and takes it; false when launching stopped meanwhile. */
   async #takeSlot(signal: AbortSignal): Promise<boolean> {
-    while (this.#slotsTaken >= this.#options.concurrency) {
-      const freed = new Promise<void>((resolve) => (this.#slotFreed = resolve));
-      if ((await untilAborted(freed, signal)) === ABORTED) return false;
+    const beforeMs = this.#clock.now();
+    try {
+      while (this.#slotsTaken >= this.#options.concurrency) {
+        const freed = new Promise<void>((resolve) => (this.#slotFreed = resolve));
+        if ((await untilAborted(freed, signal)) === ABORTED) return false;
+      }
+    } finally {
+      this.#slotWaitMs += this.#clock.now() - beforeMs;
     }
     this.#slotsTaken++;
     return true;
@@ -287,8 +297,8 @@ export class JobRunner {
     const beforeMs = this.#clock.now();
     try {
       let ok = true;
-      if (!Number.isFinite(this.#maxWaitMs)) await limiter.wait(1, signal);
-      else ok = await limiter.tryWait(1, this.#maxWaitMs, signal);
+      if (!Number.isFinite(this.#maxWaitMs)) await limiter.wait(1, signal, LAUNCH_COSTS);
+      else ok = await limiter.tryWait(1, this.#maxWaitMs, signal, LAUNCH_COSTS);
       return { ok, waitMs: this.#clock.now() - beforeMs, askedMs: beforeMs };
     } catch (error) {
       if (signal.aborted) return ABORTED;
@@ -300,6 +310,9 @@ export class JobRunner {
     }
   }
 }
+
+/** A launch costs one in the limiter's unit, whatever else the limiter counts. */
+const LAUNCH_COSTS: Costs = { count: 1 };
 
 const ABORTED = Symbol("aborted");
 const FAILED = Symbol("failed");

@@ -77,13 +77,18 @@ export function runStats(
   };
 }
 
-/** `--stats text`: a few aligned lines. */
-export function formatStatsText(stats: RunStats): string {
+/**
+ * `--stats text`: a few aligned lines. With a set of limits, `limits` describes
+ * them (one line) and the launches line points to it instead of naming one rate.
+ */
+export function formatStatsText(stats: RunStats, limits?: string): string {
+  const launchRate = limits === undefined ? describeLaunchRate(stats) : stats.launches > 0 ? " (limits below)" : "";
   const rows = [
     ["jobs:", formatSummary({ ...stats, running: 0 })],
-    ["launches:", `${stats.launches} in ${humanDuration(stats.elapsedSeconds * 1000)}${describeLaunchRate(stats)}`],
+    ["launches:", `${stats.launches} in ${humanDuration(stats.elapsedSeconds * 1000)}${launchRate}`],
     ["waited:", `${humanDuration(stats.waitSeconds * 1000)} for tokens in total`],
     ...(stats.lostBytes > 0 ? [["lost:", describeLostOutput({ lines: stats.lostLines, bytes: stats.lostBytes })]] : []),
+    ...(limits === undefined ? [] : [["limits:", limits]]),
   ];
   return alignColumns(rows, { gap: " " }).join("\n") + "\n";
 }

@@ -40,14 +40,19 @@ export class RecordScanner {
     return { end: position, records };
   }
 
-  /** Whole records from `start` up to `maxBytes`; a single longer record goes whole, as far as the chunk holds it. */
-  wholeRecordsFrom(chunk: Buffer, start: number, maxBytes: number): RecordSlice {
+  /**
+   * Whole records from `start` up to `maxBytes`, and at most `maxRecords`
+   * record starts; a single longer record goes whole, as far as the chunk
+   * holds it.
+   */
+  wholeRecordsFrom(chunk: Buffer, start: number, maxBytes: number, maxRecords = Infinity): RecordSlice {
     const limit = Math.min(chunk.length, start + maxBytes);
     let end = start;
     let records = 0;
     for (;;) {
       const next = chunk.indexOf(this.delimiter, end);
       if (next === -1 || next + 1 > limit) break;
+      if (!this.#inRecord && records >= maxRecords) break;
       if (!this.#inRecord) records++;
       this.#inRecord = false;
       end = next + 1;

@@ -1,4 +1,5 @@
 import { type Clock, systemClock } from "../core/clock.js";
+import type { Costs } from "../core/limit-spec.js";
 import type { Limiter } from "../core/limiter.js";
 import { TokenBucket } from "../core/token-bucket.js";
 import { RecordScanner } from "./record-scanner.js";
@@ -31,6 +32,13 @@ export interface ThrottleOptions {
    * By default 0: `settle` always waits for half a slice.
    */
   oneReadBytes?: number;
+  /**
+   * In `record-bytes` mode, when lines are limited as well as bytes (a
+   * `LimitSetLimiter` with limits of both units): the most records one slice
+   * may hold (`mostAtOnce("count")`). Each slice then pays its records too,
+   * as `costs.count`. Undefined: only bytes are paid.
+   */
+  recordsAtOnce?: number;
 }
 
 export interface ThrottleStats {
@@ -71,6 +79,7 @@ export class Throttle {
   readonly #countRecords: boolean;
   readonly #clock: Clock;
   readonly #oneReadBytes: number;
+  readonly #recordsAtOnce: number | undefined;
   #stats: ThrottleStats = { bytes: 0, records: 0, waitedMs: 0 };
   /** When the take under way began; undefined between takes. */
   #takingSinceMs: number | undefined;
@@ -83,6 +92,7 @@ export class Throttle {
     this.#sliceMs = options.sliceMs ?? DEFAULT_SLICE_MS;
     this.#countRecords = options.countRecords ?? false;
     this.#oneReadBytes = options.oneReadBytes ?? 0;
+    this.#recordsAtOnce = this.cost === "record-bytes" ? options.recordsAtOnce : undefined;
     this.#clock = options.clock ?? (options.limiter instanceof TokenBucket ? options.limiter.clock : systemClock);
   }
 
@@ -132,16 +142,16 @@ export class Throttle {
     let position = 0;
     while (position < chunk.length) {
       signal?.throwIfAborted();
-      const { end, cost } = this.#planSegment(chunk, position);
+      const { end, cost, records } = this.#planSegment(chunk, position);
       const segment = chunk.subarray(position, end);
       const burst = this.limiter.burst;
       if (cost <= burst) {
-        await this.#take(cost, signal);
+        await this.#take(cost, signal, this.#costsOf(cost, records));
         await this.#emit(segment, emit);
       } else {
         // Too costly for the bucket: wait for a full bucket, send, then pay off the debt
         // before anything else goes out, so the long-run rate still holds.
-        await this.#take(burst, signal);
+        await this.#take(burst, signal, this.#costsOf(burst, records));
         await this.#emit(segment, emit);
         for (let owed = cost - burst; owed > 0; owed -= burst) await this.#take(Math.min(owed, burst), signal);
       }
@@ -193,15 +203,16 @@ export class Throttle {
    * had the slice been taken now is taken too, and the late pacer gets no
    * more than the bucket holds.
    */
-  async #take(n: number, signal: AbortSignal | undefined): Promise<void> {
-    if (n <= 0 || this.limiter.rate === Infinity) return;
+  async #take(n: number, signal: AbortSignal | undefined, costs?: Costs): Promise<void> {
+    // A slice with costs in several units pays its lines even where its bytes are free.
+    if (costs === undefined && (n <= 0 || this.limiter.rate === Infinity)) return;
     const startedMs = this.#clock.now();
     const { limiter } = this;
     // A shared bucket's level is as last read: the guess may be off for the rest of one lease.
     this.#lastTakeWaited = limiter.tokens() < n;
     this.#takingSinceMs = startedMs;
     try {
-      await limiter.wait(n, signal);
+      await limiter.wait(n, signal, costs);
       const spilled = Math.min(n, limiter.tokens() + n - limiter.burst);
       if (spilled > 0) await limiter.wait(spilled, signal);
     } finally {
@@ -210,24 +221,29 @@ export class Throttle {
     }
   }
 
-  /** Where the next write ends and what it costs. */
-  #planSegment(chunk: Buffer, start: number): { end: number; cost: number } {
+  /** A slice's costs in every unit, when lines are paid as well as bytes. */
+  #costsOf(bytes: number, records: number): Costs | undefined {
+    return this.#recordsAtOnce === undefined ? undefined : { bytes, count: records };
+  }
+
+  /** Where the next write ends, what it costs in the main unit, and the records that start in it. */
+  #planSegment(chunk: Buffer, start: number): { end: number; cost: number; records: number } {
     const unlimited = this.limiter.rate === Infinity;
     const sliceTokens = this.#sliceTokens();
     switch (this.cost) {
       case "bytes": {
         const end = unlimited ? chunk.length : Math.min(chunk.length, start + sliceTokens);
-        return { end, cost: end - start };
+        return { end, cost: end - start, records: 0 };
       }
       case "records": {
         const { end, records } = this.#records.recordsFrom(chunk, start, sliceTokens);
         this.#stats.records += records;
-        return { end, cost: records };
+        return { end, cost: records, records };
       }
       case "record-bytes": {
-        const { end, records } = this.#records.wholeRecordsFrom(chunk, start, sliceTokens);
+        const { end, records } = this.#records.wholeRecordsFrom(chunk, start, sliceTokens, this.#recordsAtOnce);
         this.#stats.records += records;
-        return { end, cost: end - start };
+        return { end, cost: end - start, records };
       }
     }
   }

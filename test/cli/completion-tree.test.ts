@@ -29,6 +29,12 @@ describe("describeCommandTree", () => {
     expect(option("run", "--stats-format")).toMatchObject({ value: "required", choices: ["text", "json"] });
     expect(option("simulate", "--trace")).toMatchObject({ value: "required", files: true });
     expect(option("run", "--stats")).toMatchObject({ value: "none" });
+    // A limit set: every --rate, --burst and --window is kept, so completion offers them again.
+    for (const path of ["pipe", "run"]) {
+      for (const long of ["--rate", "--burst", "--window"]) expect(option(path, long)).toMatchObject({ value: "required", repeatable: true });
+    }
+    expect(option("run", "--concurrency")).toMatchObject({ value: "required", valueName: "n", repeatable: false });
+    expect(option("run", "--jobs")).toMatchObject({ repeatable: false });
     expect(command("completion").operands).toEqual({ kind: "words", values: ["bash", "zsh", "fish"] });
     expect(command("run").operands.kind).toBe("command");
     expect(command("help").operands).toEqual({ kind: "words", values: ["pipe", "run", "simulate", "key", "proxy", "completion"] });

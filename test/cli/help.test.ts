@@ -92,6 +92,15 @@ describe("--help on every command", () => {
     expect(text).toContain("tbucket pipe --help");
   });
 
+  it("pipe and run --help list the limit-set flags, and run's says how --concurrency and --jobs combine", async () => {
+    const pipe = section((await runCli(["pipe", "--help"])).stdout.toString(), "Options:").join("\n");
+    for (const flags of ["-r, --rate <rate>", "-b, --burst <size>", "--window <n/w>"]) expect(pipe).toContain(`  ${flags}`);
+    expect(pipe).not.toContain("--concurrency");
+    const run = (await runCli(["run", "--help"])).stdout.toString();
+    for (const flags of ["-r, --rate <rate>", "-b, --burst <n>", "--window <n/w>", "--concurrency <n>", "-j, --jobs <n>"]) expect(section(run, "Options:").join("\n")).toContain(`  ${flags}`);
+    expect(run).toContain("given both, the lower holds");
+  });
+
   it.each(HELP_USAGE.map(([path, usage]) => [path.join(" ") || "(top)", path, usage] as const))(
     "tbucket %s --help: the usage line, every option the command declares, and examples of that command",
     async (_name, path, usage) => {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { FakeClock } from "../../src/core/clock.js";
+import { LimitSetLimiter } from "../../src/core/limit-set-limiter.js";
 import type { Limiter } from "../../src/core/limiter.js";
 import { TokenBucket } from "../../src/core/token-bucket.js";
 import { jobSource } from "../../src/run/job-source.js";
@@ -76,6 +77,30 @@ describe("JobRunner concurrency", () => {
     await drive(clock, runner.run());
     expect(relative()).toEqual([0, 500, 1000]);
     expect(records.map((r) => r.waitMs)).toEqual([0, 0, 0]);
+  });
+});
+
+describe("JobRunner on a limit set", () => {
+  it("charges every launch to each limit: 10/s with a burst of 5 and at most 3 in any second", async () => {
+    const limits = (clock: FakeClock) =>
+      new LimitSetLimiter(
+        [
+          { kind: "bucket", unit: "count", rate: 10, burst: 5 },
+          { kind: "window", unit: "count", n: 3, windowMs: 1000 },
+        ],
+        { unit: "count", clock },
+      );
+    const { clock, runner, relative } = setup({ rate: 10, count: 7, limiter: limits });
+    const result = await drive(clock, runner.run());
+    expect(relative()).toEqual([0, 0, 0, 1000, 1000, 1000, 2000]);
+    expect(result.counts).toMatchObject({ started: 7, succeeded: 7 });
+  });
+
+  it("counts the time jobs waited for a slot, apart from the wait for tokens", async () => {
+    const { clock, runner } = setup({ rate: Infinity, count: 3, concurrency: 1, behaviour: () => ({ runMs: 500 }) });
+    const result = await drive(clock, runner.run());
+    expect(result.slotWaitMs).toBe(1000);
+    expect(result.waitMs).toBe(0);
   });
 });
 

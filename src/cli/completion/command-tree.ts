@@ -1,4 +1,5 @@
 import { Help, type Command, type Option } from "commander";
+import { isRepeatable } from "../repeatable-option.js";
 
 // The command tree, read from commander as plain data: the completion scripts
 // are generated from it, so a new command or option shows up in completion
@@ -84,7 +85,7 @@ function describeOption(option: Option): OptionSpec {
     choices: option.argChoices ?? (fromPlaceholder.length > 1 && !files ? fromPlaceholder : []),
     files,
     keys: option.long === KEY_OPTION,
-    repeatable: option.variadic,
+    repeatable: isRepeatable(option),
   };
 }
 

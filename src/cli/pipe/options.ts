@@ -1,16 +1,22 @@
-import { parseAnyRate, parseByteRate, parseByteSize, parseSizeOfKind, type RateKind } from "../../core/units.js";
+import { unitOf } from "../../core/limit-spec.js";
+import { parseByteSize, type RateKind } from "../../core/units.js";
 import { STDIN_NAME } from "../../stream/read-sources.js";
 import type { CostMode } from "../../stream/throttle-stream.js";
 import { parseOption, UsageError } from "../errors.js";
+import { checkKeyedLimits, type LimitFlags, needsLimitSet, type ParsedLimit, parseLimitOptions } from "../limit-options.js";
 import { parseReportOptions, type ReportFlags, type ReportOptions } from "../report-options.js";
 import { parseSharedBucketOptions, type SharedBucketFlags, type SharedBucketOptions } from "../shared-options.js";
 
 export interface PipeConfig extends ReportOptions {
   /** The sources in order, `-` for standard input; none named on the command line is standard input alone, as for cat. */
   files: string[];
-  /** Tokens per second (bytes, or lines with --lines and a count rate); undefined: from --key. */
+  /** Every limit, in command-line order: one bucket, or a set (see needsLimitSet); none: from --key. */
+  limits: ParsedLimit[];
+  /** With one bucket: tokens per second (bytes, or lines with --lines and a count rate); undefined: from --key, or a set. */
   rate: number | undefined;
+  /** With one bucket, as given (undefined: its default), or with --key alone the key's new burst. */
   burst: number | undefined;
+  /** What the main unit is: bytes, or lines when only lines are limited. */
   kind: RateKind;
   cost: CostMode;
   delimiter: number;
@@ -23,9 +29,7 @@ export interface PipeConfig extends ReportOptions {
 }
 
 /** The pipe's flags as commander hands them over. */
-export interface PipeFlags extends ReportFlags, SharedBucketFlags {
-  rate?: string;
-  burst?: string;
+export interface PipeFlags extends ReportFlags, SharedBucketFlags, LimitFlags {
   lines?: boolean;
   null?: boolean;
   size?: string;
@@ -47,26 +51,21 @@ function parsePipeSize(text: string): number {
 export function parsePipeOptions(files: string[], flags: PipeFlags): PipeConfig {
   const shared = parseSharedBucketOptions(flags);
   const lines = Boolean(flags.lines || flags.null);
-  let kind: RateKind = "bytes";
-  let rate: number | undefined;
-  if (flags.rate !== undefined) {
-    if (lines) {
-      ({ kind, perSecond: rate } = parseOption("--rate", flags.rate, (text) => parseAnyRate(text, { allowZero: shared.key !== undefined })));
-    } else {
-      rate = parseOption("--rate", flags.rate, (text) => parseByteRate(text, { allowZero: shared.key !== undefined }));
-    }
-  } else if (shared.key === undefined) {
+  const { limits, keyBurst } = parseLimitOptions(flags, { units: lines ? "any" : "bytes", keyed: shared.key !== undefined });
+  if (limits.length === 0 && shared.key === undefined) {
     throw new UsageError(`--rate: missing; try "tbucket --rate 1mb" (or --lines --rate 100/s), or --key to use a shared bucket`);
-  } else if (lines) {
-    kind = "count";
   }
-  let burst: number | undefined;
-  if (flags.burst !== undefined) {
-    burst = parseOption("--burst", flags.burst, (text) => parseSizeOfKind(kind, text));
-  }
+  checkKeyedLimits(limits, shared.key);
+  const single = needsLimitSet(limits) ? undefined : limits[0];
+  const counted = limits.map((limit) => unitOf(limit.spec));
+  // Bytes are the main unit whenever a limit counts them: slices are cut in bytes, whole lines in line mode.
+  const kind: RateKind = !lines || counted.includes("bytes") ? "bytes" : "count";
+  const rate = single?.spec.kind === "bucket" ? single.spec.rate : undefined;
+  const burst = single?.spec.kind === "bucket" ? (single.burstGiven ? single.spec.burst : undefined) : keyBurst;
   const { progress, stats, name } = parseReportOptions(flags);
   return {
     files: files.length === 0 ? [STDIN_NAME] : files,
+    limits,
     rate,
     burst,
     kind,

@@ -10,6 +10,8 @@ import type { PipeConfig } from "./options.js";
 import { EXIT, ReaderGone } from "../errors.js";
 import { endBySignal, onStopSignal, signalExitStatus } from "../signals.js";
 import { openLimiter } from "../open-limiter.js";
+import { needsLimitSet } from "../limit-options.js";
+import { limitReports } from "../../core/limit-report.js";
 import { describeFileError } from "../file-errors.js";
 import { formatPipeStats, type PipeStats } from "../pipe-stats.js";
 import { standardOutputFailure, writeStandardError } from "../standard-streams.js";
@@ -25,10 +27,11 @@ const PIPE_BUFFER_BYTES = 64 * 1024;
 
 /** Copies the sources to standard output through the bucket; resolves to the exit status. */
 export async function runPipe(config: PipeConfig): Promise<number> {
-  const { limiter, close } = await openLimiter({
+  const { limiter, set, close } = await openLimiter({
     kind: config.kind,
     rate: config.rate,
     burst: config.burst,
+    limits: needsLimitSet(config.limits) ? config.limits.map((limit) => limit.spec) : undefined,
     shared: config.shared,
     command: "pipe",
   });
@@ -41,6 +44,8 @@ export async function runPipe(config: PipeConfig): Promise<number> {
     // Lines are counted in line mode only: newlines in bytes (random binary) are not lines to anyone.
     countRecords: config.cost !== "bytes",
     oneReadBytes: PIPE_BUFFER_BYTES,
+    // Lines limited as well as bytes: each slice holds no more lines than every line limit can take.
+    recordsAtOnce: set?.mostAtOnce("count"),
   });
   const onSourceError = (name: string, error: NodeJS.ErrnoException) => {
     unreadable = true;
@@ -72,6 +77,7 @@ export async function runPipe(config: PipeConfig): Promise<number> {
     kind: config.kind,
     zeroCopy: path.kind === "splice",
     smallestSteadyBurst: burstBelowTimerTick(throttle, config.kind),
+    limits: set && limitReports(set.set.specs, (index) => set.waitedMsBy[index]!, config.limits.map((limit) => limit.flag)),
   });
   const progress = await startProgress(config, limiter, snapshot);
   // Once only: a signal may arrive while the copy is finishing, and the stats are said once.

@@ -1,18 +1,22 @@
-import { parseCount, parseCountRate, parseDuration, rateKindOf } from "../../core/units.js";
+import { parseCount, parseDuration } from "../../core/units.js";
 import { takesItems } from "../../run/command-template.js";
 import { parseShellTemplate, ShellTemplateError } from "../../run/shell-quote.js";
 import type { OutputMode } from "../../run/job-output.js";
 import { parseOption, UsageError } from "../errors.js";
+import { checkKeyedLimits, type LimitFlags, needsLimitSet, type ParsedLimit, parseLimitOptions } from "../limit-options.js";
 import { parseReportOptions, type ReportFlags, type ReportOptions } from "../report-options.js";
 import { parseSharedBucketOptions, type SharedBucketFlags, type SharedBucketOptions } from "../shared-options.js";
 
 export interface RunConfig extends ReportOptions {
   /** The command and its arguments, `{}` and `{#}` still in them. */
   command: string[];
-  /** Launches per second; undefined: from --key. */
+  /** Every limit, in command-line order: one bucket, or a set (see needsLimitSet); none: from --key. */
+  limits: ParsedLimit[];
+  /** With one bucket: launches per second; undefined: from --key, or a set. */
   rate: number | undefined;
+  /** With one bucket, as given (undefined: its default), or with --key alone the key's new burst. */
   burst: number | undefined;
-  /** Most jobs at once; Infinity for no limit. */
+  /** Most jobs at once, the lower of --jobs and --concurrency; Infinity for no limit. */
   jobs: number;
   /** Where items come from: a file, standard input ("-"), or none (no `{}` in the command). */
   input: string | undefined;
@@ -33,9 +37,7 @@ export interface RunConfig extends ReportOptions {
 }
 
 /** The run's flags as commander hands them over. */
-export interface RunFlags extends ReportFlags, SharedBucketFlags {
-  rate?: string;
-  burst?: string;
+export interface RunFlags extends ReportFlags, SharedBucketFlags, LimitFlags {
   jobs: string;
   input?: string;
   count?: string;
@@ -66,18 +68,17 @@ export function parseRunOptions(words: string[], flags: RunFlags): RunConfig {
   if (words[0] === "") {
     throw new UsageError(`run: the command name is empty; name the program to run, e.g. "tbucket run --rate 5 -- curl -s https://example.com"`);
   }
-  let rate: number | undefined;
-  if (flags.rate !== undefined) {
-    rate = parseOption("--rate", flags.rate, (text) => {
-      if (rateKindOf(text) === "bytes") throw new Error(`"${text}" is a byte rate; ${BYTE_RATE_HINT}`);
-      // 0 pauses a shared key; a private bucket at 0 would never launch.
-      return parseCountRate(text, { allowZero: shared.key !== undefined });
-    });
-  } else if (shared.key === undefined) {
+  // 0 pauses a shared key; a private bucket at 0 would never launch.
+  const { limits, keyBurst } = parseLimitOptions(flags, { units: "count", keyed: shared.key !== undefined, byteRateHint: BYTE_RATE_HINT });
+  if (!limits.some((limit) => limit.spec.kind !== "concurrency") && shared.key === undefined) {
     throw new UsageError(`--rate: missing; try "tbucket run --rate 5 -- <command>", or --key to use a shared bucket`);
   }
-  const burst = flags.burst === undefined ? undefined : parseOption("--burst", flags.burst, (text) => parseCount(text));
+  checkKeyedLimits(limits, shared.key);
+  const single = needsLimitSet(limits) ? undefined : limits[0];
+  const rate = single?.spec.kind === "bucket" ? single.spec.rate : undefined;
+  const burst = single?.spec.kind === "bucket" ? (single.burstGiven ? single.spec.burst : undefined) : keyBurst;
   const jobs = parseOption("--jobs", flags.jobs, (text) => parseCount(text, 0));
+  const concurrency = limits.find((limit) => limit.spec.kind === "concurrency")?.spec as { n: number } | undefined;
   const count = flags.count === undefined ? Infinity : parseOption("--count", flags.count, (text) => parseCount(text));
   const durationMs = flags.duration === undefined ? Infinity : parseOption("--duration", flags.duration, positiveDuration);
   const maxWaitMs = flags.maxWait === undefined ? Infinity : parseOption("--max-wait", flags.maxWait, parseDuration);
@@ -96,9 +97,10 @@ export function parseRunOptions(words: string[], flags: RunFlags): RunConfig {
   const { progress, stats, name } = parseReportOptions(flags);
   return {
     command: words,
+    limits,
     rate,
     burst,
-    jobs: jobs === 0 ? Infinity : jobs,
+    jobs: Math.min(jobs === 0 ? Infinity : jobs, concurrency?.n ?? Infinity),
     input: items ? (flags.input ?? "-") : undefined,
     count,
     durationMs,

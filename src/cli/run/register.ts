@@ -1,12 +1,14 @@
 import type { Command } from "commander";
 import { choiceOption } from "../choice-option.js";
+import { addLimitOptions } from "../limit-options.js";
 import { addReportOptions } from "../report-options.js";
 import { addSharedBucketOptions } from "../shared-options.js";
 import { OUTPUT_MODES, parseRunOptions, type RunFlags } from "./options.js";
 
 const EXAMPLES = `
 {} is the item (one line of standard input or of --input), {#} the job's number.
-The rate limits how fast launches start; --jobs limits how many run at once.
+The rate limits how fast launches start; --jobs limits how many run at once. --concurrency
+does what --jobs does, as one of the limits (numbered in --stats); given both, the lower holds.
 To limit a command's bandwidth instead, pipe it: curl -s URL | tbucket --rate 1mb > file
 
 Examples:
@@ -14,6 +16,7 @@ Examples:
   tbucket run --rate 100/m --count 500 -- ./probe.sh                 # an API allowing 100 requests a minute
   cat ids.txt | tbucket run -r 600/m -j 4 --retries 2 -- curl -sf https://api.example.com/items/{}
   tbucket run -r 2 -b 10 --input urls.txt --tag --joblog log.jsonl -- curl -s -o /dev/null -w '%{http_code}\\n' {}
+  tbucket run --rate 10/s --window 1000/h --concurrency 20 -- ./call-api.sh  # an API's three limits
   tbucket run -r 1/10s --duration 1h -- ./poll-status.sh             # poll every 10 s for an hour
   ls *.wav | tbucket run -r 1 --shell -- 'ffmpeg -i {} {#}.mp3 2>/dev/null'`;
 
@@ -24,9 +27,14 @@ export function registerRun(program: Command, onExit: (code: number) => void): v
     .description("launch a command at a limited rate, like a rate-limited xargs")
     .usage("[options] [--] command [args...]")
     .argument("[command...]", "the command to launch; {} is replaced by an input item, {#} by the job number")
-    .passThroughOptions()
-    .option("-r, --rate <rate>", "launches per time: 5 (= 5/s), 300/m, 1000/h, 1/10s, inf (required unless --key)")
-    .option("-b, --burst <n>", "launches that may start back to back (default: 1; with --key and no --rate: the key's)")
+    .passThroughOptions();
+  addLimitOptions(command, {
+    rate: "launches per time: 5 (= 5/s), 300/m, 1000/h, 1/10s, inf (required unless --window or --key); repeatable: every rate holds",
+    burst: "launches that may start back to back, for the rate before it (default: 1; with --key and no --rate: the key's)",
+    burstValue: "n",
+    window: "at most n launches in any interval w, sliding and exact: 10/1s, 1000/h; repeatable",
+    concurrency: "at most n jobs running at once, as a limit of the set (--stats names it when it bound); with --jobs, the lower holds",
+  })
     .option("-j, --jobs <n>", "at most n jobs running at once; 0 = no limit", "8")
     .option("--input <file>", "read items from <file> (- for standard input) instead of standard input")
     .option("--count <n>", "run the command n times (or at most n items)")

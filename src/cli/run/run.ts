@@ -18,6 +18,9 @@ import { EXIT, RuntimeError } from "../errors.js";
 import { onStopSignal, signalExitStatus } from "../signals.js";
 import { describeFileError, describeWriteError, writeErrorReason } from "../file-errors.js";
 import { openLimiter } from "../open-limiter.js";
+import { needsLimitSet } from "../limit-options.js";
+import { formatLimitsText, type LimitReport, limitedBy, limitReports } from "../../core/limit-report.js";
+import type { LimitSetLimiter } from "../../core/limit-set-limiter.js";
 
 /** The signal jobs get when tbucket receives one: a hang-up ends them as SIGTERM would (some jobs take SIGHUP as "reload"). */
 const FORWARDED: Partial<Record<NodeJS.Signals, NodeJS.Signals>> = { SIGHUP: "SIGTERM" };
@@ -41,15 +44,18 @@ export async function runRun(config: RunConfig): Promise<number> {
     throw error;
   }
   try {
-    const { limiter, close } = await openLimiter({
+    // Concurrency is the runner's (config.jobs, the lower of --jobs and --concurrency): a job holds its slot across its retries.
+    const launchLimits = config.limits.filter((limit) => limit.spec.kind !== "concurrency").map((limit) => limit.spec);
+    const { limiter, set, close } = await openLimiter({
       kind: "count",
       rate: config.rate,
       burst: config.burst,
+      limits: needsLimitSet(config.limits) ? launchLimits : undefined,
       shared: config.shared,
       command: "run",
     });
     try {
-      return await launchAll(config, limiter, items, jobLog);
+      return await launchAll(config, limiter, items, jobLog, set);
     } finally {
       await close();
     }
@@ -139,6 +145,7 @@ async function launchAll(
   limiter: Limiter,
   items: Items | undefined,
   jobLog: JobLog | undefined,
+  set: LimitSetLimiter | undefined,
 ): Promise<number> {
   // The meter gives --stats its rate after the burst, and the progress line its recent rate.
   const meter = new LaunchRateMeter(limiter.rate === Infinity ? 1 : limiter.burst);
@@ -239,7 +246,9 @@ async function launchAll(
   if (config.stats !== undefined) {
     const lost = { bytes: stdout.lostBytes + stderr.lostBytes, lines: stdout.lostLines + stderr.lostLines };
     const stats = runStats(result, limiter.rate, limiter.burst, meter.steadyPerSecond(), lost);
-    say(config.stats === "json" ? `${JSON.stringify(stats)}\n` : formatStatsText(stats));
+    const limits = set && runLimitReports(config, set, result.slotWaitMs ?? 0);
+    if (config.stats === "json") say(`${JSON.stringify(limits ? { ...stats, limits, limitedBy: limitedBy(limits) } : stats)}\n`);
+    else say(formatStatsText(stats, limits && formatLimitsText(limits)));
   }
   // A store lost mid-run: after the stats, the one line that says so.
   if (result.limiterError) {
@@ -288,6 +297,23 @@ async function launchAll(
     return EXIT.failure;
   }
   return EXIT.ok;
+}
+
+/**
+ * Each limit of the run's set, in command-line order: the launch limits from the set,
+ * and --concurrency from the runner, whose slot waits it set when it is the lower of it and --jobs.
+ */
+function runLimitReports(config: RunConfig, set: LimitSetLimiter, slotWaitMs: number): LimitReport[] {
+  let launchIndex = 0;
+  const waitedMs = config.limits.map((limit) => {
+    if (limit.spec.kind === "concurrency") return limit.spec.n === config.jobs ? slotWaitMs : 0;
+    return set.waitedMsBy[launchIndex++]!;
+  });
+  return limitReports(
+    config.limits.map((limit) => limit.spec),
+    (index) => waitedMs[index]!,
+    config.limits.map((limit) => limit.flag),
+  );
 }
 
 /** What to do about a job that could not start, after the launcher's facts. */

@@ -1,0 +1,160 @@
+import { type Clock, systemClock } from "./clock.js";
+import { type LimitReservation, LimitSet } from "./limit-set.js";
+import type { CostUnit, Costs, LimitSpec } from "./limit-spec.js";
+import type { Limiter } from "./limiter.js";
+import { ExceedsBurstError } from "./token-bucket.js";
+
+/**
+ * LimitSetLimiter is a private `LimitSet` behind the `Limiter` interface, so
+ * that the stream and the runner wait on a set of limits as they wait on one
+ * bucket. `n` is in its main unit (`unit`); an item that costs something in
+ * other units too passes `costs`, and every limit takes its own unit's cost.
+ *
+ * Waits are first come, first served across the whole set: each wait
+ * reserves at once, at the earliest instant every limit admits it (the set
+ * keeps the order), and sleeps until then; an aborted wait cancels in every
+ * limit. A concurrency limit with no free slot has no instant to sleep to:
+ * the wait joins a queue of turns and asks again when a slot is released,
+ * and while anyone is in that queue, later waits queue behind it. `wait`
+ * and `tryWait` give a slot back as soon as they resolve; an item that runs
+ * for a while holds it with `acquire` until `release`.
+ *
+ * `rate`, `burst` and `tokens()` describe the main unit for pacing: the
+ * lowest long-run rate (a window's n / W counts as one), the least that any
+ * of its limits can take at once (a burst, a window's n), and the lowest
+ * level (a window's room left).
+ *
+ * For `--stats`, `waitedMsBy` adds up, for each limit, the waits it set.
+ */
+export class LimitSetLimiter implements Limiter {
+  readonly set: LimitSet;
+  /** What `n` counts. */
+  readonly unit: CostUnit;
+  readonly clock: Clock;
+  /** By limit index: the time of the waits each limit set (several at once share a wait). */
+  readonly waitedMsBy: Float64Array;
+  /** Waits for a concurrency slot, in turn; the head asks again at each release. */
+  readonly #turns: Array<() => void> = [];
+
+  constructor(specs: readonly LimitSpec[], options: { unit: CostUnit; clock?: Clock }) {
+    this.clock = options.clock ?? systemClock;
+    this.set = new LimitSet(specs, { clock: this.clock });
+    this.unit = options.unit;
+    this.waitedMsBy = new Float64Array(specs.length);
+  }
+
+  get rate(): number {
+    let rate = Infinity;
+    for (const spec of this.set.specs) {
+      if (spec.kind === "bucket" && spec.unit === this.unit) rate = Math.min(rate, spec.rate);
+      if (spec.kind === "window" && spec.unit === this.unit) rate = Math.min(rate, (spec.n * 1000) / spec.windowMs);
+    }
+    return rate;
+  }
+
+  get burst(): number {
+    return this.mostAtOnce(this.unit);
+  }
+
+  /** The most of `unit` one item may cost: the least burst (of a bucket with a finite rate) or window n counting it; Infinity if none counts it. */
+  mostAtOnce(unit: CostUnit): number {
+    let most = Infinity;
+    for (const spec of this.set.specs) {
+      if (spec.kind === "bucket" && spec.unit === unit && spec.rate !== Infinity) most = Math.min(most, spec.burst);
+      if (spec.kind === "window" && spec.unit === unit) most = Math.min(most, spec.n);
+    }
+    return most;
+  }
+
+  tokens(): number {
+    const nowMs = this.clock.now();
+    let level = Infinity;
+    this.set.specs.forEach((spec, index) => {
+      if (spec.kind === "concurrency" || spec.unit !== this.unit || (spec.kind === "bucket" && spec.rate === Infinity)) return;
+      level = Math.min(level, this.set.levelAt(nowMs, index));
+    });
+    return level;
+  }
+
+  async wait(n: number, signal?: AbortSignal, costs?: Costs): Promise<void> {
+    this.release(await this.#take(costs ?? { [this.unit]: n }, Infinity, signal));
+  }
+
+  async tryWait(n: number, maxWaitMs: number, signal?: AbortSignal, costs?: Costs): Promise<boolean> {
+    const reservation = await this.#take(costs ?? { [this.unit]: n }, maxWaitMs, signal);
+    this.release(reservation);
+    return reservation !== undefined;
+  }
+
+  /**
+   * Waits until the item may act, as `tryWait`, and holds its concurrency
+   * slots until `release`: for items that run for a while (a job, a
+   * request). Undefined, having taken nothing, when the timed part of the
+   * wait would exceed `maxWaitMs`.
+   */
+  acquire(costs: Costs, maxWaitMs = Infinity, signal?: AbortSignal): Promise<LimitReservation | undefined> {
+    return this.#take(costs, maxWaitMs, signal);
+  }
+
+  /** Gives back the concurrency slots of an acquired item, and wakes the next in turn. */
+  release(reservation: LimitReservation | undefined): void {
+    if (reservation === undefined || reservation.released) return;
+    this.set.releaseAt(this.clock.now(), reservation);
+    this.#turns[0]?.();
+  }
+
+  async #take(costs: Costs, maxWaitMs: number, signal: AbortSignal | undefined): Promise<LimitReservation | undefined> {
+    signal?.throwIfAborted();
+    this.#checkCosts(costs);
+    let reservation = this.#turns.length === 0 ? this.set.reserve(costs, maxWaitMs) : undefined;
+    if (reservation === undefined || reservation.noSlot) reservation = await this.#inTurn(costs, maxWaitMs, signal);
+    if (!reservation.ok) return undefined;
+    const nowMs = this.clock.now();
+    const waitMs = reservation.delayFrom(nowMs);
+    for (const number of reservation.limitedBy) this.waitedMsBy[number - 1] = this.waitedMsBy[number - 1]! + reservation.waitMs;
+    if (waitMs <= 0) return reservation;
+    try {
+      await this.clock.sleep(waitMs, signal);
+    } catch (error) {
+      this.set.cancel(reservation);
+      this.#turns[0]?.();
+      throw error;
+    }
+    return reservation;
+  }
+
+  /** Waits for its turn in the queue of those without a slot, asking again at each release. */
+  async #inTurn(costs: Costs, maxWaitMs: number, signal: AbortSignal | undefined): Promise<LimitReservation> {
+    let wake!: () => void;
+    let woken = new Promise<void>((resolve) => (wake = resolve));
+    const turn = () => wake();
+    this.#turns.push(turn);
+    const onAbort = () => wake();
+    signal?.addEventListener("abort", onAbort, { once: true });
+    try {
+      for (;;) {
+        if (this.#turns[0] === turn) {
+          const reservation = this.set.reserve(costs, maxWaitMs);
+          if (!reservation.noSlot) return reservation;
+        }
+        await woken;
+        signal?.throwIfAborted();
+        woken = new Promise<void>((resolve) => (wake = resolve));
+      }
+    } finally {
+      signal?.removeEventListener("abort", onAbort);
+      this.#turns.splice(this.#turns.indexOf(turn), 1);
+      // The next in line may find a slot too (several freed, or this one gave up).
+      this.#turns[0]?.();
+    }
+  }
+
+  /** A cost above what some limit can ever take at once is refused as a bucket refuses one above its burst. */
+  #checkCosts(costs: Costs): void {
+    for (const unit in costs) {
+      const cost = costs[unit]!;
+      const most = this.mostAtOnce(unit);
+      if (cost > most) throw new ExceedsBurstError(cost, most);
+    }
+  }
+}
