@@ -1,7 +1,7 @@
 import { type Clock, systemClock } from "./clock.js";
 import { checkLimitSpecs, type CostUnit, type Costs, type LimitSpec } from "./limit-spec.js";
-import { SlidingWindow } from "./sliding-window.js";
-import { TokenBucket } from "./token-bucket.js";
+import { SlidingWindow, type SlidingWindowState } from "./sliding-window.js";
+import { TokenBucket, type TokenBucketState } from "./token-bucket.js";
 
 const BUCKET = 0;
 const WINDOW = 1;
@@ -50,6 +50,20 @@ export class LimitReservation {
 }
 
 const NO_AMOUNTS = new Float64Array(0);
+
+/** One limit's state: a bucket's level and times, a window's records, the slots a concurrency limit has in use. */
+export type LimitState = ({ kind: "bucket" } & TokenBucketState) | ({ kind: "window" } & SlidingWindowState) | { kind: "concurrency"; inUse: number };
+
+/**
+ * Everything a LimitSet holds besides its specs, as plain data: what a store
+ * keeps for a key between steps (`state()`, and the constructor's `state`).
+ */
+export interface LimitSetState {
+  /** The latest time anything was taken, given back or corrected: earlier times are clamped to it. */
+  lastMs: number;
+  /** Each limit's state, in the order of the specs. */
+  limits: LimitState[];
+}
 
 /**
  * LimitSet admits items against several limits at once, each counting its
@@ -134,7 +148,8 @@ export class LimitSet {
   #waitMs = 0;
   readonly #count: number;
 
-  constructor(specs: readonly LimitSpec[], options: { clock?: Clock } = {}) {
+  /** `state` goes on from a set's `state()` (same specs, same order); without it buckets start full, windows and slots empty. */
+  constructor(specs: readonly LimitSpec[], options: { clock?: Clock; state?: LimitSetState } = {}) {
     checkLimitSpecs(specs);
     this.specs = specs.map((spec) => ({ ...spec }));
     this.clock = options.clock ?? systemClock;
@@ -150,14 +165,34 @@ export class LimitSet {
     this.#fromNowMs = new Float64Array(count);
     this.#fromNowWaitMs = new Float64Array(count);
     this.#taken = new Float64Array(count);
-    this.#lastMs = this.clock.now();
+    const state = options.state;
+    if (state !== undefined && (!Array.isArray(state.limits) || state.limits.length !== count || state.limits.some((limit, i) => limit?.kind !== specs[i]!.kind))) {
+      throw new RangeError("Expected `state` to hold one state of the same kind for each limit, in order");
+    }
+    this.#lastMs = state?.lastMs ?? this.clock.now();
     specs.forEach((spec, i) => {
+      const limit = state?.limits[i];
       this.#units.push(spec.kind === "concurrency" ? undefined : spec.unit);
-      this.#buckets.push(spec.kind === "bucket" ? new TokenBucket({ rate: spec.rate, burst: spec.burst, clock: this.clock }) : undefined);
-      this.#windows.push(spec.kind === "window" ? new SlidingWindow(spec.n, spec.windowMs) : undefined);
+      this.#buckets.push(
+        spec.kind === "bucket" ? new TokenBucket({ rate: spec.rate, burst: spec.burst, clock: this.clock, state: limit?.kind === "bucket" ? limit : undefined }) : undefined,
+      );
+      this.#windows.push(spec.kind === "window" ? new SlidingWindow(spec.n, spec.windowMs, limit?.kind === "window" ? limit : undefined) : undefined);
       this.#kinds[i] = spec.kind === "bucket" ? BUCKET : spec.kind === "window" ? WINDOW : CONCURRENCY;
       if (spec.kind === "concurrency") this.#slotLimits[i] = spec.n;
+      if (limit?.kind === "concurrency") this.#slotsInUse[i] = limit.inUse;
     });
+  }
+
+  /** The set's state as plain data, to make it again with the constructor's `state`. */
+  state(): LimitSetState {
+    const limits: LimitState[] = [];
+    for (let i = 0; i < this.#count; i++) {
+      const kind = this.#kinds[i];
+      if (kind === BUCKET) limits.push({ kind: "bucket", ...this.#buckets[i]!.state() });
+      else if (kind === WINDOW) limits.push({ kind: "window", ...this.#windows[i]!.state() });
+      else limits.push({ kind: "concurrency", inUse: this.#slotsInUse[i]! });
+    }
+    return { lastMs: this.#lastMs, limits };
   }
 
   /** How many limits the set has. */
