@@ -28,7 +28,7 @@ describe("LimitSet's state as data", () => {
         } else if (step.op === "release") {
           live.releaseAt(step.atMs, liveTakes[step.take]!);
           stored.releaseAt(step.atMs, storedTakes[step.take]!);
-        } else {
+        } else if (step.op === "settle") {
           live.settleAt(step.atMs, liveTakes[step.take]!, step.costs);
           stored.settleAt(step.atMs, storedTakes[step.take]!, step.costs);
         }
