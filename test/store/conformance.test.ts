@@ -7,13 +7,23 @@ import { FakeClock } from "../../src/core/clock.js";
 import { STORE_BACKENDS } from "../../src/store/backends.js";
 import { openStore, parseStoreLocation } from "../../src/store/open-store.js";
 import { type RedisServer, startRedisServer } from "../helpers/redis-server.js";
+import type { BucketStore } from "../../src/store/bucket-store.js";
+import type { LimitSetStore } from "../../src/store/limit-set-store.js";
 import { describeStoreConformance } from "./conformance.js";
+import { describeSetConformance } from "./set-conformance.js";
 
 /** How the suite gets a fresh, empty store of a backend: its address, and what to remove afterwards. */
 interface BackendFixture {
   fresh(): Promise<{ url: string; cleanup?: () => Promise<void> }>;
   /** Stops what the fixture started (a server). */
   stop?(): Promise<void>;
+  /** The store's limit sets, when the store is not a LimitSetStore itself. */
+  sets?(url: string, clock: FakeClock): Promise<LimitSetStore>;
+}
+
+/** The store as a LimitSetStore, when it is one. */
+function asSetStore(store: BucketStore): LimitSetStore | undefined {
+  return "takeSet" in store ? (store as BucketStore & LimitSetStore) : undefined;
 }
 
 let redis: { server: RedisServer; admin: Redis } | undefined;
@@ -63,5 +73,13 @@ for (const backend of STORE_BACKENDS) {
     // Opened as the CLI and the middleware open it: through the registry, by its address.
     const store = await openStore(parseStoreLocation(url), { clock });
     return { store, clock, cleanup };
+  });
+  describeSetConformance(backend.type, async () => {
+    const { url, cleanup } = await fixture.fresh();
+    const clock = new FakeClock();
+    const store = await openStore(parseStoreLocation(url), { clock });
+    const sets = asSetStore(store) ?? (await fixture.sets?.(url, clock));
+    if (!sets) throw new Error(`the ${backend.type} store keeps no limit sets, and its fixture names none`);
+    return { store, sets, clock, cleanup };
   });
 }
