@@ -1,8 +1,14 @@
-/** A window's records (time, cost), oldest first, and the latest present it was told. */
+/** A window's records (time, cost), oldest first, the latest present it was told, and the sum of the costs as it kept it. */
 export interface SlidingWindowState {
   clockMs: number;
   times: number[];
   costs: number[];
+  /**
+   * The running sum, as the window added and took away (with fractional
+   * costs it may differ from a fresh sum in the last bit): a window made again
+   * from its state decides exactly as the one it came from. Summed afresh when absent.
+   */
+  sum?: number;
 }
 
 /**
@@ -57,7 +63,7 @@ export class SlidingWindow {
       times.push(this.#times[(this.#head + i) & mask]!);
       costs.push(this.#costs[(this.#head + i) & mask]!);
     }
-    return { clockMs: this.#clockMs, times, costs };
+    return { clockMs: this.#clockMs, times, costs, sum: this.#sum };
   }
 
   #restore(state: SlidingWindowState): void {
@@ -77,6 +83,10 @@ export class SlidingWindow {
       this.#costs[this.#count] = cost;
       this.#count++;
       this.#sum += cost;
+    }
+    if (state.sum !== undefined) {
+      if (typeof state.sum !== "number" || !Number.isFinite(state.sum)) throw new RangeError(`Expected a window's \`sum\` to be a finite number, got \`${state.sum}\``);
+      this.#sum = state.sum;
     }
   }
 
