@@ -18,10 +18,12 @@
  * bucket), or a set: "count" limits, the i-th's spec in "k<i>" (kind), "u<i>"
  * (unit), "a<i>" (rate or n), "b<i>" (burst or window ms), its state in
  * "t<i>", "l<i>", "e<i>" (a bucket's level, last update, latest time to act)
- * or "c<i>" (a window's present), and "slast" (the set's latest time).
+ * or "c<i>", "s<i>" (a window's present and running sum), and "slast" (the
+ * set's latest time).
  * A window's sorted set holds one member "<cost>@<time>" per record, scored
- * by its time; a concurrency limit's holds its holders, scored by the end of
- * their lease.
+ * by its time, read only as far as a step needs (the latest, the oldest few
+ * as they leave), so a take costs the same for a window of 10 or 10,000; a
+ * concurrency limit's holds its holders, scored by the end of their lease.
  *
  * ARGV[1] operation, ARGV[2] now in ms or "" for the server's clock (tests),
  * ARGV[3] idle expiry ms, ARGV[4] the same for a key made with expireWhenFull,
@@ -81,21 +83,33 @@ local implicit = false
 
 local function limitKey(i) return KEYS[1 + i] end
 
-local function loadWindow(i, clock)
-  local w = { times = {}, costs = {}, orig = {}, head = 1, count = 0, sum = 0, clock = clock, prunedTo = nil, dropped = {} }
-  local rows = redis.call("ZRANGE", limitKey(i), 0, -1, "WITHSCORES")
-  for r = 1, #rows, 2 do
-    local member = rows[r]
-    local at = string.find(member, "@", 1, true)
-    local k = w.count + 1
-    w.times[k] = tonumber(rows[r + 1])
-    w.costs[k] = tonumber(string.sub(member, 1, at - 1))
-    w.orig[k] = member
-    w.count = k
-    w.sum = w.sum + w.costs[k]
-  end
-  W[i] = w
+-- A window reads its records from its sorted set only as far as a step needs (the oldest few, the
+-- latest), not whole: "live" counts the records not pruned, "pruned" those pruned this step (removed
+-- at save, so that a refused take changes nothing), "cache" the records read, by rank.
+local function openWindow(i, clock, sum)
+  W[i] = { clock = clock, sum = sum, live = redis.call("ZCARD", limitKey(i)), pruned = 0, prunedTo = nil, cache = {} }
 end
+local function parseRecord(member, score)
+  local at = string.find(member, "@", 1, true)
+  return { time = tonumber(score), cost = tonumber(string.sub(member, 1, at - 1)), member = member }
+end
+-- The k-th oldest record not pruned (from 1).
+local function recordOf(i, k)
+  local w = W[i]
+  local rank = w.pruned + k - 1
+  local found = w.cache[rank]
+  if found then return found end
+  local rows = redis.call("ZRANGE", limitKey(i), rank, rank + 31, "WITHSCORES")
+  for r = 1, #rows, 2 do w.cache[rank + (r - 1) / 2] = parseRecord(rows[r], rows[r + 1]) end
+  return w.cache[rank]
+end
+local function latestOf(i)
+  local w = W[i]
+  if w.live == 0 then return nil end
+  return recordOf(i, w.live)
+end
+-- What a write changed: the records read before are read again.
+local function written(i) W[i].cache = {} end
 
 local function load()
   local h = redis.call("HMGET", main, "rate", "burst", "kind", "tokens", "last", "implicit", "count", "slast")
@@ -129,7 +143,8 @@ end
 local function loadLimitState(mutating)
   for i = 1, count do
     if kind[i] == "window" then
-      loadWindow(i, num(redis.call("HGET", main, "c" .. i)))
+      local f = redis.call("HMGET", main, "c" .. i, "s" .. i)
+      openWindow(i, num(f[1]), num(f[2]))
     elseif kind[i] == "concurrency" then
       if mutating then
         redis.call("ZREMRANGEBYSCORE", limitKey(i), "-inf", str(now))
@@ -217,69 +232,82 @@ local function cancelB(i, nowT, n, actMs, rate)
 end
 
 -- SlidingWindow, limit i.
-local function lastIndex(w) return w.head + w.count - 1 end
 local function earliestW(i, nowT, c)
   local w = W[i]
   if c > A[i] then return INF end
   local latest = -INF
-  if w.count > 0 then latest = w.times[lastIndex(w)] end
+  local last = latestOf(i)
+  if last then latest = last.time end
   local t = w.clock
   if nowT > w.clock then t = nowT end
   if latest > t then t = latest end
   if w.sum + c <= A[i] then return t end
   local remaining = w.sum
-  for k = w.head, lastIndex(w) do
-    remaining = remaining - w.costs[k]
+  for k = 1, w.live do
+    local record = recordOf(i, k)
+    remaining = remaining - record.cost
     if remaining + c <= A[i] then
-      local left = w.times[k] + B[i]
+      local left = record.time + B[i]
       if left > t then return left end
       return t
     end
   end
   return INF
 end
+local function member(cost, time) return str(cost) .. "@" .. str(time) end
+-- Writes what pruneW dropped (a take that goes ahead).
+local function flushPruned(i)
+  local w = W[i]
+  if w.prunedTo then redis.call("ZREMRANGEBYSCORE", limitKey(i), "-inf", str(w.prunedTo)) end
+  w.pruned = 0
+  w.prunedTo = nil
+  written(i)
+end
 local function recordW(i, atMs, c)
   local w = W[i]
   if not (c > 0) then return end
-  if w.count > 0 and w.times[lastIndex(w)] == atMs then
-    local k = lastIndex(w)
-    w.costs[k] = w.costs[k] + c
-    w.sum = w.sum + c
-    return
+  local last = latestOf(i)
+  if last and last.time == atMs then
+    redis.call("ZREM", limitKey(i), last.member)
+    redis.call("ZADD", limitKey(i), str(atMs), member(last.cost + c, atMs))
+  else
+    redis.call("ZADD", limitKey(i), str(atMs), member(c, atMs))
+    w.live = w.live + 1
   end
-  local k = w.head + w.count
-  w.times[k] = atMs; w.costs[k] = c; w.orig[k] = false
-  w.count = w.count + 1
   w.sum = w.sum + c
+  written(i)
 end
 local function adjustW(i, atMs, delta)
   local w = W[i]
-  local found
-  for k = w.head, lastIndex(w) do
-    if w.times[k] == atMs then found = k; break end
-  end
-  if not found then return end
-  local before = w.costs[found]
+  local rows = redis.call("ZRANGEBYSCORE", limitKey(i), str(atMs), str(atMs), "WITHSCORES")
+  if not rows[1] then return end
+  local record = parseRecord(rows[1], rows[2])
+  local before = record.cost
   local after = before + delta
   if after < 0 then after = 0 end
-  w.costs[found] = after
+  redis.call("ZREM", limitKey(i), record.member)
+  redis.call("ZADD", limitKey(i), str(atMs), member(after, atMs))
+  written(i)
   w.sum = w.sum + (after - before)
-  while w.count > 0 and w.costs[lastIndex(w)] == 0 do
-    local k = lastIndex(w)
-    if w.orig[k] then table.insert(w.dropped, w.orig[k]) end
-    w.orig[k] = false
-    w.count = w.count - 1
+  -- A forgotten latest record no longer holds later items back.
+  while w.live > 0 do
+    local last = latestOf(i)
+    if last.cost ~= 0 then break end
+    redis.call("ZREM", limitKey(i), last.member)
+    w.live = w.live - 1
+    written(i)
   end
-  if w.count == 0 or w.sum < 0 then w.sum = 0 end
+  if w.live == 0 or w.sum < 0 then w.sum = 0 end
 end
 local function remainingW(i, nowT)
   local w = W[i]
   local t = nowT
   if w.clock > t then t = w.clock end
   local held = w.sum
-  for k = w.head, lastIndex(w) do
-    if w.times[k] + B[i] > t then break end
-    held = held - w.costs[k]
+  for k = 1, w.live do
+    local record = recordOf(i, k)
+    if record.time + B[i] > t then break end
+    held = held - record.cost
   end
   return A[i] - held
 end
@@ -288,14 +316,15 @@ local function pruneW(i, nowT)
   local t = w.clock
   if nowT > w.clock then t = nowT end
   w.clock = t
-  while w.count > 0 and w.times[w.head] + B[i] <= t do
-    w.sum = w.sum - w.costs[w.head]
-    w.prunedTo = w.times[w.head]
-    w.orig[w.head] = false
-    w.head = w.head + 1
-    w.count = w.count - 1
+  while w.live > 0 do
+    local record = recordOf(i, 1)
+    if not (record.time + B[i] <= t) then break end
+    w.sum = w.sum - record.cost
+    w.prunedTo = record.time
+    w.pruned = w.pruned + 1
+    w.live = w.live - 1
   end
-  if w.count == 0 then w.sum = 0 end
+  if w.live == 0 then w.sum = 0 end
 end
 
 local function levelOf(i, t)
@@ -397,8 +426,8 @@ local function fullAt()
         if A[i] == 0 then at = INF else at = math.max(at, blast[i] + ((B[i] - tok[i]) / A[i]) * 1000) end
       end
     elseif kind[i] == "window" then
-      local w = W[i]
-      if w.count > 0 then at = math.max(at, w.times[lastIndex(w)] + B[i]) end
+      local last = latestOf(i)
+      if last then at = math.max(at, last.time + B[i]) end
     else
       local top = redis.call("ZRANGE", limitKey(i), -1, -1, "WITHSCORES")
       if top[2] then at = math.max(at, tonumber(top[2])) end
@@ -422,20 +451,6 @@ local function expire()
   end
 end
 
-local function saveWindow(i)
-  local w = W[i]
-  local key = limitKey(i)
-  if w.prunedTo then redis.call("ZREMRANGEBYSCORE", key, "-inf", str(w.prunedTo)) end
-  for _, member in ipairs(w.dropped) do redis.call("ZREM", key, member) end
-  for k = w.head, lastIndex(w) do
-    local member = str(w.costs[k]) .. "@" .. str(w.times[k])
-    if w.orig[k] ~= member then
-      if w.orig[k] then redis.call("ZREM", key, w.orig[k]) end
-      redis.call("ZADD", key, str(w.times[k]), member)
-    end
-  end
-end
-
 local function save()
   if legacy then
     redis.call("HSET", main, "rate", str(A[1]), "burst", str(B[1]), "kind", unit[1], "tokens", str(tokensAt(1, setLast)), "last", str(setLast))
@@ -446,8 +461,7 @@ local function save()
       if kind[i] == "bucket" then
         redis.call("HSET", main, "t" .. i, str(tok[i]), "l" .. i, str(blast[i]), "e" .. i, str(bevent[i]))
       elseif kind[i] == "window" then
-        redis.call("HSET", main, "c" .. i, str(W[i].clock))
-        saveWindow(i)
+        redis.call("HSET", main, "c" .. i, str(W[i].clock), "s" .. i, str(W[i].sum))
       end
     end
   end
@@ -537,7 +551,7 @@ if op == "configure" then
       if level > nb[i] then level = nb[i] end
       carried[i] = { tokens = level, last = t, event = bevent[j] }
     elseif j and kind[j] == "window" then
-      carried[i] = { clock = W[j].clock, rows = redis.call("ZRANGE", limitKey(j), 0, -1, "WITHSCORES") }
+      carried[i] = { clock = W[j].clock, sum = W[j].sum, rows = redis.call("ZRANGE", limitKey(j), 0, -1, "WITHSCORES") }
     elseif j then
       carried[i] = { rows = redis.call("ZRANGE", limitKey(j), 0, -1, "WITHSCORES") }
     end
@@ -558,9 +572,9 @@ if op == "configure" then
     elseif kind[i] == "window" then
       if c then
         for r = 1, #c.rows, 2 do redis.call("ZADD", limitKey(i), c.rows[r + 1], c.rows[r]) end
-        loadWindow(i, c.clock)
+        openWindow(i, c.clock, c.sum)
       else
-        loadWindow(i, -INF)
+        openWindow(i, -INF, 0)
       end
     else
       if c then for r = 1, #c.rows, 2 do redis.call("ZADD", limitKey(i), c.rows[r + 1], c.rows[r]) end end
@@ -605,6 +619,9 @@ if op == "take" then
   if not ok then return reply end
   local taken = {}
   setLast = nowT
+  for i = 1, count do
+    if kind[i] == "window" then flushPruned(i) end
+  end
   for i = 1, count do
     local c = cost[i]
     if kind[i] == "bucket" then
