@@ -1,5 +1,5 @@
 import type { Costs, LimitSpec } from "../core/limit-spec.js";
-import { type ConfigureOptions, StoreError } from "./bucket-store.js";
+import { type BucketStore, type ConfigureOptions, StoreError } from "./bucket-store.js";
 
 /**
  * A LimitSetStore keeps keys that hold a set of limits (DESIGN section 11):
@@ -201,8 +201,13 @@ export function sameLimits(a: readonly LimitSpec[], b: readonly LimitSpec[]): bo
 
 /** What BucketStore's take, cancel and read say of a key that holds a set other than one bucket. */
 export function heldAsSetError(storeUrl: string, key: string, limits: number): StoreError {
-  return new StoreError("failed", `store ${storeUrl}: key ${key} holds a set of ${limits} limits, not one bucket; read it as a set (this needs a tbucket with limit sets)`, {
+  return new StoreError("failed", `store ${storeUrl}: key ${key} holds a set of ${limits} limits, not one bucket; take from it as a set, or set it again with one rate`, {
     storeUrl,
     key,
   });
+}
+
+/** The store's limit sets: the store itself when it keeps them (memory, SQLite); undefined for one that does not yet. */
+export function limitSetStoreOf(store: BucketStore): (BucketStore & LimitSetStore) | undefined {
+  return "takeSet" in store && typeof (store as Partial<LimitSetStore>).takeSet === "function" ? (store as BucketStore & LimitSetStore) : undefined;
 }

@@ -7,8 +7,7 @@ import { FakeClock } from "../../src/core/clock.js";
 import { STORE_BACKENDS } from "../../src/store/backends.js";
 import { openStore, parseStoreLocation } from "../../src/store/open-store.js";
 import { type RedisServer, startRedisServer } from "../helpers/redis-server.js";
-import type { BucketStore } from "../../src/store/bucket-store.js";
-import type { LimitSetStore } from "../../src/store/limit-set-store.js";
+import { type LimitSetStore, limitSetStoreOf } from "../../src/store/limit-set-store.js";
 import { RedisSetStore } from "../../src/store/redis-set-store.js";
 import { REDIS_KEY_PREFIX } from "../../src/store/redis-store.js";
 import { describeStoreConformance } from "./conformance.js";
@@ -23,10 +22,6 @@ interface BackendFixture {
   sets?(url: string, clock: FakeClock): Promise<LimitSetStore>;
 }
 
-/** The store as a LimitSetStore, when it is one. */
-function asSetStore(store: BucketStore): LimitSetStore | undefined {
-  return "takeSet" in store ? (store as BucketStore & LimitSetStore) : undefined;
-}
 
 let redis: { server: RedisServer; admin: Redis } | undefined;
 
@@ -86,8 +81,8 @@ for (const backend of STORE_BACKENDS) {
     const { url, cleanup } = await fixture.fresh();
     const clock = new FakeClock();
     const store = await openStore(parseStoreLocation(url), { clock });
-    const sets = asSetStore(store) ?? (await fixture.sets?.(url, clock));
+    const sets = limitSetStoreOf(store) ?? (await fixture.sets?.(url, clock));
     if (!sets) throw new Error(`the ${backend.type} store keeps no limit sets, and its fixture names none`);
-    return { store, sets, clock, cleanup, bucketStoreKnowsSets: asSetStore(store) !== undefined };
+    return { store, sets, clock, cleanup, bucketStoreKnowsSets: limitSetStoreOf(store) !== undefined };
   });
 }

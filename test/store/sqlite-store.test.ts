@@ -215,6 +215,29 @@ describe("SqliteStore: the file", () => {
     after.close();
   });
 
+  it("keeps a set in one row, its windows' records pruned as they slide and its dead holders dropped", async () => {
+    const path = join(dir, "buckets.db");
+    const clock = new FakeClock(1_700_000_000_000);
+    const store = await SqliteStore.open(path, { clock });
+    await store.configureSet("api", [
+      { kind: "window", unit: "count", n: 4, windowMs: 1000 },
+      { kind: "concurrency", n: 50 },
+    ]);
+    const db = new Database(path, { readonly: true });
+    const row = () => db.prepare<[], { state: string; holders: string }>("SELECT state, holders FROM limit_sets WHERE key = 'api'").get()!;
+    let most = 0;
+    for (let i = 0; i < 60; i++) {
+      clock.set(1_700_000_000_000 + i * 137);
+      await store.takeSet("api", { count: 1 }, { maxWaitMs: 0, leaseMs: 500 });
+      most = Math.max(most, (JSON.parse(row().state) as { limits: Array<{ times?: number[] }> }).limits[0]!.times!.length);
+      expect((JSON.parse(row().holders) as unknown[][])[1]!.length).toBeLessThanOrEqual(4);
+    }
+    expect(most).toBe(4);
+    expect(await store.list()).toEqual([]);
+    db.close();
+    await store.close();
+  });
+
   it("says a corrupted file is not a tbucket database, in one line", async () => {
     const path = join(dir, "buckets.db");
     writeFileSync(path, "this is not sqlite, just some text that is long enough to be read as a header ".repeat(20));
