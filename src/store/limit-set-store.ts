@@ -201,7 +201,7 @@ export function sameLimits(a: readonly LimitSpec[], b: readonly LimitSpec[]): bo
 
 /** What BucketStore's take, cancel and read say of a key that holds a set other than one bucket. */
 export function heldAsSetError(storeUrl: string, key: string, limits: number): StoreError {
-  return new StoreError("failed", `store ${storeUrl}: key ${key} holds a set of ${limits} limits, not one bucket; take from it as a set, or set it again with one rate`, {
+  return new StoreError("holds-a-set", `store ${storeUrl}: key ${key} holds a set of ${limits} limits, not one bucket; take from it as a set, or set it again with one rate`, {
     storeUrl,
     key,
   });
