@@ -1,5 +1,5 @@
 import type { Costs, LimitSpec } from "../core/limit-spec.js";
-import { type BucketStore, type ConfigureOptions, StoreError } from "./bucket-store.js";
+import { type ConfigureOptions, StoreError } from "./bucket-store.js";
 
 /**
  * A LimitSetStore keeps keys that hold a set of limits (DESIGN section 11):
@@ -205,9 +205,4 @@ export function heldAsSetError(storeUrl: string, key: string, limits: number): S
     storeUrl,
     key,
   });
-}
-
-/** The store's limit sets: the store itself when it keeps them (memory, SQLite); undefined for one that does not yet. */
-export function limitSetStoreOf(store: BucketStore): (BucketStore & LimitSetStore) | undefined {
-  return "takeSet" in store && typeof (store as Partial<LimitSetStore>).takeSet === "function" ? (store as BucketStore & LimitSetStore) : undefined;
 }

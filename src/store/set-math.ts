@@ -102,7 +102,8 @@ export function takeSetAt(stored: StoredSet, nowMs: number, costs: Costs, option
     reservation.holder = holder;
     const untilMs = slotLeaseEnd(nowMs, taken.timeToActMs, options.leaseMs);
     stored.limits.forEach((spec, i) => {
-      if (spec.kind === "concurrency") holders[i]!.push([holder, untilMs]);
+      // A holder named again holds one slot, as in Redis's sorted set: its lease is the new one.
+      if (spec.kind === "concurrency") holders[i] = [...holders[i]!.filter(([id]) => id !== holder), [holder, untilMs]];
     });
   }
   const result: SetTakeResult = { ok: true, waitMs: taken.waitMs, timeToActMs: taken.timeToActMs, limitedBy: [...taken.limitedBy], noSlot: false, reservation, limits };
