@@ -244,6 +244,26 @@ export function describeSetConformance(name: string, setup: () => Promise<SetSto
       expect(await levels("k")).toEqual([5, 2, 8]);
     });
 
+    it("gives a reservation made before the set changed back to the limits it was taken from, and nothing to a new one", async () => {
+      await sets.configureSet("k", [
+        { kind: "bucket", unit: "count", rate: 10, burst: 10 },
+        { kind: "window", unit: "bytes", n: 1000, windowMs: 1000 },
+      ]);
+      await sets.takeSet("k", { count: 10, bytes: 100 });
+      const waiting = (await sets.takeSet("k", { count: 5, bytes: 300 }))!;
+      expect(waiting.timeToActMs).toBe(T0 + 500);
+      // The window is kept (same limit), the bucket goes on at a new rate (same unit), a byte bucket is new.
+      await sets.configureSet("k", [
+        { kind: "window", unit: "bytes", n: 1000, windowMs: 1000 },
+        { kind: "bucket", unit: "bytes", rate: 100, burst: 100 },
+        { kind: "bucket", unit: "count", rate: 20, burst: 10 },
+      ]);
+      expect(await levels("k")).toEqual([600, 100, -5]);
+      clock.set(T0 + 100);
+      await sets.cancelSet("k", waiting.reservation!);
+      expect(await levels("k")).toEqual([900, 100, 2]);
+    });
+
     it("keeps a key stored as one bucket working: BucketStore's take and cancel exactly, read here as a set of one", async () => {
       const bucket = new TokenBucket({ rate: 10, burst: 5, clock });
       await store.configure("old", { rate: 10, burst: 5, kind: "count" });
