@@ -14,13 +14,12 @@
 // start-up costs any pipe started beside others.
 // Needs redis-server on PATH (Debian: apt-get install redis-server) for the Redis rows.
 // The machine's other load shows in these figures: say what it was (the load average is printed).
-import { spawn, spawnSync } from "node:child_process";
+import { spawn } from "node:child_process";
 import { closeSync, mkdtempSync, openSync, rmSync, statSync } from "node:fs";
-import { createConnection } from "node:net";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { freePort } from "./free-port.mjs";
+import { startRedis } from "./redis-server.mjs";
 
 const TBUCKET = fileURLToPath(new URL("../bin/tbucket", import.meta.url));
 const arg = (name, fallback) => {
@@ -111,23 +110,6 @@ async function measure(store, name) {
     for (const p of pipes) p.child.kill("SIGTERM");
     await Promise.all(pipes.map((p) => p.exited));
   }
-}
-
-async function startRedis(dir) {
-  if (spawnSync("redis-server", ["--version"]).status !== 0) return undefined;
-  const port = await freePort();
-  const child = spawn("redis-server", ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir], { stdio: "ignore" });
-  for (let i = 0; i < 100; i++) {
-    const up = await new Promise((resolve) => {
-      const socket = createConnection({ port, host: "127.0.0.1" });
-      socket.once("connect", () => (socket.destroy(), resolve(true)));
-      socket.once("error", () => resolve(false));
-    });
-    if (up) return { url: `redis://127.0.0.1:${port}`, stop: () => child.kill("SIGTERM") };
-    await sleep(50);
-  }
-  child.kill("SIGKILL");
-  return undefined;
 }
 
 const work = mkdtempSync(join(tmpdir(), "tbucket-bench-shared-"));

@@ -7,13 +7,12 @@
 //
 // Needs redis-server on PATH (Debian: apt-get install redis-server) for the Redis rows.
 // The machine's other load shows in these figures: run it on a quiet machine to compare.
-import { spawn, spawnSync } from "node:child_process";
+import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
-import { createConnection } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { freePort } from "./free-port.mjs";
+import { startRedis } from "./redis-server.mjs";
 
 const DIST = new URL("../dist/", import.meta.url);
 const TBUCKET = fileURLToPath(new URL("../bin/tbucket", import.meta.url));
@@ -58,23 +57,6 @@ if (process.argv[2] === "--worker") {
   await store.close();
   process.stdout.write(`${perSecond}\n`);
   process.exit(0);
-}
-
-async function startRedis() {
-  if (spawnSync("redis-server", ["--version"]).status !== 0) return undefined;
-  const port = await freePort();
-  const child = spawn("redis-server", ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"], { stdio: "ignore" });
-  for (let i = 0; i < 100; i++) {
-    const up = await new Promise((resolve) => {
-      const socket = createConnection({ port, host: "127.0.0.1" });
-      socket.once("connect", () => (socket.destroy(), resolve(true)));
-      socket.once("error", () => resolve(false));
-    });
-    if (up) return { url: `redis://127.0.0.1:${port}`, stop: () => child.kill("SIGTERM") };
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  child.kill("SIGKILL");
-  return undefined;
 }
 
 /** Runs the built CLI on 100 MiB/s for `seconds` from an endless source; returns bytes written. */

@@ -1,7 +1,7 @@
 import { type Clock, systemClock } from "./clock.js";
 import { checkLimitSpecs, type CostUnit, type Costs, type LimitSpec } from "./limit-spec.js";
-import { SlidingWindow } from "./sliding-window.js";
-import { TokenBucket } from "./token-bucket.js";
+import { SlidingWindow, type SlidingWindowState } from "./sliding-window.js";
+import { TokenBucket, type TokenBucketState } from "./token-bucket.js";
 
 const BUCKET = 0;
 const WINDOW = 1;
@@ -50,6 +50,20 @@ export class LimitReservation {
 }
 
 const NO_AMOUNTS = new Float64Array(0);
+
+/** One limit's state: a bucket's level and times, a window's records, the slots a concurrency limit has in use. */
+export type LimitState = ({ kind: "bucket" } & TokenBucketState) | ({ kind: "window" } & SlidingWindowState) | { kind: "concurrency"; inUse: number };
+
+/**
+ * Everything a LimitSet holds besides its specs, as plain data: what a store
+ * keeps for a key between steps (`state()`, and the constructor's `state`).
+ */
+export interface LimitSetState {
+  /** The latest time anything was taken, given back or corrected: earlier times are clamped to it. */
+  lastMs: number;
+  /** Each limit's state, in the order of the specs. */
+  limits: LimitState[];
+}
 
 /**
  * LimitSet admits items against several limits at once, each counting its
@@ -122,20 +136,38 @@ export class LimitSet {
   #lastMs: number;
 
   /**
-   * A set of `specs`, every bucket full and every window empty at the
-   * clock's now. Sets made from the same array share its checked, frozen
-   * plan (the simulator makes one per key): do not change the array after.
+   * A set of `specs`, every bucket full and every window and slot empty at
+   * the clock's now; or, with `state`, going on from a set's `state()` (same
+   * specs, same order). Sets made from the same array share its checked,
+   * frozen plan (the simulator makes one per key): do not change the array after.
    */
-  constructor(specs: readonly LimitSpec[], options: { clock?: Clock } = {}) {
+  constructor(specs: readonly LimitSpec[], options: { clock?: Clock; state?: LimitSetState } = {}) {
     this.#plan = planFor(specs);
     this.specs = this.#plan.specs;
     this.clock = options.clock ?? systemClock;
-    this.#lastMs = this.clock.now();
-    this.#state = this.specs.map((spec) => {
-      if (spec.kind === "bucket") return new TokenBucket({ rate: spec.rate, burst: spec.burst, clock: this.clock });
-      if (spec.kind === "window") return new SlidingWindow(spec.n, spec.windowMs);
-      return 0;
+    const state = options.state;
+    if (state !== undefined && (!Array.isArray(state.limits) || state.limits.length !== this.specs.length || state.limits.some((limit, i) => limit?.kind !== this.specs[i]!.kind))) {
+      throw new RangeError("Expected `state` to hold one state of the same kind for each limit, in order");
+    }
+    this.#lastMs = state?.lastMs ?? this.clock.now();
+    this.#state = this.specs.map((spec, i) => {
+      const limit = state?.limits[i];
+      if (spec.kind === "bucket") return new TokenBucket({ rate: spec.rate, burst: spec.burst, clock: this.clock, state: limit?.kind === "bucket" ? limit : undefined });
+      if (spec.kind === "window") return new SlidingWindow(spec.n, spec.windowMs, limit?.kind === "window" ? limit : undefined);
+      return limit?.kind === "concurrency" ? limit.inUse : 0;
     });
+  }
+
+  /** The set's state as plain data, to make it again with the constructor's `state`. */
+  state(): LimitSetState {
+    const limits: LimitState[] = [];
+    for (let i = 0; i < this.#plan.count; i++) {
+      const kind = this.#plan.kinds[i];
+      if (kind === BUCKET) limits.push({ kind: "bucket", ...this.#bucket(i).state() });
+      else if (kind === WINDOW) limits.push({ kind: "window", ...this.#window(i).state() });
+      else limits.push({ kind: "concurrency", inUse: this.#slotsInUse(i) });
+    }
+    return { lastMs: this.#lastMs, limits };
   }
 
   /** How many limits the set has. */

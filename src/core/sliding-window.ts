@@ -1,3 +1,16 @@
+/** A window's records (time, cost), oldest first, the latest present it was told, and the sum of the costs as it kept it. */
+export interface SlidingWindowState {
+  clockMs: number;
+  times: number[];
+  costs: number[];
+  /**
+   * The running sum, as the window added and took away (with fractional
+   * costs it may differ from a fresh sum in the last bit): a window made again
+   * from its state decides exactly as the one it came from. Summed afresh when absent.
+   */
+  sum?: number;
+}
+
 /**
  * SlidingWindow admits at most `limit` units in any interval of length
  * `windowMs`: sliding and exact, not a fixed window and not a bucket of burst
@@ -41,7 +54,7 @@ export class SlidingWindow {
   /** The latest present the window was pruned at. */
   #clockMs = -Infinity;
 
-  constructor(limit: number, windowMs: number) {
+  constructor(limit: number, windowMs: number, state?: SlidingWindowState) {
     if (typeof limit !== "number" || !Number.isFinite(limit) || limit < 0) {
       throw new RangeError(`Expected \`n\` to be a non-negative finite number, got \`${limit}\` (${typeof limit})`);
     }
@@ -50,6 +63,43 @@ export class SlidingWindow {
     }
     this.limit = limit;
     this.windowMs = windowMs;
+    if (state) this.#restore(state);
+  }
+
+  /** The window's records, oldest first, and its present: to make it again with the constructor's `state` (a store keeps it between steps). */
+  state(): SlidingWindowState {
+    const mask = this.#times.length - 1;
+    const times: number[] = [];
+    const costs: number[] = [];
+    for (let i = 0; i < this.#count; i++) {
+      times.push(this.#times[(this.#head + i) & mask]!);
+      costs.push(this.#costs[(this.#head + i) & mask]!);
+    }
+    return { clockMs: this.#clockMs, times, costs, sum: this.#sum };
+  }
+
+  #restore(state: SlidingWindowState): void {
+    const { clockMs, times, costs } = state;
+    if (typeof clockMs !== "number" || Number.isNaN(clockMs) || !Array.isArray(times) || !Array.isArray(costs) || times.length !== costs.length) {
+      throw new RangeError("Expected a window's `state` to have a `clockMs` and as many `times` as `costs`");
+    }
+    this.#clockMs = clockMs;
+    for (let i = 0; i < times.length; i++) {
+      const time = times[i]!;
+      const cost = costs[i]!;
+      if (!Number.isFinite(time) || !Number.isFinite(cost) || cost < 0 || (i > 0 && time <= times[i - 1]!)) {
+        throw new RangeError(`Expected a window's records in time order with finite costs, got (${time}, ${cost}) at ${i}`);
+      }
+      if (this.#count === this.#times.length) this.#grow();
+      this.#times[this.#count] = time;
+      this.#costs[this.#count] = cost;
+      this.#count++;
+      this.#sum += cost;
+    }
+    if (state.sum !== undefined) {
+      if (typeof state.sum !== "number" || !Number.isFinite(state.sum)) throw new RangeError(`Expected a window's \`sum\` to be a finite number, got \`${state.sum}\``);
+      this.#sum = state.sum;
+    }
   }
 
   /** How many records are held (the memory bound's measure). */

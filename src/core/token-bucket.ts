@@ -15,6 +15,18 @@ export interface TokenBucketOptions {
   tokens?: number;
   /** The clock used by the methods without an explicit time. */
   clock?: Clock;
+  /**
+   * The whole state a bucket had (`state()`), to go on from it: a store
+   * keeps it between steps. Overrides `tokens`; its level is at most the burst.
+   */
+  state?: TokenBucketState;
+}
+
+/** What a bucket holds besides its settings: the level at `lastMs`, and the latest time to act of a reservation (what cancelling measures from). */
+export interface TokenBucketState {
+  tokens: number;
+  lastMs: number;
+  lastEventMs: number;
 }
 
 /**
@@ -113,14 +125,28 @@ export class TokenBucket {
     this.clock = options.clock ?? systemClock;
     this.#rate = checkRate(options.rate);
     this.#burst = checkBurst(options.burst);
-    const start = options.tokens ?? this.#burst;
+    const state = options.state;
+    const start = state?.tokens ?? options.tokens ?? this.#burst;
     if (!Number.isFinite(start) || start > this.#burst) {
       throw new RangeError(`Expected \`tokens\` to be a finite number at most the burst, got \`${start}\``);
     }
     this.#tokens = start;
+    if (state) {
+      if (typeof state.lastMs !== "number" || !Number.isFinite(state.lastMs) || typeof state.lastEventMs !== "number" || Number.isNaN(state.lastEventMs)) {
+        throw new RangeError(`Expected \`state\` to have a finite \`lastMs\` and a \`lastEventMs\`, got \`${state.lastMs}\`, \`${state.lastEventMs}\``);
+      }
+      this.#lastMs = state.lastMs;
+      this.#lastEventMs = state.lastEventMs;
+      return;
+    }
     this.#lastMs = this.clock.now();
     // A bucket that starts in debt owes it to reservations due when the debt is repaid.
     this.#lastEventMs = this.#lastMs + (start < 0 ? durationMsFromTokens(-start, this.#rate) : 0);
+  }
+
+  /** The bucket's state, to make it again with the `state` option (a store keeps it between steps). */
+  state(): TokenBucketState {
+    return { tokens: this.#tokens, lastMs: this.#lastMs, lastEventMs: this.#lastEventMs };
   }
 
   get rate(): number {

@@ -137,6 +137,7 @@ export interface StoreReservation {
  * - `not-a-store`: the address names something that cannot hold one (a directory, a device).
  * - `failed`: the store failed otherwise.
  * - `deleted`: the key was deleted while in use; `closed`: the limiter was closed while waiting.
+ * - `holds-a-set`: the key holds a set of limits (LimitSetStore), which a one-bucket take cannot take from.
  */
 export type StoreFailure =
   | "unreachable"
@@ -151,7 +152,8 @@ export type StoreFailure =
   | "not-a-store"
   | "failed"
   | "deleted"
-  | "closed";
+  | "closed"
+  | "holds-a-set";
 
 export interface StoreErrorDetails {
   /** The store's address as shown to users (password hidden). */

@@ -19,10 +19,40 @@ import {
   type TakeResult,
 } from "./bucket-store.js";
 import { cancelAt, configureAt, type StoredBucket, takeAt } from "./bucket-math.js";
+import { checkLimitSpecs, type Costs, type LimitSpec } from "../core/limit-spec.js";
+import {
+  checkLease,
+  checkSetReservation,
+  checkSetTake,
+  heldAsSetError,
+  type LimitSetStore,
+  type SetReservation,
+  type SetState,
+  type SetTakeOptions,
+  type SetTakeResult,
+} from "./limit-set-store.js";
 import { stateOf, wallClock } from "./memory-store.js";
+import {
+  bucketOfSet,
+  cancelSetAt,
+  configureSetAt,
+  fullAtMs,
+  releaseSetAt,
+  renewSetAt,
+  setOfBucket,
+  setStateOf,
+  settleSetAt,
+  type StoredSet,
+  takeSetAt,
+} from "./set-math.js";
 
-/** The schema this release writes; a file with a higher version came from a newer tbucket. */
-export const SQLITE_SCHEMA_VERSION = 1;
+/**
+ * The schema this release writes; a file with a higher version came from a
+ * newer tbucket. 2: limit sets (the limit_sets table), which a release
+ * before them would not see, so it must refuse the file rather than make a
+ * one-bucket key of the same name beside a set.
+ */
+export const SQLITE_SCHEMA_VERSION = 2;
 
 export interface SqliteStoreOptions {
   /** How the user named the store, for messages; `sqlite:<path>` by default. */
@@ -56,6 +86,23 @@ interface MarkedRow extends Row {
   expire_when_full: number;
 }
 
+/** A key of any set other than one bucket counting bytes or counts: its limits, their state and the slots' holders, as JSON. */
+interface SetRow {
+  key: string;
+  limits: string;
+  state: string;
+  holders: string;
+  /** When the key is as a new one would be (fullAtMs): a key made with expireWhenFull may be swept from then on. */
+  full_at_ms: number;
+  expire_when_full: number;
+}
+
+/** A key as a set step finds it, in either table, and whether it was made with expireWhenFull. */
+interface FoundSet {
+  stored: StoredSet;
+  marked: boolean;
+}
+
 /**
  * Buckets in one SQLite file, shared by the processes of one machine. WAL
  * lets readers go on while one process writes; every change is one
@@ -63,7 +110,7 @@ interface MarkedRow extends Row {
  * two processes never compute from the same level), and a busy timeout makes
  * concurrent takes queue instead of failing.
  */
-export class SqliteStore implements BucketStore {
+export class SqliteStore implements BucketStore, LimitSetStore {
   readonly url: string;
   /** The file open now: another one, once the path names a new file (see #checkFile). */
   #db!: BetterSqlite3.Database;
@@ -75,6 +122,11 @@ export class SqliteStore implements BucketStore {
   #take!: (key: string, n: number, options: TakeOptions | undefined) => TakeResult | undefined;
   #configure!: (key: string, config: BucketConfig, options: ConfigureOptions | undefined) => BucketState;
   #cancel!: (key: string, reservation: StoreReservation) => number | undefined;
+  #selectSet!: BetterSqlite3.Statement<[string], SetRow>;
+  /** Runs a set step in one IMMEDIATE transaction. */
+  #inTransaction!: <T>(step: () => T) => T;
+  #saveSet!: (key: string, next: StoredSet, marked: boolean) => void;
+  #sweep!: (nowMs: number) => void;
   readonly #fullKeyMarginMs: number;
   /** When this process last swept keys made with `expireWhenFull` that are full again. */
   #lastSweepMs = -Infinity;
@@ -110,9 +162,39 @@ export class SqliteStore implements BucketStore {
        ON CONFLICT (key) DO UPDATE SET kind = excluded.kind, rate = excluded.rate, burst = excluded.burst,
          tokens = excluded.tokens, last_ms = excluded.last_ms`,
     );
+    this.#selectSet = db.prepare<[string], SetRow>("SELECT key, limits, state, holders, full_at_ms, expire_when_full FROM limit_sets WHERE key = ?");
+    const upsertSet = db.prepare<[SetRow]>(
+      `INSERT INTO limit_sets (key, limits, state, holders, full_at_ms, expire_when_full)
+       VALUES (@key, @limits, @state, @holders, @full_at_ms, @expire_when_full)
+       ON CONFLICT (key) DO UPDATE SET limits = excluded.limits, state = excluded.state, holders = excluded.holders,
+         full_at_ms = excluded.full_at_ms, expire_when_full = excluded.expire_when_full`,
+    );
+    const deleteSet = db.prepare<[string]>("DELETE FROM limit_sets WHERE key = ?");
+    const deleteBucket = db.prepare<[string]>("DELETE FROM buckets WHERE key = ?");
+    const sweepSets = db.prepare<{ cutoff: number }>("DELETE FROM limit_sets WHERE expire_when_full = 1 AND full_at_ms <= @cutoff");
+    // Keys made per client are what grows the tables: making one also sweeps those full again, at most once a margin.
+    this.#sweep = (nowMs) => {
+      if (nowMs - this.#lastSweepMs < this.#fullKeyMarginMs) return;
+      this.#lastSweepMs = nowMs;
+      sweep.run({ cutoff: nowMs - this.#fullKeyMarginMs });
+      sweepSets.run({ cutoff: nowMs - this.#fullKeyMarginMs });
+    };
+    this.#saveSet = (key, next, marked) => {
+      const bucket = bucketOfSet(next);
+      if (bucket) {
+        this.#upsert.run(rowOf(key, bucket));
+        mark.run(marked ? 1 : 0, key);
+        deleteSet.run(key);
+        return;
+      }
+      upsertSet.run({ key, ...setRowOf(next), full_at_ms: fullAtMs(next), expire_when_full: marked ? 1 : 0 });
+      deleteBucket.run(key);
+    };
+    const inTransaction = db.transaction((step: () => unknown) => step());
+    this.#inTransaction = <T>(step: () => T) => inTransaction.immediate(step) as T;
     const take = db.transaction((key: string, n: number, options: TakeOptions | undefined) => {
       const row = this.#select.get(key);
-      if (!row) return undefined;
+      if (!row) return this.#refuseSet(key);
       const { result, next } = takeAt(storedOf(row), this.#clock.now(), n, options);
       if (next) this.#upsert.run(rowOf(key, next));
       return result;
@@ -120,7 +202,7 @@ export class SqliteStore implements BucketStore {
     this.#take = (key, n, options) => take.immediate(key, n, options);
     const cancel = db.transaction((key: string, reservation: StoreReservation) => {
       const row = this.#select.get(key);
-      if (!row) return undefined;
+      if (!row) return this.#refuseSet(key);
       const { restored, next } = cancelAt(storedOf(row), this.#clock.now(), reservation);
       if (next) this.#upsert.run(rowOf(key, next));
       return restored;
@@ -133,11 +215,8 @@ export class SqliteStore implements BucketStore {
       const expiresWhenFull = Boolean(options?.expireWhenFull) && (!row || row.expire_when_full === 1);
       this.#upsert.run(rowOf(key, next));
       mark.run(expiresWhenFull ? 1 : 0, key);
-      // Keys made per client are what grows the table: making one also sweeps those full again, at most once a margin.
-      if (expiresWhenFull && nowMs - this.#lastSweepMs >= this.#fullKeyMarginMs) {
-        this.#lastSweepMs = nowMs;
-        sweep.run({ cutoff: nowMs - this.#fullKeyMarginMs });
-      }
+      deleteSet.run(key);
+      if (expiresWhenFull) this.#sweep(nowMs);
       return stateOf(key, next, nowMs, expiresWhenFull);
     });
     this.#configure = (key, config, options) => configure.immediate(key, config, options);
@@ -200,7 +279,8 @@ export class SqliteStore implements BucketStore {
   async read(key: string): Promise<BucketState | undefined> {
     return this.#guard(() => {
       const row = this.#select.get(key);
-      return row && stateOf(key, storedOf(row), this.#clock.now(), row.expire_when_full === 1);
+      if (!row) return this.#refuseSet(key);
+      return stateOf(key, storedOf(row), this.#clock.now(), row.expire_when_full === 1);
     });
   }
 
@@ -218,7 +298,118 @@ export class SqliteStore implements BucketStore {
   }
 
   async delete(key: string): Promise<boolean> {
-    return this.#guard(() => this.#db.prepare("DELETE FROM buckets WHERE key = ?").run(key).changes > 0);
+    return this.#guard(() =>
+      this.#inTransaction(() => {
+        const set = this.#db.prepare("DELETE FROM limit_sets WHERE key = ?").run(key).changes > 0;
+        return this.#db.prepare("DELETE FROM buckets WHERE key = ?").run(key).changes > 0 || set;
+      }),
+    );
+  }
+
+  /** BucketStore's answer for a key it has no bucket for: unknown, or held as a set it cannot take from. */
+  #refuseSet(key: string): undefined {
+    const set = this.#selectSet.get(key);
+    if (set) throw heldAsSetError(this.url, key, (JSON.parse(set.limits) as unknown[]).length);
+    return undefined;
+  }
+
+  /** The key as a set, from whichever table holds it. */
+  #findSet(key: string): FoundSet | undefined {
+    const row = this.#select.get(key);
+    if (row) return { stored: setOfBucket(storedOf(row)), marked: row.expire_when_full === 1 };
+    const set = this.#selectSet.get(key);
+    return set && { stored: storedSetOf(set), marked: set.expire_when_full === 1 };
+  }
+
+  /** One set step on a key that exists, in one IMMEDIATE transaction: what it answers, and the set to store (undefined: unchanged). */
+  #setStep<T>(key: string, step: (stored: StoredSet, nowMs: number) => { value: T; next: StoredSet | undefined }): T | undefined {
+    return this.#guard(() =>
+      this.#inTransaction(() => {
+        const found = this.#findSet(key);
+        if (!found) return undefined;
+        const { value, next } = step(found.stored, this.#clock.now());
+        if (next) this.#saveSet(key, next, found.marked);
+        return value;
+      }),
+    );
+  }
+
+  async configureSet(key: string, limits: readonly LimitSpec[], options?: ConfigureOptions): Promise<SetState> {
+    checkLimitSpecs(limits);
+    return this.#guard(() =>
+      this.#inTransaction(() => {
+        const found = this.#findSet(key);
+        const nowMs = this.#clock.now();
+        const next = configureSetAt(found?.stored, nowMs, limits);
+        const marked = Boolean(options?.expireWhenFull) && (!found || found.marked);
+        this.#saveSet(key, next, marked);
+        if (marked) this.#sweep(nowMs);
+        return setStateOf(key, next, nowMs, marked);
+      }),
+    );
+  }
+
+  async takeSet(key: string, costs: Costs, options?: SetTakeOptions): Promise<SetTakeResult | undefined> {
+    checkSetTake(costs, options);
+    return this.#setStep(key, (stored, nowMs) => {
+      const { result, next } = takeSetAt(stored, nowMs, costs, options);
+      return { value: result, next };
+    });
+  }
+
+  async cancelSet(key: string, reservation: SetReservation): Promise<true | undefined> {
+    checkSetReservation(reservation);
+    return this.#setStep(key, (stored, nowMs) => ({ value: true as const, next: cancelSetAt(stored, nowMs, reservation) }));
+  }
+
+  async settleSet(key: string, reservation: SetReservation, actualCosts: Costs): Promise<SetReservation | undefined> {
+    checkSetReservation(reservation);
+    checkSetTake(actualCosts, undefined);
+    return this.#setStep(key, (stored, nowMs) => {
+      const settled = settleSetAt(stored, nowMs, reservation, actualCosts);
+      return { value: settled.reservation, next: settled.next };
+    });
+  }
+
+  async releaseSet(key: string, reservation: SetReservation): Promise<boolean | undefined> {
+    checkSetReservation(reservation);
+    return this.#setStep(key, (stored, nowMs) => {
+      const { released, next } = releaseSetAt(stored, nowMs, reservation);
+      return { value: released, next };
+    });
+  }
+
+  async renewSet(key: string, reservation: SetReservation, leaseMs?: number): Promise<boolean | undefined> {
+    checkSetReservation(reservation);
+    checkLease(leaseMs);
+    return this.#setStep(key, (stored, nowMs) => {
+      const { renewed, next } = renewSetAt(stored, nowMs, reservation, leaseMs);
+      return { value: renewed, next };
+    });
+  }
+
+  async readSet(key: string): Promise<SetState | undefined> {
+    return this.#guard(() => {
+      const found = this.#findSet(key);
+      return found && setStateOf(key, found.stored, this.#clock.now(), found.marked);
+    });
+  }
+
+  async listSets(): Promise<SetState[]> {
+    return this.#guard(() => {
+      const nowMs = this.#clock.now();
+      const buckets = this.#db.prepare<[], MarkedRow>("SELECT key, kind, rate, burst, tokens, last_ms, expire_when_full FROM buckets").all();
+      const sets = this.#db.prepare<[], SetRow>("SELECT key, limits, state, holders, full_at_ms, expire_when_full FROM limit_sets").all();
+      const states = [
+        ...buckets.map((row) => setStateOf(row.key, setOfBucket(storedOf(row)), nowMs, row.expire_when_full === 1)),
+        ...sets.map((row) => setStateOf(row.key, storedSetOf(row), nowMs, row.expire_when_full === 1)),
+      ];
+      return states.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+    });
+  }
+
+  async deleteSet(key: string): Promise<boolean> {
+    return this.delete(key);
   }
 
   async close(): Promise<void> {
@@ -342,14 +533,45 @@ function migrate(db: BetterSqlite3.Database, url: string): void {
         tokens REAL NOT NULL,
         last_ms REAL NOT NULL
       )`);
-      db.prepare("INSERT INTO tbucket_schema (version) VALUES (?)").run(SQLITE_SCHEMA_VERSION);
     }
+    if (version < 2) {
+      // JSON with non-finite numbers as strings (setRowOf); full_at_ms may be Infinity (a bucket paused below full).
+      db.exec(`CREATE TABLE limit_sets (
+        key TEXT PRIMARY KEY NOT NULL,
+        limits TEXT NOT NULL,
+        state TEXT NOT NULL,
+        holders TEXT NOT NULL,
+        full_at_ms REAL NOT NULL,
+        expire_when_full INTEGER NOT NULL DEFAULT 0
+      )`);
+    }
+    if (version < SQLITE_SCHEMA_VERSION) db.prepare("INSERT INTO tbucket_schema (version) VALUES (?)").run(SQLITE_SCHEMA_VERSION);
     // Added beside schema 1 rather than as schema 2: a release without it names its columns, and goes on using the file.
     const columns = db.prepare<[], { name: string }>("PRAGMA table_info(buckets)").all();
     if (!columns.some((column) => column.name === "expire_when_full")) {
       db.exec("ALTER TABLE buckets ADD COLUMN expire_when_full INTEGER NOT NULL DEFAULT 0");
     }
   }).immediate();
+}
+
+/** JSON keeps no Infinity: a non-finite number is written as {"#": "Infinity"} (no string a user gives, a unit or a holder, is mistaken for one), and read back. */
+function encode(value: unknown): string {
+  return JSON.stringify(value, (_key, v: unknown) => (typeof v === "number" && !Number.isFinite(v) ? { "#": String(v) } : v));
+}
+
+function decode<T>(text: string): T {
+  return JSON.parse(text, (_key, v: unknown) => {
+    const infinite = typeof v === "object" && v !== null && !Array.isArray(v) && Object.keys(v).length === 1 ? (v as { "#"?: unknown })["#"] : undefined;
+    return infinite === "Infinity" ? Infinity : infinite === "-Infinity" ? -Infinity : v;
+  }) as T;
+}
+
+function setRowOf(stored: StoredSet): Pick<SetRow, "limits" | "state" | "holders"> {
+  return { limits: encode(stored.limits), state: encode(stored.state), holders: encode(stored.holders) };
+}
+
+function storedSetOf(row: SetRow): StoredSet {
+  return { limits: decode<LimitSpec[]>(row.limits), state: decode<StoredSet["state"]>(row.state), holders: decode<StoredSet["holders"]>(row.holders) };
 }
 
 function storedOf(row: Row): StoredBucket {

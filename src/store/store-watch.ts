@@ -2,9 +2,9 @@ import { type Clock, systemClock } from "../core/clock.js";
 import { type BucketStore, StoreError } from "./bucket-store.js";
 
 /** Failures of one key or one limiter, not of the store: the others go on asking. */
-const KEY_FAILURES: ReadonlySet<string> = new Set(["deleted", "closed"]);
+const KEY_FAILURES: ReadonlySet<string> = new Set(["deleted", "closed", "holds-a-set"]);
 
-/** True for a failure of the store itself (lost, locked, refused), which every key shares; false for one key's (deleted, closed). */
+/** True for a failure of the store itself (lost, locked, refused), which every key shares; false for one key's (deleted, closed, holds-a-set). */
 export function isStoreFailure(error: unknown): error is StoreError {
   return error instanceof StoreError && !KEY_FAILURES.has(error.failure);
 }

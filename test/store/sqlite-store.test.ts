@@ -190,10 +190,52 @@ describe("SqliteStore: the file", () => {
     db.prepare("INSERT INTO tbucket_schema (version) VALUES (99)").run();
     db.close();
     await expect(SqliteStore.open(path)).rejects.toMatchObject({
-      message: `store sqlite:${path}: written by a newer tbucket (schema 99, this one knows 1); upgrade tbucket`,
+      message: `store sqlite:${path}: written by a newer tbucket (schema 99, this one knows ${SQLITE_SCHEMA_VERSION}); upgrade tbucket`,
       failure: "newer-schema",
       storeUrl: `sqlite:${path}`,
     });
+  });
+
+  it("takes a file of the release before limit sets (schema 1) as it is: its buckets read and take as before, and as sets of one", async () => {
+    const path = join(dir, "buckets.db");
+    const db = new Database(path);
+    db.exec(`CREATE TABLE tbucket_schema (version INTEGER NOT NULL); INSERT INTO tbucket_schema VALUES (1);
+      CREATE TABLE buckets (key TEXT PRIMARY KEY NOT NULL, kind TEXT NOT NULL CHECK (kind IN ('bytes', 'count')),
+        rate REAL NOT NULL, burst REAL NOT NULL, tokens REAL NOT NULL, last_ms REAL NOT NULL);
+      INSERT INTO buckets VALUES ('old', 'count', 10, 5, 2, 1000);`);
+    db.close();
+    const clock = new FakeClock(1000);
+    const store = await SqliteStore.open(path, { clock });
+    expect(await store.read("old")).toEqual({ key: "old", rate: 10, burst: 5, kind: "count", tokens: 2, updatedAtMs: 1000 });
+    expect(await store.readSet("old")).toEqual({ key: "old", limits: [{ kind: "bucket", unit: "count", rate: 10, burst: 5, level: 2 }], updatedAtMs: 1000 });
+    expect(await store.take("old", 3)).toMatchObject({ ok: true, waitMs: 100, tokens: -1 });
+    await store.close();
+    const after = new Database(path, { readonly: true });
+    expect(after.prepare("SELECT max(version) AS v FROM tbucket_schema").get()).toEqual({ v: SQLITE_SCHEMA_VERSION });
+    after.close();
+  });
+
+  it("keeps a set in one row, its windows' records pruned as they slide and its dead holders dropped", async () => {
+    const path = join(dir, "buckets.db");
+    const clock = new FakeClock(1_700_000_000_000);
+    const store = await SqliteStore.open(path, { clock });
+    await store.configureSet("api", [
+      { kind: "window", unit: "count", n: 4, windowMs: 1000 },
+      { kind: "concurrency", n: 50 },
+    ]);
+    const db = new Database(path, { readonly: true });
+    const row = () => db.prepare<[], { state: string; holders: string }>("SELECT state, holders FROM limit_sets WHERE key = 'api'").get()!;
+    let most = 0;
+    for (let i = 0; i < 60; i++) {
+      clock.set(1_700_000_000_000 + i * 137);
+      await store.takeSet("api", { count: 1 }, { maxWaitMs: 0, leaseMs: 500 });
+      most = Math.max(most, (JSON.parse(row().state) as { limits: Array<{ times?: number[] }> }).limits[0]!.times!.length);
+      expect((JSON.parse(row().holders) as unknown[][])[1]!.length).toBeLessThanOrEqual(4);
+    }
+    expect(most).toBe(4);
+    expect(await store.list()).toEqual([]);
+    db.close();
+    await store.close();
   });
 
   it("says a corrupted file is not a tbucket database, in one line", async () => {
