@@ -14,6 +14,7 @@ import {
   StoreError,
   type StoreReservation,
   type TakeOptions,
+  type TakeRequest,
   type TakeResult,
 } from "./bucket-store.js";
 import { BUCKET_SCRIPT } from "./redis-script.js";
@@ -42,7 +43,8 @@ export interface RedisStoreOptions {
 /**
  * Buckets in Redis, shared by processes on many machines. Every operation is
  * one Lua script on one key (EVALSHA, loading the script again after
- * NOSCRIPT), run on the server's clock.
+ * NOSCRIPT), run on the server's clock; several takes of one key may share
+ * one call (`takeMany`).
  */
 export class RedisStore implements BucketStore {
   readonly url: string;
@@ -108,11 +110,19 @@ export class RedisStore implements BucketStore {
   }
 
   async take(key: string, n: number, options?: TakeOptions): Promise<TakeResult | undefined> {
-    checkTake(n, options);
-    const reply = await this.#run(key, ["take", String(n), numberText(options?.maxWaitMs ?? Infinity), options?.overBurst ? "1" : "0"]);
+    return (await this.takeMany(key, [{ n, options }]))?.[0];
+  }
+
+  /** Several takes in one script call (one EVALSHA, one save), answered in order. */
+  async takeMany(key: string, takes: readonly TakeRequest[]): Promise<TakeResult[] | undefined> {
+    const args = ["take"];
+    for (const { n, options } of takes) {
+      checkTake(n, options);
+      args.push(String(n), numberText(options?.maxWaitMs ?? Infinity), options?.overBurst ? "1" : "0");
+    }
+    const reply = await this.#run(key, args);
     if (reply === null) return undefined;
-    const [ok, waitMs, tokens, rate, burst, kind, timeToActMs] = reply as string[];
-    return {
+    return (reply as string[][]).map(([ok, waitMs, tokens, rate, burst, kind, timeToActMs]) => ({
       ok: ok === "1",
       waitMs: numberOf(waitMs!),
       timeToActMs: numberOf(timeToActMs!),
@@ -120,7 +130,7 @@ export class RedisStore implements BucketStore {
       rate: numberOf(rate!),
       burst: numberOf(burst!),
       kind: kind as RateKind,
-    };
+    }));
   }
 
   async cancel(key: string, reservation: StoreReservation): Promise<number | undefined> {

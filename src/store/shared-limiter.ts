@@ -2,7 +2,7 @@ import { type Clock, systemClock } from "../core/clock.js";
 import type { Limiter } from "../core/limiter.js";
 import { checkCount, ExceedsBurstError } from "../core/token-bucket.js";
 import type { RateKind } from "../core/units.js";
-import { type BucketConfig, type BucketStore, StoreError } from "./bucket-store.js";
+import { type BucketConfig, type BucketStore, StoreError, type TakeRequest, type TakeResult, takeInOrder } from "./bucket-store.js";
 
 export interface SharedLimiterOptions {
   store: BucketStore;
@@ -47,6 +47,11 @@ export interface SharedLimiterOptions {
  * is cancelled in the store (x/time/rate's Cancel), so an interrupted process
  * leaves no debt behind for the others, nor for its own next run.
  *
+ * tryWaits that come while the store is being asked go together in the
+ * next call (`takeMany`: one Redis script call), answered in order, as long
+ * as none of them has to wait for its turn: a busy key that refuses costs a
+ * round trip per batch, not per request.
+ *
  * When the store fails, the limiter stops: that wait and every later one
  * reject with the StoreError (a failed poll rejects the next wait). Going on
  * without the store is FailoverLimiter's business.
@@ -80,6 +85,14 @@ export class SharedLimiter implements Limiter {
   #queue: Promise<unknown> = Promise.resolve();
   #timer: ReturnType<typeof setInterval> | undefined;
   #polling = false;
+  /** Waits in the line of #serialize, queued or under way: while there is one, a tryWait queues behind it. */
+  #inLine = 0;
+  /** tryWaits gathered while a batch is under way, to go in the next one, in their order. */
+  #batch: BatchedTake[] = [];
+  /** The batch call under way: one at a time, so what comes meanwhile goes in one call after it. */
+  #sending: Promise<void> | undefined;
+  /** Batched takes granted and waiting for their turn, in the order of their turns. */
+  #sleepers: Sleeper[] = [];
   /** Round trips made to the store, for benchmarks and tests. */
   roundTrips = 0;
 
@@ -131,8 +144,14 @@ export class SharedLimiter implements Limiter {
   async close(): Promise<void> {
     this.#closed = true;
     this.#stopPolling();
+    await this.#sending;
     await this.#taking?.catch(() => {});
     await this.#cancelPending();
+    // The latest turn first: each is then the last reservation of the key, given back whole.
+    for (const sleeper of this.#sleepers.splice(0).reverse()) {
+      await this.#giveBack(sleeper.n, sleeper.timeToActMs);
+      sleeper.wake.abort();
+    }
   }
 
   #stopPolling(): void {
@@ -156,19 +175,178 @@ export class SharedLimiter implements Limiter {
     checkCount(n);
     signal?.throwIfAborted();
     const calledAtMs = this.#clock.now();
+    if (this.#mayBatch(maxWaitMs)) return this.#tryWaitBatched(n, maxWaitMs, calledAtMs, signal);
     return this.#serialize(() => this.#tryWaitOne(n, Math.max(0, maxWaitMs - (this.#clock.now() - calledAtMs)), signal), signal);
   }
 
   /**
+   * Whether a tryWait may go in the next batch: when no wait is in the line
+   * (none holds a lease, none sleeps in it), each take is exactly what it
+   * asks, so the store alone decides, and several can share one call.
+   */
+  #mayBatch(maxWaitMs: number): boolean {
+    return (
+      Number.isFinite(maxWaitMs) && this.#inLine === 0 && this.#sleepers.length === 0 && this.#heldTokens === 0 && this.#pending === undefined && this.#failure === undefined
+    );
+  }
+
+  /**
+   * A tryWait in a batch: it goes in the call under way's successor, with
+   * every tryWait that comes meanwhile, so a busy key costs one round trip
+   * per batch instead of one per request. The store answers the takes in
+   * order, each as alone, so turns stay first come, first served, and a
+   * refused take changes nothing. The wait limit runs from this call. Once
+   * a take has to wait for its turn, the takes after it go in the line
+   * behind it instead, as without batches (a busy key that queues is held
+   * to its rate anyway; one that refuses is the one that needs the speed).
+   */
+  #tryWaitBatched(n: number, maxWaitMs: number, calledAtMs: number, signal: AbortSignal | undefined): Promise<boolean> {
+    if (this.#rate === Infinity) return Promise.resolve(true);
+    if (n > this.#burst) return Promise.reject(new ExceedsBurstError(n, this.#burst));
+    return new Promise<boolean>((resolve, reject) => {
+      const take: BatchedTake = { n, maxWaitMs, calledAtMs, signal, resolve, reject, leave: () => {} };
+      take.leave = () => {
+        // Given up before it was sent: it leaves the batch, having asked nothing.
+        const index = this.#batch.indexOf(take);
+        if (index === -1) return;
+        this.#batch.splice(index, 1);
+        reject(signal!.reason);
+      };
+      signal?.addEventListener("abort", take.leave, { once: true });
+      this.#batch.push(take);
+      this.#sendBatch();
+    });
+  }
+
+  #sendBatch(): void {
+    if (this.#sending || this.#batch.length === 0) return;
+    const takes = this.#batch.splice(0);
+    for (const take of takes) take.signal?.removeEventListener("abort", take.leave);
+    if (this.#sleepers.length > 0) {
+      // A take before them has to wait its turn: they wait behind it in the line, as unbatched waits do.
+      for (const { n, maxWaitMs, calledAtMs, signal, resolve, reject } of takes) {
+        this.#serialize(() => this.#tryWaitOne(n, Math.max(0, maxWaitMs - (this.#clock.now() - calledAtMs)), signal), signal).then(resolve, reject);
+      }
+      return;
+    }
+    this.#sending = this.#takeBatch(takes).finally(() => {
+      this.#sending = undefined;
+      this.#sendBatch();
+    });
+  }
+
+  async #takeBatch(takes: BatchedTake[]): Promise<void> {
+    const sentMs = this.#clock.now();
+    if (this.#closed || this.#failure) {
+      const error = this.#failure ?? this.#closedError();
+      for (const take of takes) take.reject(error);
+      return;
+    }
+    const requests = takes.map((take) => ({ n: take.n, options: { maxWaitMs: Math.max(0, take.maxWaitMs - (sentMs - take.calledAtMs)) } }));
+    let results: TakeResult[] | undefined;
+    try {
+      this.roundTrips++;
+      const taking = this.#takeOrRemake(requests);
+      this.#taking = taking;
+      results = await taking;
+      if (!results) throw this.#deletedError();
+    } catch (error) {
+      const failure = this.#fail(error);
+      for (const take of takes) take.reject(failure);
+      return;
+    } finally {
+      this.#taking = undefined;
+    }
+    this.#lastContactMs = this.#clock.now();
+    takes.forEach((take, i) => {
+      const result = results[i]!;
+      this.#apply(result);
+      this.#storeTokens = result.tokens;
+      if (!result.ok) take.resolve(false);
+      else if (result.rate === Infinity || result.waitMs <= 0) take.resolve(true);
+      else take.resolve(this.#sleepTurn(take, sentMs + result.waitMs, result.timeToActMs));
+    });
+  }
+
+  /** A batched take's wait for its turn; given up (its signal) or closed, its turn is given back. */
+  async #sleepTurn(take: BatchedTake, readyAtMs: number, timeToActMs: number): Promise<boolean> {
+    const { signal } = take;
+    let finish!: () => void;
+    const sleeper: Sleeper = { n: take.n, readyAtMs, timeToActMs, wake: new AbortController(), done: new Promise((resolve) => (finish = resolve)) };
+    this.#sleepers.push(sleeper);
+    const hangUp = (): void => sleeper.wake.abort();
+    signal?.addEventListener("abort", hangUp, { once: true });
+    try {
+      for (;;) {
+        // close() gave the turn back and took it out of the line.
+        if (!this.#sleepers.includes(sleeper)) throw this.#closedError();
+        if (signal?.aborted) {
+          await this.#leaveTurn(sleeper);
+          throw signal.reason;
+        }
+        const leftMs = sleeper.readyAtMs - this.#clock.now();
+        if (leftMs <= 0) return true;
+        try {
+          await this.#clock.sleep(leftMs, sleeper.wake.signal);
+        } catch {
+          // Moved to an earlier turn, given up or closed: seen above.
+          sleeper.wake = new AbortController();
+        }
+      }
+    } finally {
+      signal?.removeEventListener("abort", hangUp);
+      const index = this.#sleepers.indexOf(sleeper);
+      if (index !== -1) this.#sleepers.splice(index, 1);
+      finish();
+    }
+  }
+
+  /**
+   * Gives a sleeping take's turn back whole, whatever its place in line:
+   * the store gives back only what no later reservation counts on (as
+   * x/time/rate), so the last of ours behind it takes its turn, and that
+   * last turn, now no one's, is given back (as RequestGate does).
+   */
+  async #leaveTurn(sleeper: Sleeper): Promise<void> {
+    const sleepers = this.#sleepers;
+    const index = sleepers.indexOf(sleeper);
+    sleepers.splice(index, 1);
+    let given = sleeper.timeToActMs;
+    const last = sleepers[sleepers.length - 1];
+    if (last && index < sleepers.length && last.n === sleeper.n) {
+      sleepers.pop();
+      sleepers.splice(index, 0, last);
+      given = last.timeToActMs;
+      last.readyAtMs = sleeper.readyAtMs;
+      last.timeToActMs = sleeper.timeToActMs;
+      last.wake.abort();
+    }
+    await this.#giveBack(sleeper.n, given);
+  }
+
+  /** Waits until no batched take is being sent or sleeps: the line's waits hold leases of their own. */
+  async #batchesDone(): Promise<void> {
+    while (this.#sending || this.#batch.length > 0 || this.#sleepers.length > 0) {
+      await Promise.all([this.#sending, ...this.#sleepers.map((sleeper) => sleeper.done)]);
+    }
+  }
+
+  /**
    * One wait at a time, so concurrent callers share leases instead of racing
-   * for them. A caller that gives up before its turn leaves the line at once
+   * for them; after the batched tryWaits before it. A caller that gives up before its turn leaves the line at once
    * (its turn, when it comes, ends without asking the store).
    */
   #serialize<T>(operation: () => Promise<T>, signal?: AbortSignal): Promise<T> {
     let started = false;
-    const run = (): Promise<T> => ((started = true), operation());
+    const run = async (): Promise<T> => {
+      await this.#batchesDone();
+      started = true;
+      return operation();
+    };
+    this.#inLine++;
     const next = this.#queue.then(run, run);
     this.#queue = next.catch(() => {});
+    void next.finally(() => this.#inLine--).catch(() => {});
     if (!signal) return next;
     return new Promise<T>((resolve, reject) => {
       const leave = (): void => {
@@ -213,10 +391,15 @@ export class SharedLimiter implements Limiter {
     this.#pending = undefined;
     this.#heldTokens = Math.max(0, this.#heldTokens - pending.n);
     this.#readyAtMs = pending.readyAtBeforeMs;
+    await this.#giveBack(pending.n, pending.timeToActMs);
+  }
+
+  /** Cancels a reservation in the store; a store that fails has nothing left to give back to. */
+  async #giveBack(n: number, timeToActMs: number): Promise<void> {
     if (this.#failure) return;
     try {
       this.roundTrips++;
-      await this.#store.cancel(this.key, { n: pending.n, timeToActMs: pending.timeToActMs });
+      await this.#store.cancel(this.key, { n, timeToActMs });
     } catch {
       // The store is gone: its debt goes with it, or expires.
     }
@@ -249,9 +432,9 @@ export class SharedLimiter implements Limiter {
     let result;
     try {
       this.roundTrips++;
-      const taking = this.#takeOrRemake(n, options);
+      const taking = this.#takeOrRemake([{ n, options }]);
       this.#taking = taking;
-      result = await taking;
+      result = (await taking)?.[0];
       if (!result) throw this.#deletedError();
     } catch (error) {
       throw this.#fail(error);
@@ -270,13 +453,13 @@ export class SharedLimiter implements Limiter {
   }
 
   /** Takes; a key made per client and forgotten once full is made again (full, as it was) and taken from. */
-  async #takeOrRemake(n: number, options: { overBurst?: boolean; maxWaitMs?: number }) {
-    const result = await this.#store.take(this.key, n, options);
-    if (result || !this.#expireWhenFull) return result;
+  async #takeOrRemake(takes: readonly TakeRequest[]): Promise<TakeResult[] | undefined> {
+    const results = await takeInOrder(this.#store, this.key, takes);
+    if (results || !this.#expireWhenFull) return results;
     this.roundTrips++;
     await this.#store.configure(this.key, { rate: this.#rate, burst: this.#burst, kind: this.#kind }, { expireWhenFull: true });
     this.roundTrips++;
-    return this.#store.take(this.key, n, options);
+    return takeInOrder(this.#store, this.key, takes);
   }
 
   /** Sleeps until the held tokens may be used, in steps of `pollMs` so a rate change shortens or stretches the wait. */
@@ -351,10 +534,40 @@ export class SharedLimiter implements Limiter {
   }
 
   #throwIfClosed(): void {
-    if (this.#closed) throw new StoreError("closed", `key "${this.key}": the limiter was closed while waiting`, { storeUrl: this.#store.url, key: this.key });
+    if (this.#closed) throw this.#closedError();
+  }
+
+  #closedError(): StoreError {
+    return new StoreError("closed", `key "${this.key}": the limiter was closed while waiting`, { storeUrl: this.#store.url, key: this.key });
   }
 
   #deletedError(): StoreError {
     return new StoreError("deleted", `key "${this.key}": deleted from ${this.#store.url} while in use`, { storeUrl: this.#store.url, key: this.key });
   }
+}
+
+/** A tryWait waiting to be sent in a batch. */
+interface BatchedTake {
+  n: number;
+  maxWaitMs: number;
+  /** When it was asked, on the local clock: its wait limit runs from then. */
+  calledAtMs: number;
+  signal: AbortSignal | undefined;
+  resolve: (granted: boolean | Promise<boolean>) => void;
+  reject: (error: unknown) => void;
+  /** Takes it out of the batch when its signal aborts before it is sent. */
+  leave: () => void;
+}
+
+/** A batched take granted with a wait: it sleeps until its turn, which it gives back if given up. */
+interface Sleeper {
+  n: number;
+  /** Its turn on the local clock. */
+  readyAtMs: number;
+  /** Its turn on the store's clock, for `cancel`. */
+  timeToActMs: number;
+  /** Aborted to end its sleep: given up, moved to an earlier turn, or the limiter closed. */
+  wake: AbortController;
+  /** Resolved once it no longer sleeps. */
+  done: Promise<void>;
 }
