@@ -1,6 +1,8 @@
 /**
  * The one Lua script behind every Redis operation that reads or changes a
- * bucket. It touches only KEYS[1] (so it runs on Redis Cluster too), reads
+ * bucket. It touches only KEYS[1], the key's name in a hash tag (so it runs
+ * on Redis Cluster too), and on a standalone Redis KEYS[2], where releases
+ * before hash tags kept the key, to move it to KEYS[1] on first use; it reads
  * the server's clock with TIME (so clients with skewed clocks agree), and
  * repeats TokenBucket's formulas (src/core/token-bucket.ts) exactly:
  *   level(t) = min(tokens + ((t - last) / 1000) * rate, burst), t clamped to >= last
@@ -42,6 +44,11 @@ local idleMs = tonumber(ARGV[3])
 local implicitIdleMs = tonumber(ARGV[4])
 
 local h = redis.call("HMGET", key, "rate", "burst", "kind", "tokens", "last", "implicit")
+if (h[1] == false or h[1] == nil) and KEYS[2] and redis.call("EXISTS", KEYS[2]) == 1 then
+  -- Kept by a release before hash tags (KEYS[2], a standalone Redis only): moved to its name now, expiry and all.
+  redis.call("RENAME", KEYS[2], key)
+  h = redis.call("HMGET", key, "rate", "burst", "kind", "tokens", "last", "implicit")
+end
 local exists = h[1] ~= false and h[1] ~= nil
 local implicit = exists and h[6] == "1"
 local rate, burst, kind, tokens, last

@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import type { Redis as RedisClient } from "ioredis";
+import type { Cluster, Redis as RedisClient } from "ioredis";
 import type { Clock } from "../core/clock.js";
 import type { RateKind } from "../core/units.js";
 import {
@@ -25,6 +25,26 @@ export { redactUrl };
 /** Every key tbucket writes starts with this, so a shared Redis stays tidy. */
 export const REDIS_KEY_PREFIX = "tbucket:";
 
+/**
+ * The Redis key of a tbucket key: `tbucket:{NAME}`. The name is a hash tag,
+ * so every Redis key that one tbucket key uses (`tbucket:{NAME}...`) lives
+ * in one Redis Cluster slot, and one script may touch them all.
+ */
+export function redisKeyOf(key: string): string {
+  return `${REDIS_KEY_PREFIX}{${key}}`;
+}
+
+/** Where releases before hash tags kept a key (`tbucket:NAME`): moved to redisKeyOf on first use. */
+function legacyRedisKeyOf(key: string): string {
+  return REDIS_KEY_PREFIX + key;
+}
+
+/** The tbucket key a Redis key found by SCAN stands for, in either layout. */
+function keyOfRedisKey(redisKey: string): string {
+  const name = redisKey.slice(REDIS_KEY_PREFIX.length);
+  return name.startsWith("{") && name.endsWith("}") ? name.slice(1, -1) : name;
+}
+
 /** A bucket full and untouched this long is forgotten, settings included (Redis only). */
 export const DEFAULT_IDLE_EXPIRY_MS = 7 * 24 * 3600 * 1000;
 
@@ -42,20 +62,24 @@ export interface RedisStoreOptions {
 
 /**
  * Buckets in Redis, shared by processes on many machines. Every operation is
- * one Lua script on one key (EVALSHA, loading the script again after
+ * one Lua script on one key (EVALSHA, running the script whole after
  * NOSCRIPT), run on the server's clock; several takes of one key may share
- * one call (`takeMany`).
+ * one call (`takeMany`). An address of a Redis Cluster node (INFO says
+ * cluster_enabled:1) opens the whole cluster: each key goes to the master
+ * of its slot, and `list` asks every master.
  */
 export class RedisStore implements BucketStore {
   readonly url: string;
-  readonly #client: RedisClient;
+  readonly #client: RedisClient | Cluster;
+  readonly #cluster: boolean;
   readonly #clock: Clock | undefined;
   readonly #idleExpiryMs: number;
   readonly #fullKeyMarginMs: number;
   readonly #sha = createHash("sha1").update(BUCKET_SCRIPT).digest("hex");
 
-  private constructor(client: RedisClient, url: string, options: RedisStoreOptions) {
+  private constructor(client: RedisClient | Cluster, url: string, options: RedisStoreOptions) {
     this.#client = client;
+    this.#cluster = "nodes" in client;
     this.url = url;
     this.#clock = options.clock;
     this.#idleExpiryMs = options.idleExpiryMs ?? DEFAULT_IDLE_EXPIRY_MS;
@@ -73,20 +97,24 @@ export class RedisStore implements BucketStore {
     const { Redis } = await import("ioredis");
     const connectTimeoutMs = options.connectTimeoutMs ?? 3000;
     let connected = false;
-    const client = new Redis(address.serverUrl, {
-      lazyConnect: true,
+    const clientOptions = {
       connectTimeout: connectTimeoutMs,
       commandTimeout: options.commandTimeoutMs ?? 3000,
       maxRetriesPerRequest: 2,
       // After a failed connection the socket never closes again, and ioredis would keep a 2 s timer waiting for it.
       disconnectTimeout: 100,
-      // At the start, fail at once; mid-run, reconnect for as long as the store is open, at most
-      // RECONNECT_MAX_MS apart, so a Redis back from a restart is found within that (StoreWatch probes meanwhile).
-      retryStrategy: (times) => (!connected ? null : Math.min(times * 100, RECONNECT_MAX_MS)),
-    });
+    };
+    // At the start, fail at once; mid-run, reconnect for as long as the store is open, at most
+    // RECONNECT_MAX_MS apart, so a Redis back from a restart is found within that (StoreWatch probes meanwhile).
+    const retryStrategy = (times: number): number | null => (!connected ? null : Math.min(times * 100, RECONNECT_MAX_MS));
+    const client = new Redis(address.serverUrl, { ...clientOptions, lazyConnect: true, retryStrategy });
     // Failures reach callers through rejected commands; without a listener ioredis prints them.
     let lastError: unknown;
     client.on("error", (error: unknown) => (lastError = error));
+    const failed = (error: unknown, refused: string | undefined): StoreError => {
+      const why = refused ?? `${reason(error)}; check the address and that Redis runs there`;
+      return new StoreError(refused ? "refused" : "unreachable", `store ${shown}: ${why}`, { storeUrl: shown, cause: error });
+    };
     try {
       await client.connect();
       connected = true;
@@ -96,17 +124,27 @@ export class RedisStore implements BucketStore {
       const why = refused ?? `cannot reach Redis (${reason(lastError ?? error)}); check the address and that Redis runs there`;
       throw new StoreError(refused ? "refused" : "unreachable", `store ${shown}: ${why}`, { storeUrl: shown, cause: error });
     }
+    let cluster: Cluster | undefined;
     try {
-      // Asked here, not left to the client's handshake: that one ignores a refused SELECT and stays on database 0.
-      if (address.database !== 0) await client.select(address.database);
-      await client.script("LOAD", BUCKET_SCRIPT);
+      if (await isClusterNode(client)) {
+        if (address.database !== 0) {
+          throw new StoreError("refused", `store ${shown}: Redis Cluster has database 0 only; write the address without a database, as in ${redactUrl(address.serverUrl)}`, {
+            storeUrl: shown,
+          });
+        }
+        cluster = await openCluster(address.serverUrl, clientOptions, retryStrategy, () => connected);
+      } else {
+        // Asked here, not left to the client's handshake: that one ignores a refused SELECT and stays on database 0.
+        if (address.database !== 0) await client.select(address.database);
+        await client.script("LOAD", BUCKET_SCRIPT);
+      }
     } catch (error) {
       client.disconnect();
-      const refused = databaseRefusal(error, address.database) ?? refusal(error);
-      const why = refused ?? `${reason(error)}; check the address and that Redis runs there`;
-      throw new StoreError(refused ? "refused" : "unreachable", `store ${shown}: ${why}`, { storeUrl: shown, cause: error });
+      if (error instanceof StoreError) throw error;
+      throw failed(error, databaseRefusal(error, address.database) ?? refusal(error));
     }
-    return new RedisStore(client, shown, options);
+    if (cluster) client.disconnect();
+    return new RedisStore(cluster ?? client, shown, options);
   }
 
   async take(key: string, n: number, options?: TakeOptions): Promise<TakeResult | undefined> {
@@ -152,13 +190,17 @@ export class RedisStore implements BucketStore {
 
   async list(): Promise<BucketState[]> {
     const keys = new Set<string>();
-    let cursor = "0";
     try {
-      do {
-        const [next, found] = await this.#client.scan(cursor, "MATCH", `${REDIS_KEY_PREFIX}*`, "COUNT", 1000);
-        for (const name of found) keys.add(name.slice(REDIS_KEY_PREFIX.length));
-        cursor = next;
-      } while (cursor !== "0");
+      // A cluster's keys are shared out among its masters: each is asked for its own.
+      const servers = "nodes" in this.#client ? this.#client.nodes("master") : [this.#client];
+      for (const server of servers) {
+        let cursor = "0";
+        do {
+          const [next, found] = await server.scan(cursor, "MATCH", `${REDIS_KEY_PREFIX}*`, "COUNT", 1000);
+          for (const name of found) keys.add(keyOfRedisKey(name));
+          cursor = next;
+        } while (cursor !== "0");
+      }
     } catch (error) {
       throw this.#error(error);
     }
@@ -168,10 +210,15 @@ export class RedisStore implements BucketStore {
 
   async delete(key: string): Promise<boolean> {
     try {
-      return (await this.#client.del(REDIS_KEY_PREFIX + key)) > 0;
+      return (await this.#client.del(...this.#redisKeys(key))) > 0;
     } catch (error) {
       throw this.#error(error);
     }
+  }
+
+  /** The key's Redis key, and on a standalone Redis where an earlier release kept it (two slots: not on a cluster). */
+  #redisKeys(key: string): string[] {
+    return this.#cluster ? [redisKeyOf(key)] : [redisKeyOf(key), legacyRedisKeyOf(key)];
   }
 
   async close(): Promise<void> {
@@ -187,18 +234,18 @@ export class RedisStore implements BucketStore {
     }
   }
 
-  /** Runs the script on one key, loading it again if the server lost it (restart, SCRIPT FLUSH). */
+  /** Runs the script on one key, whole if the server lost it (restart, SCRIPT FLUSH, a new master): EVAL caches it again. */
   async #run(key: string, args: string[]): Promise<unknown> {
     const [operation, ...rest] = args;
     const argv = [operation!, this.#clock ? numberText(this.#clock.now()) : "", String(this.#idleExpiryMs), String(this.#fullKeyMarginMs), ...rest];
+    const keys = this.#redisKeys(key);
     let reply: unknown;
     try {
       try {
-        return await this.#client.evalsha(this.#sha, 1, REDIS_KEY_PREFIX + key, ...argv);
+        return await this.#client.evalsha(this.#sha, keys.length, ...keys, ...argv);
       } catch (error) {
         if (!String((error as Error).message).startsWith("NOSCRIPT")) throw error;
-        await this.#client.script("LOAD", BUCKET_SCRIPT);
-        reply = await this.#client.evalsha(this.#sha, 1, REDIS_KEY_PREFIX + key, ...argv);
+        reply = await this.#client.eval(BUCKET_SCRIPT, keys.length, ...keys, ...argv);
       }
     } catch (error) {
       throw this.#error(error);
@@ -221,6 +268,49 @@ export class RedisStore implements BucketStore {
 /** The longest pause between two attempts to reconnect to a Redis lost mid-run. */
 const RECONNECT_MAX_MS = 250;
 
+/** Whether the server is a Redis Cluster node; a user who may not run INFO is taken to be on a standalone Redis. */
+async function isClusterNode(client: RedisClient): Promise<boolean> {
+  let info: string;
+  try {
+    info = await client.info("cluster");
+  } catch (error) {
+    if (/^NOPERM\b/.test(reason(error))) return false;
+    throw error;
+  }
+  return /^cluster_enabled:1\b/m.test(info);
+}
+
+/** Connects to the cluster that the node at `serverUrl` belongs to, and loads the script on every master. */
+async function openCluster(
+  serverUrl: string,
+  clientOptions: { connectTimeout: number; commandTimeout: number; maxRetriesPerRequest: number; disconnectTimeout: number },
+  retryStrategy: (times: number) => number | null,
+  connected: () => boolean,
+): Promise<Cluster> {
+  const { Cluster } = await import("ioredis");
+  const url = new URL(serverUrl);
+  const cluster = new Cluster([{ host: url.hostname.replace(/^\[|\]$/g, ""), port: Number(url.port || 6379) }], {
+    lazyConnect: true,
+    clusterRetryStrategy: (times) => (connected() ? retryStrategy(times) : null),
+    slotsRefreshTimeout: clientOptions.connectTimeout,
+    redisOptions: {
+      ...clientOptions,
+      username: decodeURIComponent(url.username) || undefined,
+      password: decodeURIComponent(url.password) || undefined,
+      tls: url.protocol === "rediss:" ? {} : undefined,
+    },
+  });
+  cluster.on("error", () => {});
+  try {
+    await cluster.connect();
+    await Promise.all(cluster.nodes("master").map((node) => node.script("LOAD", BUCKET_SCRIPT)));
+  } catch (error) {
+    cluster.disconnect();
+    throw error;
+  }
+  return cluster;
+}
+
 /**
  * What to say when Redis answered but refused to run the bucket's script:
  * the server is there, so this is not a lost store, and running again does
@@ -232,8 +322,8 @@ export function writeRefusal(error: unknown): string | undefined {
   if (/^OOM\b/.test(message)) {
     return `Redis is out of memory and refused the write (${message}); free memory on it, raise its maxmemory, or choose a maxmemory-policy that evicts`;
   }
-  if (/^(MOVED|ASK|CLUSTERDOWN|CROSSSLOT)\b/.test(message)) {
-    return `Redis is a Cluster node and the key lives on another (${message}); tbucket does not speak Redis Cluster yet (it comes with limit sets): point the address at a standalone Redis or a primary`;
+  if (/^(MOVED|ASK|CLUSTERDOWN|CROSSSLOT|TRYAGAIN)\b/.test(message)) {
+    return `Redis Cluster could not serve the key (${message}); check that every slot is served (redis-cli --cluster check HOST:PORT)`;
   }
   return undefined;
 }

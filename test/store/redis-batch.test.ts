@@ -30,7 +30,7 @@ async function scriptCalls(): Promise<number> {
 
 /** A key's hash and time to live, to see that nothing changed. */
 async function stored(key: string): Promise<[Record<string, string>, number]> {
-  return [await admin.hgetall(`tbucket:${key}`), await admin.pttl(`tbucket:${key}`)];
+  return [await admin.hgetall(`tbucket:{${key}}`), await admin.pttl(`tbucket:{${key}}`)];
 }
 
 const config: BucketConfig = { rate: 10, burst: 5, kind: "count" };

@@ -30,15 +30,37 @@ describe("RedisStore: the server", () => {
     await admin.flushdb();
     const store = await RedisStore.open(server.url);
     await store.configure("backups", { rate: 1000, burst: 500, kind: "bytes" });
-    expect(await admin.keys("*")).toEqual(["tbucket:backups"]);
-    const fullTtl = await admin.pttl("tbucket:backups");
+    expect(await admin.keys("*")).toEqual(["tbucket:{backups}"]);
+    const fullTtl = await admin.pttl("tbucket:{backups}");
     expect(fullTtl).toBeGreaterThan(DEFAULT_IDLE_EXPIRY_MS - 5000);
     expect(fullTtl).toBeLessThanOrEqual(DEFAULT_IDLE_EXPIRY_MS);
     await store.take("backups", 1500, { overBurst: true });
     // Empty by 1000 tokens: full again in 1.5 s, then idle for the expiry.
-    const ttl = await admin.pttl("tbucket:backups");
+    const ttl = await admin.pttl("tbucket:{backups}");
     expect(ttl).toBeGreaterThan(DEFAULT_IDLE_EXPIRY_MS + 1400);
     expect(ttl).toBeLessThanOrEqual(DEFAULT_IDLE_EXPIRY_MS + 1500);
+    await store.close();
+  });
+
+  it("finds a key kept by a release before hash tags (tbucket:NAME), moves it to tbucket:{NAME} with its expiry, and lists and deletes either", async () => {
+    await admin.flushdb();
+    const clock = new FakeClock(1_700_000_000_000);
+    const store = await RedisStore.open(server.url, { clock });
+    // As the previous release left them: one hash per key, without a hash tag.
+    await admin.hset("tbucket:backups", { rate: "1000", burst: "500", kind: "bytes", tokens: "100", last: "1700000000000" });
+    await admin.pexpire("tbucket:backups", 60_000);
+    await admin.hset("tbucket:api", { rate: "10", burst: "1", kind: "count", tokens: "1", last: "1700000000000" });
+    expect((await store.list()).map((state) => [state.key, state.tokens])).toEqual([
+      ["api", 1],
+      ["backups", 100],
+    ]);
+    expect(await admin.keys("*")).toEqual(expect.arrayContaining(["tbucket:{api}", "tbucket:{backups}"]));
+    expect(await admin.keys("*")).toHaveLength(2);
+    expect(await admin.pttl("tbucket:{backups}")).toBeGreaterThan(55_000);
+    expect(await store.take("backups", 100)).toMatchObject({ ok: true, tokens: 0 });
+    await admin.hset("tbucket:old", { rate: "10", burst: "1", kind: "count", tokens: "1", last: "1700000000000" });
+    expect(await store.delete("old")).toBe(true);
+    expect(await admin.exists("tbucket:old")).toBe(0);
     await store.close();
   });
 
@@ -48,13 +70,13 @@ describe("RedisStore: the server", () => {
     await store.configure("paused", { rate: 1000, burst: 500, kind: "bytes" });
     await store.take("paused", 100);
     await store.configure("paused", { rate: 0, burst: 500, kind: "bytes" });
-    expect(await admin.pttl("tbucket:paused")).toBe(-1);
+    expect(await admin.pttl("tbucket:{paused}")).toBe(-1);
     await store.take("paused", 1000, { overBurst: true });
-    expect(await admin.pttl("tbucket:paused")).toBe(-1);
-    const stored = Number(await admin.hget("tbucket:paused", "tokens"));
+    expect(await admin.pttl("tbucket:{paused}")).toBe(-1);
+    const stored = Number(await admin.hget("tbucket:{paused}", "tokens"));
     expect(Number.isFinite(stored) && stored < -500).toBe(true);
     await store.configure("paused", { rate: 1000, burst: 500, kind: "bytes" });
-    expect(await admin.pttl("tbucket:paused")).toBeGreaterThan(DEFAULT_IDLE_EXPIRY_MS);
+    expect(await admin.pttl("tbucket:{paused}")).toBeGreaterThan(DEFAULT_IDLE_EXPIRY_MS);
     await store.close();
   });
 
@@ -72,7 +94,7 @@ describe("RedisStore: the server", () => {
     await store.configure("p:down:10.0.0.1", { rate: 1000, burst: 100, kind: "bytes" }, { expireWhenFull: true });
     await store.take("p:down:10.0.0.1", 100);
     // Full again in 100 ms, then the margin.
-    const ttl = await admin.pttl("tbucket:p:down:10.0.0.1");
+    const ttl = await admin.pttl("tbucket:{p:down:10.0.0.1}");
     expect(ttl).toBeGreaterThan(150);
     expect(ttl).toBeLessThanOrEqual(200);
     await store.configure("p:down:10.0.0.2", { rate: 1000, burst: 100, kind: "bytes" });
@@ -81,9 +103,9 @@ describe("RedisStore: the server", () => {
     await store.configure("p:down:10.0.0.3", { rate: 2000, burst: 100, kind: "bytes" });
     await new Promise((resolve) => setTimeout(resolve, 400));
     expect(await store.read("p:down:10.0.0.1")).toBeUndefined();
-    expect(await admin.pttl("tbucket:p:down:10.0.0.2")).toBeGreaterThan(DEFAULT_IDLE_EXPIRY_MS - 5000);
+    expect(await admin.pttl("tbucket:{p:down:10.0.0.2}")).toBeGreaterThan(DEFAULT_IDLE_EXPIRY_MS - 5000);
     expect(await store.read("p:down:10.0.0.3")).toMatchObject({ rate: 2000 });
-    expect(await admin.pttl("tbucket:p:down:10.0.0.3")).toBeGreaterThan(DEFAULT_IDLE_EXPIRY_MS - 5000);
+    expect(await admin.pttl("tbucket:{p:down:10.0.0.3}")).toBeGreaterThan(DEFAULT_IDLE_EXPIRY_MS - 5000);
     await store.close();
   });
 
@@ -136,7 +158,7 @@ describe("RedisStore: the server", () => {
     await store.close();
     expect(await admin.keys("*")).toEqual([]);
     const three = new Redis(server.url, { db: 3 });
-    expect(await three.keys("*")).toEqual(["tbucket:in-three"]);
+    expect(await three.keys("*")).toEqual(["tbucket:{in-three}"]);
     await three.quit();
   });
 
@@ -243,13 +265,12 @@ describe("RedisStore: a server that refuses writes is not a lost store", () => {
   });
 
   it.each([
-    ["MOVED 12182 127.0.0.1:7002", "Redis is a Cluster node and the key lives on another (MOVED 12182 127.0.0.1:7002)"],
-    ["ASK 12182 127.0.0.1:7002", "Redis is a Cluster node and the key lives on another (ASK 12182 127.0.0.1:7002)"],
-    ["CLUSTERDOWN The cluster is down", "Redis is a Cluster node and the key lives on another (CLUSTERDOWN The cluster is down)"],
-  ])("a Cluster node's %s: says tbucket does not speak Cluster yet (classified, no cluster started)", (reply, said) => {
-    expect(writeRefusal(new Error(reply))).toBe(
-      `${said}; tbucket does not speak Redis Cluster yet (it comes with limit sets): point the address at a standalone Redis or a primary`,
-    );
+    ["MOVED 12182 127.0.0.1:7002"],
+    ["ASK 12182 127.0.0.1:7002"],
+    ["CLUSTERDOWN The cluster is down"],
+    ["TRYAGAIN Multiple keys request during rehashing of slot"],
+  ])("a Cluster that cannot serve the key (%s) refused it: not a lost store (classified, no cluster started)", (reply) => {
+    expect(writeRefusal(new Error(reply))).toBe(`Redis Cluster could not serve the key (${reply}); check that every slot is served (redis-cli --cluster check HOST:PORT)`);
     expect(writeRefusal(new Error("Connection is closed."))).toBeUndefined();
   });
 });
