@@ -7,8 +7,10 @@
 //   - a limit far above what is reached, so every request is decided in full and admitted;
 //   - autocannon, 32 connections; each server in a process of its own, warmed up first (Node's
 //     start-up and the JIT kept out), then measured; 3 rounds, the contenders in alternating
-//     order; the median of the rounds: requests/s, p99 latency, and the Redis commands per
-//     decision (INFO commandstats: script calls, and every command, those the scripts run included).
+//     order; the median of the rounds: requests/s, p99 latency, the CPU time the server process
+//     spent per request (which the other load on a shared machine skews less), and the Redis
+//     commands per decision (INFO commandstats: script calls, and every command, those the
+//     scripts run included).
 //
 //   node bench/http-redis.mjs                        # about 3 minutes
 //   node bench/http-redis.mjs --seconds 3 --warmup 1 --rounds 1
@@ -17,7 +19,7 @@
 // Needs `npm run build` and redis-server (Debian's package).
 import { spawn } from "node:child_process";
 import { once } from "node:events";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
@@ -114,12 +116,15 @@ async function main() {
           try {
             await load(autocannon, server.port, connections, warmup);
             await admin.config("RESETSTAT");
+            const cpuBefore = cpuSeconds(server.pid);
             const result = await load(autocannon, server.port, connections, seconds);
+            const cpu = cpuSeconds(server.pid) - cpuBefore;
             const stats = parseCommandStats(await admin.info("commandstats"));
             const decisions = result.requests.total;
             figures.get(contender.name).push({
               rps: result.requests.total / result.duration,
               p99: result.latency.p99,
+              cpuUs: (cpu * 1e6) / decisions,
               scriptCalls: stats.scripts / decisions,
               commands: stats.all / decisions,
               errors: result.errors + result.timeouts + result.non2xx,
@@ -137,6 +142,7 @@ async function main() {
           name: contender.name,
           rps: median(runs.map((run) => run.rps)),
           p99: median(runs.map((run) => run.p99)),
+          cpuUs: median(runs.map((run) => run.cpuUs)),
           scriptCalls: median(runs.map((run) => run.scriptCalls)),
           commands: median(runs.map((run) => run.commands)),
           errors: runs.reduce((sum, run) => sum + run.errors, 0),
@@ -148,11 +154,11 @@ async function main() {
     await redis.stop();
   }
   console.log("");
-  console.log("| keys | middleware | requests/s | p99 | script calls per decision | Redis commands per decision | not 2xx |");
-  console.log("| --- | --- | ---: | ---: | ---: | ---: | ---: |");
+  console.log("| keys | middleware | requests/s | p99 | server CPU per request | script calls per decision | Redis commands per decision | not 2xx |");
+  console.log("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |");
   for (const row of table) {
     console.log(
-      `| ${row.keys} | ${row.name} | ${Math.round(row.rps).toLocaleString("en")} | ${row.p99} ms | ${row.scriptCalls.toFixed(2)} | ${row.commands.toFixed(2)} | ${row.errors} |`,
+      `| ${row.keys} | ${row.name} | ${Math.round(row.rps).toLocaleString("en")} | ${row.p99} ms | ${Math.round(row.cpuUs)} µs | ${row.scriptCalls.toFixed(2)} | ${row.commands.toFixed(2)} | ${row.errors} |`,
     );
   }
   console.log(`# load average at the end ${loadavg().map((x) => x.toFixed(2)).join(", ")}`);
@@ -181,6 +187,12 @@ function parseCommandStats(info) {
   return { scripts, all };
 }
 
+/** User and system CPU time of a process so far, in seconds (Linux: /proc, in clock ticks of 1/100 s). */
+function cpuSeconds(pid) {
+  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
 function median(values) {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.floor(sorted.length / 2)];
@@ -199,6 +211,7 @@ async function startServer(contender, redisUrl, keys) {
   if (!(port > 0)) throw new Error(`${contender.name} did not start: ${out}`);
   return {
     port,
+    pid: child.pid,
     stop: async () => {
       if (child.exitCode === null) {
         child.kill("SIGTERM");

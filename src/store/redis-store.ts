@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import type { Cluster, Redis as RedisClient } from "ioredis";
+import type { Cluster, Redis as RedisClient, RedisOptions } from "ioredis";
 import type { Clock } from "../core/clock.js";
 import type { RateKind } from "../core/units.js";
 import {
@@ -103,6 +103,8 @@ export class RedisStore implements BucketStore {
       maxRetriesPerRequest: 2,
       // After a failed connection the socket never closes again, and ioredis would keep a 2 s timer waiting for it.
       disconnectTimeout: 100,
+      // The commands of one turn of the event loop (many keys' takes on a busy server) go out in one write, in order.
+      enableAutoPipelining: true,
     };
     // At the start, fail at once; mid-run, reconnect for as long as the store is open, at most
     // RECONNECT_MAX_MS apart, so a Redis back from a restart is found within that (StoreWatch probes meanwhile).
@@ -111,8 +113,8 @@ export class RedisStore implements BucketStore {
     // Failures reach callers through rejected commands; without a listener ioredis prints them.
     let lastError: unknown;
     client.on("error", (error: unknown) => (lastError = error));
-    const failed = (error: unknown, refused: string | undefined): StoreError => {
-      const why = refused ?? `${reason(error)}; check the address and that Redis runs there`;
+    const failed = (error: unknown, refused: string | undefined, problem: string): StoreError => {
+      const why = refused ?? `${problem}; check the address and that Redis runs there`;
       return new StoreError(refused ? "refused" : "unreachable", `store ${shown}: ${why}`, { storeUrl: shown, cause: error });
     };
     try {
@@ -120,9 +122,7 @@ export class RedisStore implements BucketStore {
       connected = true;
     } catch (error) {
       client.disconnect();
-      const refused = refusal(lastError ?? error);
-      const why = refused ?? `cannot reach Redis (${reason(lastError ?? error)}); check the address and that Redis runs there`;
-      throw new StoreError(refused ? "refused" : "unreachable", `store ${shown}: ${why}`, { storeUrl: shown, cause: error });
+      throw failed(error, refusal(lastError ?? error), `cannot reach Redis (${reason(lastError ?? error)})`);
     }
     let cluster: Cluster | undefined;
     try {
@@ -132,7 +132,7 @@ export class RedisStore implements BucketStore {
             storeUrl: shown,
           });
         }
-        cluster = await openCluster(address.serverUrl, clientOptions, retryStrategy, () => connected);
+        cluster = await openCluster(address.serverUrl, clientOptions);
       } else {
         // Asked here, not left to the client's handshake: that one ignores a refused SELECT and stays on database 0.
         if (address.database !== 0) await client.select(address.database);
@@ -141,7 +141,7 @@ export class RedisStore implements BucketStore {
     } catch (error) {
       client.disconnect();
       if (error instanceof StoreError) throw error;
-      throw failed(error, databaseRefusal(error, address.database) ?? refusal(error));
+      throw failed(error, databaseRefusal(error, address.database) ?? refusal(error), reason(error));
     }
     if (cluster) client.disconnect();
     return new RedisStore(cluster ?? client, shown, options);
@@ -281,17 +281,14 @@ async function isClusterNode(client: RedisClient): Promise<boolean> {
 }
 
 /** Connects to the cluster that the node at `serverUrl` belongs to, and loads the script on every master. */
-async function openCluster(
-  serverUrl: string,
-  clientOptions: { connectTimeout: number; commandTimeout: number; maxRetriesPerRequest: number; disconnectTimeout: number },
-  retryStrategy: (times: number) => number | null,
-  connected: () => boolean,
-): Promise<Cluster> {
+async function openCluster(serverUrl: string, clientOptions: RedisOptions): Promise<Cluster> {
   const { Cluster } = await import("ioredis");
   const url = new URL(serverUrl);
+  let connected = false;
   const cluster = new Cluster([{ host: url.hostname.replace(/^\[|\]$/g, ""), port: Number(url.port || 6379) }], {
     lazyConnect: true,
-    clusterRetryStrategy: (times) => (connected() ? retryStrategy(times) : null),
+    // As for one server: fail at once at the start, reconnect for as long as the store is open.
+    clusterRetryStrategy: (times) => (!connected ? null : Math.min(times * 100, RECONNECT_MAX_MS)),
     slotsRefreshTimeout: clientOptions.connectTimeout,
     redisOptions: {
       ...clientOptions,
@@ -304,6 +301,7 @@ async function openCluster(
   try {
     await cluster.connect();
     await Promise.all(cluster.nodes("master").map((node) => node.script("LOAD", BUCKET_SCRIPT)));
+    connected = true;
   } catch (error) {
     cluster.disconnect();
     throw error;

@@ -87,10 +87,12 @@ export class SharedLimiter implements Limiter {
   #polling = false;
   /** Waits in the line of #serialize, queued or under way: while there is one, a tryWait queues behind it. */
   #inLine = 0;
-  /** tryWaits gathered while a batch is under way, to go in the next one, in their order. */
+  /** tryWaits gathered while a batch is under way, to go together at the end of this turn of the event loop, in their order. */
   #batch: BatchedTake[] = [];
-  /** The batch call under way: one at a time, so what comes meanwhile goes in one call after it. */
-  #sending: Promise<void> | undefined;
+  /** Whether the batch is to be sent at the end of this turn of the event loop. */
+  #batchDue = false;
+  /** The batch calls under way: several may be, one behind the other on the connection, so the store answers them in order. */
+  #sending = new Set<Promise<void>>();
   /** Batched takes granted and waiting for their turn, in the order of their turns. */
   #sleepers: Sleeper[] = [];
   /** Round trips made to the store, for benchmarks and tests. */
@@ -144,7 +146,7 @@ export class SharedLimiter implements Limiter {
   async close(): Promise<void> {
     this.#closed = true;
     this.#stopPolling();
-    await this.#sending;
+    await Promise.all(this.#sending);
     await this.#taking?.catch(() => {});
     await this.#cancelPending();
     // The latest turn first: each is then the last reservation of the key, given back whole.
@@ -191,9 +193,10 @@ export class SharedLimiter implements Limiter {
   }
 
   /**
-   * A tryWait in a batch: it goes in the call under way's successor, with
-   * every tryWait that comes meanwhile, so a busy key costs one round trip
-   * per batch instead of one per request. The store answers the takes in
+   * A tryWait in a batch: alone it goes at once; behind a call under way it
+   * goes with every tryWait of this turn of the event loop in one call (the
+   * calls pipelined, not waiting for each other), so a busy key costs one
+   * round trip per batch instead of one per request. The store answers the takes in
    * order, each as alone, so turns stay first come, first served, and a
    * refused take changes nothing. The wait limit runs from this call. Once
    * a take has to wait for its turn, the takes after it go in the line
@@ -214,12 +217,21 @@ export class SharedLimiter implements Limiter {
       };
       signal?.addEventListener("abort", take.leave, { once: true });
       this.#batch.push(take);
-      this.#sendBatch();
+      // Alone, it goes at once; behind a call under way, with all that comes in this turn of the event loop.
+      if (this.#sending.size === 0) this.#sendBatch();
+      else if (!this.#batchDue) {
+        this.#batchDue = true;
+        setImmediate(() => {
+          this.#batchDue = false;
+          this.#sendBatch();
+        });
+      }
     });
   }
 
   #sendBatch(): void {
-    if (this.#sending || this.#batch.length === 0) return;
+    // A store that makes the takes one by one (no takeMany) is not asked again until it has answered: they must not interleave.
+    if (this.#batch.length === 0 || (this.#sending.size > 0 && !this.#store.takeMany)) return;
     const takes = this.#batch.splice(0);
     for (const take of takes) take.signal?.removeEventListener("abort", take.leave);
     if (this.#sleepers.length > 0) {
@@ -229,10 +241,11 @@ export class SharedLimiter implements Limiter {
       }
       return;
     }
-    this.#sending = this.#takeBatch(takes).finally(() => {
-      this.#sending = undefined;
+    const sending = this.#takeBatch(takes).finally(() => {
+      this.#sending.delete(sending);
       this.#sendBatch();
     });
+    this.#sending.add(sending);
   }
 
   async #takeBatch(takes: BatchedTake[]): Promise<void> {
@@ -326,8 +339,9 @@ export class SharedLimiter implements Limiter {
 
   /** Waits until no batched take is being sent or sleeps: the line's waits hold leases of their own. */
   async #batchesDone(): Promise<void> {
-    while (this.#sending || this.#batch.length > 0 || this.#sleepers.length > 0) {
-      await Promise.all([this.#sending, ...this.#sleepers.map((sleeper) => sleeper.done)]);
+    while (this.#sending.size > 0 || this.#batch.length > 0 || this.#sleepers.length > 0) {
+      const due = this.#batch.length > 0 ? new Promise((resolve) => setImmediate(resolve)) : undefined;
+      await Promise.all([...this.#sending, ...this.#sleepers.map((sleeper) => sleeper.done), due]);
     }
   }
 
