@@ -1,7 +1,7 @@
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { FakeClock } from "../../src/core/clock.js";
-import type { BucketConfig, TakeRequest } from "../../src/store/bucket-store.js";
+import type { BucketConfig, BucketStore, TakeRequest } from "../../src/store/bucket-store.js";
 import { RedisStore } from "../../src/store/redis-store.js";
 import { SharedLimiter } from "../../src/store/shared-limiter.js";
 import { type RedisServer, startRedisServer } from "../helpers/redis-server.js";
@@ -134,4 +134,68 @@ describe("SharedLimiter on Redis: tryWaits of one key in batches", () => {
     for (const limiter of limiters) await limiter.close();
     for (const store of stores) await store.close();
   });
+
+  it("keeps the envelope b + r·W in every window with three processes queueing at once on one key", async () => {
+    const clock = new FakeClock(T0);
+    const settings: BucketConfig = { rate: 100, burst: 10, kind: "count" };
+    const stores = await Promise.all([0, 1, 2].map(() => RedisStore.open(server.url, { clock })));
+    await stores[0]!.configure("queued", settings);
+    const watched = stores.map(countingCalls);
+    const limiters = watched.map((store) => new SharedLimiter({ store, key: "queued", config: settings, clock }));
+    const admittedAtMs: number[] = [];
+    const waits: Promise<void>[] = [];
+    for (let ms = 0; ms <= 300; ms++) {
+      for (const limiter of limiters) {
+        for (let i = 0; i < 3; i++) waits.push(limiter.tryWait(1, 100).then((granted) => void (granted && admittedAtMs.push(clock.now() - T0))));
+      }
+      // Every call answered before the clock moves on: an answer late on a fake clock would look like a late admission.
+      await settled(watched);
+      await clock.advance(1);
+    }
+    for (let ms = 0; ms < 200; ms++) {
+      await settled(watched);
+      await clock.advance(1);
+    }
+    await Promise.all(waits);
+    admittedAtMs.sort((a, b) => a - b);
+    for (const windowMs of [0, 10, 100, 250]) {
+      let most = 0;
+      for (let i = 0, j = 0; i < admittedAtMs.length; i++) {
+        while (admittedAtMs[i]! - admittedAtMs[j]! > windowMs) j++;
+        most = Math.max(most, i - j + 1);
+      }
+      expect(most).toBeLessThanOrEqual(settings.burst + (settings.rate * windowMs) / 1000 + 1e-9);
+    }
+    // Not undershot either: the burst, then one every 10 ms until the last queued (at 300 ms, for up to 100 ms) is let through.
+    expect(admittedAtMs.length).toBe(10 + 40);
+    expect(admittedAtMs.at(-1)).toBe(400);
+    for (const limiter of limiters) await limiter.close();
+    for (const store of stores) await store.close();
+  });
 });
+
+/** A store that counts its calls under way, so a test on a fake clock can wait for every answer. */
+function countingCalls(store: RedisStore): BucketStore & { pending: number } {
+  const counted = {
+    pending: 0,
+    url: store.url,
+    track<T>(call: Promise<T>): Promise<T> {
+      counted.pending++;
+      return call.finally(() => counted.pending--);
+    },
+    take: (key: string, n: number, options?: TakeRequest["options"]) => counted.track(store.take(key, n, options)),
+    takeMany: (key: string, takes: readonly TakeRequest[]) => counted.track(store.takeMany(key, takes)),
+    cancel: (key: string, reservation: { n: number; timeToActMs: number }) => counted.track(store.cancel(key, reservation)),
+    read: (key: string) => counted.track(store.read(key)),
+    configure: (key: string, config: BucketConfig) => counted.track(store.configure(key, config)),
+    list: () => store.list(),
+    delete: (key: string) => store.delete(key),
+    close: () => store.close(),
+  };
+  return counted;
+}
+
+async function settled(stores: Array<{ pending: number }>): Promise<void> {
+  do await new Promise((resolve) => setImmediate(resolve));
+  while (stores.some((store) => store.pending > 0));
+}
