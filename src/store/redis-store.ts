@@ -103,8 +103,6 @@ export class RedisStore implements BucketStore {
       maxRetriesPerRequest: 2,
       // After a failed connection the socket never closes again, and ioredis would keep a 2 s timer waiting for it.
       disconnectTimeout: 100,
-      // The commands of one turn of the event loop (many keys' takes on a busy server) go out in one write, in order.
-      enableAutoPipelining: true,
     };
     // At the start, fail at once; mid-run, reconnect for as long as the store is open, at most
     // RECONNECT_MAX_MS apart, so a Redis back from a restart is found within that (StoreWatch probes meanwhile).

@@ -47,10 +47,10 @@ export interface SharedLimiterOptions {
  * is cancelled in the store (x/time/rate's Cancel), so an interrupted process
  * leaves no debt behind for the others, nor for its own next run.
  *
- * tryWaits that come while the store is being asked go together in the
- * next call (`takeMany`: one Redis script call), answered in order, as long
- * as none of them has to wait for its turn: a busy key that refuses costs a
- * round trip per batch, not per request.
+ * tryWaits that come while the store is being asked go together in one
+ * call (`takeMany`: one Redis script call), answered in order, as long as
+ * none before them has to wait for its turn: a busy key that admits or
+ * refuses at once costs a round trip per batch, not per request.
  *
  * When the store fails, the limiter stops: that wait and every later one
  * reject with the StoreError (a failed poll rejects the next wait). Going on
@@ -178,6 +178,11 @@ export class SharedLimiter implements Limiter {
     signal?.throwIfAborted();
     const calledAtMs = this.#clock.now();
     if (this.#mayBatch(maxWaitMs)) return this.#tryWaitBatched(n, maxWaitMs, calledAtMs, signal);
+    return this.#tryWaitInLine(n, maxWaitMs, calledAtMs, signal);
+  }
+
+  /** A tryWait in the line of #serialize; the wait limit runs from the call, so time in the line counts. */
+  #tryWaitInLine(n: number, maxWaitMs: number, calledAtMs: number, signal: AbortSignal | undefined): Promise<boolean> {
     return this.#serialize(() => this.#tryWaitOne(n, Math.max(0, maxWaitMs - (this.#clock.now() - calledAtMs)), signal), signal);
   }
 
@@ -196,10 +201,10 @@ export class SharedLimiter implements Limiter {
    * A tryWait in a batch: alone it goes at once; behind a call under way it
    * goes with every tryWait of this turn of the event loop in one call (the
    * calls pipelined, not waiting for each other), so a busy key costs one
-   * round trip per batch instead of one per request. The store answers the takes in
-   * order, each as alone, so turns stay first come, first served, and a
-   * refused take changes nothing. The wait limit runs from this call. Once
-   * a take has to wait for its turn, the takes after it go in the line
+   * round trip per batch instead of one per request. The store answers the
+   * takes in order, each as alone, so turns stay first come, first served,
+   * and a refused take changes nothing. The wait limit runs from this call.
+   * Once a take has to wait for its turn, the takes after it go in the line
    * behind it instead, as without batches (a busy key that queues is held
    * to its rate anyway; one that refuses is the one that needs the speed).
    */
@@ -236,9 +241,7 @@ export class SharedLimiter implements Limiter {
     for (const take of takes) take.signal?.removeEventListener("abort", take.leave);
     if (this.#sleepers.length > 0) {
       // A take before them has to wait its turn: they wait behind it in the line, as unbatched waits do.
-      for (const { n, maxWaitMs, calledAtMs, signal, resolve, reject } of takes) {
-        this.#serialize(() => this.#tryWaitOne(n, Math.max(0, maxWaitMs - (this.#clock.now() - calledAtMs)), signal), signal).then(resolve, reject);
-      }
+      for (const { n, maxWaitMs, calledAtMs, signal, resolve, reject } of takes) this.#tryWaitInLine(n, maxWaitMs, calledAtMs, signal).then(resolve, reject);
       return;
     }
     const sending = this.#takeBatch(takes).finally(() => {
@@ -259,16 +262,12 @@ export class SharedLimiter implements Limiter {
     let results: TakeResult[] | undefined;
     try {
       this.roundTrips++;
-      const taking = this.#takeOrRemake(requests);
-      this.#taking = taking;
-      results = await taking;
+      results = await this.#takeOrRemake(requests);
       if (!results) throw this.#deletedError();
     } catch (error) {
       const failure = this.#fail(error);
       for (const take of takes) take.reject(failure);
       return;
-    } finally {
-      this.#taking = undefined;
     }
     this.#lastContactMs = this.#clock.now();
     takes.forEach((take, i) => {
@@ -347,8 +346,9 @@ export class SharedLimiter implements Limiter {
 
   /**
    * One wait at a time, so concurrent callers share leases instead of racing
-   * for them; after the batched tryWaits before it. A caller that gives up before its turn leaves the line at once
-   * (its turn, when it comes, ends without asking the store).
+   * for them, and after the batched tryWaits before it. A caller that gives
+   * up before its turn leaves the line at once (its turn, when it comes, ends
+   * without asking the store).
    */
   #serialize<T>(operation: () => Promise<T>, signal?: AbortSignal): Promise<T> {
     let started = false;
