@@ -130,6 +130,14 @@ export class RedisStore implements BucketStore {
             storeUrl: shown,
           });
         }
+        const state = /^cluster_state:(\w+)/m.exec(String(await client.cluster("INFO")))?.[1];
+        if (state !== "ok") {
+          throw new StoreError(
+            "unreachable",
+            `store ${shown}: Redis Cluster is not serving (cluster_state:${state ?? "unknown"}); check that every slot is served (redis-cli --cluster check HOST:PORT)`,
+            { storeUrl: shown },
+          );
+        }
         cluster = await openCluster(address.serverUrl, clientOptions);
       } else {
         // Asked here, not left to the client's handshake: that one ignores a refused SELECT and stays on database 0.
@@ -296,13 +304,25 @@ async function openCluster(serverUrl: string, clientOptions: RedisOptions): Prom
     },
   });
   cluster.on("error", () => {});
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  // The cluster client may wait for slots without end: the start is bounded as one server's connection is.
+  const late = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer from the cluster in ${clientOptions.connectTimeout} ms`)), clientOptions.connectTimeout);
+  });
   try {
-    await cluster.connect();
-    await Promise.all(cluster.nodes("master").map((node) => node.script("LOAD", BUCKET_SCRIPT)));
+    await Promise.race([
+      (async () => {
+        await cluster.connect();
+        await Promise.all(cluster.nodes("master").map((node) => node.script("LOAD", BUCKET_SCRIPT)));
+      })(),
+      late,
+    ]);
     connected = true;
   } catch (error) {
     cluster.disconnect();
     throw error;
+  } finally {
+    clearTimeout(timer);
   }
   return cluster;
 }

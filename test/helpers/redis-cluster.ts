@@ -24,7 +24,7 @@ export async function startRedisCluster(): Promise<RedisCluster> {
     await Promise.all(nodes.map((node) => node.stop()));
   };
   try {
-    for (let i = 0; i < 3; i++) nodes.push(await startRedisServer(["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "5000"], clusterPort));
+    for (let i = 0; i < 3; i++) nodes.push(await startClusterNode());
     const addresses = nodes.map((node) => `127.0.0.1:${node.port}`);
     await promisify(execFile)("redis-cli", ["--cluster", "create", ...addresses, "--cluster-replicas", "0", "--cluster-yes"], { timeout: 30_000 });
     await Promise.all(nodes.map((node) => waitForClusterOk(node.port)));
@@ -33,6 +33,11 @@ export async function startRedisCluster(): Promise<RedisCluster> {
     throw error;
   }
   return { url: nodes[0]!.url, ports: nodes.map((node) => node.port), stop };
+}
+
+/** One `redis-server --cluster-enabled yes`, in a cluster of its own with no slots until it joins one. */
+export function startClusterNode(): Promise<RedisServer> {
+  return startRedisServer(["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "5000"], clusterPort);
 }
 
 async function waitForClusterOk(port: number): Promise<void> {

@@ -2,7 +2,7 @@ import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { FakeClock } from "../../src/core/clock.js";
 import { RedisStore, redisKeyOf } from "../../src/store/redis-store.js";
-import { type RedisCluster, startRedisCluster } from "../helpers/redis-cluster.js";
+import { type RedisCluster, startClusterNode, startRedisCluster } from "../helpers/redis-cluster.js";
 import { describeStoreConformance } from "./conformance.js";
 
 // A real three-master cluster on loopback, started here: without redis-server this fails naming the package.
@@ -64,5 +64,16 @@ describe("RedisStore on a Redis Cluster", () => {
     await expect(RedisStore.open(`${cluster.url}/2`)).rejects.toThrow(
       `store ${cluster.url}/2: Redis Cluster has database 0 only; write the address without a database, as in ${cluster.url}`,
     );
+  });
+
+  it("says in one line that a cluster node serving no slots is not serving, at once rather than waiting for slots", async () => {
+    const lone = await startClusterNode();
+    try {
+      await expect(RedisStore.open(lone.url)).rejects.toThrow(
+        `store ${lone.url}: Redis Cluster is not serving (cluster_state:fail); check that every slot is served (redis-cli --cluster check HOST:PORT)`,
+      );
+    } finally {
+      await lone.stop();
+    }
   });
 });
