@@ -284,7 +284,7 @@ export class SharedLimiter implements Limiter {
   async #sleepTurn(take: BatchedTake, readyAtMs: number, timeToActMs: number): Promise<boolean> {
     const { signal } = take;
     let finish!: () => void;
-    const sleeper: Sleeper = { n: take.n, readyAtMs, timeToActMs, wake: new AbortController(), done: new Promise((resolve) => (finish = resolve)) };
+    const sleeper: Sleeper = { n: take.n, readyAtMs, pausedDebt: 0, timeToActMs, wake: new AbortController(), done: new Promise((resolve) => (finish = resolve)) };
     this.#sleepers.push(sleeper);
     const hangUp = (): void => sleeper.wake.abort();
     signal?.addEventListener("abort", hangUp, { once: true });
@@ -299,11 +299,15 @@ export class SharedLimiter implements Limiter {
         const leftMs = sleeper.readyAtMs - this.#clock.now();
         if (leftMs <= 0) return true;
         try {
-          await this.#clock.sleep(leftMs, sleeper.wake.signal);
+          // In steps of pollMs, reading the key between them: a rate changed meanwhile moves the turn.
+          await this.#clock.sleep(Math.min(leftMs, this.#pollMs), sleeper.wake.signal);
         } catch {
-          // Moved to an earlier turn, given up or closed: seen above.
+          // Moved (an earlier turn, a new rate), given up or closed: seen above.
           sleeper.wake = new AbortController();
+          continue;
         }
+        if (leftMs > this.#pollMs) await this.#pollIfDue();
+        this.#throwIfFailed();
       }
     } finally {
       signal?.removeEventListener("abort", hangUp);
@@ -330,6 +334,7 @@ export class SharedLimiter implements Limiter {
       sleepers.splice(index, 0, last);
       given = last.timeToActMs;
       last.readyAtMs = sleeper.readyAtMs;
+      last.pausedDebt = sleeper.pausedDebt;
       last.timeToActMs = sleeper.timeToActMs;
       last.wake.abort();
     }
@@ -516,12 +521,10 @@ export class SharedLimiter implements Limiter {
   #apply(settings: { rate: number; burst: number; kind: RateKind }): void {
     if (settings.rate !== this.#rate) {
       const nowMs = this.#clock.now();
-      const leftMs = this.#readyAtMs - nowMs;
-      if (leftMs > 0) {
-        // The debt ahead of us, (left × old rate) tokens, is now repaid at the new rate.
-        const debt = this.#readyAtMs === Infinity ? this.#pausedDebt : (leftMs * this.#rate) / 1000;
-        this.#pausedDebt = settings.rate === 0 ? debt : 0;
-        this.#readyAtMs = settings.rate === 0 ? Infinity : settings.rate === Infinity ? nowMs : nowMs + (debt * 1000) / settings.rate;
+      [this.#readyAtMs, this.#pausedDebt] = rescaledTurn(nowMs, this.#readyAtMs, this.#pausedDebt, this.#rate, settings.rate);
+      for (const sleeper of this.#sleepers) {
+        [sleeper.readyAtMs, sleeper.pausedDebt] = rescaledTurn(nowMs, sleeper.readyAtMs, sleeper.pausedDebt, this.#rate, settings.rate);
+        sleeper.wake.abort();
       }
       // A lease sized for a much faster rate would hold too much at the slower one.
       if (settings.rate < this.#rate) this.#heldTokens = Math.min(this.#heldTokens, (settings.rate * this.#leaseMs) / 1000);
@@ -560,6 +563,19 @@ export class SharedLimiter implements Limiter {
   }
 }
 
+/**
+ * A turn `readyAtMs` away at `oldRate` (or, paused, `pausedDebt` tokens
+ * away), moved to when that debt is repaid at `newRate`: Infinity while
+ * paused, with the debt kept for the next rate.
+ */
+function rescaledTurn(nowMs: number, readyAtMs: number, pausedDebt: number, oldRate: number, newRate: number): [readyAtMs: number, pausedDebt: number] {
+  const leftMs = readyAtMs - nowMs;
+  if (leftMs <= 0) return [readyAtMs, pausedDebt];
+  // The debt ahead of us, (left × old rate) tokens, is now repaid at the new rate.
+  const debt = readyAtMs === Infinity ? pausedDebt : (leftMs * oldRate) / 1000;
+  return [newRate === 0 ? Infinity : newRate === Infinity ? nowMs : nowMs + (debt * 1000) / newRate, newRate === 0 ? debt : 0];
+}
+
 /** A tryWait waiting to be sent in a batch. */
 interface BatchedTake {
   n: number;
@@ -576,8 +592,10 @@ interface BatchedTake {
 /** A batched take granted with a wait: it sleeps until its turn, which it gives back if given up. */
 interface Sleeper {
   n: number;
-  /** Its turn on the local clock. */
+  /** Its turn on the local clock: rescaled when the key's rate changes, Infinity while it is paused. */
   readyAtMs: number;
+  /** While paused: the tokens owed ahead of it and its own, repaid at the next rate. */
+  pausedDebt: number;
   /** Its turn on the store's clock, for `cancel`. */
   timeToActMs: number;
   /** Aborted to end its sleep: given up, moved to an earlier turn, or the limiter closed. */

@@ -451,4 +451,27 @@ describe("SharedLimiter: tryWaits in batches", () => {
     expect(limiter.roundTrips).toBe(2);
     expect((await batched.store.read("k"))!.tokens).toBe((await oneAtATime.store.read("k"))!.tokens);
   });
+
+  it("a batched take waiting its turn follows a live rate change, read between steps of pollMs", async () => {
+    const config: BucketConfig = { rate: 1, burst: 1, kind: "count" };
+    const { clock, store } = await setup(config);
+    const limiter = new SharedLimiter({ store, key: "k", config, clock, pollMs: 500 });
+    const settled: Array<[string, number]> = [];
+    const note = (name: string) => () => void settled.push([name, clock.now() - T0]);
+    const waits = [limiter.tryWait(1, 5000).then(note("a")), limiter.tryWait(1, 5000).then(note("b")), limiter.tryWait(1, 5000).then(note("c"))];
+    // b and c share the call after a's: turns at 1 s and 2 s at 1/s.
+    await new Promise((resolve) => setImmediate(resolve));
+    expect((await store.read("k"))!.tokens).toBe(-2);
+    // Another process: `tbucket key set k --rate 2/s`.
+    await store.configure("k", { rate: 2, burst: 1, kind: "count" });
+    await runFor(clock, 1500);
+    await Promise.all(waits);
+    // Read at 500 ms: what was left of each wait at 1/s is repaid at 2/s.
+    expect(settled).toEqual([
+      ["a", 0],
+      ["b", 750],
+      ["c", 1250],
+    ]);
+  });
 });
+
