@@ -25,6 +25,12 @@ export interface BucketStore {
    */
   take(key: string, n: number, options?: TakeOptions): Promise<TakeResult | undefined>;
   /**
+   * Several takes from `key` in one operation (a Redis script call): answered
+   * in order, each exactly as `take` would answer it right after the one
+   * before. Optional: `takeInOrder` makes the takes one by one without it.
+   */
+  takeMany?(key: string, takes: readonly TakeRequest[]): Promise<TakeResult[] | undefined>;
+  /**
    * Gives back a reservation `take` made and that will not be used. Nothing
    * comes back once its time to act has passed; otherwise its tokens less
    * those reserved after it (they stay taken, so no later reservation moves).
@@ -95,6 +101,24 @@ export interface TakeOptions {
    * reservations would. Not combined with `maxWaitMs`.
    */
   overBurst?: boolean;
+}
+
+/** One take of a batch (`takeMany`). */
+export interface TakeRequest {
+  n: number;
+  options?: TakeOptions;
+}
+
+/** The takes in one call where the store can (`takeMany`), else one by one, in order. */
+export async function takeInOrder(store: BucketStore, key: string, takes: readonly TakeRequest[]): Promise<TakeResult[] | undefined> {
+  if (store.takeMany) return store.takeMany(key, takes);
+  const results: TakeResult[] = [];
+  for (const take of takes) {
+    const result = await store.take(key, take.n, take.options);
+    if (!result) return undefined;
+    results.push(result);
+  }
+  return results;
 }
 
 export interface TakeResult {

@@ -1,6 +1,8 @@
 /**
  * The one Lua script behind every Redis operation that reads or changes a
- * bucket. It touches only KEYS[1] (so it runs on Redis Cluster too), reads
+ * bucket. It touches only KEYS[1], the key's name in a hash tag (so it runs
+ * on Redis Cluster too), and on a standalone Redis KEYS[2], where releases
+ * before hash tags kept the key, to move it to KEYS[1] on first use; it reads
  * the server's clock with TIME (so clients with skewed clocks agree), and
  * repeats TokenBucket's formulas (src/core/token-bucket.ts) exactly:
  *   level(t) = min(tokens + ((t - last) / 1000) * rate, burst), t clamped to >= last
@@ -12,10 +14,12 @@
  * ARGV[2] now in ms, or "" for the server's clock (tests pass a fake time)
  * ARGV[3] idle expiry in ms: the key is forgotten this long after it is full
  * ARGV[4] the same for a key made with expireWhenFull (hash field "implicit" = "1")
- * take:      ARGV[5] n, ARGV[6] max wait ms ("inf"), ARGV[7] "1" to allow n above the burst
+ * take:      ARGV[5] n, ARGV[6] max wait ms ("inf"), ARGV[7] "1" to allow n above the burst, and again
+ *            from ARGV[8] for each further take: several takes of one key in one call (a batch),
+ *            answered in order, each exactly as if made alone right after the one before
  * cancel:    ARGV[5] n, ARGV[6] the reservation's time to act in ms
  * configure: ARGV[5] rate ("inf"), ARGV[6] burst, ARGV[7] kind, ARGV[8] "1" for expireWhenFull
- * Replies: take {ok, waitMs, tokens, rate, burst, kind, timeToActMs};
+ * Replies: take {{ok, waitMs, tokens, rate, burst, kind, timeToActMs}, ...}, one per take;
  * cancel {restored}; read/configure {rate, burst, kind, tokens, lastMs, implicit};
  * nil when the key is unknown.
  * cancel repeats TokenBucket.cancelAt on a bucket rebuilt from the hash: a
@@ -40,7 +44,16 @@ local idleMs = tonumber(ARGV[3])
 local implicitIdleMs = tonumber(ARGV[4])
 
 local h = redis.call("HMGET", key, "rate", "burst", "kind", "tokens", "last", "implicit")
+if (h[1] == false or h[1] == nil) and KEYS[2] and redis.call("EXISTS", KEYS[2]) == 1 then
+  -- Kept by a release before hash tags (KEYS[2], a standalone Redis only): moved to its name now, expiry and all.
+  redis.call("RENAME", KEYS[2], key)
+  h = redis.call("HMGET", key, "rate", "burst", "kind", "tokens", "last", "implicit")
+end
 local exists = h[1] ~= false and h[1] ~= nil
+-- A set of several limits (redis-set-script.ts) keeps no rate: not a bucket to take from, but one to set anew.
+local setLimits = (not exists) and redis.call("HGET", key, "count")
+if setLimits and op ~= "configure" then return redis.error_reply("TBUCKET_SET " .. setLimits) end
+if setLimits then redis.call("DEL", key) end
 local implicit = exists and h[6] == "1"
 local rate, burst, kind, tokens, last
 if exists then
@@ -82,23 +95,32 @@ end
 local function flag() if implicit then return "1" end return "0" end
 
 if op == "take" then
+  -- Several takes, one after the other at the same instant, each as one take would be; one save for all.
   if not exists then return nil end
-  local n = tonumber(ARGV[5])
-  local maxWait = num(ARGV[6])
-  local overBurst = ARGV[7] == "1"
-  local t, level = advance(now)
-  if rate == INF then
-    save(t, burst)
-    return {"1", "0", str(burst), str(rate), str(burst), kind, str(t)}
+  local replies = {}
+  local taken = false
+  for i = 5, #ARGV, 3 do
+    local n = tonumber(ARGV[i])
+    local maxWait = num(ARGV[i + 1])
+    local overBurst = ARGV[i + 2] == "1"
+    local t, level = advance(now)
+    if rate == INF then
+      tokens = burst; last = t; taken = true
+      replies[#replies + 1] = {"1", "0", str(burst), str(rate), str(burst), kind, str(t)}
+    else
+      local after = level - n
+      local wait = 0
+      if after < 0 then wait = math.floor((-after / rate) * 1e9) / 1e6 end
+      if (n > burst and not overBurst) or wait > maxWait then
+        replies[#replies + 1] = {"0", "inf", str(level), str(rate), str(burst), kind, "inf"}
+      else
+        tokens = after; last = t; taken = true
+        replies[#replies + 1] = {"1", str(wait), str(after), str(rate), str(burst), kind, str(t + wait)}
+      end
+    end
   end
-  local after = level - n
-  local wait = 0
-  if after < 0 then wait = math.floor((-after / rate) * 1e9) / 1e6 end
-  if (n > burst and not overBurst) or wait > maxWait then
-    return {"0", "inf", str(level), str(rate), str(burst), kind, "inf"}
-  end
-  save(t, after)
-  return {"1", str(wait), str(after), str(rate), str(burst), kind, str(t + wait)}
+  if taken then save(last, tokens) end
+  return replies
 elseif op == "cancel" then
   if not exists then return nil end
   local n = tonumber(ARGV[5])

@@ -18,15 +18,10 @@ import {
   type SetTakeResult,
 } from "./limit-set-store.js";
 import { SET_SCRIPT } from "./redis-set-script.js";
-import { DEFAULT_IDLE_EXPIRY_MS, REDIS_KEY_PREFIX, writeRefusal } from "./redis-store.js";
+import { DEFAULT_IDLE_EXPIRY_MS, keyOfRedisKey, REDIS_KEY_PREFIX, redisKeyOf, writeRefusal } from "./redis-layout.js";
 
 /** Where a key's windows and concurrency holders live: one sorted set per limit, the key's name their hash tag. */
 const LIMIT_KEY_PREFIX = "tbucket-set:";
-
-/** A tbucket key's hash as BucketStore's Redis script keeps it once keys carry hash tags: `tbucket:{NAME}`. */
-export function taggedRedisKeyOf(key: string): string {
-  return `${REDIS_KEY_PREFIX}{${key}}`;
-}
 
 /**
  * The sorted set of a key's i-th limit (from 1): `tbucket-set:{NAME}:i`, in
@@ -81,7 +76,7 @@ export class RedisSetStore implements LimitSetStore {
     this.#clock = options.clock;
     this.#idleExpiryMs = options.idleExpiryMs ?? DEFAULT_IDLE_EXPIRY_MS;
     this.#fullKeyMarginMs = options.fullKeyMarginMs ?? FULL_KEY_MARGIN_MS;
-    this.#keyOf = options.keyOf ?? taggedRedisKeyOf;
+    this.#keyOf = options.keyOf ?? redisKeyOf;
   }
 
   async configureSet(key: string, limits: readonly LimitSpec[], options?: ConfigureOptions): Promise<SetState> {
@@ -164,7 +159,7 @@ export class RedisSetStore implements LimitSetStore {
         let cursor = "0";
         do {
           const [next, found] = await server.scan(cursor, "MATCH", `${REDIS_KEY_PREFIX}*`, "COUNT", 1000);
-          for (const name of found) keys.add(keyOfHash(name));
+          for (const name of found) keys.add(keyOfRedisKey(name));
           cursor = next;
         } while (cursor !== "0");
       }
@@ -305,12 +300,6 @@ function specsOf(reply: string[], at: number): { limits: LimitSpec[]; next: numb
     else limits.push({ kind: "concurrency", n: numberOf(a) });
   }
   return { limits, next: at + 1 + 4 * count };
-}
-
-/** The tbucket key a hash found by SCAN stands for: `tbucket:{NAME}` or, before hash tags, `tbucket:NAME`. */
-function keyOfHash(redisKey: string): string {
-  const name = redisKey.slice(REDIS_KEY_PREFIX.length);
-  return name.startsWith("{") && name.endsWith("}") ? name.slice(1, -1) : name;
 }
 
 function numberText(value: number): string {

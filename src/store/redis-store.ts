@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import type { Redis as RedisClient } from "ioredis";
+import type { Cluster, Redis as RedisClient, RedisOptions } from "ioredis";
 import type { Clock } from "../core/clock.js";
 import type { RateKind } from "../core/units.js";
 import {
@@ -14,18 +14,19 @@ import {
   StoreError,
   type StoreReservation,
   type TakeOptions,
+  type TakeRequest,
   type TakeResult,
 } from "./bucket-store.js";
+import type { Costs, LimitSpec } from "../core/limit-spec.js";
+import { heldAsSetError, type LimitSetStore, type SetReservation, type SetState, type SetTakeOptions, type SetTakeResult } from "./limit-set-store.js";
 import { BUCKET_SCRIPT } from "./redis-script.js";
+import { DEFAULT_IDLE_EXPIRY_MS, keyOfRedisKey, legacyRedisKeyOf, REDIS_KEY_PREFIX, reason, redisKeyOf, writeRefusal } from "./redis-layout.js";
+import { RedisSetStore } from "./redis-set-store.js";
 import { parseRedisUrl, redactUrl } from "./redis-url.js";
 
 export { redactUrl };
+export { DEFAULT_IDLE_EXPIRY_MS, keyOfRedisKey, REDIS_KEY_PREFIX, redisKeyOf, writeRefusal } from "./redis-layout.js";
 
-/** Every key tbucket writes starts with this, so a shared Redis stays tidy. */
-export const REDIS_KEY_PREFIX = "tbucket:";
-
-/** A bucket full and untouched this long is forgotten, settings included (Redis only). */
-export const DEFAULT_IDLE_EXPIRY_MS = 7 * 24 * 3600 * 1000;
 
 export interface RedisStoreOptions {
   /** A fake clock for tests; by default the script reads the server's clock. */
@@ -41,23 +42,31 @@ export interface RedisStoreOptions {
 
 /**
  * Buckets in Redis, shared by processes on many machines. Every operation is
- * one Lua script on one key (EVALSHA, loading the script again after
- * NOSCRIPT), run on the server's clock.
+ * one Lua script on one key (EVALSHA, running the script whole after
+ * NOSCRIPT), run on the server's clock; several takes of one key may share
+ * one call (`takeMany`). An address of a Redis Cluster node (INFO says
+ * cluster_enabled:1) opens the whole cluster: each key goes to the master
+ * of its slot, and `list` asks every master.
  */
-export class RedisStore implements BucketStore {
+export class RedisStore implements BucketStore, LimitSetStore {
   readonly url: string;
-  readonly #client: RedisClient;
+  readonly #client: RedisClient | Cluster;
+  readonly #cluster: boolean;
   readonly #clock: Clock | undefined;
   readonly #idleExpiryMs: number;
   readonly #fullKeyMarginMs: number;
   readonly #sha = createHash("sha1").update(BUCKET_SCRIPT).digest("hex");
+  /** The limit sets, one script call each, on the same connection. */
+  readonly #sets: RedisSetStore;
 
-  private constructor(client: RedisClient, url: string, options: RedisStoreOptions) {
+  private constructor(client: RedisClient | Cluster, url: string, options: RedisStoreOptions) {
     this.#client = client;
+    this.#cluster = "nodes" in client;
     this.url = url;
     this.#clock = options.clock;
     this.#idleExpiryMs = options.idleExpiryMs ?? DEFAULT_IDLE_EXPIRY_MS;
     this.#fullKeyMarginMs = options.fullKeyMarginMs ?? FULL_KEY_MARGIN_MS;
+    this.#sets = new RedisSetStore(client, { url, clock: options.clock, idleExpiryMs: this.#idleExpiryMs, fullKeyMarginMs: this.#fullKeyMarginMs });
   }
 
   /**
@@ -71,48 +80,76 @@ export class RedisStore implements BucketStore {
     const { Redis } = await import("ioredis");
     const connectTimeoutMs = options.connectTimeoutMs ?? 3000;
     let connected = false;
-    const client = new Redis(address.serverUrl, {
-      lazyConnect: true,
+    const clientOptions = {
       connectTimeout: connectTimeoutMs,
       commandTimeout: options.commandTimeoutMs ?? 3000,
       maxRetriesPerRequest: 2,
       // After a failed connection the socket never closes again, and ioredis would keep a 2 s timer waiting for it.
       disconnectTimeout: 100,
-      // At the start, fail at once; mid-run, reconnect for as long as the store is open, at most
-      // RECONNECT_MAX_MS apart, so a Redis back from a restart is found within that (StoreWatch probes meanwhile).
-      retryStrategy: (times) => (!connected ? null : Math.min(times * 100, RECONNECT_MAX_MS)),
-    });
+    };
+    // At the start, fail at once; mid-run, reconnect for as long as the store is open, at most
+    // RECONNECT_MAX_MS apart, so a Redis back from a restart is found within that (StoreWatch probes meanwhile).
+    const retryStrategy = (times: number): number | null => (!connected ? null : Math.min(times * 100, RECONNECT_MAX_MS));
+    const client = new Redis(address.serverUrl, { ...clientOptions, lazyConnect: true, retryStrategy });
     // Failures reach callers through rejected commands; without a listener ioredis prints them.
     let lastError: unknown;
     client.on("error", (error: unknown) => (lastError = error));
+    const failed = (error: unknown, refused: string | undefined, problem: string): StoreError => {
+      const why = refused ?? `${problem}; check the address and that Redis runs there`;
+      return new StoreError(refused ? "refused" : "unreachable", `store ${shown}: ${why}`, { storeUrl: shown, cause: error });
+    };
     try {
       await client.connect();
       connected = true;
     } catch (error) {
       client.disconnect();
-      const refused = refusal(lastError ?? error);
-      const why = refused ?? `cannot reach Redis (${reason(lastError ?? error)}); check the address and that Redis runs there`;
-      throw new StoreError(refused ? "refused" : "unreachable", `store ${shown}: ${why}`, { storeUrl: shown, cause: error });
+      throw failed(error, refusal(lastError ?? error), `cannot reach Redis (${reason(lastError ?? error)})`);
     }
+    let cluster: Cluster | undefined;
     try {
-      // Asked here, not left to the client's handshake: that one ignores a refused SELECT and stays on database 0.
-      if (address.database !== 0) await client.select(address.database);
-      await client.script("LOAD", BUCKET_SCRIPT);
+      if (await isClusterNode(client)) {
+        if (address.database !== 0) {
+          throw new StoreError("refused", `store ${shown}: Redis Cluster has database 0 only; write the address without a database, as in ${redactUrl(address.serverUrl)}`, {
+            storeUrl: shown,
+          });
+        }
+        const state = /^cluster_state:(\w+)/m.exec(String(await client.cluster("INFO")))?.[1];
+        if (state !== "ok") {
+          throw new StoreError(
+            "unreachable",
+            `store ${shown}: Redis Cluster is not serving (cluster_state:${state ?? "unknown"}); check that every slot is served (redis-cli --cluster check HOST:PORT)`,
+            { storeUrl: shown },
+          );
+        }
+        cluster = await openCluster(address.serverUrl, clientOptions);
+      } else {
+        // Asked here, not left to the client's handshake: that one ignores a refused SELECT and stays on database 0.
+        if (address.database !== 0) await client.select(address.database);
+        await client.script("LOAD", BUCKET_SCRIPT);
+      }
     } catch (error) {
       client.disconnect();
-      const refused = databaseRefusal(error, address.database) ?? refusal(error);
-      const why = refused ?? `${reason(error)}; check the address and that Redis runs there`;
-      throw new StoreError(refused ? "refused" : "unreachable", `store ${shown}: ${why}`, { storeUrl: shown, cause: error });
+      if (error instanceof StoreError) throw error;
+      throw failed(error, databaseRefusal(error, address.database) ?? refusal(error), reason(error));
     }
-    return new RedisStore(client, shown, options);
+    if (cluster) client.disconnect();
+    return new RedisStore(cluster ?? client, shown, options);
   }
 
   async take(key: string, n: number, options?: TakeOptions): Promise<TakeResult | undefined> {
-    checkTake(n, options);
-    const reply = await this.#run(key, ["take", String(n), numberText(options?.maxWaitMs ?? Infinity), options?.overBurst ? "1" : "0"]);
+    return (await this.takeMany(key, [{ n, options }]))?.[0];
+  }
+
+  /** Several takes in one script call (one EVALSHA, one save), answered in order. */
+  async takeMany(key: string, takes: readonly TakeRequest[]): Promise<TakeResult[] | undefined> {
+    const args = ["take"];
+    for (const { n, options } of takes) {
+      checkTake(n, options);
+      args.push(String(n), numberText(options?.maxWaitMs ?? Infinity), options?.overBurst ? "1" : "0");
+    }
+    const reply = await this.#run(key, args);
     if (reply === null) return undefined;
-    const [ok, waitMs, tokens, rate, burst, kind, timeToActMs] = reply as string[];
-    return {
+    return (reply as string[][]).map(([ok, waitMs, tokens, rate, burst, kind, timeToActMs]) => ({
       ok: ok === "1",
       waitMs: numberOf(waitMs!),
       timeToActMs: numberOf(timeToActMs!),
@@ -120,7 +157,7 @@ export class RedisStore implements BucketStore {
       rate: numberOf(rate!),
       burst: numberOf(burst!),
       kind: kind as RateKind,
-    };
+    }));
   }
 
   async cancel(key: string, reservation: StoreReservation): Promise<number | undefined> {
@@ -142,26 +179,75 @@ export class RedisStore implements BucketStore {
 
   async list(): Promise<BucketState[]> {
     const keys = new Set<string>();
-    let cursor = "0";
     try {
-      do {
-        const [next, found] = await this.#client.scan(cursor, "MATCH", `${REDIS_KEY_PREFIX}*`, "COUNT", 1000);
-        for (const name of found) keys.add(name.slice(REDIS_KEY_PREFIX.length));
-        cursor = next;
-      } while (cursor !== "0");
+      // A cluster's keys are shared out among its masters: each is asked for its own.
+      const servers = "nodes" in this.#client ? this.#client.nodes("master") : [this.#client];
+      for (const server of servers) {
+        let cursor = "0";
+        do {
+          const [next, found] = await server.scan(cursor, "MATCH", `${REDIS_KEY_PREFIX}*`, "COUNT", 1000);
+          for (const name of found) keys.add(keyOfRedisKey(name));
+          cursor = next;
+        } while (cursor !== "0");
+      }
     } catch (error) {
       throw this.#error(error);
     }
-    const states = await Promise.all([...keys].sort().map((key) => this.read(key)));
+    // A key holding a set of several limits is listed by listSets, not here.
+    const readBucket = (key: string) => this.read(key).catch((error) => (error instanceof StoreError && error.failure === "holds-a-set" ? undefined : Promise.reject(error)));
+    const states = await Promise.all([...keys].sort().map(readBucket));
     return states.filter((state): state is BucketState => state !== undefined);
   }
 
   async delete(key: string): Promise<boolean> {
     try {
-      return (await this.#client.del(REDIS_KEY_PREFIX + key)) > 0;
+      const deleted = (await this.#client.del(...this.#redisKeys(key))) > 0;
+      // A set's windows and holders too.
+      return (await this.#sets.deleteSet(key)) || deleted;
     } catch (error) {
-      throw this.#error(error);
+      throw error instanceof StoreError ? error : this.#error(error);
     }
+  }
+
+  configureSet(key: string, limits: readonly LimitSpec[], options?: ConfigureOptions): Promise<SetState> {
+    return this.#sets.configureSet(key, limits, options);
+  }
+
+  takeSet(key: string, costs: Costs, options?: SetTakeOptions): Promise<SetTakeResult | undefined> {
+    return this.#sets.takeSet(key, costs, options);
+  }
+
+  cancelSet(key: string, reservation: SetReservation): Promise<true | undefined> {
+    return this.#sets.cancelSet(key, reservation);
+  }
+
+  settleSet(key: string, reservation: SetReservation, actualCosts: Costs): Promise<SetReservation | undefined> {
+    return this.#sets.settleSet(key, reservation, actualCosts);
+  }
+
+  releaseSet(key: string, reservation: SetReservation): Promise<boolean | undefined> {
+    return this.#sets.releaseSet(key, reservation);
+  }
+
+  renewSet(key: string, reservation: SetReservation, leaseMs?: number): Promise<boolean | undefined> {
+    return this.#sets.renewSet(key, reservation, leaseMs);
+  }
+
+  readSet(key: string): Promise<SetState | undefined> {
+    return this.#sets.readSet(key);
+  }
+
+  listSets(): Promise<SetState[]> {
+    return this.#sets.listSets();
+  }
+
+  deleteSet(key: string): Promise<boolean> {
+    return this.delete(key);
+  }
+
+  /** The key's Redis key, and on a standalone Redis where an earlier release kept it (two slots: not on a cluster). */
+  #redisKeys(key: string): string[] {
+    return this.#cluster ? [redisKeyOf(key)] : [redisKeyOf(key), legacyRedisKeyOf(key)];
   }
 
   async close(): Promise<void> {
@@ -177,20 +263,22 @@ export class RedisStore implements BucketStore {
     }
   }
 
-  /** Runs the script on one key, loading it again if the server lost it (restart, SCRIPT FLUSH). */
+  /** Runs the script on one key, whole if the server lost it (restart, SCRIPT FLUSH, a new master): EVAL caches it again. */
   async #run(key: string, args: string[]): Promise<unknown> {
     const [operation, ...rest] = args;
     const argv = [operation!, this.#clock ? numberText(this.#clock.now()) : "", String(this.#idleExpiryMs), String(this.#fullKeyMarginMs), ...rest];
+    const keys = this.#redisKeys(key);
     let reply: unknown;
     try {
       try {
-        return await this.#client.evalsha(this.#sha, 1, REDIS_KEY_PREFIX + key, ...argv);
+        return await this.#client.evalsha(this.#sha, keys.length, ...keys, ...argv);
       } catch (error) {
         if (!String((error as Error).message).startsWith("NOSCRIPT")) throw error;
-        await this.#client.script("LOAD", BUCKET_SCRIPT);
-        reply = await this.#client.evalsha(this.#sha, 1, REDIS_KEY_PREFIX + key, ...argv);
+        reply = await this.#client.eval(BUCKET_SCRIPT, keys.length, ...keys, ...argv);
       }
     } catch (error) {
+      const held = /^TBUCKET_SET (\d+)/.exec(String((error as Error)?.message));
+      if (held) throw heldAsSetError(this.url, key, Number(held[1]));
       throw this.#error(error);
     }
     // A server without the script has restarted: a key in use missing from it was lost with it, not deleted
@@ -211,22 +299,59 @@ export class RedisStore implements BucketStore {
 /** The longest pause between two attempts to reconnect to a Redis lost mid-run. */
 const RECONNECT_MAX_MS = 250;
 
-/**
- * What to say when Redis answered but refused to run the bucket's script:
- * the server is there, so this is not a lost store, and running again does
- * not help; the message names what the server said and what to change.
- */
-export function writeRefusal(error: unknown): string | undefined {
-  const message = reason(error);
-  if (/^READONLY\b/.test(message)) return `Redis is a read-only replica and refused the write (${message}); point the address at the primary`;
-  if (/^OOM\b/.test(message)) {
-    return `Redis is out of memory and refused the write (${message}); free memory on it, raise its maxmemory, or choose a maxmemory-policy that evicts`;
+/** Whether the server is a Redis Cluster node; a user who may not run INFO is taken to be on a standalone Redis. */
+async function isClusterNode(client: RedisClient): Promise<boolean> {
+  let info: string;
+  try {
+    info = await client.info("cluster");
+  } catch (error) {
+    if (/^NOPERM\b/.test(reason(error))) return false;
+    throw error;
   }
-  if (/^(MOVED|ASK|CLUSTERDOWN|CROSSSLOT)\b/.test(message)) {
-    return `Redis is a Cluster node and the key lives on another (${message}); tbucket does not speak Redis Cluster yet (it comes with limit sets): point the address at a standalone Redis or a primary`;
-  }
-  return undefined;
+  return /^cluster_enabled:1\b/m.test(info);
 }
+
+/** Connects to the cluster that the node at `serverUrl` belongs to, and loads the script on every master. */
+async function openCluster(serverUrl: string, clientOptions: RedisOptions): Promise<Cluster> {
+  const { Cluster } = await import("ioredis");
+  const url = new URL(serverUrl);
+  let connected = false;
+  const cluster = new Cluster([{ host: url.hostname.replace(/^\[|\]$/g, ""), port: Number(url.port || 6379) }], {
+    lazyConnect: true,
+    // As for one server: fail at once at the start, reconnect for as long as the store is open.
+    clusterRetryStrategy: (times) => (!connected ? null : Math.min(times * 100, RECONNECT_MAX_MS)),
+    slotsRefreshTimeout: clientOptions.connectTimeout,
+    redisOptions: {
+      ...clientOptions,
+      username: decodeURIComponent(url.username) || undefined,
+      password: decodeURIComponent(url.password) || undefined,
+      tls: url.protocol === "rediss:" ? {} : undefined,
+    },
+  });
+  cluster.on("error", () => {});
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  // The cluster client may wait for slots without end: the start is bounded as one server's connection is.
+  const late = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer from the cluster in ${clientOptions.connectTimeout} ms`)), clientOptions.connectTimeout);
+  });
+  try {
+    await Promise.race([
+      (async () => {
+        await cluster.connect();
+        await Promise.all(cluster.nodes("master").map((node) => node.script("LOAD", BUCKET_SCRIPT)));
+      })(),
+      late,
+    ]);
+    connected = true;
+  } catch (error) {
+    cluster.disconnect();
+    throw error;
+  } finally {
+    clearTimeout(timer);
+  }
+  return cluster;
+}
+
 
 function stateOf(key: string, reply: string[]): BucketState {
   const [rate, burst, kind, tokens, lastMs, implicit] = reply;
@@ -243,15 +368,6 @@ function numberOf(text: string): number {
   return text === "inf" ? Infinity : Number(text);
 }
 
-/** ioredis's message, made short: it speaks of its own options. */
-function reason(error: unknown): string {
-  const message = (error instanceof Error ? error.message : String(error)).split("\n")[0]!;
-  if (message.startsWith("Reached the max retries per request limit")) return "connection lost, retries exhausted";
-  if (message.startsWith("Connection is closed")) return "connection closed";
-  if (message.startsWith("Command timed out")) return "no answer in time";
-  // An error raised inside the script names the script's hash and line: noise to the user.
-  return message.replace(/\. script: .*$/, "").replace(/\.$/, "");
-}
 
 const PASSWORD_FORMS = "redis://:PASSWORD@host:port, or redis://USER:PASSWORD@host:port for an ACL user";
 

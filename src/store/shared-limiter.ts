@@ -2,7 +2,7 @@ import { type Clock, systemClock } from "../core/clock.js";
 import type { Limiter } from "../core/limiter.js";
 import { checkCount, ExceedsBurstError } from "../core/token-bucket.js";
 import type { RateKind } from "../core/units.js";
-import { type BucketConfig, type BucketStore, StoreError } from "./bucket-store.js";
+import { type BucketConfig, type BucketStore, StoreError, type TakeRequest, type TakeResult, takeInOrder } from "./bucket-store.js";
 
 export interface SharedLimiterOptions {
   store: BucketStore;
@@ -47,6 +47,11 @@ export interface SharedLimiterOptions {
  * is cancelled in the store (x/time/rate's Cancel), so an interrupted process
  * leaves no debt behind for the others, nor for its own next run.
  *
+ * tryWaits that come while the store is being asked go together in one
+ * call (`takeMany`: one Redis script call), answered in order, as long as
+ * none before them has to wait for its turn: a busy key that admits or
+ * refuses at once costs a round trip per batch, not per request.
+ *
  * When the store fails, the limiter stops: that wait and every later one
  * reject with the StoreError (a failed poll rejects the next wait). Going on
  * without the store is FailoverLimiter's business.
@@ -80,6 +85,16 @@ export class SharedLimiter implements Limiter {
   #queue: Promise<unknown> = Promise.resolve();
   #timer: ReturnType<typeof setInterval> | undefined;
   #polling = false;
+  /** Waits in the line of #serialize, queued or under way: while there is one, a tryWait queues behind it. */
+  #inLine = 0;
+  /** tryWaits gathered while a batch is under way, to go together at the end of this turn of the event loop, in their order. */
+  #batch: BatchedTake[] = [];
+  /** Whether the batch is to be sent at the end of this turn of the event loop. */
+  #batchDue = false;
+  /** The batch calls under way: several may be, one behind the other on the connection, so the store answers them in order. */
+  #sending = new Set<Promise<void>>();
+  /** Batched takes granted and waiting for their turn, in the order of their turns. */
+  #sleepers: Sleeper[] = [];
   /** Round trips made to the store, for benchmarks and tests. */
   roundTrips = 0;
 
@@ -131,8 +146,14 @@ export class SharedLimiter implements Limiter {
   async close(): Promise<void> {
     this.#closed = true;
     this.#stopPolling();
+    await Promise.all(this.#sending);
     await this.#taking?.catch(() => {});
     await this.#cancelPending();
+    // The latest turn first: each is then the last reservation of the key, given back whole.
+    for (const sleeper of this.#sleepers.splice(0).reverse()) {
+      await this.#giveBack(sleeper.n, sleeper.timeToActMs);
+      sleeper.wake.abort();
+    }
   }
 
   #stopPolling(): void {
@@ -156,19 +177,195 @@ export class SharedLimiter implements Limiter {
     checkCount(n);
     signal?.throwIfAborted();
     const calledAtMs = this.#clock.now();
+    if (this.#mayBatch(maxWaitMs)) return this.#tryWaitBatched(n, maxWaitMs, calledAtMs, signal);
+    return this.#tryWaitInLine(n, maxWaitMs, calledAtMs, signal);
+  }
+
+  /** A tryWait in the line of #serialize; the wait limit runs from the call, so time in the line counts. */
+  #tryWaitInLine(n: number, maxWaitMs: number, calledAtMs: number, signal: AbortSignal | undefined): Promise<boolean> {
     return this.#serialize(() => this.#tryWaitOne(n, Math.max(0, maxWaitMs - (this.#clock.now() - calledAtMs)), signal), signal);
   }
 
   /**
+   * Whether a tryWait may go in the next batch: when no wait is in the line
+   * (none holds a lease, none sleeps in it), each take is exactly what it
+   * asks, so the store alone decides, and several can share one call.
+   */
+  #mayBatch(maxWaitMs: number): boolean {
+    return (
+      Number.isFinite(maxWaitMs) && this.#inLine === 0 && this.#sleepers.length === 0 && this.#heldTokens === 0 && this.#pending === undefined && this.#failure === undefined
+    );
+  }
+
+  /**
+   * A tryWait in a batch: alone it goes at once; behind a call under way it
+   * goes with every tryWait of this turn of the event loop in one call (the
+   * calls pipelined, not waiting for each other), so a busy key costs one
+   * round trip per batch instead of one per request. The store answers the
+   * takes in order, each as alone, so turns stay first come, first served,
+   * and a refused take changes nothing. The wait limit runs from this call.
+   * Once a take has to wait for its turn, the takes after it go in the line
+   * behind it instead, as without batches (a busy key that queues is held
+   * to its rate anyway; one that refuses is the one that needs the speed).
+   */
+  #tryWaitBatched(n: number, maxWaitMs: number, calledAtMs: number, signal: AbortSignal | undefined): Promise<boolean> {
+    if (this.#rate === Infinity) return Promise.resolve(true);
+    if (n > this.#burst) return Promise.reject(new ExceedsBurstError(n, this.#burst));
+    return new Promise<boolean>((resolve, reject) => {
+      const take: BatchedTake = { n, maxWaitMs, calledAtMs, signal, resolve, reject, leave: () => {} };
+      take.leave = () => {
+        // Given up before it was sent: it leaves the batch, having asked nothing.
+        const index = this.#batch.indexOf(take);
+        if (index === -1) return;
+        this.#batch.splice(index, 1);
+        reject(signal!.reason);
+      };
+      signal?.addEventListener("abort", take.leave, { once: true });
+      this.#batch.push(take);
+      // Alone, it goes at once; behind a call under way, with all that comes in this turn of the event loop.
+      if (this.#sending.size === 0) this.#sendBatch();
+      else if (!this.#batchDue) {
+        this.#batchDue = true;
+        setImmediate(() => {
+          this.#batchDue = false;
+          this.#sendBatch();
+        });
+      }
+    });
+  }
+
+  #sendBatch(): void {
+    // A store that makes the takes one by one (no takeMany) is not asked again until it has answered: they must not interleave.
+    if (this.#batch.length === 0 || (this.#sending.size > 0 && !this.#store.takeMany)) return;
+    const takes = this.#batch.splice(0);
+    for (const take of takes) take.signal?.removeEventListener("abort", take.leave);
+    if (this.#sleepers.length > 0) {
+      // A take before them has to wait its turn: they wait behind it in the line, as unbatched waits do.
+      for (const { n, maxWaitMs, calledAtMs, signal, resolve, reject } of takes) this.#tryWaitInLine(n, maxWaitMs, calledAtMs, signal).then(resolve, reject);
+      return;
+    }
+    const sending = this.#takeBatch(takes).finally(() => {
+      this.#sending.delete(sending);
+      this.#sendBatch();
+    });
+    this.#sending.add(sending);
+  }
+
+  async #takeBatch(takes: BatchedTake[]): Promise<void> {
+    const sentMs = this.#clock.now();
+    if (this.#closed || this.#failure) {
+      const error = this.#failure ?? this.#closedError();
+      for (const take of takes) take.reject(error);
+      return;
+    }
+    const requests = takes.map((take) => ({ n: take.n, options: { maxWaitMs: Math.max(0, take.maxWaitMs - (sentMs - take.calledAtMs)) } }));
+    let results: TakeResult[] | undefined;
+    try {
+      this.roundTrips++;
+      results = await this.#takeOrRemake(requests);
+      if (!results) throw this.#deletedError();
+    } catch (error) {
+      const failure = this.#fail(error);
+      for (const take of takes) take.reject(failure);
+      return;
+    }
+    this.#lastContactMs = this.#clock.now();
+    takes.forEach((take, i) => {
+      const result = results[i]!;
+      this.#apply(result);
+      this.#storeTokens = result.tokens;
+      if (!result.ok) take.resolve(false);
+      else if (result.rate === Infinity || result.waitMs <= 0) take.resolve(true);
+      else take.resolve(this.#sleepTurn(take, sentMs + result.waitMs, result.timeToActMs));
+    });
+  }
+
+  /** A batched take's wait for its turn; given up (its signal) or closed, its turn is given back. */
+  async #sleepTurn(take: BatchedTake, readyAtMs: number, timeToActMs: number): Promise<boolean> {
+    const { signal } = take;
+    let finish!: () => void;
+    const sleeper: Sleeper = { n: take.n, readyAtMs, pausedDebt: 0, timeToActMs, wake: new AbortController(), done: new Promise((resolve) => (finish = resolve)) };
+    this.#sleepers.push(sleeper);
+    const hangUp = (): void => sleeper.wake.abort();
+    signal?.addEventListener("abort", hangUp, { once: true });
+    try {
+      for (;;) {
+        // close() gave the turn back and took it out of the line.
+        if (!this.#sleepers.includes(sleeper)) throw this.#closedError();
+        if (signal?.aborted) {
+          await this.#leaveTurn(sleeper);
+          throw signal.reason;
+        }
+        const leftMs = sleeper.readyAtMs - this.#clock.now();
+        if (leftMs <= 0) return true;
+        try {
+          // In steps of pollMs, reading the key between them: a rate changed meanwhile moves the turn.
+          await this.#clock.sleep(Math.min(leftMs, this.#pollMs), sleeper.wake.signal);
+        } catch {
+          // Moved (an earlier turn, a new rate), given up or closed: seen above.
+          sleeper.wake = new AbortController();
+          continue;
+        }
+        if (leftMs > this.#pollMs) await this.#pollIfDue();
+        this.#throwIfFailed();
+      }
+    } finally {
+      signal?.removeEventListener("abort", hangUp);
+      const index = this.#sleepers.indexOf(sleeper);
+      if (index !== -1) this.#sleepers.splice(index, 1);
+      finish();
+    }
+  }
+
+  /**
+   * Gives a sleeping take's turn back whole, whatever its place in line:
+   * the store gives back only what no later reservation counts on (as
+   * x/time/rate), so the last of ours behind it takes its turn, and that
+   * last turn, now no one's, is given back (as RequestGate does).
+   */
+  async #leaveTurn(sleeper: Sleeper): Promise<void> {
+    const sleepers = this.#sleepers;
+    const index = sleepers.indexOf(sleeper);
+    sleepers.splice(index, 1);
+    let given = sleeper.timeToActMs;
+    const last = sleepers[sleepers.length - 1];
+    if (last && index < sleepers.length && last.n === sleeper.n) {
+      sleepers.pop();
+      sleepers.splice(index, 0, last);
+      given = last.timeToActMs;
+      last.readyAtMs = sleeper.readyAtMs;
+      last.pausedDebt = sleeper.pausedDebt;
+      last.timeToActMs = sleeper.timeToActMs;
+      last.wake.abort();
+    }
+    await this.#giveBack(sleeper.n, given);
+  }
+
+  /** Waits until no batched take is being sent or sleeps: the line's waits hold leases of their own. */
+  async #batchesDone(): Promise<void> {
+    while (this.#sending.size > 0 || this.#batch.length > 0 || this.#sleepers.length > 0) {
+      const due = this.#batch.length > 0 ? new Promise((resolve) => setImmediate(resolve)) : undefined;
+      await Promise.all([...this.#sending, ...this.#sleepers.map((sleeper) => sleeper.done), due]);
+    }
+  }
+
+  /**
    * One wait at a time, so concurrent callers share leases instead of racing
-   * for them. A caller that gives up before its turn leaves the line at once
-   * (its turn, when it comes, ends without asking the store).
+   * for them, and after the batched tryWaits before it. A caller that gives
+   * up before its turn leaves the line at once (its turn, when it comes, ends
+   * without asking the store).
    */
   #serialize<T>(operation: () => Promise<T>, signal?: AbortSignal): Promise<T> {
     let started = false;
-    const run = (): Promise<T> => ((started = true), operation());
+    const run = async (): Promise<T> => {
+      await this.#batchesDone();
+      started = true;
+      return operation();
+    };
+    this.#inLine++;
     const next = this.#queue.then(run, run);
     this.#queue = next.catch(() => {});
+    void next.finally(() => this.#inLine--).catch(() => {});
     if (!signal) return next;
     return new Promise<T>((resolve, reject) => {
       const leave = (): void => {
@@ -213,10 +410,15 @@ export class SharedLimiter implements Limiter {
     this.#pending = undefined;
     this.#heldTokens = Math.max(0, this.#heldTokens - pending.n);
     this.#readyAtMs = pending.readyAtBeforeMs;
+    await this.#giveBack(pending.n, pending.timeToActMs);
+  }
+
+  /** Cancels a reservation in the store; a store that fails has nothing left to give back to. */
+  async #giveBack(n: number, timeToActMs: number): Promise<void> {
     if (this.#failure) return;
     try {
       this.roundTrips++;
-      await this.#store.cancel(this.key, { n: pending.n, timeToActMs: pending.timeToActMs });
+      await this.#store.cancel(this.key, { n, timeToActMs });
     } catch {
       // The store is gone: its debt goes with it, or expires.
     }
@@ -249,9 +451,9 @@ export class SharedLimiter implements Limiter {
     let result;
     try {
       this.roundTrips++;
-      const taking = this.#takeOrRemake(n, options);
+      const taking = this.#takeOrRemake([{ n, options }]);
       this.#taking = taking;
-      result = await taking;
+      result = (await taking)?.[0];
       if (!result) throw this.#deletedError();
     } catch (error) {
       throw this.#fail(error);
@@ -270,13 +472,13 @@ export class SharedLimiter implements Limiter {
   }
 
   /** Takes; a key made per client and forgotten once full is made again (full, as it was) and taken from. */
-  async #takeOrRemake(n: number, options: { overBurst?: boolean; maxWaitMs?: number }) {
-    const result = await this.#store.take(this.key, n, options);
-    if (result || !this.#expireWhenFull) return result;
+  async #takeOrRemake(takes: readonly TakeRequest[]): Promise<TakeResult[] | undefined> {
+    const results = await takeInOrder(this.#store, this.key, takes);
+    if (results || !this.#expireWhenFull) return results;
     this.roundTrips++;
     await this.#store.configure(this.key, { rate: this.#rate, burst: this.#burst, kind: this.#kind }, { expireWhenFull: true });
     this.roundTrips++;
-    return this.#store.take(this.key, n, options);
+    return takeInOrder(this.#store, this.key, takes);
   }
 
   /** Sleeps until the held tokens may be used, in steps of `pollMs` so a rate change shortens or stretches the wait. */
@@ -319,12 +521,10 @@ export class SharedLimiter implements Limiter {
   #apply(settings: { rate: number; burst: number; kind: RateKind }): void {
     if (settings.rate !== this.#rate) {
       const nowMs = this.#clock.now();
-      const leftMs = this.#readyAtMs - nowMs;
-      if (leftMs > 0) {
-        // The debt ahead of us, (left × old rate) tokens, is now repaid at the new rate.
-        const debt = this.#readyAtMs === Infinity ? this.#pausedDebt : (leftMs * this.#rate) / 1000;
-        this.#pausedDebt = settings.rate === 0 ? debt : 0;
-        this.#readyAtMs = settings.rate === 0 ? Infinity : settings.rate === Infinity ? nowMs : nowMs + (debt * 1000) / settings.rate;
+      [this.#readyAtMs, this.#pausedDebt] = rescaledTurn(nowMs, this.#readyAtMs, this.#pausedDebt, this.#rate, settings.rate);
+      for (const sleeper of this.#sleepers) {
+        [sleeper.readyAtMs, sleeper.pausedDebt] = rescaledTurn(nowMs, sleeper.readyAtMs, sleeper.pausedDebt, this.#rate, settings.rate);
+        sleeper.wake.abort();
       }
       // A lease sized for a much faster rate would hold too much at the slower one.
       if (settings.rate < this.#rate) this.#heldTokens = Math.min(this.#heldTokens, (settings.rate * this.#leaseMs) / 1000);
@@ -351,10 +551,55 @@ export class SharedLimiter implements Limiter {
   }
 
   #throwIfClosed(): void {
-    if (this.#closed) throw new StoreError("closed", `key "${this.key}": the limiter was closed while waiting`, { storeUrl: this.#store.url, key: this.key });
+    if (this.#closed) throw this.#closedError();
+  }
+
+  #closedError(): StoreError {
+    return new StoreError("closed", `key "${this.key}": the limiter was closed while waiting`, { storeUrl: this.#store.url, key: this.key });
   }
 
   #deletedError(): StoreError {
     return new StoreError("deleted", `key "${this.key}": deleted from ${this.#store.url} while in use`, { storeUrl: this.#store.url, key: this.key });
   }
+}
+
+/**
+ * A turn `readyAtMs` away at `oldRate` (or, paused, `pausedDebt` tokens
+ * away), moved to when that debt is repaid at `newRate`: Infinity while
+ * paused, with the debt kept for the next rate.
+ */
+function rescaledTurn(nowMs: number, readyAtMs: number, pausedDebt: number, oldRate: number, newRate: number): [readyAtMs: number, pausedDebt: number] {
+  const leftMs = readyAtMs - nowMs;
+  if (leftMs <= 0) return [readyAtMs, pausedDebt];
+  // The debt ahead of us, (left × old rate) tokens, is now repaid at the new rate.
+  const debt = readyAtMs === Infinity ? pausedDebt : (leftMs * oldRate) / 1000;
+  return [newRate === 0 ? Infinity : newRate === Infinity ? nowMs : nowMs + (debt * 1000) / newRate, newRate === 0 ? debt : 0];
+}
+
+/** A tryWait waiting to be sent in a batch. */
+interface BatchedTake {
+  n: number;
+  maxWaitMs: number;
+  /** When it was asked, on the local clock: its wait limit runs from then. */
+  calledAtMs: number;
+  signal: AbortSignal | undefined;
+  resolve: (granted: boolean | Promise<boolean>) => void;
+  reject: (error: unknown) => void;
+  /** Takes it out of the batch when its signal aborts before it is sent. */
+  leave: () => void;
+}
+
+/** A batched take granted with a wait: it sleeps until its turn, which it gives back if given up. */
+interface Sleeper {
+  n: number;
+  /** Its turn on the local clock: rescaled when the key's rate changes, Infinity while it is paused. */
+  readyAtMs: number;
+  /** While paused: the tokens owed ahead of it and its own, repaid at the next rate. */
+  pausedDebt: number;
+  /** Its turn on the store's clock, for `cancel`. */
+  timeToActMs: number;
+  /** Aborted to end its sleep: given up, moved to an earlier turn, or the limiter closed. */
+  wake: AbortController;
+  /** Resolved once it no longer sleeps. */
+  done: Promise<void>;
 }

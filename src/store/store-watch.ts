@@ -63,6 +63,8 @@ export class StoreWatch implements BucketStore {
     this.url = store.url;
     this.#clock = options.clock ?? systemClock;
     this.#options = options;
+    const takeMany = store.takeMany?.bind(store);
+    if (takeMany) this.takeMany = (key, takes) => this.#guard(key, () => takeMany(key, takes));
   }
 
   /** The outage under way; undefined while the store answers. */
@@ -96,6 +98,8 @@ export class StoreWatch implements BucketStore {
   }
 
   take: BucketStore["take"] = (key, n, options) => this.#guard(key, () => this.#store.take(key, n, options));
+  /** Only when the store has it: callers send several calls at once only to a store that answers each whole. */
+  readonly takeMany: BucketStore["takeMany"];
   cancel: BucketStore["cancel"] = (key, reservation) => this.#guard(key, () => this.#store.cancel(key, reservation));
   read: BucketStore["read"] = (key) => this.#guard(key, () => this.#store.read(key));
   configure: BucketStore["configure"] = (key, config, options) => this.#guard(key, () => this.#store.configure(key, config, options));

@@ -19,12 +19,15 @@ export interface RedisServer {
 export const REDIS_MISSING =
   "redis-server is not installed: install the Debian package redis-server (sudo apt-get install redis-server), or run: bash scripts/ensure-system-packages.sh";
 
-/** Starts redis-server, with `extraArgs` (`--requirepass x`); throws REDIS_MISSING when the binary is absent. */
-export async function startRedisServer(extraArgs: readonly string[] = []): Promise<RedisServer> {
+/**
+ * Starts redis-server, with `extraArgs` (`--requirepass x`), on a port from
+ * `pickPort` (a free one by default); throws REDIS_MISSING when the binary is absent.
+ */
+export async function startRedisServer(extraArgs: readonly string[] = [], pickPort: () => Promise<number> = freePort): Promise<RedisServer> {
   const probe = spawnSync("redis-server", ["--version"], { encoding: "utf8" });
   if (probe.error || probe.status !== 0) throw new Error(REDIS_MISSING);
   for (let attempt = 0; ; attempt++) {
-    const port = await freePort();
+    const port = await pickPort();
     try {
       let running = await launch(port, extraArgs);
       return {

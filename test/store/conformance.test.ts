@@ -9,8 +9,6 @@ import { openStore, parseStoreLocation } from "../../src/store/open-store.js";
 import { type RedisServer, startRedisServer } from "../helpers/redis-server.js";
 import type { BucketStore } from "../../src/store/bucket-store.js";
 import type { LimitSetStore } from "../../src/store/limit-set-store.js";
-import { RedisSetStore } from "../../src/store/redis-set-store.js";
-import { REDIS_KEY_PREFIX } from "../../src/store/redis-store.js";
 import { describeStoreConformance } from "./conformance.js";
 import { describeSetConformance } from "./set-conformance.js";
 
@@ -19,8 +17,6 @@ interface BackendFixture {
   fresh(): Promise<{ url: string; cleanup?: () => Promise<void> }>;
   /** Stops what the fixture started (a server). */
   stop?(): Promise<void>;
-  /** The store's limit sets, when the store is not a LimitSetStore itself. */
-  sets?(url: string, clock: FakeClock): Promise<LimitSetStore>;
 }
 
 
@@ -48,17 +44,11 @@ const FIXTURES: Record<string, BackendFixture> = {
       await redis?.admin.quit();
       await redis?.server.stop();
     },
-    // RedisStore does not carry its sets yet: a RedisSetStore on a connection of its own, keys where today's RedisStore keeps them.
-    async sets(url, clock) {
-      const client = new Redis(url);
-      const sets = new RedisSetStore(client, { url, clock, keyOf: (key) => REDIS_KEY_PREFIX + key });
-      return Object.assign(sets, { close: async () => void (await client.quit()) });
-    },
   },
   memory: { fresh: async () => ({ url: "memory:" }) },
 };
 
-/** The store itself when it keeps limit sets (memory, SQLite); RedisStore does not carry them yet (its fixture's `sets`). */
+/** The store itself when it keeps limit sets (every backend now). */
 function limitSetStoreOf(store: BucketStore): LimitSetStore | undefined {
   return "takeSet" in store ? (store as BucketStore & LimitSetStore) : undefined;
 }
@@ -87,8 +77,8 @@ for (const backend of STORE_BACKENDS) {
     const { url, cleanup } = await fixture.fresh();
     const clock = new FakeClock();
     const store = await openStore(parseStoreLocation(url), { clock });
-    const sets = limitSetStoreOf(store) ?? (await fixture.sets?.(url, clock));
-    if (!sets) throw new Error(`the ${backend.type} store keeps no limit sets, and its fixture names none`);
+    const sets = limitSetStoreOf(store);
+    if (!sets) throw new Error(`the ${backend.type} store keeps no limit sets`);
     return { store, sets, clock, cleanup, bucketStoreKnowsSets: limitSetStoreOf(store) !== undefined };
   });
 }

@@ -5,7 +5,8 @@ import { LimitSet, type LimitReservation } from "../../src/core/limit-set.js";
 import type { LimitSpec } from "../../src/core/limit-spec.js";
 import type { SetReservation } from "../../src/store/limit-set-store.js";
 import { MemoryStore } from "../../src/store/memory-store.js";
-import { limitRedisKeyOf, RedisSetStore, taggedRedisKeyOf } from "../../src/store/redis-set-store.js";
+import { limitRedisKeyOf, RedisSetStore } from "../../src/store/redis-set-store.js";
+import { redisKeyOf } from "../../src/store/redis-store.js";
 import { MIXED_SET, setTrace, type TraceStep } from "../helpers/limit-set-trace.js";
 import { type RedisServer, startRedisServer } from "../helpers/redis-server.js";
 
@@ -195,17 +196,17 @@ describe("the limit set script on a real redis-server", () => {
     ]);
     await expiring.takeSet("k", { count: 5 });
     // Full again once the window's record leaves at 3 s, then the idle expiry (less the real time since the call).
-    for (const key of [taggedRedisKeyOf("k"), limitRedisKeyOf("k", 2)]) {
+    for (const key of [redisKeyOf("k"), limitRedisKeyOf("k", 2)]) {
       const ttl = await admin.pttl(key);
       expect([ttl > 12_900, ttl <= 13_000], key).toEqual([true, true]);
     }
     await expiring.configureSet("client", [{ kind: "bucket", unit: "tokens", rate: 10, burst: 10 }], { expireWhenFull: true });
     await expiring.takeSet("client", { tokens: 10 });
-    const clientTtl = await admin.pttl(taggedRedisKeyOf("client"));
+    const clientTtl = await admin.pttl(redisKeyOf("client"));
     expect([clientTtl > 1900, clientTtl <= 2000]).toEqual([true, true]);
     await expiring.configureSet("paused", PAUSED_SET);
     await expiring.takeSet("paused", { count: 1 });
-    expect(await admin.pttl(taggedRedisKeyOf("paused"))).toBe(-1);
+    expect(await admin.pttl(redisKeyOf("paused"))).toBe(-1);
   });
 });
 
@@ -236,7 +237,7 @@ describe("the limit set script on Redis Cluster", () => {
     expect(await sets.renewSet("api:10.0.0.1", taken.reservation!)).toBe(false);
     expect((await sets.listSets()).map((state) => state.key)).toEqual(["api:10.0.0.1"]);
     const slots = await Promise.all(
-      [taggedRedisKeyOf("api:10.0.0.1"), ...MIXED_SET.map((_, i) => limitRedisKeyOf("api:10.0.0.1", i + 1))].map((key) => client.call("CLUSTER", "KEYSLOT", key)),
+      [redisKeyOf("api:10.0.0.1"), ...MIXED_SET.map((_, i) => limitRedisKeyOf("api:10.0.0.1", i + 1))].map((key) => client.call("CLUSTER", "KEYSLOT", key)),
     );
     expect(new Set(slots).size).toBe(1);
     expect(await sets.deleteSet("api:10.0.0.1")).toBe(true);

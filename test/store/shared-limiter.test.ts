@@ -397,3 +397,81 @@ function failingAfter(store: BucketStore, goodTakes: number): BucketStore {
     close: () => store.close(),
   };
 }
+
+describe("SharedLimiter: tryWaits in batches", () => {
+  it("a batched take given up while it waits gives its turn back whole: the last behind it takes that turn", async () => {
+    const config: BucketConfig = { rate: 10, burst: 1, kind: "count" };
+    const { clock, store } = await setup(config);
+    const limiter = new SharedLimiter({ store, key: "k", config, clock });
+    const abort = new AbortController();
+    const settled: Array<[string, number]> = [];
+    const note = (name: string) => () => void settled.push([name, clock.now() - T0]);
+    // The first goes alone and is let through; the other two share the next call: turns at 100 and 200 ms.
+    const first = limiter.tryWait(1, 1000).then(note("first"));
+    const second = limiter.tryWait(1, 1000, abort.signal).catch(note("second given up"));
+    const third = limiter.tryWait(1, 1000).then(note("third"));
+    await clock.advance(0);
+    expect(limiter.roundTrips).toBe(2);
+    expect((await store.read("k"))!.tokens).toBe(-2);
+    abort.abort();
+    await second;
+    // x/time/rate's Cancel would give back nothing (the third counts on the tokens): the last turn is given back instead.
+    expect((await store.read("k"))!.tokens).toBe(-1);
+    await runFor(clock, 200);
+    await Promise.all([first, third]);
+    expect(settled).toEqual([
+      ["first", 0],
+      ["second given up", 0],
+      ["third", 100],
+    ]);
+  });
+
+  it("gives back the turns still waiting when it closes, the latest first", async () => {
+    const config: BucketConfig = { rate: 10, burst: 1, kind: "count" };
+    const { clock, store } = await setup(config);
+    const limiter = new SharedLimiter({ store, key: "k", config, clock });
+    const waits = [0, 1, 2].map(() => limiter.tryWait(1, 1000).catch((error: Error) => error.message));
+    await clock.advance(0);
+    expect((await store.read("k"))!.tokens).toBe(-2);
+    await limiter.close();
+    expect((await store.read("k"))!.tokens).toBe(0);
+    expect(await Promise.all(waits)).toEqual([true, 'key "k": the limiter was closed while waiting', 'key "k": the limiter was closed while waiting']);
+  });
+
+  it("answers as one at a time would: the same grants and the same level", async () => {
+    const config: BucketConfig = { rate: 10, burst: 3, kind: "count" };
+    const asks = [1, 2, 1, 1, 3, 0.5];
+    const oneAtATime = await setup(config);
+    const alone = new SharedLimiter({ store: oneAtATime.store, key: "k", config, clock: oneAtATime.clock });
+    const expected = [];
+    for (const n of asks) expected.push(await alone.tryWait(n, 0));
+    const batched = await setup(config);
+    const limiter = new SharedLimiter({ store: batched.store, key: "k", config, clock: batched.clock });
+    expect(await Promise.all(asks.map((n) => limiter.tryWait(n, 0)))).toEqual(expected);
+    expect(limiter.roundTrips).toBe(2);
+    expect((await batched.store.read("k"))!.tokens).toBe((await oneAtATime.store.read("k"))!.tokens);
+  });
+
+  it("a batched take waiting its turn follows a live rate change, read between steps of pollMs", async () => {
+    const config: BucketConfig = { rate: 1, burst: 1, kind: "count" };
+    const { clock, store } = await setup(config);
+    const limiter = new SharedLimiter({ store, key: "k", config, clock, pollMs: 500 });
+    const settled: Array<[string, number]> = [];
+    const note = (name: string) => () => void settled.push([name, clock.now() - T0]);
+    const waits = [limiter.tryWait(1, 5000).then(note("a")), limiter.tryWait(1, 5000).then(note("b")), limiter.tryWait(1, 5000).then(note("c"))];
+    // b and c share the call after a's: turns at 1 s and 2 s at 1/s.
+    await new Promise((resolve) => setImmediate(resolve));
+    expect((await store.read("k"))!.tokens).toBe(-2);
+    // Another process: `tbucket key set k --rate 2/s`.
+    await store.configure("k", { rate: 2, burst: 1, kind: "count" });
+    await runFor(clock, 1500);
+    await Promise.all(waits);
+    // Read at 500 ms: what was left of each wait at 1/s is repaid at 2/s.
+    expect(settled).toEqual([
+      ["a", 0],
+      ["b", 750],
+      ["c", 1250],
+    ]);
+  });
+});
+
