@@ -1,3 +1,5 @@
+import type { Cluster, Redis as RedisClient } from "ioredis";
+
 /**
  * What every tbucket script in Redis shares: where a key lives (one hash tag
  * per tbucket key, so all of its Redis keys share a Cluster slot), how long
@@ -25,6 +27,24 @@ export function legacyRedisKeyOf(key: string): string {
 export function keyOfRedisKey(redisKey: string): string {
   const name = redisKey.slice(REDIS_KEY_PREFIX.length);
   return name.startsWith("{") && name.endsWith("}") ? name.slice(1, -1) : name;
+}
+
+/**
+ * Every tbucket key in the store, sorted: a cluster's keys are shared out
+ * among its masters, so each is asked for its own.
+ */
+export async function scanTbucketKeys(client: RedisClient | Cluster): Promise<string[]> {
+  const keys = new Set<string>();
+  const servers = "nodes" in client ? client.nodes("master") : [client];
+  for (const server of servers) {
+    let cursor = "0";
+    do {
+      const [next, found] = await server.scan(cursor, "MATCH", `${REDIS_KEY_PREFIX}*`, "COUNT", 1000);
+      for (const name of found) keys.add(keyOfRedisKey(name));
+      cursor = next;
+    } while (cursor !== "0");
+  }
+  return [...keys].sort();
 }
 
 /** A bucket full and untouched this long is forgotten, settings included (Redis only). */
@@ -56,3 +76,24 @@ export function reason(error: unknown): string {
   // An error raised inside the script names the script's hash and line: noise to the user.
   return message.replace(/\. script: .*$/, "").replace(/\.$/, "");
 }
+
+/**
+ * What both scripts begin with: the numbers as text ("inf" for infinity, 17
+ * digits so that a level survives the round trip), and the time, from the
+ * caller (ARGV[2], tests) or else the server's own clock (TIME).
+ */
+export const SCRIPT_PRELUDE = `if redis.replicate_commands then pcall(redis.replicate_commands) end
+local INF = math.huge
+local function num(s) if s == "inf" then return INF elseif s == "-inf" then return -INF end return tonumber(s) end
+local function str(x) if x == INF then return "inf" elseif x == -INF then return "-inf" end return string.format("%.17g", x) end
+local op = ARGV[1]
+local now
+if ARGV[2] ~= "" then
+  now = tonumber(ARGV[2])
+else
+  local time = redis.call("TIME")
+  now = tonumber(time[1]) * 1000 + tonumber(time[2]) / 1000
+end
+local idleMs = tonumber(ARGV[3])
+local implicitIdleMs = tonumber(ARGV[4])
+`;

@@ -1,3 +1,4 @@
+import { SCRIPT_PRELUDE } from "./redis-layout.js";
 /**
  * The one Lua script behind every Redis operation that reads or changes a
  * bucket. It touches only KEYS[1], the key's name in a hash tag (so it runs
@@ -26,22 +27,8 @@
  * negative level is owed to reservations due until last + wait(debt), so
  *   restore = n - ((that time - time to act) / 1000) * rate
  */
-export const BUCKET_SCRIPT = `
-if redis.replicate_commands then pcall(redis.replicate_commands) end
+export const BUCKET_SCRIPT = `${SCRIPT_PRELUDE}
 local key = KEYS[1]
-local op = ARGV[1]
-local INF = math.huge
-local function num(s) if s == "inf" then return INF end return tonumber(s) end
-local function str(x) if x == INF then return "inf" end return string.format("%.17g", x) end
-local now
-if ARGV[2] ~= "" then
-  now = tonumber(ARGV[2])
-else
-  local time = redis.call("TIME")
-  now = tonumber(time[1]) * 1000 + tonumber(time[2]) / 1000
-end
-local idleMs = tonumber(ARGV[3])
-local implicitIdleMs = tonumber(ARGV[4])
 
 local h = redis.call("HMGET", key, "rate", "burst", "kind", "tokens", "last", "implicit")
 if (h[1] == false or h[1] == nil) and KEYS[2] and redis.call("EXISTS", KEYS[2]) == 1 then
@@ -161,3 +148,4 @@ elseif op == "configure" then
 end
 return redis.error_reply("tbucket: unknown operation " .. tostring(op))
 `;
+

@@ -1,3 +1,4 @@
+import { SCRIPT_PRELUDE } from "./redis-layout.js";
 /**
  * The Lua script behind every Redis operation on a key's limit set
  * (redis-set-store.ts). One call per take, cancel, settle, release, renew,
@@ -40,22 +41,8 @@
  * cancel {"ok"}; settle {"ok", [amount, taken, level] per limit};
  * release, renew {"ok", "1" | "0"}; read, configure {"ok", slast, implicit, count, specs..., levels...}.
  */
-export const SET_SCRIPT = `
-if redis.replicate_commands then pcall(redis.replicate_commands) end
-local INF = math.huge
-local function num(s) if s == "inf" then return INF elseif s == "-inf" then return -INF end return tonumber(s) end
-local function str(x) if x == INF then return "inf" elseif x == -INF then return "-inf" end return string.format("%.17g", x) end
+export const SET_SCRIPT = `${SCRIPT_PRELUDE}
 local main = KEYS[1]
-local op = ARGV[1]
-local now
-if ARGV[2] ~= "" then
-  now = tonumber(ARGV[2])
-else
-  local time = redis.call("TIME")
-  now = tonumber(time[1]) * 1000 + tonumber(time[2]) / 1000
-end
-local idleMs = tonumber(ARGV[3])
-local implicitIdleMs = tonumber(ARGV[4])
 local passed = tonumber(ARGV[5])
 
 -- TokenBucket's durationMsFromTokens and tokensFromDurationMs.

@@ -18,7 +18,7 @@ import {
   type SetTakeResult,
 } from "./limit-set-store.js";
 import { SET_SCRIPT } from "./redis-set-script.js";
-import { DEFAULT_IDLE_EXPIRY_MS, keyOfRedisKey, REDIS_KEY_PREFIX, redisKeyOf, writeRefusal } from "./redis-layout.js";
+import { DEFAULT_IDLE_EXPIRY_MS, redisKeyOf, scanTbucketKeys, writeRefusal } from "./redis-layout.js";
 
 /** Where a key's windows and concurrency holders live: one sorted set per limit, the key's name their hash tag. */
 const LIMIT_KEY_PREFIX = "tbucket-set:";
@@ -151,22 +151,13 @@ export class RedisSetStore implements LimitSetStore {
   }
 
   async listSets(): Promise<SetState[]> {
-    const keys = new Set<string>();
+    let keys: string[];
     try {
-      // A cluster's keys are shared out among its masters: each is asked for its own.
-      const servers = "nodes" in this.#client ? this.#client.nodes("master") : [this.#client];
-      for (const server of servers) {
-        let cursor = "0";
-        do {
-          const [next, found] = await server.scan(cursor, "MATCH", `${REDIS_KEY_PREFIX}*`, "COUNT", 1000);
-          for (const name of found) keys.add(keyOfRedisKey(name));
-          cursor = next;
-        } while (cursor !== "0");
-      }
+      keys = await scanTbucketKeys(this.#client);
     } catch (error) {
       throw this.#error(error);
     }
-    const states = await Promise.all([...keys].sort().map((key) => this.readSet(key)));
+    const states = await Promise.all(keys.map((key) => this.readSet(key)));
     return states.filter((state): state is SetState => state !== undefined);
   }
 

@@ -20,7 +20,7 @@ import {
 import type { Costs, LimitSpec } from "../core/limit-spec.js";
 import { heldAsSetError, type LimitSetStore, type SetReservation, type SetState, type SetTakeOptions, type SetTakeResult } from "./limit-set-store.js";
 import { BUCKET_SCRIPT } from "./redis-script.js";
-import { DEFAULT_IDLE_EXPIRY_MS, keyOfRedisKey, legacyRedisKeyOf, REDIS_KEY_PREFIX, reason, redisKeyOf, writeRefusal } from "./redis-layout.js";
+import { DEFAULT_IDLE_EXPIRY_MS, legacyRedisKeyOf, reason, redisKeyOf, scanTbucketKeys, writeRefusal } from "./redis-layout.js";
 import { RedisSetStore } from "./redis-set-store.js";
 import { parseRedisUrl, redactUrl } from "./redis-url.js";
 
@@ -178,24 +178,15 @@ export class RedisStore implements BucketStore, LimitSetStore {
   }
 
   async list(): Promise<BucketState[]> {
-    const keys = new Set<string>();
+    let keys: string[];
     try {
-      // A cluster's keys are shared out among its masters: each is asked for its own.
-      const servers = "nodes" in this.#client ? this.#client.nodes("master") : [this.#client];
-      for (const server of servers) {
-        let cursor = "0";
-        do {
-          const [next, found] = await server.scan(cursor, "MATCH", `${REDIS_KEY_PREFIX}*`, "COUNT", 1000);
-          for (const name of found) keys.add(keyOfRedisKey(name));
-          cursor = next;
-        } while (cursor !== "0");
-      }
+      keys = await scanTbucketKeys(this.#client);
     } catch (error) {
       throw this.#error(error);
     }
     // A key holding a set of several limits is listed by listSets, not here.
     const readBucket = (key: string) => this.read(key).catch((error) => (error instanceof StoreError && error.failure === "holds-a-set" ? undefined : Promise.reject(error)));
-    const states = await Promise.all([...keys].sort().map(readBucket));
+    const states = await Promise.all(keys.map(readBucket));
     return states.filter((state): state is BucketState => state !== undefined);
   }
 
