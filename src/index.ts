@@ -23,6 +23,7 @@ export {
   formatCountRate,
   formatDuration,
   parseAnyRate,
+  parseAnyWindow,
   parseByteRate,
   parseByteSize,
   parseCount,
