@@ -82,6 +82,22 @@ describe("parseLimitOptions", () => {
     expect(limitsOf(["--burst", "4mb"], { ...BYTES, keyed: true })).toEqual({ limits: [], loneBurst: 4 * 1024 ** 2 });
   });
 
+  it("with autoRate (simulate --suggest): a lone --rate auto makes no limit, and its --burst is the lone burst", () => {
+    const SEARCHED: LimitGrammar = { units: "count", autoRate: true };
+    expect(limitsOf(["--rate", "auto", "--burst", "4"], SEARCHED)).toEqual({ limits: [], loneBurst: 4 });
+    expect(limitsOf(["--rate", "Auto"], SEARCHED)).toEqual({ limits: [], loneBurst: undefined });
+    expect(usageOf(["--rate", "auto", "--burst", "4", "--burst", "5"], SEARCHED)).toBe(
+      `UsageError: --burst: 2 bursts for 1 rate; each --burst goes with a --rate (the i-th burst with the i-th rate), so give its --rate too or drop the --burst`,
+    );
+    // Without it, auto is no rate.
+    expect(usageOf(["--rate", "auto"], { units: "count" })).toBe(`UsageError: --rate: "auto" is not a count rate; try "5", "300/m" or "1/10s"`);
+  });
+
+  it("without a byteRateHint, a count grammar says what the units say", () => {
+    expect(usageOf(["--rate", "1mb"], { units: "count" })).toBe(`UsageError: --rate: "1mb" is a byte rate, not a count rate; try "5", "300/m" or "1/10s"`);
+    expect(usageOf(["--window", "1mb/1s"], { units: "count" })).toBe(`UsageError: --window: "1mb/1s" is a window of bytes, not of counts; try "100/1m", "1000/h" or "10/1.5s"`);
+  });
+
   it("needs a set beyond one bucket, which a key refuses with what works today", () => {
     const one = limitsOf(["--rate", "5"], LAUNCHES).limits;
     const two = limitsOf(["--rate", "5", "--window", "100/m"], LAUNCHES).limits;
