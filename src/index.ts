@@ -3,8 +3,11 @@
  * admitted as one, a Node stream that throttles bytes or lines through a
  * bucket, clocks, and the unit grammar.
  */
+/** The injected clock: the system's, or a FakeClock whose time moves only when told. */
 export { type Clock, FakeClock, systemClock, MAX_TIMER_MS } from "./core/clock.js";
+/** What a stream or a runner waits on: a TokenBucket, a LimitSetLimiter, or a shared bucket. */
 export type { Limiter } from "./core/limiter.js";
+/** One token bucket with golang.org/x/time/rate's semantics, and its reservations. */
 export {
   every,
   ExceedsBurstError,
@@ -14,15 +17,26 @@ export {
   TokenBucket,
   type TokenBucketOptions,
 } from "./core/token-bucket.js";
+/**
+ * A set of limits on one key admitted as one (LimitSet, with explicit time),
+ * and what a reservation on it holds (LimitReservation: when to act, which
+ * limits bound, to cancel, settle or release).
+ */
 export { LimitReservation, LimitSet } from "./core/limit-set.js";
+/** A private LimitSet behind the Limiter interface, so a ThrottleStream or a runner waits on a set as on one bucket. */
+export { LimitSetLimiter } from "./core/limit-set-limiter.js";
+/** The limits of a set as data (bucket, window, concurrency), and an item's cost in each unit. */
 export type { BucketSpec, ConcurrencySpec, CostUnit, Costs, LimitSpec, WindowSpec } from "./core/limit-spec.js";
+/** At most n units in any interval of a given length, sliding and exact: the window limit on its own. */
 export { SlidingWindow } from "./core/sliding-window.js";
+/** The unit grammar: rates, sizes, durations and windows parsed from text, and formatted back. */
 export {
   formatByteRate,
   formatByteSize,
   formatCountRate,
   formatDuration,
   parseAnyRate,
+  parseAnyWindow,
   parseByteRate,
   parseByteSize,
   parseCount,
@@ -34,4 +48,5 @@ export {
   type RateKind,
   UnitError,
 } from "./core/units.js";
+/** A Node Transform that passes bytes or lines through a Limiter no faster than it allows. */
 export { type CostMode, ThrottleStream, type ThrottleStats, type ThrottleStreamOptions } from "./stream/throttle-stream.js";

@@ -3,21 +3,23 @@ import { defaultBurst } from "../core/default-burst.js";
 import type { LimitSpec } from "../core/limit-spec.js";
 import {
   parseAnyRate,
+  parseAnyWindow,
   parseByteRate,
-  parseByteSize,
   parseCount,
   parseCountRate,
-  parsePeriodMs,
   parseSizeOfKind,
+  parseWindowOfKind,
   type RateKind,
   rateKindOf,
 } from "../core/units.js";
+import { plural } from "../core/format.js";
 import { parseOption, UsageError } from "./errors.js";
 import { repeatableOption } from "./repeatable-option.js";
 
 // The one grammar of a command's limits: repeatable --rate with --burst (the i-th burst with the
 // i-th rate), repeatable --window N/W, and --concurrency N, resolved to LimitSpec[] in
-// command-line order (limits are numbered from 1 in that order in --stats and limitedBy).
+// command-line order (limits are numbered from 1 in that order in --stats and limitedBy). pipe,
+// run and simulate all read their limits here; what differs between them is a LimitGrammar.
 
 /** A limit flag's text, with its place among every limit flag of the command line. */
 export interface PlacedText {
@@ -44,8 +46,12 @@ export interface ParsedLimit {
 export interface ParsedLimits {
   /** In command-line order. */
   limits: ParsedLimit[];
-  /** With a key and no --rate: a --burst alone, to set the key's burst. */
-  keyBurst: number | undefined;
+  /**
+   * A --burst with no rate to go with: with a key and no --rate, the key's
+   * burst; with `--rate auto` (see LimitGrammar.autoRate), the burst it is
+   * searched for.
+   */
+  loneBurst: number | undefined;
 }
 
 /**
@@ -58,8 +64,13 @@ export interface LimitGrammar {
   units: "bytes" | "count" | "any";
   /** With --key: a rate of 0 (the key paused), and a --burst without a --rate (the key's burst). */
   keyed?: boolean;
-  /** With `count`: what to say after "is a byte rate". */
+  /** With `count`: what to say after "is a byte rate" (and "is a window of bytes") instead of an example. */
   byteRateHint?: string;
+  /**
+   * A lone `--rate auto` stands for a rate the caller searches (simulate
+   * --suggest): it makes no limit, and its --burst is `loneBurst`.
+   */
+  autoRate?: boolean;
 }
 
 export interface LimitHelp {
@@ -91,17 +102,18 @@ export function addLimitOptions(command: Command, help: LimitHelp): Command {
 
 /** The limits of the flags in command-line order; every mistake is a UsageError naming the flag. */
 export function parseLimitOptions(flags: LimitFlags, grammar: LimitGrammar): ParsedLimits {
-  const rates = flags.rate ?? [];
   const bursts = flags.burst ?? [];
-  let keyBurst: number | undefined;
-  if (grammar.keyed && rates.length === 0 && bursts.length === 1) {
-    keyBurst = parseOption("--burst", bursts[0]!, (text) => parseSizeOfKind(grammar.units === "bytes" ? "bytes" : "count", text));
-  } else if (bursts.length > rates.length) {
+  const autoRate = grammar.autoRate === true && flags.rate?.length === 1 && isAutoRate(flags.rate[0]!.text);
+  const rates = autoRate ? [] : (flags.rate ?? []);
+  const ratesGiven = flags.rate?.length ?? 0;
+  const lone = rates.length === 0 && bursts.length === 1 && (grammar.keyed === true || autoRate);
+  if (!lone && bursts.length > rates.length) {
     throw new UsageError(
-      `--burst: ${bursts.length} burst${bursts.length === 1 ? "" : "s"} for ${rates.length === 0 ? "no rate" : rates.length === 1 ? "1 rate" : `${rates.length} rates`}; ` +
+      `--burst: ${plural(bursts.length, "burst")} for ${ratesGiven === 0 ? "no rate" : plural(ratesGiven, "rate")}; ` +
         `each --burst goes with a --rate (the i-th burst with the i-th rate), so give its --rate too or drop the --burst`,
     );
   }
+  const loneBurst = lone ? parseBurst(bursts[0]!, grammar.units === "bytes" ? "bytes" : "count") : undefined;
   const concurrency = flags.concurrency ?? [];
   if (concurrency.length > 1) throw new UsageError(`--concurrency: given ${concurrency.length} times; give it once, e.g. "--concurrency 4"`);
   const placed: Array<ParsedLimit & { position: number }> = [];
@@ -112,7 +124,12 @@ export function parseLimitOptions(flags: LimitFlags, grammar: LimitGrammar): Par
     placed.push({ spec: { kind: "concurrency", n }, flag: `--concurrency ${slots.text}`, burstGiven: false, position: slots.position });
   }
   const limits = placed.sort((a, b) => a.position - b.position).map(({ position: _, ...limit }) => limit);
-  return { limits, keyBurst };
+  return { limits, loneBurst };
+}
+
+/** Whether a --rate's text is `auto`, the rate simulate --suggest searches. */
+export function isAutoRate(text: string): boolean {
+  return text.trim().toLowerCase() === "auto";
 }
 
 /** True when the limits are more than one bucket: they need a set, not a TokenBucket. */
@@ -135,7 +152,7 @@ export function checkKeyedLimits(limits: readonly ParsedLimit[], key: string | u
 
 function parseBucket(rateText: string, burstText: string | undefined, grammar: LimitGrammar): ParsedLimit {
   const { kind, perSecond } = parseOption("--rate", rateText, (text) => parseRate(text, grammar));
-  const burst = burstText === undefined ? defaultBurst(kind, perSecond) : parseOption("--burst", burstText, (text) => parseSizeOfKind(kind, text));
+  const burst = burstText === undefined ? defaultBurst(kind, perSecond) : parseBurst(burstText, kind);
   const flag = `--rate ${rateText}${burstText === undefined ? "" : ` --burst ${burstText}`}`;
   return { spec: { kind: "bucket", unit: kind, rate: perSecond, burst }, flag, burstGiven: burstText !== undefined };
 }
@@ -144,37 +161,24 @@ function parseRate(text: string, grammar: LimitGrammar): { kind: RateKind; perSe
   const options = { allowZero: grammar.keyed };
   if (grammar.units === "bytes") return { kind: "bytes", perSecond: parseByteRate(text, options) };
   if (grammar.units === "any") return parseAnyRate(text, options);
-  if (rateKindOf(text) === "bytes") throw new Error(`"${text}" is a byte rate; ${grammar.byteRateHint ?? `try "5", "300/m" or "1/10s"`}`);
+  if (rateKindOf(text) === "bytes" && grammar.byteRateHint !== undefined) throw new Error(`"${text}" is a byte rate; ${grammar.byteRateHint}`);
   return { kind: "count", perSecond: parseCountRate(text, options) };
 }
 
-const WINDOW_EXAMPLE: Record<LimitGrammar["units"], string> = {
-  bytes: `try "2mb/1s" or "50gb/d"`,
-  count: `try "10/1s" or "1000/h"`,
-  any: `try "1000/h" (lines) or "2mb/1s" (bytes)`,
-};
+function parseBurst(text: string, kind: RateKind): number {
+  return parseOption("--burst", text, (value) => parseSizeOfKind(kind, value));
+}
 
-/**
- * `N/W`: at most N in any interval W long. N is a count, or a size for
- * bytes; W a duration, a bare unit meaning one of it (`1000/h`).
- */
-export function parseWindow(text: string, grammar: LimitGrammar): ParsedLimit {
-  const slash = text.lastIndexOf("/");
-  const example = WINDOW_EXAMPLE[grammar.units];
-  if (slash <= 0 || slash === text.length - 1) throw new Error(`"${text}" is not a window; write N/W (at most N in any W); ${example}`);
-  const amount = text.slice(0, slash).trim();
-  const duration = text.slice(slash + 1).trim();
-  const kind: RateKind = grammar.units === "any" ? (rateKindOf(amount) === "bytes" ? "bytes" : "count") : grammar.units;
-  if (kind === "count" && grammar.units === "count" && rateKindOf(amount) === "bytes") {
-    throw new Error(`"${text}" counts bytes; ${grammar.byteRateHint ?? example}`);
+/** `N/W` by the grammar's units: with `any`, N's own unit says what the window counts. */
+function parseWindow(text: string, grammar: LimitGrammar): ParsedLimit {
+  const flag = `--window ${text}`;
+  if (grammar.units === "any") {
+    const { kind, n, windowMs } = parseAnyWindow(text);
+    return { spec: { kind: "window", unit: kind, n, windowMs }, flag, burstGiven: false };
   }
-  let n: number;
-  try {
-    n = kind === "bytes" ? parseByteSize(amount) : parseCount(amount);
-  } catch (error) {
-    throw new Error(`"${text}": its N ${(error as Error).message}`);
+  if (grammar.units === "count" && grammar.byteRateHint !== undefined && rateKindOf(text) === "bytes") {
+    throw new Error(`"${text}" is a window of bytes, not of counts; ${grammar.byteRateHint}`);
   }
-  const windowMs = parsePeriodMs(duration);
-  if (windowMs === undefined) throw new Error(`"${text}": its W "${duration}" is not a duration longer than zero; ${example}`);
-  return { spec: { kind: "window", unit: kind, n, windowMs }, flag: `--window ${text}`, burstGiven: false };
+  const { n, windowMs } = parseWindowOfKind(grammar.units, text);
+  return { spec: { kind: "window", unit: grammar.units, n, windowMs }, flag, burstGiven: false };
 }

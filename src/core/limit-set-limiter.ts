@@ -33,7 +33,14 @@ export class LimitSetLimiter implements Limiter {
   readonly clock: Clock;
   /** By limit index: the time of the waits each limit set (several at once share a wait). */
   readonly waitedMsBy: Float64Array;
-  /** Waits for a concurrency slot, in turn; the head asks again at each release. */
+  /**
+   * Waits for a concurrency slot, in turn; the head asks again at each
+   * release. Not core's TurnQueue: its turns are instants reserved on one
+   * bucket and served by a timer, while a slot has no instant until a holder
+   * releases it, and the head must then reserve in every limit of the set at
+   * once. What the two share is the rule: first come, first served, and a
+   * waiter that gives up leaves the line and wakes the one behind it.
+   */
   readonly #turns: Array<() => void> = [];
 
   constructor(specs: readonly LimitSpec[], options: { unit: CostUnit; clock?: Clock }) {

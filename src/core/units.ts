@@ -197,8 +197,11 @@ export interface ParsedWindow {
   windowMs: number;
 }
 
-const COUNT_WINDOW_EXAMPLE = `try "100/1m", "1000/h" or "10/1.5s"`;
-const BYTE_WINDOW_EXAMPLE = `try "2mb/1s", "50gb/d" or "512k/10s"`;
+const WINDOW_EXAMPLE = {
+  count: `try "100/1m", "1000/h" or "10/1.5s"`,
+  bytes: `try "2mb/1s", "50gb/d" or "512k/10s"`,
+  any: `try "1000/h" (lines) or "2mb/1s" (bytes)`,
+} as const;
 
 /**
  * A window `N/W` of a known kind: N a whole count (or a size in bytes, as
@@ -206,13 +209,26 @@ const BYTE_WINDOW_EXAMPLE = `try "2mb/1s", "50gb/d" or "512k/10s"`;
  * written (`1000/h`, `100/15m`, `2mb/1s`).
  */
 export function parseWindowOfKind(kind: RateKind, text: string): ParsedWindow {
-  const example = kind === "bytes" ? BYTE_WINDOW_EXAMPLE : COUNT_WINDOW_EXAMPLE;
-  const slash = text.indexOf("/");
-  if (slash < 0) throw new UnitError(`"${text}" is not a window: write N/W, at most N in any W; ${example}`);
-  const amount = text.slice(0, slash).trim();
-  const period = text.slice(slash + 1).trim();
+  return parseWindowText(text, kind, WINDOW_EXAMPLE[kind]);
+}
+
+/**
+ * A window of either kind, for places that take both (`--lines`): N with a
+ * byte unit counts bytes, a plain N counts (lines), as parseAnyRate decides.
+ */
+export function parseAnyWindow(text: string): ParsedWindow & { kind: RateKind } {
+  const kind = rateKindOf(text) === "bytes" ? "bytes" : "count";
+  return { kind, ...parseWindowText(text, kind, WINDOW_EXAMPLE.any) };
+}
+
+function parseWindowText(text: string, kind: RateKind, example: string): ParsedWindow {
+  const written = text.trim();
+  const slash = written.indexOf("/");
+  if (slash <= 0 || slash === written.length - 1) throw new UnitError(`"${text}" is not a window: write N/W, at most N in any W; ${example}`);
+  const amount = written.slice(0, slash).trim();
+  const period = written.slice(slash + 1).trim();
   const windowMs = parsePeriodMs(period);
-  if (windowMs === undefined) throw new UnitError(`"${text}" is not a window: "${period}" is not a duration; ${example}`);
+  if (windowMs === undefined) throw new UnitError(`"${text}" is not a window: "${period}" is not a duration longer than zero; ${example}`);
   // A plain number is a size in bytes as it is a count: only a byte unit in a count window is the wrong kind.
   if (kind === "count" && rateKindOf(amount) === "bytes") throw new UnitError(`"${text}" is a window of bytes, not of counts; ${example}`);
   let n: number;

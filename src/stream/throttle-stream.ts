@@ -19,6 +19,12 @@ export interface ThrottleStreamOptions {
   sliceMs?: number;
   /** In `bytes` mode, count records too (for statistics); record modes always count. */
   countRecords?: boolean;
+  /**
+   * In `record-bytes` mode with a `LimitSetLimiter` that limits lines as
+   * well as bytes: the most lines one slice may hold, `limiter.mostAtOnce("count")`.
+   * Each slice then pays its lines too; without it only bytes are paid.
+   */
+  recordsAtOnce?: number;
   /** Passed to the underlying Transform. */
   highWaterMark?: number;
 }

@@ -1,15 +1,11 @@
 // The one grammar of a command's limits (--rate/--burst, --window, --concurrency), parsed in-process.
-import { Command } from "commander";
 import { describe, expect, it } from "vitest";
-import { addLimitOptions, checkKeyedLimits, type LimitFlags, type LimitGrammar, needsLimitSet, parseLimitOptions } from "../../src/cli/limit-options.js";
-
-const HELP = { rate: "r", burst: "b", window: "w", concurrency: "c" };
+import { checkKeyedLimits, type LimitGrammar, needsLimitSet, parseLimitOptions } from "../../src/cli/limit-options.js";
+import { limitFlagsOf } from "../helpers/limit-flags.js";
 
 /** Parses `args` as commander does for a command with the limit options, then resolves them. */
 function limitsOf(args: string[], grammar: LimitGrammar) {
-  const command = addLimitOptions(new Command().exitOverride(), HELP);
-  command.parse(args, { from: "user" });
-  return parseLimitOptions(command.opts<LimitFlags>(), grammar);
+  return parseLimitOptions(limitFlagsOf(args), grammar);
 }
 
 const usageOf = (args: string[], grammar: LimitGrammar) => {
@@ -64,13 +60,13 @@ describe("parseLimitOptions", () => {
     const cases: Array<[string[], LimitGrammar, string]> = [
       [["--rate", "5", "--burst", "1", "--burst", "2"], LAUNCHES, `UsageError: --burst: 2 bursts for 1 rate; each --burst goes with a --rate (the i-th burst with the i-th rate), so give its --rate too or drop the --burst`],
       [["--burst", "2"], LAUNCHES, `UsageError: --burst: 1 burst for no rate; each --burst goes with a --rate (the i-th burst with the i-th rate), so give its --rate too or drop the --burst`],
-      [["--window", "5mb"], BYTES, `UsageError: --window: "5mb" is not a window; write N/W (at most N in any W); try "2mb/1s" or "50gb/d"`],
-      [["--window", "10/"], LAUNCHES, `UsageError: --window: "10/" is not a window; write N/W (at most N in any W); try "10/1s" or "1000/h"`],
-      [["--window", "ten/1s"], LAUNCHES, `UsageError: --window: "ten/1s": its N "ten" is not a whole number 1 or more; try "1" or "10"`],
-      [["--window", "0/1s"], LAUNCHES, `UsageError: --window: "0/1s": its N "0" is not a whole number 1 or more; try "1" or "10"`],
-      [["--window", "10/0s"], LAUNCHES, `UsageError: --window: "10/0s": its W "0s" is not a duration longer than zero; try "10/1s" or "1000/h"`],
-      [["--window", "10/soon"], LAUNCHES, `UsageError: --window: "10/soon": its W "soon" is not a duration longer than zero; try "10/1s" or "1000/h"`],
-      [["--window", "2mb/1s"], LAUNCHES, `UsageError: --window: "2mb/1s" counts bytes; pipe it`],
+      [["--window", "5mb"], BYTES, `UsageError: --window: "5mb" is not a window: write N/W, at most N in any W; try "2mb/1s", "50gb/d" or "512k/10s"`],
+      [["--window", "10/"], LAUNCHES, `UsageError: --window: "10/" is not a window: write N/W, at most N in any W; try "100/1m", "1000/h" or "10/1.5s"`],
+      [["--window", "ten/1s"], LAUNCHES, `UsageError: --window: "ten/1s" is not a window: "ten" is not a whole number 1 or more; try "100/1m", "1000/h" or "10/1.5s"`],
+      [["--window", "0/1s"], LAUNCHES, `UsageError: --window: "0/1s" is not a window: "0" is not a whole number 1 or more; try "100/1m", "1000/h" or "10/1.5s"`],
+      [["--window", "10/0s"], LAUNCHES, `UsageError: --window: "10/0s" is not a window: "0s" is not a duration longer than zero; try "100/1m", "1000/h" or "10/1.5s"`],
+      [["--window", "10/soon"], LAUNCHES, `UsageError: --window: "10/soon" is not a window: "soon" is not a duration longer than zero; try "100/1m", "1000/h" or "10/1.5s"`],
+      [["--window", "2mb/1s"], LAUNCHES, `UsageError: --window: "2mb/1s" is a window of bytes, not of counts; pipe it`],
       [["--rate", "1mb"], LAUNCHES, `UsageError: --rate: "1mb" is a byte rate; pipe it`],
       [["--rate", "fast"], BYTES, `UsageError: --rate: "fast" is not a byte rate; try "1mb", "512k/s" or "10mbit"`],
       [["--rate", "1mb", "--burst", "lots"], LINES, `UsageError: --burst: "lots" is not a size; try "8k", "4mb" or "1000"`],
@@ -83,7 +79,23 @@ describe("parseLimitOptions", () => {
 
   it("with a key: a rate of 0 pauses it, and a --burst alone sets its burst", () => {
     expect(limitsOf(["--rate", "0"], { ...LAUNCHES, keyed: true }).limits[0]!.spec).toEqual({ kind: "bucket", unit: "count", rate: 0, burst: 1 });
-    expect(limitsOf(["--burst", "4mb"], { ...BYTES, keyed: true })).toEqual({ limits: [], keyBurst: 4 * 1024 ** 2 });
+    expect(limitsOf(["--burst", "4mb"], { ...BYTES, keyed: true })).toEqual({ limits: [], loneBurst: 4 * 1024 ** 2 });
+  });
+
+  it("with autoRate (simulate --suggest): a lone --rate auto makes no limit, and its --burst is the lone burst", () => {
+    const SEARCHED: LimitGrammar = { units: "count", autoRate: true };
+    expect(limitsOf(["--rate", "auto", "--burst", "4"], SEARCHED)).toEqual({ limits: [], loneBurst: 4 });
+    expect(limitsOf(["--rate", "Auto"], SEARCHED)).toEqual({ limits: [], loneBurst: undefined });
+    expect(usageOf(["--rate", "auto", "--burst", "4", "--burst", "5"], SEARCHED)).toBe(
+      `UsageError: --burst: 2 bursts for 1 rate; each --burst goes with a --rate (the i-th burst with the i-th rate), so give its --rate too or drop the --burst`,
+    );
+    // Without it, auto is no rate.
+    expect(usageOf(["--rate", "auto"], { units: "count" })).toBe(`UsageError: --rate: "auto" is not a count rate; try "5", "300/m" or "1/10s"`);
+  });
+
+  it("without a byteRateHint, a count grammar says what the units say", () => {
+    expect(usageOf(["--rate", "1mb"], { units: "count" })).toBe(`UsageError: --rate: "1mb" is a byte rate, not a count rate; try "5", "300/m" or "1/10s"`);
+    expect(usageOf(["--window", "1mb/1s"], { units: "count" })).toBe(`UsageError: --window: "1mb/1s" is a window of bytes, not of counts; try "100/1m", "1000/h" or "10/1.5s"`);
   });
 
   it("needs a set beyond one bucket, which a key refuses with what works today", () => {

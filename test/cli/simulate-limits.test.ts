@@ -140,12 +140,12 @@ describe("tbucket simulate with a set of limits: outputs", () => {
 describe("tbucket simulate with a set of limits: mistakes", () => {
   it.each([
     [["--window", "100"], `--window: "100" is not a window: write N/W, at most N in any W; try "100/1m", "1000/h" or "10/1.5s"`],
-    [["--window", "100/soon"], `--window: "100/soon" is not a window: "soon" is not a duration; try "100/1m", "1000/h" or "10/1.5s"`],
+    [["--window", "100/soon"], `--window: "100/soon" is not a window: "soon" is not a duration longer than zero; try "100/1m", "1000/h" or "10/1.5s"`],
     [["--window", "2mb/1s"], `--window: "2mb/1s" is a window of bytes, not of counts; try "100/1m", "1000/h" or "10/1.5s"`],
     [["--window", "1.5/1s"], `--window: "1.5/1s" is not a window: "1.5" is not a whole number 1 or more; try "100/1m", "1000/h" or "10/1.5s"`],
     [["-r", "fast"], `--rate: "fast" is not a count rate; try "5", "300/m" or "1/10s"`],
     [["-r", "2", "-b", "0.5"], `--burst: "0.5" is not a whole number 1 or more; try "1" or "10"`],
-    [["-b", "3", "-b", "4"], `--burst: 3 bursts for 1 rate; the i-th --burst goes with the i-th --rate, so give at most one per --rate`],
+    [["-b", "3", "-b", "4"], `--burst: 3 bursts for 1 rate; each --burst goes with a --rate (the i-th burst with the i-th rate), so give its --rate too or drop the --burst`],
     [["-r", "auto"], `--rate auto: only with --suggest, which searches the rate; give a rate such as "5/s"`],
     [["--concurrency", "4"], `--concurrency: not in simulate, whose events have no duration to hold a slot for; simulate the --rate and --window limits, and use --concurrency with run or the proxy`],
     [["--window", "10/1s", "--suggest"], `--suggest: tunes one bucket, and this run has 2 limits; keep one --rate and no --window to tune it, then simulate the set with the answer`],

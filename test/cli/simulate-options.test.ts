@@ -1,11 +1,12 @@
 import { describe, expect, it } from "vitest";
 import { chartWidth } from "../../src/cli/simulate/run.js";
 import { parseSimulateOptions, type SimulateFlags } from "../../src/cli/simulate/options.js";
+import { limitFlagsOf } from "../helpers/limit-flags.js";
 
 describe("simulate options (parsed apart from behaviour)", () => {
   it("resolves rates and bursts by the cost unit: counts, or bytes with --cost bytes", () => {
-    expect(parseSimulateOptions({ rate: "300/m", burst: "10", arrivals: "burst 1" })).toMatchObject({ ratePerSecond: 5, burst: 10, costUnit: "count" });
-    expect(parseSimulateOptions({ rate: "1mb", burst: "4mb", cost: "bytes", trace: "access.log" })).toMatchObject({
+    expect(parseSimulateOptions({ ...limitFlagsOf(["-r", "300/m", "-b", "10"]), arrivals: "burst 1" })).toMatchObject({ ratePerSecond: 5, burst: 10, costUnit: "count" });
+    expect(parseSimulateOptions({ ...limitFlagsOf(["-r", "1mb", "-b", "4mb"]), cost: "bytes", trace: "access.log" })).toMatchObject({
       ratePerSecond: 1024 * 1024,
       burst: 4 * 1024 * 1024,
       costUnit: "bytes",
@@ -13,9 +14,9 @@ describe("simulate options (parsed apart from behaviour)", () => {
   });
 
   it("--max-wait implies the queue policy; --per-key takes --max-keys", () => {
-    expect(parseSimulateOptions({ rate: "5", burst: "1", arrivals: "burst 1", maxWait: "250ms" })).toMatchObject({ policy: "queue", maxWaitMs: 250 });
-    expect(parseSimulateOptions({ rate: "5", burst: "1", arrivals: "burst 1" })).toMatchObject({ policy: "drop", maxWaitMs: Infinity });
-    expect(parseSimulateOptions({ rate: "5", burst: "1", trace: "-", perKey: true, maxKeys: "100", keyField: "2" })).toMatchObject({
+    expect(parseSimulateOptions({ ...limitFlagsOf(["-r", "5", "-b", "1"]), arrivals: "burst 1", maxWait: "250ms" })).toMatchObject({ policy: "queue", maxWaitMs: 250 });
+    expect(parseSimulateOptions({ ...limitFlagsOf(["-r", "5", "-b", "1"]), arrivals: "burst 1" })).toMatchObject({ policy: "drop", maxWaitMs: Infinity });
+    expect(parseSimulateOptions({ ...limitFlagsOf(["-r", "5", "-b", "1"]), trace: "-", perKey: true, maxKeys: "100", keyField: "2" })).toMatchObject({
       perKey: true,
       maxKeys: 100,
       keyField: 2,
@@ -23,22 +24,22 @@ describe("simulate options (parsed apart from behaviour)", () => {
   });
 
   it("--per-key keys IPv6 by /56 unless --ipv6-prefix says otherwise", () => {
-    expect(parseSimulateOptions({ rate: "5", burst: "1", trace: "-", perKey: true })).toMatchObject({ ipv6Prefix: 56 });
-    expect(parseSimulateOptions({ rate: "5", burst: "1", trace: "-", perKey: true, ipv6Prefix: "128" })).toMatchObject({ ipv6Prefix: 128 });
+    expect(parseSimulateOptions({ ...limitFlagsOf(["-r", "5", "-b", "1"]), trace: "-", perKey: true })).toMatchObject({ ipv6Prefix: 56 });
+    expect(parseSimulateOptions({ ...limitFlagsOf(["-r", "5", "-b", "1"]), trace: "-", perKey: true, ipv6Prefix: "128" })).toMatchObject({ ipv6Prefix: 128 });
   });
 
   it("a pattern knows its length and whether it is random; --seed is kept", () => {
-    const config = parseSimulateOptions({ rate: "5", burst: "1", arrivals: "steady 2/s for 3s, poisson 1/s for 2s", seed: "42" });
+    const config = parseSimulateOptions({ ...limitFlagsOf(["-r", "5", "-b", "1"]), arrivals: "steady 2/s for 3s, poisson 1/s for 2s", seed: "42" });
     expect(config.source).toMatchObject({ kind: "pattern", durationMs: 5000, random: true });
     expect(config.seed).toBe(42);
   });
 
   it("--suggest searches the burst by default, the rate with --rate auto, aiming at reject<=1% unless told", () => {
-    expect(parseSimulateOptions({ rate: "5", arrivals: "burst 1", suggest: true })).toMatchObject({
+    expect(parseSimulateOptions({ ...limitFlagsOf(["-r", "5"]), arrivals: "burst 1", suggest: true })).toMatchObject({
       burst: undefined,
       suggest: { kind: "reject", maxShare: 0.01 },
     });
-    expect(parseSimulateOptions({ rate: "auto", burst: "4", arrivals: "burst 1", suggest: true, target: "p99wait<=2s", policy: "queue" })).toMatchObject({
+    expect(parseSimulateOptions({ ...limitFlagsOf(["-r", "auto", "-b", "4"]), arrivals: "burst 1", suggest: true, target: "p99wait<=2s", policy: "queue" })).toMatchObject({
       ratePerSecond: "auto",
       burst: 4,
       suggest: { kind: "wait", quantile: 0.99, maxWaitMs: 2000 },
@@ -46,32 +47,32 @@ describe("simulate options (parsed apart from behaviour)", () => {
   });
 
   it.each([
-    [{ rate: "5", burst: "1", arrivals: "burst 1", trace: "x" }, `--arrivals and --trace: choose one; a pattern or a file of events`],
-    [{ rate: "5", burst: "1", arrivals: "burst 1", cost: "bytes" }, `--cost bytes: needs sizes; use --trace with an access log or --cost-field N`],
-    [{ rate: "5", burst: "1", trace: "-", seed: "1" }, `--seed: only with --arrivals; a trace is not random`],
-    [{ rate: "5", burst: "1", arrivals: "burst 1", keyField: "2" }, `--key-field: only with --trace; a pattern's arrivals cost 1 and have no key`],
-    [{ rate: "5mb", burst: "1", arrivals: "burst 1" }, `--rate: "5mb" is a byte rate, not a count rate; try "5", "300/m" or "1/10s"`],
-    [{ rate: "5", burst: "1.5", arrivals: "burst 1" }, `--burst: "1.5" is not a whole number 1 or more; try "1" or "10"`],
-    [{ rate: "1mb", burst: "1.5", cost: "bytes", trace: "-" }, `--burst: "1.5" is not a whole number of bytes (1.5); try "8k", "4mb" or "1000"`],
-    [{ rate: "1mb", cost: "bytes", trace: "-" }, `--burst: missing; the bucket under test needs one, e.g. "--burst 4mb" (or --suggest to search it)`],
-    [{ rate: "auto", arrivals: "burst 1", suggest: true }, `--burst: missing; --rate auto searches the rate for a given burst, e.g. "--burst 10"`],
-    [{ rate: "5", burst: "1", arrivals: "burst 1", maxKeys: "3" }, `--max-keys: only with --per-key; try "--per-key --max-keys 3"`],
-    [{ rate: "5", burst: "1", trace: "-", perKey: true, maxKeys: "0" }, `--max-keys: "0" is not a whole number 1 or more; try "1" or "10"`],
-    [{ rate: "5", burst: "1", trace: "-", ipv6Prefix: "64" }, `--ipv6-prefix: only with --per-key; try "--per-key --ipv6-prefix 64"`],
+    [{ ...limitFlagsOf(["-r", "5", "-b", "1"]), arrivals: "burst 1", trace: "x" }, `--arrivals and --trace: choose one; a pattern or a file of events`],
+    [{ ...limitFlagsOf(["-r", "5", "-b", "1"]), arrivals: "burst 1", cost: "bytes" }, `--cost bytes: needs sizes; use --trace with an access log or --cost-field N`],
+    [{ ...limitFlagsOf(["-r", "5", "-b", "1"]), trace: "-", seed: "1" }, `--seed: only with --arrivals; a trace is not random`],
+    [{ ...limitFlagsOf(["-r", "5", "-b", "1"]), arrivals: "burst 1", keyField: "2" }, `--key-field: only with --trace; a pattern's arrivals cost 1 and have no key`],
+    [{ ...limitFlagsOf(["-r", "5mb", "-b", "1"]), arrivals: "burst 1" }, `--rate: "5mb" is a byte rate, not a count rate; try "5", "300/m" or "1/10s"`],
+    [{ ...limitFlagsOf(["-r", "5", "-b", "1.5"]), arrivals: "burst 1" }, `--burst: "1.5" is not a whole number 1 or more; try "1" or "10"`],
+    [{ ...limitFlagsOf(["-r", "1mb", "-b", "1.5"]), cost: "bytes", trace: "-" }, `--burst: "1.5" is not a whole number of bytes (1.5); try "8k", "4mb" or "1000"`],
+    [{ ...limitFlagsOf(["-r", "1mb"]), cost: "bytes", trace: "-" }, `--burst: missing; the bucket under test needs one, e.g. "--burst 4mb" (or --suggest to search it)`],
+    [{ ...limitFlagsOf(["-r", "auto"]), arrivals: "burst 1", suggest: true }, `--burst: missing; --rate auto searches the rate for a given burst, e.g. "--burst 10"`],
+    [{ ...limitFlagsOf(["-r", "5", "-b", "1"]), arrivals: "burst 1", maxKeys: "3" }, `--max-keys: only with --per-key; try "--per-key --max-keys 3"`],
+    [{ ...limitFlagsOf(["-r", "5", "-b", "1"]), trace: "-", perKey: true, maxKeys: "0" }, `--max-keys: "0" is not a whole number 1 or more; try "1" or "10"`],
+    [{ ...limitFlagsOf(["-r", "5", "-b", "1"]), trace: "-", ipv6Prefix: "64" }, `--ipv6-prefix: only with --per-key; try "--per-key --ipv6-prefix 64"`],
     ...["0", "129", "56.5", "/56", "all"].map((bits): [SimulateFlags, string] => [
-      { rate: "5", burst: "1", trace: "-", perKey: true, ipv6Prefix: bits },
+      { ...limitFlagsOf(["-r", "5", "-b", "1"]), trace: "-", perKey: true, ipv6Prefix: bits },
       `--ipv6-prefix: "${bits}" is not a prefix length; give the bits of an IPv6 address that make one client, 1 to 128`,
     ]),
-    [{ rate: "5", burst: "1", arrivals: "burst 1", step: "0" }, `--step: "0" is no width; try "1s" or "100ms"`],
-    [{ rate: "5", burst: "1", arrivals: "burst 1", chart: true, format: "csv" }, `--chart: not with --format csv, which is for programs; use --format summary or table, or --svg FILE`],
+    [{ ...limitFlagsOf(["-r", "5", "-b", "1"]), arrivals: "burst 1", step: "0" }, `--step: "0" is no width; try "1s" or "100ms"`],
+    [{ ...limitFlagsOf(["-r", "5", "-b", "1"]), arrivals: "burst 1", chart: true, format: "csv" }, `--chart: not with --format csv, which is for programs; use --format summary or table, or --svg FILE`],
     // Regression (issue 15, point 9): --burst was silently ignored by a search of the burst.
     [
-      { rate: "5", burst: "10", arrivals: "burst 1", suggest: true },
+      { ...limitFlagsOf(["-r", "5", "-b", "10"]), arrivals: "burst 1", suggest: true },
       `--burst: not with --suggest at a fixed rate, which searches the burst; leave --burst out, or give --rate auto to search the rate for this burst`,
     ],
-    [{ rate: "5", arrivals: "burst 1", suggest: true, format: "jsonl" }, `--format: jsonl is not a --suggest format; try summary, csv or json`],
-    [{ rate: "5", arrivals: "burst 1", suggest: true, svg: "x.svg" }, `--svg: not with --suggest; run again with the suggested setting to plot it`],
-    [{ rate: "5", arrivals: "burst 1", suggest: true, target: "fast" }, `--target: "fast" is not a target; try "reject<=1%" or "p99wait<=500ms"`],
+    [{ ...limitFlagsOf(["-r", "5"]), arrivals: "burst 1", suggest: true, format: "jsonl" }, `--format: jsonl is not a --suggest format; try summary, csv or json`],
+    [{ ...limitFlagsOf(["-r", "5"]), arrivals: "burst 1", suggest: true, svg: "x.svg" }, `--svg: not with --suggest; run again with the suggested setting to plot it`],
+    [{ ...limitFlagsOf(["-r", "5"]), arrivals: "burst 1", suggest: true, target: "fast" }, `--target: "fast" is not a target; try "reject<=1%" or "p99wait<=500ms"`],
   ])("refuses %j", (flags, message) => {
     expect(() => parseSimulateOptions(flags)).toThrow(message);
   });
@@ -88,11 +89,11 @@ describe("the chart's width", () => {
 
 describe("simulate options: a set of limits", () => {
   it("one --rate is the bucket under test alone: no set", () => {
-    expect(parseSimulateOptions({ rate: ["5"], burst: ["10"], arrivals: "burst 1" })).toMatchObject({ ratePerSecond: 5, burst: 10, limits: undefined });
+    expect(parseSimulateOptions({ ...limitFlagsOf(["-r", "5", "-b", "10"]), arrivals: "burst 1" })).toMatchObject({ ratePerSecond: 5, burst: 10, limits: undefined });
   });
 
   it("pairs the i-th --burst with the i-th --rate, gives later rates their kind's default burst, and numbers limits in command-line order", () => {
-    const config = parseSimulateOptions({ rate: ["5", "300/m", "2"], burst: ["10", "4"], window: ["1000/h"], limitOrder: ["rate", "window", "rate", "rate"], arrivals: "burst 1" });
+    const config = parseSimulateOptions({ ...limitFlagsOf(["-r", "5", "-b", "10", "--window", "1000/h", "-r", "300/m", "-b", "4", "-r", "2"]), arrivals: "burst 1" });
     expect(config).toMatchObject({ ratePerSecond: 5, burst: 10 });
     expect(config.limits).toEqual([
       { kind: "bucket", unit: "count", rate: 5, burst: 10 },
@@ -100,12 +101,14 @@ describe("simulate options: a set of limits", () => {
       { kind: "bucket", unit: "count", rate: 5, burst: 4 },
       { kind: "bucket", unit: "count", rate: 2, burst: 1 },
     ]);
-    // Without the order (a caller other than the command line), rates come first.
-    expect(parseSimulateOptions({ rate: "5", burst: "10", window: "3/1s", arrivals: "burst 1" }).limits?.map((limit) => limit.kind)).toEqual(["bucket", "window"]);
+    // A --window before the first --rate is limit 1; the bucket under test is still the first --rate.
+    const windowFirst = parseSimulateOptions({ ...limitFlagsOf(["--window", "3/1s", "-r", "5", "-b", "10"]), arrivals: "burst 1" });
+    expect(windowFirst).toMatchObject({ ratePerSecond: 5, burst: 10 });
+    expect(windowFirst.limits?.map((limit) => limit.kind)).toEqual(["window", "bucket"]);
   });
 
   it("counts bytes in every limit with --cost bytes: byte rates, sizes for bursts and windows, 100 ms of a rate by default", () => {
-    const config = parseSimulateOptions({ rate: ["1mb", "10mb"], burst: "4mb", window: "50gb/d", cost: "bytes", trace: "access.log" });
+    const config = parseSimulateOptions({ ...limitFlagsOf(["-r", "1mb", "-b", "4mb", "-r", "10mb", "--window", "50gb/d"]), cost: "bytes", trace: "access.log" });
     expect(config.limits).toEqual([
       { kind: "bucket", unit: "bytes", rate: 2 ** 20, burst: 4 * 2 ** 20 },
       { kind: "bucket", unit: "bytes", rate: 10 * 2 ** 20, burst: 2 ** 20 },

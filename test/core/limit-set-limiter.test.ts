@@ -99,6 +99,32 @@ describe("LimitSetLimiter", () => {
     expect(limiter.set.level(0)).toBe(0);
   });
 
+  it("keeps the slot queue first come, first served when a waiter in the middle gives up, and leaves no turn behind it", async () => {
+    const clock = new FakeClock();
+    const limiter = new LimitSetLimiter([{ kind: "concurrency", n: 1 }], { unit: "count", clock });
+    const holder = await limiter.acquire({ count: 1 });
+    const abort = new AbortController();
+    const [first, quitter, last] = [limiter.acquire({ count: 1 }), limiter.acquire({ count: 1 }, Infinity, abort.signal), limiter.acquire({ count: 1 })];
+    const times = settleTimes(clock, [first, quitter, last]);
+    await clock.advance(10);
+    abort.abort();
+    await clock.advance(10);
+    expect(times).toEqual([undefined, "rejected", undefined]);
+    limiter.release(holder);
+    await clock.advance(10);
+    expect(times).toEqual([20, "rejected", undefined]);
+    limiter.release(await first);
+    await clock.advance(10);
+    expect(times).toEqual([20, "rejected", 30]);
+    limiter.release(await last);
+    // The line is empty: a wait finds the free slot at once, and gives it back.
+    const next = settleTimes(clock, [limiter.wait(1)]);
+    await clock.advance(0);
+    expect(next).toEqual([40]);
+    // Every slot is free again: the quitter took none.
+    expect(limiter.set.level(0)).toBe(1);
+  });
+
   it("refuses what no limit could ever take, and a wait too long, taking nothing", async () => {
     const clock = new FakeClock();
     const limiter = new LimitSetLimiter([BYTES_100_A_SECOND, { kind: "window", unit: "bytes", n: 80, windowMs: 1000 }], { unit: "bytes", clock });

@@ -14,6 +14,7 @@ import {
   parseRateOfKind,
   parseSizeOfKind,
   parseWindowOfKind,
+  parseAnyWindow,
   rateKindOf,
   UnitError,
 } from "../../src/core/units.js";
@@ -270,13 +271,22 @@ describe("windows", () => {
 
   it.each([
     ["count", "100", `"100" is not a window: write N/W, at most N in any W; try "100/1m", "1000/h" or "10/1.5s"`],
-    ["count", "100/fast", `"100/fast" is not a window: "fast" is not a duration; try "100/1m", "1000/h" or "10/1.5s"`],
-    ["count", "100/0s", `"100/0s" is not a window: "0s" is not a duration; try "100/1m", "1000/h" or "10/1.5s"`],
+    ["count", "100/fast", `"100/fast" is not a window: "fast" is not a duration longer than zero; try "100/1m", "1000/h" or "10/1.5s"`],
+    ["count", "100/0s", `"100/0s" is not a window: "0s" is not a duration longer than zero; try "100/1m", "1000/h" or "10/1.5s"`],
     ["count", "2mb/1s", `"2mb/1s" is a window of bytes, not of counts; try "100/1m", "1000/h" or "10/1.5s"`],
     ["bytes", "1.5/1s", `"1.5/1s" is not a window: "1.5" is not a whole number of bytes; try "2mb/1s", "50gb/d" or "512k/10s"`],
     ["count", "0/1s", `"0/1s" is not a window: "0" is not a whole number 1 or more; try "100/1m", "1000/h" or "10/1.5s"`],
     ["count", "1.5/1s", `"1.5/1s" is not a window: "1.5" is not a whole number 1 or more; try "100/1m", "1000/h" or "10/1.5s"`],
   ] as const)("refuses %s window %j", (kind, text, message) => {
     expect(() => parseWindowOfKind(kind, text)).toThrow(new UnitError(message));
+  });
+
+  it("of either kind, the unit of N deciding: a plain N counts, a byte unit counts bytes", () => {
+    expect(parseAnyWindow("1000/h")).toEqual({ kind: "count", n: 1000, windowMs: 3_600_000 });
+    expect(parseAnyWindow("2mb/1.5s")).toEqual({ kind: "bytes", n: 2 * 1024 ** 2, windowMs: 1500 });
+    for (const text of ["/1s", "10/", "10"]) {
+      expect(() => parseAnyWindow(text)).toThrow(new UnitError(`"${text}" is not a window: write N/W, at most N in any W; try "1000/h" (lines) or "2mb/1s" (bytes)`));
+    }
+    expect(() => parseAnyWindow("1.1k/1s")).toThrow(new UnitError(`"1.1k/1s" is not a window: "1.1k" is not a whole number of bytes; try "1000/h" (lines) or "2mb/1s" (bytes)`));
   });
 });

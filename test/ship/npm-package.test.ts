@@ -83,13 +83,16 @@ describe("npm install -g of the tarball into a fresh prefix", () => {
     writeFileSync(join(consumer, "package.json"), JSON.stringify({ type: "module" }));
     writeFileSync(
       join(consumer, "good.ts"),
-      `import { FakeClock, TokenBucket, parseByteRate } from "tbucket";
+      `import { FakeClock, LimitSet, LimitSetLimiter, type LimitSpec, type Limiter, TokenBucket, parseByteRate, parseWindowOfKind } from "tbucket";
 import { rateLimit, type RateLimitMiddleware } from "tbucket/http";
 const clock = new FakeClock();
 const bucket = new TokenBucket({ rate: parseByteRate("1mb"), burst: 10, clock });
 const ok: boolean = bucket.allowAt(clock.now(), 5);
 const limit: RateLimitMiddleware = rateLimit({ rate: 50, burst: 10, policy: "queue", maxWaitMs: 2000 });
-export { ok, limit };
+const limits: LimitSpec[] = [{ kind: "bucket", unit: "count", rate: 10, burst: 20 }, { kind: "window", unit: "count", ...parseWindowOfKind("count", "1000/h") }];
+const admitted: boolean = new LimitSet(limits, { clock }).allow({ count: 1 });
+const set: Limiter = new LimitSetLimiter(limits, { unit: "count", clock });
+export { ok, limit, admitted, set };
 `,
     );
     writeFileSync(join(consumer, "bad.ts"), `import { TokenBucket } from "tbucket";\nconst burst: string = new TokenBucket({ rate: 1, burst: 1 }).burst;\nexport { burst };\n`);

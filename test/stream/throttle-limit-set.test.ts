@@ -4,6 +4,7 @@ import { FakeClock } from "../../src/core/clock.js";
 import { LimitSetLimiter } from "../../src/core/limit-set-limiter.js";
 import type { LimitSpec } from "../../src/core/limit-spec.js";
 import { Throttle } from "../../src/stream/throttle.js";
+import { ThrottleStream } from "../../src/stream/throttle-stream.js";
 
 /** Passes `data` through a record-bytes throttle on the set; each slice with its time and its lines. */
 async function passLines(specs: LimitSpec[], data: Buffer) {
@@ -51,5 +52,20 @@ describe("Throttle over a limit set of lines and bytes", () => {
     // 400 bytes past the burst at 100 a second: the last line goes once its bytes are there.
     expect(out.at(-1)!.atMs).toBe(4000);
     expect(limiter.waitedMsBy[1]).toBeGreaterThan(limiter.waitedMsBy[0]!);
+  });
+
+  it("the public ThrottleStream takes the set the same way: a LimitSetLimiter and recordsAtOnce", async () => {
+    const clock = new FakeClock();
+    const limiter = new LimitSetLimiter([{ kind: "bucket", unit: "count", rate: 10, burst: 2 }, { kind: "bucket", unit: "bytes", rate: 1000, burst: 100 }], { unit: "bytes", clock });
+    const stream = new ThrottleStream({ limiter, clock, cost: "record-bytes", recordsAtOnce: limiter.mostAtOnce("count") });
+    const out: Array<{ atMs: number; lines: number }> = [];
+    stream.on("data", (chunk: Buffer) => out.push({ atMs: clock.now(), lines: chunk.toString().split("\n").length - 1 }));
+    let ended = false;
+    stream.on("end", () => (ended = true));
+    stream.end(lines(20, 2));
+    while (!ended && clock.now() < 10_000) await clock.advance(10);
+    expect(out.reduce((sum, slice) => sum + slice.lines, 0)).toBe(20);
+    expect(Math.max(...out.map((slice) => slice.lines))).toBeLessThanOrEqual(2);
+    expect(out.at(-1)!.atMs).toBe(1800);
   });
 });

@@ -51,7 +51,7 @@ function parsePipeSize(text: string): number {
 export function parsePipeOptions(files: string[], flags: PipeFlags): PipeConfig {
   const shared = parseSharedBucketOptions(flags);
   const lines = Boolean(flags.lines || flags.null);
-  const { limits, keyBurst } = parseLimitOptions(flags, { units: lines ? "any" : "bytes", keyed: shared.key !== undefined });
+  const { limits, loneBurst } = parseLimitOptions(flags, { units: lines ? "any" : "bytes", keyed: shared.key !== undefined });
   if (limits.length === 0 && shared.key === undefined) {
     throw new UsageError(`--rate: missing; try "tbucket --rate 1mb" (or --lines --rate 100/s), or --key to use a shared bucket`);
   }
@@ -61,7 +61,7 @@ export function parsePipeOptions(files: string[], flags: PipeFlags): PipeConfig 
   // Bytes are the main unit whenever a limit counts them: slices are cut in bytes, whole lines in line mode.
   const kind: RateKind = !lines || counted.includes("bytes") ? "bytes" : "count";
   const rate = single?.spec.kind === "bucket" ? single.spec.rate : undefined;
-  const burst = single?.spec.kind === "bucket" ? (single.burstGiven ? single.spec.burst : undefined) : keyBurst;
+  const burst = single?.spec.kind === "bucket" ? (single.burstGiven ? single.spec.burst : undefined) : loneBurst;
   const { progress, stats, name } = parseReportOptions(flags);
   return {
     files: files.length === 0 ? [STDIN_NAME] : files,

@@ -69,14 +69,14 @@ export function parseRunOptions(words: string[], flags: RunFlags): RunConfig {
     throw new UsageError(`run: the command name is empty; name the program to run, e.g. "tbucket run --rate 5 -- curl -s https://example.com"`);
   }
   // 0 pauses a shared key; a private bucket at 0 would never launch.
-  const { limits, keyBurst } = parseLimitOptions(flags, { units: "count", keyed: shared.key !== undefined, byteRateHint: BYTE_RATE_HINT });
+  const { limits, loneBurst } = parseLimitOptions(flags, { units: "count", keyed: shared.key !== undefined, byteRateHint: BYTE_RATE_HINT });
   if (!limits.some((limit) => limit.spec.kind !== "concurrency") && shared.key === undefined) {
     throw new UsageError(`--rate: missing; try "tbucket run --rate 5 -- <command>", or --key to use a shared bucket`);
   }
   checkKeyedLimits(limits, shared.key);
   const single = needsLimitSet(limits) ? undefined : limits[0];
   const rate = single?.spec.kind === "bucket" ? single.spec.rate : undefined;
-  const burst = single?.spec.kind === "bucket" ? (single.burstGiven ? single.spec.burst : undefined) : keyBurst;
+  const burst = single?.spec.kind === "bucket" ? (single.burstGiven ? single.spec.burst : undefined) : loneBurst;
   const jobs = parseOption("--jobs", flags.jobs, (text) => parseCount(text, 0));
   const concurrency = limits.find((limit) => limit.spec.kind === "concurrency")?.spec as { n: number } | undefined;
   const count = flags.count === undefined ? Infinity : parseOption("--count", flags.count, (text) => parseCount(text));

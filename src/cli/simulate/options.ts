@@ -1,13 +1,12 @@
 import { DEFAULT_IPV6_PREFIX, parseIpv6Prefix } from "../../core/address-key.js";
-import { defaultBurst } from "../../core/default-burst.js";
 import type { LimitSpec } from "../../core/limit-spec.js";
-import { parseCount, parseDuration, parseRateOfKind, parseSizeOfKind, parseWindowOfKind } from "../../core/units.js";
+import { parseCount, parseDuration } from "../../core/units.js";
 import { parsePattern, patternDurationMs, type Segment } from "../../simulate/arrival-pattern.js";
 import type { CostUnit } from "../../simulate/simulator.js";
 import type { Policy } from "../../simulate/simulator.js";
 import { parseTarget, type Target } from "../../simulate/target.js";
-import { plural } from "../../core/format.js";
 import { parseOption, UsageError } from "../errors.js";
+import { isAutoRate, type LimitFlags, parseLimitOptions } from "../limit-options.js";
 
 export type SimulateFormat = "summary" | "table" | "csv" | "jsonl" | "json";
 
@@ -47,15 +46,8 @@ export interface SimulateConfig {
   suggest: Target | undefined;
 }
 
-/** The flags as commander hands them over. */
-export interface SimulateFlags {
-  /** Repeatable: one string per --rate (and --burst, --window), in order. */
-  rate?: string | readonly string[];
-  burst?: string | readonly string[];
-  window?: string | readonly string[];
-  /** Which of --rate and --window came first on the command line, one entry per flag: limits are numbered in this order. */
-  limitOrder?: ReadonlyArray<"rate" | "window">;
-  concurrency?: string;
+/** The flags as commander hands them over; the limits' as addLimitOptions declares them. */
+export interface SimulateFlags extends LimitFlags {
   arrivals?: string;
   seed?: string;
   trace?: string;
@@ -117,44 +109,37 @@ export function parseSimulateOptions(flags: SimulateFlags): SimulateConfig {
   if (flags.concurrency !== undefined) {
     throw new UsageError(`--concurrency: not in simulate, whose events have no duration to hold a slot for; simulate the --rate and --window limits, and use --concurrency with run or the proxy`);
   }
-  const rates = listOf(flags.rate);
-  const bursts = listOf(flags.burst);
-  const windows = listOf(flags.window);
+  // simulate's own rules on the limit flags, before the one grammar reads their values.
+  const rates = flags.rate ?? [];
+  const limitCount = rates.length + (flags.window?.length ?? 0);
   if (rates.length === 0) {
     const example = costUnit === "bytes" ? `"--rate 1mb"` : `"--rate 5/s"`;
     throw new UsageError(`--rate: missing; the bucket under test needs one, e.g. ${example}${suggest ? ` (or "--rate auto")` : ""}`);
   }
-  if (bursts.length > rates.length) {
-    throw new UsageError(`--burst: ${bursts.length} bursts for ${plural(rates.length, "rate")}; the i-th --burst goes with the i-th --rate, so give at most one per --rate`);
-  }
-  const limitCount = rates.length + windows.length;
   if (suggest && limitCount > 1) {
     throw new UsageError(`--suggest: tunes one bucket, and this run has ${limitCount} limits; keep one --rate and no --window to tune it, then simulate the set with the answer`);
   }
-  const firstRate = rates[0]!;
-  let ratePerSecond: number | "auto";
-  if (firstRate.trim().toLowerCase() === "auto") {
-    if (!suggest) throw new UsageError(`--rate auto: only with --suggest, which searches the rate; give a rate such as "5/s"`);
-    ratePerSecond = "auto";
-  } else {
-    ratePerSecond = parseOption("--rate", firstRate, (text) => parseRateOfKind(costUnit, text));
+  if (!suggest && rates.some((rate) => isAutoRate(rate.text))) {
+    throw new UsageError(`--rate auto: only with --suggest, which searches the rate; give a rate such as "5/s"`);
   }
-
-  let burst: number | undefined;
-  const firstBurst = bursts[0];
-  if (firstBurst !== undefined && suggest && ratePerSecond !== "auto") {
+  const autoRate = isAutoRate(rates[0]!.text);
+  const firstBurstGiven = (flags.burst?.length ?? 0) > 0;
+  if (firstBurstGiven && suggest && !autoRate) {
     // It would be ignored: the search tries every burst.
     throw new UsageError(`--burst: not with --suggest at a fixed rate, which searches the burst; leave --burst out, or give --rate auto to search the rate for this burst`);
   }
-  if (firstBurst !== undefined) {
-    burst = parseOption("--burst", firstBurst, (text) => parseSizeOfKind(costUnit, text));
-  } else if (!suggest || ratePerSecond === "auto") {
+  if (!firstBurstGiven && (!suggest || autoRate)) {
     const example = costUnit === "bytes" ? `"--burst 4mb"` : `"--burst 10"`;
-    const why = ratePerSecond === "auto" ? "--rate auto searches the rate for a given burst" : "the bucket under test needs one";
+    const why = autoRate ? "--rate auto searches the rate for a given burst" : "the bucket under test needs one";
     throw new UsageError(`--burst: missing; ${why}, e.g. ${example}${suggest ? "" : " (or --suggest to search it)"}`);
   }
-
-  const limits = limitCount > 1 ? limitSet(rates, bursts, windows, flags.limitOrder, costUnit, ratePerSecond as number, burst!) : undefined;
+  // Every limit counts the event's cost, in the one unit of --cost.
+  const parsed = parseLimitOptions(flags, { units: costUnit, autoRate: suggest });
+  // The bucket under test is the first --rate, wherever a --window stands before it.
+  const underTest = parsed.limits.find((limit) => limit.spec.kind === "bucket")?.spec;
+  const ratePerSecond = underTest?.kind === "bucket" ? underTest.rate : "auto";
+  const burst = underTest?.kind === "bucket" ? (firstBurstGiven ? underTest.burst : undefined) : parsed.loneBurst;
+  const limits = limitCount > 1 ? parsed.limits.map((limit) => limit.spec) : undefined;
 
   let policy: Policy = "drop";
   let maxWaitMs = Infinity;
@@ -220,43 +205,4 @@ export function parseSimulateOptions(flags: SimulateFlags): SimulateConfig {
     svgPath: flags.svg,
     suggest: target,
   };
-}
-
-/** A repeatable flag's values, in order: commander gives one string, or an array once repeated. */
-function listOf(value: string | readonly string[] | undefined): readonly string[] {
-  if (value === undefined) return [];
-  return typeof value === "string" ? [value] : value;
-}
-
-/**
- * The set: every --rate (the i-th --burst with the i-th, else the default
- * burst of its kind) and every --window, numbered in command-line order
- * (rates first when the order is not known). Every limit counts the event's
- * cost, in the one unit of --cost.
- */
-function limitSet(
-  rates: readonly string[],
-  bursts: readonly string[],
-  windows: readonly string[],
-  order: ReadonlyArray<"rate" | "window"> | undefined,
-  unit: CostUnit,
-  firstRate: number,
-  firstBurst: number,
-): LimitSpec[] {
-  const buckets: LimitSpec[] = rates.map((text, index) => {
-    if (index === 0) return { kind: "bucket", unit, rate: firstRate, burst: firstBurst };
-    if (text.trim().toLowerCase() === "auto") throw new UsageError(`--rate auto: only with --suggest, which searches the rate; give a rate such as "5/s"`);
-    const rate = parseOption("--rate", text, (value) => parseRateOfKind(unit, value));
-    const burstText = bursts[index];
-    const burst = burstText === undefined ? defaultBurst(unit, rate) : parseOption("--burst", burstText, (value) => parseSizeOfKind(unit, value));
-    return { kind: "bucket", unit, rate, burst };
-  });
-  const windowLimits: LimitSpec[] = windows.map((text) => {
-    const { n, windowMs } = parseOption("--window", text, (value) => parseWindowOfKind(unit, value));
-    return { kind: "window", unit, n, windowMs };
-  });
-  const inOrder = order !== undefined && order.length === buckets.length + windowLimits.length ? order : [...buckets.map(() => "rate" as const), ...windowLimits.map(() => "window" as const)];
-  let nextBucket = 0;
-  let nextWindow = 0;
-  return inOrder.map((flag) => (flag === "rate" ? buckets[nextBucket++]! : windowLimits[nextWindow++]!));
 }

@@ -1,5 +1,6 @@
 import type { Command } from "commander";
 import { choiceOption } from "../choice-option.js";
+import { addLimitOptions } from "../limit-options.js";
 import { COST_UNITS, FORMATS, parseSimulateOptions, POLICIES, type SimulateFlags } from "./options.js";
 
 const EXAMPLES = `
@@ -21,21 +22,16 @@ Examples:
 
 /** Declares `tbucket simulate`; the simulator loads only when it runs. */
 export function registerSimulate(program: Command, onExit: (code: number) => void): void {
-  // Limits are numbered in command-line order across --rate and --window: each occurrence notes its flag here.
-  const limitOrder: Array<"rate" | "window"> = [];
-  const repeat =
-    (flag?: "rate" | "window") =>
-    (text: string, previous: string[] | undefined): string[] => {
-      if (flag !== undefined) limitOrder.push(flag);
-      return [...(previous ?? []), text];
-    };
-  program
+  const command = program
     .command("simulate")
-    .description("run a token bucket, or a set of limits, over arrivals on a virtual clock, instantly, to choose a rate and burst")
-    .option("-r, --rate <rate>", "a bucket's rate: a count rate (5, 300/m), a byte rate with --cost bytes, or auto with --suggest; repeatable, the first is the bucket under test", repeat("rate"))
-    .option("-b, --burst <size>", "the i-th --rate's capacity: a count, or a size with --cost bytes (required for the first unless --suggest searches it; later rates default to their kind's burst)", repeat())
-    .option("--window <n/w>", "also at most n in any interval w, sliding and exact: 100/1m, 1000/h, 2mb/1s with --cost bytes; repeatable", repeat("window"))
-    .option("--concurrency <n>", "not in simulate: events have no duration to hold a slot for (use it with run or the proxy)")
+    .description("run a token bucket, or a set of limits, over arrivals on a virtual clock, instantly, to choose a rate and burst");
+  addLimitOptions(command, {
+    rate: "a bucket's rate: a count rate (5, 300/m), a byte rate with --cost bytes, or auto with --suggest; repeatable, the first is the bucket under test",
+    burst: "the i-th --rate's capacity: a count, or a size with --cost bytes (required for the first unless --suggest searches it; later rates default to their kind's burst)",
+    window: "also at most n in any interval w, sliding and exact: 100/1m, 1000/h, 2mb/1s with --cost bytes; repeatable",
+    concurrency: "not in simulate: events have no duration to hold a slot for (use it with run or the proxy)",
+  });
+  command
     .option("--arrivals <pattern>", 'arrivals from a pattern: "steady 8/s for 10s, idle 5s, burst 30, poisson 4/s for 30s, ramp 1/s..20/s for 20s"')
     .option("--seed <n>", "seed for the random (poisson) segments: the same seed gives the same output (default: a fresh seed, printed)")
     .option("--trace <file>", "arrivals from a file, one event per line (- for standard input); access logs are recognised")
@@ -60,7 +56,7 @@ export function registerSimulate(program: Command, onExit: (code: number) => voi
     .option("--target <target>", 'with --suggest: "reject<=1%" or "p99wait<=500ms" (default: reject<=1%)')
     .addHelpText("after", EXAMPLES)
     .action(async (flags: SimulateFlags) => {
-      const config = parseSimulateOptions({ ...flags, limitOrder: limitOrder.splice(0) });
+      const config = parseSimulateOptions(flags);
       const { runSimulate } = await import("./run.js");
       onExit(await runSimulate(config));
     });
