@@ -38,9 +38,9 @@ export interface Limiter {
   /**
    * Like `wait`, but resolves false at once, taking nothing, when the wait
    * would be longer than `maxWaitMs` (x/time/rate's Reserve with a limit).
-   * Rejects as `wait` does. A shared bucket serves its callers one at a time:
-   * a tryWait made while another wait on the same limiter is under way is
-   * answered once that wait is done.
+   * Rejects as `wait` does. Callers are served first come, first served: a
+   * shared bucket sends the tryWaits made together in one round trip, and
+   * once one has to wait its turn, those after it wait in line behind it.
    */
   tryWait(n: number, maxWaitMs: number, signal?: AbortSignal, costs?: Costs): Promise<boolean>;
   /**

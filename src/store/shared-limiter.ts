@@ -320,25 +320,26 @@ export class SharedLimiter implements Limiter {
   /**
    * Gives a sleeping take's turn back whole, whatever its place in line:
    * the store gives back only what no later reservation counts on (as
-   * x/time/rate), so the last of ours behind it takes its turn, and that
-   * last turn, now no one's, is given back (as RequestGate does).
+   * x/time/rate), so every one of ours behind it moves up a turn, first come
+   * first served, and the last turn, now no one's, is given back (as the
+   * core TurnQueue does). Turns of other sizes cannot move into each other:
+   * then only what the store can give back of this one is.
    */
   async #leaveTurn(sleeper: Sleeper): Promise<void> {
     const sleepers = this.#sleepers;
     const index = sleepers.indexOf(sleeper);
     sleepers.splice(index, 1);
-    let given = sleeper.timeToActMs;
-    const last = sleepers[sleepers.length - 1];
-    if (last && index < sleepers.length && last.n === sleeper.n) {
-      sleepers.pop();
-      sleepers.splice(index, 0, last);
-      given = last.timeToActMs;
-      last.readyAtMs = sleeper.readyAtMs;
-      last.pausedDebt = sleeper.pausedDebt;
-      last.timeToActMs = sleeper.timeToActMs;
-      last.wake.abort();
+    const behind = sleepers.slice(index);
+    let turn = { readyAtMs: sleeper.readyAtMs, pausedDebt: sleeper.pausedDebt, timeToActMs: sleeper.timeToActMs };
+    if (behind.every((later) => later.n === sleeper.n)) {
+      for (const later of behind) {
+        const own = { readyAtMs: later.readyAtMs, pausedDebt: later.pausedDebt, timeToActMs: later.timeToActMs };
+        Object.assign(later, turn);
+        later.wake.abort();
+        turn = own;
+      }
     }
-    await this.#giveBack(sleeper.n, given);
+    await this.#giveBack(sleeper.n, turn.timeToActMs);
   }
 
   /** Waits until no batched take is being sent or sleeps: the line's waits hold leases of their own. */

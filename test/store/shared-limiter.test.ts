@@ -426,6 +426,34 @@ describe("SharedLimiter: tryWaits in batches", () => {
     ]);
   });
 
+  it("a batched take given up in the middle of the line: every one behind it moves up a turn (first come, first served)", async () => {
+    const config: BucketConfig = { rate: 10, burst: 1, kind: "count" };
+    const { clock, store } = await setup(config);
+    const limiter = new SharedLimiter({ store, key: "k", config, clock });
+    const abort = new AbortController();
+    const settled: Array<[string, number]> = [];
+    const note = (name: string) => () => void settled.push([name, clock.now() - T0]);
+    // The first goes alone; the other three share the next call: turns at 100, 200 and 300 ms.
+    const first = limiter.tryWait(1, 1000).then(note("first"));
+    const second = limiter.tryWait(1, 1000, abort.signal).catch(note("second given up"));
+    const third = limiter.tryWait(1, 1000).then(note("third"));
+    const fourth = limiter.tryWait(1, 1000).then(note("fourth"));
+    await clock.advance(0);
+    expect((await store.read("k"))!.tokens).toBe(-3);
+    abort.abort();
+    await second;
+    expect((await store.read("k"))!.tokens).toBe(-2);
+    await runFor(clock, 300);
+    await Promise.all([first, third, fourth]);
+    // Before, the last in line took the freed turn and overtook the third.
+    expect(settled).toEqual([
+      ["first", 0],
+      ["second given up", 0],
+      ["third", 100],
+      ["fourth", 200],
+    ]);
+  });
+
   it("gives back the turns still waiting when it closes, the latest first", async () => {
     const config: BucketConfig = { rate: 10, burst: 1, kind: "count" };
     const { clock, store } = await setup(config);
