@@ -381,7 +381,10 @@ function checkOptions(options: RateLimitOptions): Settings {
     if (limits.length === 1 && limits[0]!.kind === "bucket") {
       ({ rate, burst } = limits[0]!);
       limits = undefined;
-    } else if (options.store !== undefined) {
+    } else if (options.store === undefined) {
+      // The gate's one-bucket settings are unused beside a set.
+      ({ rate, burst } = { rate: Infinity, burst: 1 });
+    } else {
       throw new TypeError(
         `Expected \`limits\` to be one \`{ rate, burst }\` with \`store\`: a shared store holds one bucket per key for now (sets of limits in a store come next), ` +
           `got ${options.limits.length} limits; give one bucket, or drop \`store\` to keep the set in this process`,
