@@ -3,6 +3,7 @@ import type { Clock } from "../core/clock.js";
 import type { BucketStore, StoreError } from "../store/bucket-store.js";
 
 import type { HttpKeyRule } from "./key-scopes.js";
+import type { RequestLimit } from "../http/rate-limit.js";
 
 export type { HttpKeyRule };
 
@@ -47,6 +48,8 @@ export interface HttpProxyOptions {
   rate: number;
   /** Requests a key may make at once after being idle. */
   burst: number;
+  /** A set of limits per key instead of `rate` and `burst` (private buckets only), as the middleware's `limits`. */
+  limits?: readonly RequestLimit[];
   /** Default `{ by: "ip" }`. */
   per?: HttpKeyRule;
   /** CIDRs (`127.0.0.1/32`, `10.0.0.0/8`, `::1`) whose X-Forwarded-For / Forwarded are believed; default none. */

@@ -105,14 +105,13 @@ export class HttpProxy implements RunningHttpProxy {
     this.#backendHost = this.#target.hostname.replace(/^\[(.*)\]$/, "$1");
     this.#backendPort = Number(this.#target.port) || 80;
     this.#hostHeader = this.#target.port === "" ? this.#target.hostname : `${this.#target.hostname}:${this.#target.port}`;
-    this.#limitsRequests = options.rate !== Infinity || options.shared !== undefined || options.bodyRate !== undefined;
+    this.#limitsRequests = options.rate !== Infinity || options.limits !== undefined || options.shared !== undefined || options.bodyRate !== undefined;
     this.#trusted = options.trustProxy && options.trustProxy.length > 0 ? new TrustedProxies(options.trustProxy) : undefined;
     const per = options.per ?? { by: "ip" };
     const ipv6Subnet = options.ipv6Subnet ?? DEFAULT_IPV6_PREFIX;
     const maxKeys = options.maxKeys ?? DEFAULT_MAX_KEYS;
     this.#limit = rateLimit({
-      rate: options.rate,
-      burst: options.burst,
+      ...(options.limits ? { limits: options.limits } : { rate: options.rate, burst: options.burst }),
       policy: options.policy,
       maxWaitMs: options.policy === "queue" ? options.maxWaitMs : undefined,
       maxKeys,

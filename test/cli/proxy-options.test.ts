@@ -1,7 +1,17 @@
 import { describe, expect, it } from "vitest";
 import { parseProxyOptions, type ProxyFlags } from "../../src/cli/proxy/options.js";
 
-const parse = (flags: ProxyFlags) => parseProxyOptions({ drain: "10s", onStoreError: "fail", ...flags });
+/** The flags as written here: --rate and --burst once each, as text (commander hands them over as lists). */
+type OneRateFlags = Omit<ProxyFlags, "rate" | "burst"> & { rate?: string; burst?: string };
+
+const parse = ({ rate, burst, ...flags }: OneRateFlags) =>
+  parseProxyOptions({
+    drain: "10s",
+    onStoreError: "fail",
+    ...flags,
+    rate: rate === undefined ? undefined : [{ text: rate, position: 0 }],
+    burst: burst === undefined ? undefined : [burst],
+  });
 
 describe("parseProxyOptions", () => {
   it("reads TCP mode: --rate both ways, --up/--down over it, the link by default", () => {
@@ -71,7 +81,7 @@ describe("parseProxyOptions", () => {
     expect(parse({ listen: "1", to: "http://localhost/api/v1", rate: "5/s" })).toMatchObject({ to: { host: "localhost", port: 80 }, target: "http://localhost:80/api/v1" });
   });
 
-  it.each<[ProxyFlags, string]>([
+  it.each<[OneRateFlags, string]>([
     [{ to: "127.0.0.1:1", rate: "1mb" }, `--listen: missing; try "tbucket proxy --listen 5433 --to 127.0.0.1:5432 --down 2mb"`],
     [{ listen: "1", rate: "1mb" }, `--to: missing; try`],
     [{ listen: "1", to: "127.0.0.1:2", rate: "1mb", burst: "1mb", per: "connection", key: "k" }, `--per connection: a connection's bucket is its own`],
@@ -85,7 +95,7 @@ describe("parseProxyOptions", () => {
     [{ listen: "1", to: "http://127.0.0.1:2", rate: "5/s", maxWait: "1s" }, `--max-wait: is how long --policy queue holds a request, and the policy is drop`],
     [{ listen: "1", to: "http://127.0.0.1:2", rate: "5/s", per: "cookie" }, `--per: "cookie" is not an HTTP scope`],
     [{ listen: "1", to: "http://127.0.0.1:2", rate: "5/s", trustProxy: "10.0.0.0/33" }, `--trust-proxy: "10.0.0.0/33" is not an address or CIDR block`],
-    ...["0", "129", "56.5", "-1", "x", ""].map((bits): [ProxyFlags, string] => [
+    ...["0", "129", "56.5", "-1", "x", ""].map((bits): [OneRateFlags, string] => [
       { listen: "1", to: "http://127.0.0.1:2", rate: "5/s", ipv6Prefix: bits },
       `--ipv6-prefix: "${bits}" is not a prefix length; give the bits of an IPv6 address that make one client, 1 to 128 (56, the default, is one customer's network; 128 the whole address)`,
     ]),

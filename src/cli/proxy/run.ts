@@ -1,4 +1,6 @@
 import { defaultBurst } from "../../core/default-burst.js";
+import type { LimitSpec } from "../../core/limit-spec.js";
+import type { RequestLimit } from "../../http/rate-limit.js";
 import { describeRate, describeSize, humanDuration } from "../../core/format.js";
 import { untrustedProxyLine } from "../../http/trusted-proxies.js";
 import type { ByteBucketSpec } from "../../proxy/bucket-pool.js";
@@ -198,6 +200,7 @@ async function runHttpProxy(config: HttpProxyConfig): Promise<number> {
           target: config.target,
           rate: config.requestsPerSecond,
           burst,
+          limits: config.limits?.map(({ spec }) => requestLimit(spec)),
           per: config.per,
           trustProxy: config.trustProxy,
           ipv6Subnet: config.ipv6Prefix,
@@ -232,7 +235,7 @@ async function runHttpProxy(config: HttpProxyConfig): Promise<number> {
     const per = describeHttpScope(config.per);
     const queue = config.policy === "queue" ? `, queue up to ${humanDuration(config.maxWaitMs ?? 0)}` : "";
     writeStandardError(
-      `tbucket proxy: listening on ${formatHostPort(running.address)}, forwarding to ${config.target} (HTTP, ${describeRate("count", config.requestsPerSecond)}, burst ${burst}, per ${per}${queue})` +
+      `tbucket proxy: listening on ${formatHostPort(running.address)}, forwarding to ${config.target} (HTTP, ${describeHttpLimits(config, burst)}, per ${per}${queue})` +
         (metricsServer ? `; metrics on http://${formatHostPort(metricsServer.address)}/metrics` : "") +
         "\n",
     );
@@ -250,6 +253,19 @@ async function runHttpProxy(config: HttpProxyConfig): Promise<number> {
   await release();
   if (config.stats) writeStandardError(formatHttpStats(tally, performance.now() - startedMs, config.stats));
   return EXIT.ok;
+}
+
+/** A limit of the command line as the middleware takes it. */
+function requestLimit(spec: LimitSpec): RequestLimit {
+  if (spec.kind === "bucket") return { rate: spec.rate, burst: spec.burst };
+  if (spec.kind === "window") return { n: spec.n, windowMs: spec.windowMs };
+  return { concurrency: spec.n };
+}
+
+/** `10/s, burst 1`, or a set as its flags were written: `rate 10/s, window 15/2s, concurrency 4`. */
+function describeHttpLimits(config: HttpProxyConfig, burst: number): string {
+  if (config.limits === undefined) return `${describeRate("count", config.requestsPerSecond)}, burst ${burst}`;
+  return config.limits.map((limit) => limit.flag.replace(/--/g, "")).join(", ");
 }
 
 /** What HTTP requests get while the store is lost, as the lost line says it. */
