@@ -22,8 +22,11 @@ export interface SharedHttpBuckets {
 
 /** Told what the proxy does, for metrics; every method is called synchronously and must not throw. */
 export interface HttpProxyObserver {
-  /** One call per request (a WebSocket upgrade counts as one); `waitMs` is the time waited for its turn (0 unless queued). */
-  decision(decision: RequestDecision, waitMs: number): void;
+  /**
+   * One call per request (a WebSocket upgrade counts as one); `waitMs` is the time waited for its turn (0 unless queued);
+   * with a set of limits, `limitedBy` names those (from 1) that refused it or set its wait.
+   */
+  decision(decision: RequestDecision, waitMs: number, limitedBy?: readonly number[]): void;
   /** Response body bytes that went through a body-rate bucket. */
   bytes(n: number): void;
   /** The shared store was lost: once per outage (it is asked again until it answers). */

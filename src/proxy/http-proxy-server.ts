@@ -50,6 +50,8 @@ interface RequestRecord {
   decision: string;
   waitMs: number;
   bytes: number;
+  /** With a set of limits: those that refused the request or set its wait, for the access log. */
+  limitedBy?: readonly number[];
 }
 
 /**
@@ -241,8 +243,9 @@ export class HttpProxy implements RunningHttpProxy {
       record.key = key;
       record.decision = result.decision;
       record.waitMs = result.waitMs;
+      if (result.limits) record.limitedBy = result.limitedBy;
     }
-    if (result.decision !== "cancelled") this.#options.observer?.decision(result.decision, result.waitMs);
+    if (result.decision !== "cancelled") this.#options.observer?.decision(result.decision, result.waitMs, result.limits ? result.limitedBy : undefined);
   }
 
   /** A new client connection; past `maxConnections` the one idle the longest makes room for it, or, none idle, it is closed. */

@@ -161,9 +161,9 @@ async function runHttpProxy(config: HttpProxyConfig): Promise<number> {
   const maxConnections = connectionsWithinDescriptorLimit();
   const tally: HttpTally = { admitted: 0, queued: 0, refused: 0 };
   const observer: HttpProxyObserver = {
-    decision(decision, waitMs) {
+    decision(decision, waitMs, limitedBy) {
       tally[decision]++;
-      if (decision === "refused") return metrics.refused();
+      if (decision === "refused") return metrics.refused(limitedBy);
       if (decision === "queued") metrics.queued();
       metrics.admitted(waitMs);
     },
