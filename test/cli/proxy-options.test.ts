@@ -108,3 +108,52 @@ describe("parseProxyOptions", () => {
     expect(() => parse(flags)).toThrow(message);
   });
 });
+
+describe("parseProxyOptions: a set of limits per client in HTTP mode", () => {
+  const placed = (...texts: string[]) => texts.map((text, position) => ({ text, position }));
+
+  it("reads --rate repeated with its --burst, --window and --concurrency, in command-line order", () => {
+    const config = parseProxyOptions({
+      listen: "8080",
+      to: "http://127.0.0.1:3000",
+      drain: "10s",
+      onStoreError: "fail",
+      rate: [{ text: "10/s", position: 0 }, { text: "100/m", position: 3 }],
+      burst: ["20"],
+      window: [{ text: "1000/h", position: 1 }],
+      concurrency: [{ text: "4", position: 2 }],
+    });
+    expect(config).toMatchObject({ mode: "http", requestsPerSecond: 10, burst: 20 });
+    expect(config.mode === "http" && config.limits?.map((limit) => limit.spec)).toEqual([
+      { kind: "bucket", unit: "count", rate: 10, burst: 20 },
+      { kind: "window", unit: "count", n: 1000, windowMs: 3_600_000 },
+      { kind: "concurrency", n: 4 },
+      { kind: "bucket", unit: "count", rate: 100 / 60, burst: 1 },
+    ]);
+  });
+
+  it("takes a window or concurrency alone, and keeps one --rate a plain bucket", () => {
+    const base = { listen: "1", to: "http://127.0.0.1:2", drain: "10s", onStoreError: "fail" as const };
+    expect(parseProxyOptions({ ...base, window: placed("15/2s") })).toMatchObject({ requestsPerSecond: Infinity, limits: [{ spec: { kind: "window", n: 15, windowMs: 2000 } }] });
+    expect(parseProxyOptions({ ...base, rate: placed("5/s") })).toMatchObject({ requestsPerSecond: 5, limits: undefined });
+  });
+
+  it.each<[ProxyFlags, string]>([
+    [{ window: placed("2mb/1s") }, `--window: "2mb/1s" counts bytes; HTTP mode counts requests ("15/2s"), and --body-rate shapes bytes ("1mb")`],
+    [{ window: placed("15") }, `--window: "15" is not a window; write N/W`],
+    [{ rate: placed("5/s", "1mb") }, `--rate: "1mb" is not a count of requests`],
+    [{ rate: placed("5/s"), burst: ["2", "3"] }, `--burst: 2 bursts for 1 rate`],
+    [{ concurrency: placed("0.5") }, `--concurrency: "0.5"`],
+    [{ rate: placed("5/s"), window: placed("10/s"), key: "api" }, `--key: a shared key holds one rate and burst for now`],
+  ])("refuses %j", (flags, message) => {
+    expect(() => parseProxyOptions({ listen: "1", to: "http://127.0.0.1:2", drain: "10s", onStoreError: "fail", ...flags })).toThrow(message);
+  });
+
+  it.each<[ProxyFlags, string]>([
+    [{ rate: placed("1mb"), window: placed("10mb/1s") }, `--window: TCP mode shapes bytes with one --rate (or --up/--down) each way`],
+    [{ down: "1mb", concurrency: placed("2") }, `--concurrency: TCP mode shapes bytes with one --rate`],
+    [{ rate: placed("1mb", "2mb") }, `--rate: given 2 times, and TCP mode shapes bytes with one --rate each way`],
+  ])("refuses a set in TCP mode: %j", (flags, message) => {
+    expect(() => parseProxyOptions({ listen: "1", to: "127.0.0.1:2", drain: "10s", onStoreError: "fail", ...flags })).toThrow(message);
+  });
+});
