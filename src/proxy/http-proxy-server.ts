@@ -52,6 +52,8 @@ interface RequestRecord {
   bytes: number;
   /** With a set of limits: those that refused the request or set its wait, for the access log. */
   limitedBy?: readonly number[];
+  /** With a concurrency limit: frees the request's slot (the middleware does when the response ends; a tunnel when it closes). */
+  release?: () => void;
 }
 
 /**
@@ -244,6 +246,7 @@ export class HttpProxy implements RunningHttpProxy {
       record.decision = result.decision;
       record.waitMs = result.waitMs;
       if (result.limits) record.limitedBy = result.limitedBy;
+      record.release = result.release;
     }
     if (result.decision !== "cancelled") this.#options.observer?.decision(result.decision, result.waitMs, result.limits ? result.limitedBy : undefined);
   }
@@ -555,7 +558,11 @@ export class HttpProxy implements RunningHttpProxy {
       ended = true;
       this.#end(req, status);
     };
-    socket.once("close", () => end(499));
+    socket.once("close", () => {
+      end(499);
+      // A tunnel holds its concurrency slot while it is open: its response, detached from the socket, never ends.
+      record.release?.();
+    });
     // Only an answer of the proxy's own (400, 429, 503) finishes this response: the connection ends with it.
     res.once("finish", () => {
       end(res.statusCode);
