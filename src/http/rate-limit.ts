@@ -117,7 +117,8 @@ export const DEFAULT_MAX_KEYS = 100_000;
 /**
  * Rate limiting for node:http, Express and Connect: one token bucket per key
  * (the client's address by default), `rate` requests a second with bursts
- * of `burst`. A request over the limit gets 429 with a Retry-After that
+ * of `burst`, or a set of `limits` per key (buckets, sliding windows,
+ * concurrency), every one of which must admit a request. A request over the limit gets 429 with a Retry-After that
  * tells the truth: a client that waits that many seconds is let through.
  * With `policy: "queue"` it waits its turn instead, up to `maxWaitMs`, and a
  * client that hangs up while waiting gives its turn back. Responses carry
