@@ -216,10 +216,13 @@ export class RequestGate {
     entry.waiting++;
     try {
       let take = await first;
+      // Waiting for a slot, the concurrency limits set the wait too.
+      let slotLimits: readonly number[] = [];
       if (take === undefined || (!take.ok && take.noSlot)) {
         const slot = await this.#waitForSlot(entry, keySet, startMs, signal);
         if (slot === "cancelled") return this.#setResult("cancelled", this.#clock.now() - startMs, entry, keySet, undefined);
         take = slot;
+        slotLimits = concurrencyLimits(keySet.limits);
       }
       if (!take.ok) return this.#setRefused(keySet, take);
       if (take.waitMs > 0) {
@@ -232,7 +235,8 @@ export class RequestGate {
         }
       }
       const waitedMs = this.#clock.now() - startMs;
-      return this.#setResult(waitedMs >= 1 ? "queued" : "admitted", waitedMs, entry, keySet, take);
+      const limitedBy = [...new Set([...slotLimits, ...take.limitedBy])].sort((a, b) => a - b);
+      return this.#setResult(waitedMs >= 1 ? "queued" : "admitted", waitedMs, entry, keySet, take, limitedBy);
     } finally {
       entry.waiting--;
     }
@@ -280,7 +284,14 @@ export class RequestGate {
     return { ...this.#setResult("refused", 0, undefined, keySet, undefined), limitedBy: take.limitedBy, retryAfterSeconds: seconds };
   }
 
-  #setResult(decision: GateDecision, waitMs: number, entry: Entry | undefined, keySet: KeySet, take: KeySetTake | undefined): GateResult {
+  #setResult(
+    decision: GateDecision,
+    waitMs: number,
+    entry: Entry | undefined,
+    keySet: KeySet,
+    take: KeySetTake | undefined,
+    limitedBy: readonly number[] = take?.limitedBy ?? [],
+  ): GateResult {
     const limits = keySet.levels();
     const first = limits.find((limit) => limit.kind !== "concurrency");
     const summary =
@@ -289,7 +300,7 @@ export class RequestGate {
         : first.kind === "bucket"
           ? { level: first.level, rate: first.rate, burst: first.burst }
           : { level: first.level, rate: (first.n * 1000) / first.windowMs, burst: first.n };
-    const result: GateResult = { decision, waitMs, retryAfterSeconds: 0, ...summary, limitedBy: take?.limitedBy ?? [], limits };
+    const result: GateResult = { decision, waitMs, retryAfterSeconds: 0, ...summary, limitedBy, limits };
     if (take?.ok && entry && limits.some((limit) => limit.kind === "concurrency")) {
       let released = false;
       result.release = () => {
@@ -312,6 +323,10 @@ export const SLOT_RETRY_AFTER_SECONDS = 1;
 
 /** A refusal at the wait limit for a request still behind others in the slot queue: the concurrency limits bound it. */
 function noSlotTake(limits: readonly LimitSpec[]): KeySetTake {
-  const limitedBy = limits.flatMap((limit, index) => (limit.kind === "concurrency" ? [index + 1] : []));
-  return { ok: false, waitMs: Infinity, limitedBy, noSlot: true, retryMs: Infinity };
+  return { ok: false, waitMs: Infinity, limitedBy: concurrencyLimits(limits), noSlot: true, retryMs: Infinity };
+}
+
+/** The numbers (from 1) of a set's concurrency limits. */
+function concurrencyLimits(limits: readonly LimitSpec[]): number[] {
+  return limits.flatMap((limit, index) => (limit.kind === "concurrency" ? [index + 1] : []));
 }

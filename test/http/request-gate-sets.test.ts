@@ -147,10 +147,40 @@ describe("RequestGate with a set of limits, queueing", () => {
     await clock.advance(100);
     holder.release!();
     const admitted = await second;
-    expect(admitted).toMatchObject({ decision: "queued", waitMs: 200 });
+    expect(admitted).toMatchObject({ decision: "queued", waitMs: 200, limitedBy: [1] });
     await clock.advance(800);
     expect(await third).toMatchObject({ decision: "refused", limitedBy: [1], retryAfterSeconds: 1 });
     admitted.release!();
     expect(now(g.admit("a")).decision).toBe("admitted");
+  });
+
+  it("a request that found its slot then waits for the other limits' instant, within what is left of maxWait", async () => {
+    const { gate: g, clock } = gate([bucket(1, 1), slots(1)], 1500);
+    const holder = now(g.admit("a"));
+    const waiting = g.admit("a");
+    await clock.advance(300);
+    holder.release!();
+    // The slot is free at 300 ms, the bucket's token at 1 s: queued 1 s in all, both limits named.
+    await clock.advance(700);
+    const result = await waiting;
+    expect(result).toMatchObject({ decision: "queued", waitMs: 1000, limitedBy: [1, 2] });
+    result.release!();
+    // Now the bucket is empty until 2 s: 1 s away, within the wait; the slot is free.
+    const third = g.admit("a");
+    await clock.advance(1000);
+    expect(await third).toMatchObject({ decision: "queued", waitMs: 1000, limitedBy: [1] });
+  });
+
+  it("a request still without a slot at maxWait is refused, and one behind it goes when a slot frees", async () => {
+    const { gate: g, clock } = gate([slots(1)], 500);
+    const holder = now(g.admit("a"));
+    const first = g.admit("a");
+    await clock.advance(300);
+    const second = g.admit("a");
+    await clock.advance(200);
+    expect(await first).toMatchObject({ decision: "refused", limitedBy: [1], retryAfterSeconds: 1 });
+    holder.release!();
+    await clock.advance(0);
+    expect(await second).toMatchObject({ decision: "queued", waitMs: 200 });
   });
 });
