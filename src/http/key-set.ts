@@ -27,9 +27,11 @@ export interface KeySetTake {
  *
  * `PrivateKeySet` is one in this process. A set kept in a store (a
  * LimitSetStore's takeSet/cancelSet/releaseSet on the key) is the same
- * interface with promises, so the gate's turns, waits and slot queue stay
- * as they are; such a set should also wake the gate's slot queue now and
- * then, since slots freed by other processes are not announced here.
+ * interface with promises, given to the gate by a `KeySetSource`, so the
+ * gate's turns, waits and slot queue stay as they are. Slots freed by other
+ * processes are not announced here: a request queued for one is woken by
+ * this process's releases and its wait limit only, so a store's source
+ * should poll (wake the slot queue) while anyone waits.
  */
 export interface KeySet {
   readonly limits: readonly LimitSpec[];
@@ -43,6 +45,17 @@ export interface KeySet {
   levels(): LimitLevel[];
   /** True when the set is the same as a new one (buckets full, windows empty, no slot held): the key may be forgotten. */
   isIdle(): boolean;
+}
+
+/**
+ * Where keys' sets come from when they are not private: a store's, for a
+ * limit that several servers hold together. `open` is synchronous (a set
+ * that must be created in its store does so at its first take); `close` is
+ * told when the key leaves the gate's table, to give back what it holds.
+ */
+export interface KeySetSource {
+  open(key: string, limits: readonly LimitSpec[]): KeySet;
+  close?(set: KeySet): void;
 }
 
 const ONE_REQUEST: Costs = { count: 1 };

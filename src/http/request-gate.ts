@@ -5,7 +5,7 @@ import type { KeyLimiter, KeyLimiterSource } from "./key-limiter.js";
 import { KeyTable } from "../core/key-table.js";
 import { retryAfterSeconds } from "./rate-limit-fields.js";
 import type { LimitSpec } from "../core/limit-spec.js";
-import { type KeySet, type KeySetTake, type LimitLevel, PrivateKeySet } from "./key-set.js";
+import { type KeySet, type KeySetSource, type KeySetTake, type LimitLevel, PrivateKeySet } from "./key-set.js";
 
 /**
  * What became of a request: let through at once, let through after waiting
@@ -34,8 +34,10 @@ export interface GateResult {
 export interface RequestGateOptions {
   rate: number;
   burst: number;
-  /** A set of limits per key (private) instead of one bucket of `rate` and `burst`. */
+  /** A set of limits per key instead of one bucket of `rate` and `burst`: private ones unless `keySets` says otherwise. */
   limits?: readonly LimitSpec[];
+  /** Where the keys' sets come from with `limits` (a store, once it keeps sets); default private ones. */
+  keySets?: KeySetSource;
   /** How long a request may wait for its turn: 0 refuses at once (the drop policy). */
   maxWaitMs: number;
   maxKeys: number;
@@ -78,7 +80,9 @@ export class RequestGate {
       maxKeys: options.maxKeys,
       isSpent: (entry) =>
         entry.waiting === 0 && (entry.keySet ? entry.keySet.isIdle() : entry.limiter !== undefined && entry.limiter.tokens() >= entry.limiter.burst),
-      onRemove: source ? (_key, entry) => entry.limiter && source.close(entry.limiter) : undefined,
+      onRemove: source
+        ? (_key, entry) => entry.limiter && source.close(entry.limiter)
+        : options.keySets?.close && ((_key, entry) => entry.keySet && options.keySets!.close!(entry.keySet)),
     });
   }
 
@@ -106,7 +110,7 @@ export class RequestGate {
     if (!entry) {
       entry = { limiter: undefined, turns: undefined, keySet: undefined, slotTurns: [], opening: undefined, waiting: 0 };
       if (limits) {
-        entry.keySet = new PrivateKeySet(limits, this.#clock);
+        entry.keySet = this.#options.keySets ? this.#options.keySets.open(key, limits) : new PrivateKeySet(limits, this.#clock);
       } else if (!this.#options.source) {
         const bucket = new TokenBucket({ rate, burst, clock: this.#clock });
         entry.limiter = bucket;

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { FakeClock } from "../../src/core/clock.js";
 import type { LimitSpec } from "../../src/core/limit-spec.js";
+import { type KeySet, type KeySetTake, PrivateKeySet } from "../../src/http/key-set.js";
 import { type GateResult, RequestGate, SLOT_RETRY_AFTER_SECONDS } from "../../src/http/request-gate.js";
 
 const bucket = (rate: number, burst: number): LimitSpec => ({ kind: "bucket", unit: "count", rate, burst });
@@ -182,5 +183,58 @@ describe("RequestGate with a set of limits, queueing", () => {
     holder.release!();
     await clock.advance(0);
     expect(await second).toMatchObject({ decision: "queued", waitMs: 200 });
+  });
+});
+
+describe("RequestGate with sets from a source (as a store's will be)", () => {
+  /** A private set answering its takes through promises, as a set in a store answers. */
+  function asyncSet(limits: LimitSpec[], clock: FakeClock): KeySet & { takes: number } {
+    const inner = new PrivateKeySet(limits, clock);
+    return {
+      takes: 0,
+      limits: inner.limits,
+      take(maxWaitMs: number): Promise<KeySetTake> {
+        this.takes++;
+        return Promise.resolve(inner.take(maxWaitMs));
+      },
+      cancel: (take) => inner.cancel(take),
+      release: (take) => inner.release(take),
+      levels: () => inner.levels(),
+      isIdle: () => inner.isIdle(),
+    };
+  }
+
+  it("decides through the source's promises the same way, and closes a key's set when it leaves", async () => {
+    const clock = new FakeClock();
+    const opened: string[] = [];
+    const closed: KeySet[] = [];
+    const sets = new Map<string, KeySet>();
+    const g = new RequestGate({
+      rate: Infinity,
+      burst: 1,
+      limits: [bucket(1, 1), window(2, 10_000)],
+      maxWaitMs: 0,
+      maxKeys: 100,
+      clock,
+      keySets: {
+        open: (key, limits) => {
+          opened.push(key);
+          const set = asyncSet([...limits], clock);
+          sets.set(key, set);
+          return set;
+        },
+        close: (set) => closed.push(set),
+      },
+    });
+    expect(await g.admit("a")).toMatchObject({ decision: "admitted" });
+    expect(await g.admit("a")).toMatchObject({ decision: "refused", limitedBy: [1], retryAfterSeconds: 1 });
+    clock.set(1000);
+    expect(await g.admit("a")).toMatchObject({ decision: "admitted" });
+    clock.set(2000);
+    expect(await g.admit("a")).toMatchObject({ decision: "refused", limitedBy: [2], retryAfterSeconds: 8 });
+    expect(opened).toEqual(["a"]);
+    clock.set(20_000);
+    expect(g.sweep()).toBe(1);
+    expect(closed).toEqual([sets.get("a")]);
   });
 });
