@@ -30,8 +30,9 @@ export interface KeySetTake {
  * interface with promises, given to the gate by a `KeySetSource`, so the
  * gate's turns, waits and slot queue stay as they are. Slots freed by other
  * processes are not announced here: a request queued for one is woken by
- * this process's releases and its wait limit only, so a store's source
- * should poll (wake the slot queue) while anyone waits.
+ * this process's releases and its wait limit only, so with a store the
+ * gate will have to ask again now and then while anyone waits (not built:
+ * a private set hears of every release).
  */
 export interface KeySet {
   readonly limits: readonly LimitSpec[];
