@@ -388,7 +388,7 @@ function checkOptions(options: RateLimitOptions): Settings {
     } else {
       throw new TypeError(
         `Expected \`limits\` to be one \`{ rate, burst }\` with \`store\`: a shared store holds one bucket per key for now (sets of limits in a store come next), ` +
-          `got ${options.limits.length} limits; give one bucket, or drop \`store\` to keep the set in this process`,
+          `got ${limits.length === 1 ? `one ${limits[0]!.kind} limit` : `${limits.length} limits`}; give one bucket, or drop \`store\` to keep ${limits.length === 1 ? "it" : "the set"} in this process`,
       );
     }
   }

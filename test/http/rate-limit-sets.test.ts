@@ -118,6 +118,7 @@ describe("rateLimit({ limits }): options", () => {
         "Expected `limits` to be one `{ rate, burst }` with `store`: a shared store holds one bucket per key for now (sets of limits in a store come next), got 2 limits; give one bucket, or drop `store` to keep the set in this process",
       ),
     );
+    expect(() => rateLimit({ limits: [{ concurrency: 2 }], store: { store, name: "api" } })).toThrow(/, got one concurrency limit; give one bucket, or drop `store` to keep it in this process$/);
     expect(() => rateLimit({ limits: [{ rate: 10, burst: 2 }], store: { store, name: "api" } }).close()).not.toThrow();
   });
 });
