@@ -1,14 +1,7 @@
 import { Agent, request } from "node:http";
-import { afterEach, describe, expect, it } from "vitest";
-import { type RunningHttpProxy, startHttpProxy } from "../../src/proxy/http-proxy.js";
+import { describe, expect, it } from "vitest";
 import { listen } from "../http/http-helpers.js";
-
-let proxy: RunningHttpProxy | undefined;
-
-afterEach(async () => {
-  await proxy?.close(0);
-  proxy = undefined;
-});
+import { startProxy, stopProxy } from "../helpers/proxy.js";
 
 function ask(url: string, agent: Agent): Promise<{ status: number; retryAfter: string | undefined }> {
   return new Promise((resolve, reject) => {
@@ -22,21 +15,15 @@ function ask(url: string, agent: Agent): Promise<{ status: number; retryAfter: s
   });
 }
 
-describe("the HTTP proxy with a set of limits, in real time", () => {
+describe("tbucket proxy with a set of limits, in real time", () => {
   it("--rate 10/s --window 15/2s: a client asking every 40 ms gets at most 15 in any 2 s, and as many as the window allows", async () => {
     const arrivals: number[] = [];
     const backend = await listen((_req, res) => {
       arrivals.push(performance.now());
       res.end("ok");
     });
-    proxy = await startHttpProxy({
-      listen: { host: "127.0.0.1", port: 0 },
-      target: backend.url,
-      rate: Infinity,
-      burst: 1,
-      limits: [{ rate: 10, burst: 1 }, { n: 15, windowMs: 2000 }],
-    });
-    const url = `http://127.0.0.1:${proxy.address.port}/`;
+    const proxy = await startProxy(["--to", backend.url, "--rate", "10/s", "--window", "15/2s"]);
+    const url = `http://127.0.0.1:${proxy.port}/`;
     const agent = new Agent({ keepAlive: true, maxSockets: 4 });
     const runMs = 5000;
     const startMs = performance.now();
@@ -47,6 +34,7 @@ describe("the HTTP proxy with a set of limits, in real time", () => {
     }
     const results = await Promise.all(answers);
     agent.destroy();
+    expect((await stopProxy(proxy)).code).toBe(0);
     // The backend sees each admitted request a moment after the proxy admits it; 25 ms covers that jitter.
     const toleranceMs = 25;
     for (let i = 0; i + 15 < arrivals.length; i++) expect(arrivals[i + 15]! - arrivals[i]!).toBeGreaterThan(2000 - toleranceMs);
