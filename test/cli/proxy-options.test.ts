@@ -149,9 +149,21 @@ describe("parseProxyOptions: a set of limits per client in HTTP mode", () => {
     expect(() => parseProxyOptions({ listen: "1", to: "http://127.0.0.1:2", drain: "10s", onStoreError: "fail", ...flags })).toThrow(message);
   });
 
+  it("reads byte windows in TCP mode, each direction its own, with or without a rate", () => {
+    const base = { listen: "1", to: "127.0.0.1:2", drain: "10s", onStoreError: "fail" as const };
+    expect(parseProxyOptions({ ...base, rate: placed("1mb"), window: placed("10mb/1s", "1gb/h") })).toMatchObject({
+      upBytesPerSecond: 1024 * 1024,
+      windows: [
+        { kind: "window", unit: "bytes", n: 10 * 1024 * 1024, windowMs: 1000 },
+        { kind: "window", unit: "bytes", n: 1024 ** 3, windowMs: 3_600_000 },
+      ],
+    });
+    expect(parseProxyOptions({ ...base, window: placed("64k/1s") })).toMatchObject({ upBytesPerSecond: undefined, windows: [{ n: 65536, windowMs: 1000 }] });
+  });
+
   it.each<[ProxyFlags, string]>([
-    [{ rate: placed("1mb"), window: placed("10mb/1s") }, `--window: TCP mode shapes bytes with one --rate (or --up/--down) each way`],
-    [{ down: "1mb", concurrency: placed("2") }, `--concurrency: TCP mode shapes bytes with one --rate`],
+    [{ rate: placed("1mb"), window: placed("10/1s"), key: "k" }, `--key: a shared key holds one rate and burst for now`],
+    [{ down: "1mb", concurrency: placed("2") }, `--concurrency: is for HTTP mode (requests under way), and --to 127.0.0.1:2 is TCP; drop it, or limit new connections with --connections`],
     [{ rate: placed("1mb", "2mb") }, `--rate: given 2 times, and TCP mode shapes bytes with one --rate each way`],
   ])("refuses a set in TCP mode: %j", (flags, message) => {
     expect(() => parseProxyOptions({ listen: "1", to: "127.0.0.1:2", drain: "10s", onStoreError: "fail", ...flags })).toThrow(message);

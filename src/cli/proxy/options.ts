@@ -7,6 +7,7 @@ import { parseOption, UsageError } from "../errors.js";
 import { parseReportOptions, type ReportFlags, type ReportOptions } from "../report-options.js";
 import { parseSharedBucketOptions, type SharedBucketFlags, type SharedBucketOptions } from "../shared-options.js";
 import { checkKeyedLimits, type LimitFlags, needsLimitSet, type ParsedLimit, parseLimitOptions } from "../limit-options.js";
+import type { WindowSpec } from "../../core/limit-spec.js";
 
 /** What both modes share. */
 interface CommonProxyConfig extends ReportOptions {
@@ -24,6 +25,8 @@ export interface TcpProxyConfig extends CommonProxyConfig {
   upBytesPerSecond: number | undefined;
   downBytesPerSecond: number | undefined;
   burstBytes: number | undefined;
+  /** --window N/W of bytes: each direction holds its own (at most N bytes each way in any W). */
+  windows: WindowSpec[];
   per: BucketScope;
   idleTimeoutMs: number;
   connections: { perSecond: number; burst: number; maxWaitMs: number } | undefined;
@@ -82,11 +85,7 @@ const TCP_ONLY: ReadonlyArray<[keyof ProxyFlags, string]> = [
   ["idleTimeout", "--idle-timeout"],
   ["connections", "--connections"],
 ];
-/** A set of limits is HTTP's for now: TCP mode shapes bytes with one rate each way. */
-const HTTP_SET_ONLY: ReadonlyArray<[keyof LimitFlags, string]> = [
-  ["window", "--window"],
-  ["concurrency", "--concurrency"],
-];
+
 const HTTP_ONLY: ReadonlyArray<[keyof ProxyFlags, string]> = [
   ["trustProxy", "--trust-proxy"],
   ["ipv6Prefix", "--ipv6-prefix"],
@@ -155,8 +154,8 @@ function parseAddress(text: string, flag: string, listener: boolean, example?: s
 }
 
 function parseTcpOptions(flags: ProxyFlags, common: CommonProxyConfig): TcpProxyConfig {
-  for (const [name, flag] of HTTP_SET_ONLY) {
-    if (flags[name] !== undefined) throw new UsageError(`${flag}: TCP mode shapes bytes with one --rate (or --up/--down) each way; drop ${flag}, or limit requests with --to http://HOST:PORT`);
+  if (flags.concurrency !== undefined) {
+    throw new UsageError(`--concurrency: is for HTTP mode (requests under way), and --to ${formatHostPort(common.to)} is TCP; drop it, or limit new connections with --connections`);
   }
   for (const [name, flag] of [["rate", "--rate"], ["burst", "--burst"]] as const) {
     if ((flags[name]?.length ?? 0) > 1) throw new UsageError(`${flag}: given ${flags[name]!.length} times, and TCP mode shapes bytes with one ${flag} each way; give it once (--up and --down set each way)`);
@@ -164,6 +163,9 @@ function parseTcpOptions(flags: ProxyFlags, common: CommonProxyConfig): TcpProxy
   const rateText = flags.rate?.[0]?.text;
   const burstText = flags.burst?.[0];
   const keyed = common.shared.key !== undefined;
+  const windowLimits = parseLimitOptions({ window: flags.window }, { units: "bytes" }).limits;
+  checkKeyedLimits(windowLimits, common.shared.key);
+  const windows = windowLimits.map((limit) => limit.spec as WindowSpec);
   const byteRate = (flag: string, text: string | undefined) =>
     text === undefined ? undefined : parseOption(flag, text, (value) => parseByteRate(value, { allowZero: keyed }));
   const both = byteRate("--rate", rateText);
@@ -174,15 +176,16 @@ function parseTcpOptions(flags: ProxyFlags, common: CommonProxyConfig): TcpProxy
   if (keyed && TCP_SCOPES[per].ownBuckets) {
     throw new UsageError(`--per ${per}: a connection's bucket is its own, so --key has nothing to share; use ${sharedTcpScopes()} with --key`);
   }
-  const limited = upBytesPerSecond !== undefined || downBytesPerSecond !== undefined;
+  const rated = upBytesPerSecond !== undefined || downBytesPerSecond !== undefined;
+  const limited = rated || windows.length > 0;
   if (keyed && !limited) {
     throw new UsageError(`--key: TCP mode sets its keys (${common.shared.key}:up, ${common.shared.key}:down) from --rate, --up or --down; add one, e.g. "--key ${common.shared.key} --down 1mb"`);
   }
-  if (burstText !== undefined && !limited) {
+  if (burstText !== undefined && !rated) {
     throw new UsageError(`--burst: sizes the byte buckets, and no byte rate is given; add --rate, --up or --down (e.g. "--down 1mb --burst 256k")`);
   }
   if (!limited && flags.connections === undefined) {
-    throw new UsageError(`no limit given: add --rate (both ways), --up or --down, or --connections; try "${TCP_EXAMPLE}"`);
+    throw new UsageError(`no limit given: add --rate (both ways), --up or --down, --window, or --connections; try "${TCP_EXAMPLE}"`);
   }
   let connections: TcpProxyConfig["connections"];
   if (flags.connections !== undefined) {
@@ -198,6 +201,7 @@ function parseTcpOptions(flags: ProxyFlags, common: CommonProxyConfig): TcpProxy
     upBytesPerSecond,
     downBytesPerSecond,
     burstBytes: burstText === undefined ? undefined : parseOption("--burst", burstText, parseByteSize),
+    windows,
     per,
     idleTimeoutMs: flags.idleTimeout === undefined ? Infinity : parseOption("--idle-timeout", flags.idleTimeout, parsePositiveDuration),
     connections,

@@ -26,7 +26,7 @@ export function registerProxy(program: Command, onExit: (code: number) => void):
   addLimitOptions(command, {
     rate: "TCP: byte rate each way (1mb, 10mbit); HTTP: requests per time (50/s, 600/m), repeatable: every rate holds",
     burst: "bucket capacity: bytes in TCP mode (default 100 ms of the rate), requests in HTTP mode (default 1); the i-th --burst goes with the i-th --rate",
-    window: "HTTP: at most n requests per key (--per) in any interval w (1000/h), sliding; repeatable",
+    window: "at most n in any interval w, sliding, repeatable: HTTP: requests per key (1000/h); TCP: bytes each way (50gb/d)",
     concurrency: "HTTP: at most n requests per key (--per) under way at once",
   });
   command

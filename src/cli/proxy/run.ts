@@ -1,5 +1,5 @@
 import { defaultBurst } from "../../core/default-burst.js";
-import type { LimitSpec } from "../../core/limit-spec.js";
+import type { LimitSpec, WindowSpec } from "../../core/limit-spec.js";
 import type { RequestLimit } from "../../http/rate-limit.js";
 import { describeRate, describeSize, humanDuration } from "../../core/format.js";
 import { untrustedProxyLine } from "../../http/trusted-proxies.js";
@@ -31,16 +31,18 @@ export async function runProxy(config: ProxyConfig): Promise<number> {
 
 const defaultBurstBytes = (bytesPerSecond: number) => defaultBurst("bytes", bytesPerSecond);
 
-function bucketSpec(bytesPerSecond: number | undefined, burstBytes: number | undefined): ByteBucketSpec | undefined {
-  if (bytesPerSecond === undefined) return undefined;
-  return { bytesPerSecond, burstBytes: burstBytes ?? defaultBurstBytes(bytesPerSecond) };
+/** A direction's limits: its rate (unlimited when only windows limit it) and the windows; none when neither is given. */
+function bucketSpec(bytesPerSecond: number | undefined, burstBytes: number | undefined, windows: readonly WindowSpec[]): ByteBucketSpec | undefined {
+  if (bytesPerSecond === undefined && windows.length === 0) return undefined;
+  const rate = bytesPerSecond ?? Infinity;
+  return { bytesPerSecond: rate, burstBytes: burstBytes ?? defaultBurstBytes(rate), ...(windows.length > 0 ? { windows } : {}) };
 }
 
 async function runTcpProxy(config: TcpProxyConfig): Promise<number> {
   let proxy: TcpProxy | undefined;
   const metrics = new ProxyMetrics({ liveKeys: () => proxy?.liveKeys ?? 0, openConnections: () => proxy?.stats.open ?? 0, sharedStore: config.shared.key !== undefined });
-  const up = bucketSpec(config.upBytesPerSecond, config.burstBytes);
-  const down = bucketSpec(config.downBytesPerSecond, config.burstBytes);
+  const up = bucketSpec(config.upBytesPerSecond, config.burstBytes, config.windows);
+  const down = bucketSpec(config.downBytesPerSecond, config.burstBytes, config.windows);
   const stopper = new Stopper();
   let buckets: StoreBuckets | undefined;
   if (config.shared.key !== undefined) {
@@ -150,8 +152,9 @@ function fullWarning(maxConnections: number): void {
 
 function describeDirection(direction: "up" | "down", spec: ByteBucketSpec | undefined): string {
   if (!spec) return "";
-  if (spec.bytesPerSecond === Infinity) return `${direction} unlimited`;
-  return `${direction} ${describeRate("bytes", spec.bytesPerSecond)}, burst ${describeSize("bytes", spec.burstBytes)}`;
+  const windows = (spec.windows ?? []).map((window) => `, at most ${describeSize("bytes", window.n)} in any ${humanDuration(window.windowMs)}`).join("");
+  if (spec.bytesPerSecond === Infinity) return `${direction} ${windows === "" ? "unlimited" : windows.slice(2)}`;
+  return `${direction} ${describeRate("bytes", spec.bytesPerSecond)}, burst ${describeSize("bytes", spec.burstBytes)}${windows}`;
 }
 
 async function runHttpProxy(config: HttpProxyConfig): Promise<number> {
