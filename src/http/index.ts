@@ -3,7 +3,17 @@
  * token bucket as the rest of tbucket, with per-client buckets, an honest
  * Retry-After, and shared stores for limits that several servers enforce together.
  */
-export { DEFAULT_MAX_KEYS, type GateDecision, type GateResult, KeyFunctionError, rateLimit, type RateLimitMiddleware, type RateLimitOptions } from "./rate-limit.js";
+export {
+  DEFAULT_MAX_KEYS,
+  type GateDecision,
+  type GateResult,
+  KeyFunctionError,
+  type LimitLevel,
+  rateLimit,
+  type RateLimitMiddleware,
+  type RateLimitOptions,
+  type RequestLimit,
+} from "./rate-limit.js";
 export type { StoreBuckets } from "./store-limiters.js";
 export { clientAddress, TrustedProxies, TrustProxyError } from "./trusted-proxies.js";
 export { rateLimitPolicy, rateLimitState, retryAfterSeconds } from "./rate-limit-fields.js";

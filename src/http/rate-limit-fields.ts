@@ -1,3 +1,6 @@
+import type { LimitSpec } from "../core/limit-spec.js";
+import type { LimitLevel } from "./key-set.js";
+
 /**
  * The response fields of draft-ietf-httpapi-ratelimit-headers (Structured
  * Field lists, draft 11 and later), for a token bucket of `rate` requests a
@@ -20,23 +23,77 @@
 export const POLICY_NAME = "default";
 
 /** `"default";q=..;w=..`, or undefined at an infinite rate (no limit to advertise). */
-export function rateLimitPolicy(rate: number): string | undefined {
+export function rateLimitPolicy(rate: number, name = POLICY_NAME): string | undefined {
   if (rate === Infinity) return undefined;
-  if (!(rate > 0)) return `"${POLICY_NAME}";q=0`;
+  if (!(rate > 0)) return `"${name}";q=0`;
   const windowSeconds = rate >= 1 ? 1 : sfInteger(Math.ceil(1 / rate));
-  return `"${POLICY_NAME}";q=${sfInteger(Math.floor(rate * windowSeconds + 1e-9))};w=${windowSeconds}`;
+  return `"${name}";q=${sfInteger(Math.floor(rate * windowSeconds + 1e-9))};w=${windowSeconds}`;
 }
 
 /**
  * `"default";r=..;t=..` for a bucket at `level` tokens: whole requests left,
  * and whole seconds (rounded up) until it is full again. Undefined at an infinite rate.
  */
-export function rateLimitState(level: number, rate: number, burst: number): string | undefined {
+export function rateLimitState(level: number, rate: number, burst: number, name = POLICY_NAME): string | undefined {
   if (rate === Infinity) return undefined;
   const remaining = Math.max(0, Math.floor(level + 1e-9));
   const missing = burst - level;
   const fullInSeconds = missing <= 1e-9 ? 0 : rate > 0 ? Math.ceil(missing / rate - 1e-9) : undefined;
-  return `"${POLICY_NAME}";r=${sfInteger(remaining)}${fullInSeconds === undefined ? "" : `;t=${sfInteger(fullInSeconds)}`}`;
+  return `"${name}";r=${sfInteger(remaining)}${fullInSeconds === undefined ? "" : `;t=${sfInteger(fullInSeconds)}`}`;
+}
+
+/*
+ * A set of limits (several per key) is several policies, as the draft allows
+ * (both fields are Lists): each bucket and window is one, named by its number
+ * in the set (`"limit-2"`, as in limitedBy). A window of n in W advertises
+ * q=n per w = W rounded up to whole seconds (pacing by it is never refused),
+ * and its RateLimit t is W rounded up while anything is in it (when it is
+ * empty again at the latest, which is what t promises). A concurrency limit
+ * has no quota over time and is not advertised.
+ */
+
+/** The policy name of limit `number` (from 1) of a set. */
+export function setPolicyName(number: number): string {
+  return `limit-${number}`;
+}
+
+/** RateLimit-Policy of a set: one policy per bucket and window; undefined when none has a limit to advertise. */
+export function rateLimitSetPolicy(limits: readonly LimitSpec[]): string | undefined {
+  const policies = limits.map((limit, index) => {
+    const name = setPolicyName(index + 1);
+    if (limit.kind === "bucket") return rateLimitPolicy(limit.rate, name);
+    if (limit.kind === "window") return `"${name}";q=${sfInteger(Math.floor(limit.n + 1e-9))};w=${windowSeconds(limit.windowMs)}`;
+    return undefined;
+  });
+  return joinList(policies);
+}
+
+/** RateLimit of a set: each bucket and window with what is left now. */
+export function rateLimitSetState(limits: readonly LimitLevel[]): string | undefined {
+  const states = limits.map((limit, index) => {
+    const name = setPolicyName(index + 1);
+    if (limit.kind === "bucket") return rateLimitState(limit.level, limit.rate, limit.burst, name);
+    if (limit.kind === "window") {
+      const emptyInSeconds = limit.level >= limit.n - 1e-9 ? 0 : windowSeconds(limit.windowMs);
+      return `"${name}";r=${sfInteger(Math.max(0, Math.floor(limit.level + 1e-9)))};t=${emptyInSeconds}`;
+    }
+    return undefined;
+  });
+  return joinList(states);
+}
+
+/** RateLimit of a request a set refused: nothing left until Retry-After, in each bucket and window that bound it. */
+export function rateLimitSetRefused(limits: readonly LimitSpec[], limitedBy: readonly number[], retryAfterSeconds: number): string | undefined {
+  return joinList(limitedBy.map((number) => (limits[number - 1]?.kind === "concurrency" ? undefined : `"${setPolicyName(number)}";r=0;t=${retryAfterSeconds}`)));
+}
+
+function windowSeconds(windowMs: number): number {
+  return sfInteger(Math.max(1, Math.ceil(windowMs / 1000 - 1e-9)));
+}
+
+function joinList(items: ReadonlyArray<string | undefined>): string | undefined {
+  const present = items.filter((item): item is string => item !== undefined);
+  return present.length === 0 ? undefined : present.join(", ");
 }
 
 /** The largest Integer a Structured Field may carry (RFC 9651 3.3.1: at most 15 digits). */

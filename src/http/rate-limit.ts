@@ -2,19 +2,36 @@ import type { IncomingMessage, RequestListener, ServerResponse } from "node:http
 import type { Clock } from "../core/clock.js";
 import { StoreError } from "../store/bucket-store.js";
 import type { KeyLimiterSource } from "./key-limiter.js";
-import { rateLimitPolicy, rateLimitRefused, rateLimitState } from "./rate-limit-fields.js";
+import { rateLimitPolicy, rateLimitRefused, rateLimitSetPolicy, rateLimitSetRefused, rateLimitSetState, rateLimitState } from "./rate-limit-fields.js";
+import { checkLimitSpecs, type LimitSpec } from "../core/limit-spec.js";
 import { type GateResult, RequestGate } from "./request-gate.js";
 import { type StoreBuckets, storeLimiters } from "./store-limiters.js";
 import { addressKey, DEFAULT_IPV6_PREFIX, plainAddress } from "../core/address-key.js";
 import { clientAddress, TrustedProxies, untrustedForwarder, untrustedProxyLine } from "./trusted-proxies.js";
 
 export type { GateDecision, GateResult } from "./request-gate.js";
+export type { LimitLevel } from "./key-set.js";
+
+/**
+ * One limit of a key's set, counting requests (DESIGN section 11):
+ * - `{ rate, burst }`: a token bucket, `rate` requests a second, `burst` at once (default 1);
+ * - `{ n, windowMs }`: at most `n` requests in any `windowMs` (sliding, exact);
+ * - `{ concurrency }`: at most that many requests under way at once, each holding its slot until its response ends.
+ */
+export type RequestLimit = { rate: number; burst?: number } | { n: number; windowMs: number } | { concurrency: number };
 
 export interface RateLimitOptions {
-  /** Requests per second per key; Infinity for no limit. */
-  rate: number;
+  /** Requests per second per key; Infinity for no limit. The shorthand for `limits: [{ rate, burst }]`. */
+  rate?: number;
   /** Requests a key may make at once after being idle; at least 1. */
-  burst: number;
+  burst?: number;
+  /**
+   * A set of limits per key, every one of which must admit a request (all or
+   * nothing: a refused request costs nothing in any): e.g.
+   * `[{ rate: 10, burst: 20 }, { n: 1000, windowMs: 3_600_000 }, { concurrency: 20 }]`.
+   * Numbered from 1 in this order (`limitedBy`, the `limit-N` RateLimit policies). Instead of `rate` and `burst`.
+   */
+  limits?: readonly RequestLimit[];
   /**
    * The key of a request, or a promise of it; by default its client's address
    * (see `trustProxy` and `ipv6Subnet`). Returning undefined lets the request
@@ -54,6 +71,7 @@ export interface RateLimitOptions {
 const OPTION_NAMES = Object.keys({
   rate: true,
   burst: true,
+  limits: true,
   key: true,
   trustProxy: true,
   ipv6Subnet: true,
@@ -99,7 +117,8 @@ export const DEFAULT_MAX_KEYS = 100_000;
 /**
  * Rate limiting for node:http, Express and Connect: one token bucket per key
  * (the client's address by default), `rate` requests a second with bursts
- * of `burst`. A request over the limit gets 429 with a Retry-After that
+ * of `burst`, or a set of `limits` per key (buckets, sliding windows,
+ * concurrency), every one of which must admit a request. A request over the limit gets 429 with a Retry-After that
  * tells the truth: a client that waits that many seconds is let through.
  * With `policy: "queue"` it waits its turn instead, up to `maxWaitMs`, and a
  * client that hangs up while waiting gives its turn back. Responses carry
@@ -109,15 +128,17 @@ export function rateLimit(options: RateLimitOptions): RateLimitMiddleware {
   const settings = checkOptions(options);
   const log = options.log ?? ((line: string) => console.error(line));
   const keyOf = options.key ?? clientKey(options.trustProxy, settings.ipv6Subnet, log);
-  const source: KeyLimiterSource | undefined = options.store ? storeLimiters(options.store, { rate: options.rate, burst: options.burst, clock: options.clock }) : undefined;
-  const { rate, burst, maxWaitMs, maxKeys } = settings;
-  const gate = new RequestGate({ rate, burst, maxWaitMs, maxKeys, source, clock: options.clock });
+  const { rate, burst, limits, maxWaitMs, maxKeys } = settings;
+  const source: KeyLimiterSource | undefined = options.store ? storeLimiters(options.store, { rate, burst, clock: options.clock }) : undefined;
+  const gate = new RequestGate({ rate, burst, limits, maxWaitMs, maxKeys, source, clock: options.clock });
+  const setPolicy = limits && rateLimitSetPolicy(limits);
   const sendHeaders = options.headers ?? true;
 
   const respond = (req: IncomingMessage, res: ServerResponse, next: (error?: unknown) => void, key: string, result: GateResult): void => {
     options.onDecision?.(req, result, key);
     if (result.decision === "cancelled") return;
-    const policy = rateLimitPolicy(result.rate);
+    if (result.release) holdUntilEnd(res, result.release);
+    const policy = limits ? setPolicy : rateLimitPolicy(result.rate);
     if (result.decision === "refused") {
       if (res.writableEnded || res.destroyed) return;
       // Something wrote the response's head before the limit decided: a 429 can no longer be said, and
@@ -130,7 +151,8 @@ export function rateLimit(options: RateLimitOptions): RateLimitMiddleware {
       res.setHeader("Retry-After", String(result.retryAfterSeconds));
       if (policy !== undefined) {
         res.setHeader("RateLimit-Policy", policy);
-        res.setHeader("RateLimit", rateLimitRefused(result.retryAfterSeconds));
+        const refused = limits ? rateLimitSetRefused(limits, result.limitedBy, result.retryAfterSeconds) : rateLimitRefused(result.retryAfterSeconds);
+        if (refused !== undefined) res.setHeader("RateLimit", refused);
       }
       const body = `Too Many Requests: retry after ${result.retryAfterSeconds} s\n`;
       res.setHeader("Content-Type", "text/plain; charset=utf-8");
@@ -140,7 +162,8 @@ export function rateLimit(options: RateLimitOptions): RateLimitMiddleware {
     }
     if (sendHeaders && policy !== undefined && !res.headersSent) {
       res.setHeader("RateLimit-Policy", policy);
-      res.setHeader("RateLimit", rateLimitState(result.level, result.rate, result.burst)!);
+      const state = result.limits ? rateLimitSetState(result.limits) : rateLimitState(result.level, result.rate, result.burst);
+      if (state !== undefined) res.setHeader("RateLimit", state);
     }
     next();
   };
@@ -314,6 +337,16 @@ function describeValue(value: unknown): string {
   return String(value);
 }
 
+/** Frees a request's concurrency slot when its response ends: finished, or cut short (the client left, the handler failed). */
+function holdUntilEnd(res: ServerResponse, release: () => void): void {
+  if (res.writableFinished || res.destroyed || (res as { closed?: boolean }).closed) {
+    release();
+    return;
+  }
+  res.once("finish", release);
+  res.once("close", release);
+}
+
 /** An abort signal for a waiting request, fired when its client hangs up before the response. */
 function abortOnHangUp(res: ServerResponse): { signal: AbortSignal; done(): void } {
   const controller = new AbortController();
@@ -322,14 +355,43 @@ function abortOnHangUp(res: ServerResponse): { signal: AbortSignal; done(): void
   return { signal: controller.signal, done: () => res.off("close", onClose) };
 }
 
-function checkOptions(options: RateLimitOptions): { rate: number; burst: number; maxWaitMs: number; maxKeys: number; ipv6Subnet: number } {
+interface Settings {
+  rate: number;
+  burst: number;
+  /** Set when the limits are more than one bucket: a set per key. */
+  limits: LimitSpec[] | undefined;
+  maxWaitMs: number;
+  maxKeys: number;
+  ipv6Subnet: number;
+}
+
+function checkOptions(options: RateLimitOptions): Settings {
   if (typeof options !== "object" || options === null) throw new TypeError(`Expected options to be an object, got \`${String(options)}\``);
   for (const [name, value] of Object.entries(options)) {
     if (value === undefined || OPTION_NAMES.includes(name)) continue;
     const near = OPTION_NAMES.find((known) => known.toLowerCase().startsWith(name.toLowerCase()) || name.toLowerCase().startsWith(known.toLowerCase()));
     throw new TypeError(`Unknown option \`${name}\`${near ? ` (did you mean \`${near}\`?)` : ""}; the options are ${OPTION_NAMES.map((known) => `\`${known}\``).join(", ")}`);
   }
-  const { rate, burst } = options;
+  let { rate, burst } = options;
+  let limits: LimitSpec[] | undefined;
+  if (options.limits !== undefined) {
+    for (const name of ["rate", "burst"] as const) {
+      if (options[name] !== undefined) throw new TypeError(`Expected \`${name}\` or \`limits\`, not both: write the bucket as one of the limits, \`{ rate, burst }\``);
+    }
+    limits = checkLimits(options.limits);
+    if (limits.length === 1 && limits[0]!.kind === "bucket") {
+      ({ rate, burst } = limits[0]!);
+      limits = undefined;
+    } else if (options.store === undefined) {
+      // The gate's one-bucket settings are unused beside a set.
+      ({ rate, burst } = { rate: Infinity, burst: 1 });
+    } else {
+      throw new TypeError(
+        `Expected \`limits\` to be one \`{ rate, burst }\` with \`store\`: a shared store holds one bucket per key for now (sets of limits in a store come next), ` +
+          `got ${limits.length === 1 ? `one ${limits[0]!.kind} limit` : `${limits.length} limits`}; give one bucket, or drop \`store\` to keep ${limits.length === 1 ? "it" : "the set"} in this process`,
+      );
+    }
+  }
   if (typeof rate !== "number" || Number.isNaN(rate) || rate < 0) {
     throw new RangeError(`Expected \`rate\` to be a non-negative number or Infinity, got \`${rate}\` (${typeof rate})`);
   }
@@ -367,5 +429,49 @@ function checkOptions(options: RateLimitOptions): { rate: number; burst: number;
   if (options.trustProxy !== undefined && !Array.isArray(options.trustProxy)) {
     throw new TypeError(`Expected \`trustProxy\` to be an array of addresses and CIDRs, got \`${String(options.trustProxy)}\` (${typeof options.trustProxy})`);
   }
-  return { rate, burst, maxWaitMs, maxKeys, ipv6Subnet };
+  return { rate, burst, limits, maxWaitMs, maxKeys, ipv6Subnet };
+}
+
+/** The fields of each kind of RequestLimit: a limit with any other is refused, as a misspelled option is. */
+const LIMIT_FIELDS: ReadonlyArray<readonly string[]> = [["rate", "burst"], ["n", "windowMs"], ["concurrency"]];
+
+/** `limits` as LimitSpecs counting requests; every mistake a RangeError or TypeError naming `limits[i]` and the field. */
+function checkLimits(given: readonly RequestLimit[]): LimitSpec[] {
+  if (!Array.isArray(given) || given.length === 0) {
+    throw new TypeError(`Expected \`limits\` to be a non-empty array of limits such as { rate: 10, burst: 20 }, { n: 1000, windowMs: 3_600_000 }, { concurrency: 20 }; got \`${describeValue(given)}\``);
+  }
+  const specs = given.map((limit, index): LimitSpec => {
+    const where = `limits[${index}]`;
+    if (typeof limit !== "object" || limit === null) throw new TypeError(`Expected \`${where}\` to be a limit object, got \`${String(limit)}\``);
+    const names = Object.keys(limit).filter((name) => (limit as Record<string, unknown>)[name] !== undefined);
+    const fields = LIMIT_FIELDS.find((kind) => names.includes(kind[0]!));
+    const stray = names.find((name) => !fields?.includes(name));
+    if (fields === undefined || stray !== undefined) {
+      throw new TypeError(
+        `Expected \`${where}\` to be { rate, burst? }, { n, windowMs } or { concurrency }, got ${fields === undefined ? "none of rate, n or concurrency" : `\`${stray}\` beside \`${fields[0]}\``}`,
+      );
+    }
+    const positive = (field: string, value: unknown, whole: boolean) => {
+      if (typeof value !== "number" || !Number.isFinite(value) || value < 1 || (whole && !Number.isInteger(value))) {
+        throw new RangeError(`Expected \`${where}.${field}\` to be a ${whole ? "whole number" : "finite number"} of at least 1, got \`${String(value)}\` (${typeof value})`);
+      }
+    };
+    if ("rate" in limit) {
+      const burst = limit.burst ?? 1;
+      positive("burst", burst, false);
+      return { kind: "bucket", unit: "count", rate: limit.rate, burst };
+    }
+    if ("n" in limit) {
+      positive("n", limit.n, false);
+      if (typeof limit.windowMs !== "number" || !Number.isFinite(limit.windowMs) || limit.windowMs <= 0) {
+        throw new RangeError(`Expected \`${where}.windowMs\` to be a positive finite number of milliseconds, got \`${String(limit.windowMs)}\` (${typeof limit.windowMs})`);
+      }
+      return { kind: "window", unit: "count", n: limit.n, windowMs: limit.windowMs };
+    }
+    positive("concurrency", limit.concurrency, true);
+    return { kind: "concurrency", n: limit.concurrency };
+  });
+  // The rate's own rule (a non-negative number or Infinity) is the core's, said the same way.
+  checkLimitSpecs(specs);
+  return specs;
 }

@@ -4,6 +4,8 @@ import { type TurnDecision, TurnQueue } from "../core/turn-queue.js";
 import type { KeyLimiter, KeyLimiterSource } from "./key-limiter.js";
 import { KeyTable } from "../core/key-table.js";
 import { retryAfterSeconds } from "./rate-limit-fields.js";
+import type { LimitSpec } from "../core/limit-spec.js";
+import { type KeySet, type KeySetSource, type KeySetTake, type LimitLevel, PrivateKeySet } from "./key-set.js";
 
 /**
  * What became of a request: let through at once, let through after waiting
@@ -21,11 +23,21 @@ export interface GateResult {
   level: number;
   rate: number;
   burst: number;
+  /** The limits, numbered from 1, that refused the request or set its wait (with one bucket: [1] or none). */
+  limitedBy: readonly number[];
+  /** With a set of limits: each limit and its level after the decision (`rate`, `burst` and `level` then describe the first bucket or window). */
+  limits?: readonly LimitLevel[];
+  /** With a concurrency limit, on a request let through: frees its slot (call it when the response ends; once is enough). */
+  release?: () => void;
 }
 
 export interface RequestGateOptions {
   rate: number;
   burst: number;
+  /** A set of limits per key instead of one bucket of `rate` and `burst`: private ones unless `keySets` says otherwise. */
+  limits?: readonly LimitSpec[];
+  /** Where the keys' sets come from with `limits` (a store, once it keeps sets); default private ones. */
+  keySets?: KeySetSource;
   /** How long a request may wait for its turn: 0 refuses at once (the drop policy). */
   maxWaitMs: number;
   maxKeys: number;
@@ -38,6 +50,10 @@ interface Entry {
   limiter: KeyLimiter | undefined;
   /** A private bucket's turns; undefined for a bucket from a source. */
   turns: TurnQueue | undefined;
+  /** The key's set of limits, when the gate has a set rather than one bucket. */
+  keySet: KeySet | undefined;
+  /** Requests waiting for a concurrency slot of the set, in turn: the first asks again when a slot frees. */
+  slotTurns: Array<() => void>;
   /** While a shared bucket is being opened, requests for the key wait on it. */
   opening: Promise<KeyLimiter> | undefined;
   /** Requests waiting for their turn: the entry is not spent while any does. */
@@ -62,8 +78,11 @@ export class RequestGate {
     const source = options.source;
     this.#table = new KeyTable<Entry>({
       maxKeys: options.maxKeys,
-      isSpent: (entry) => entry.waiting === 0 && entry.limiter !== undefined && entry.limiter.tokens() >= entry.limiter.burst,
-      onRemove: source ? (_key, entry) => entry.limiter && source.close(entry.limiter) : undefined,
+      isSpent: (entry) =>
+        entry.waiting === 0 && (entry.keySet ? entry.keySet.isIdle() : entry.limiter !== undefined && entry.limiter.tokens() >= entry.limiter.burst),
+      onRemove: source
+        ? (_key, entry) => entry.limiter && source.close(entry.limiter)
+        : options.keySets?.close && ((_key, entry) => entry.keySet && options.keySets!.close!(entry.keySet)),
     });
   }
 
@@ -85,17 +104,21 @@ export class RequestGate {
   /** Decides for one request of `key`; aborting `signal` gives up a wait (decision "cancelled", token given back). */
   admit(key: string, signal?: AbortSignal): GateResult | Promise<GateResult> {
     const { rate, burst } = this.#options;
-    if (rate === Infinity && !this.#options.source) return { decision: "admitted", waitMs: 0, retryAfterSeconds: 0, level: burst, rate, burst };
+    const limits = this.#options.limits;
+    if (rate === Infinity && !this.#options.source && !limits) return { decision: "admitted", waitMs: 0, retryAfterSeconds: 0, level: burst, rate, burst, limitedBy: [] };
     let entry = this.#table.get(key);
     if (!entry) {
-      entry = { limiter: undefined, turns: undefined, opening: undefined, waiting: 0 };
-      if (!this.#options.source) {
+      entry = { limiter: undefined, turns: undefined, keySet: undefined, slotTurns: [], opening: undefined, waiting: 0 };
+      if (limits) {
+        entry.keySet = this.#options.keySets ? this.#options.keySets.open(key, limits) : new PrivateKeySet(limits, this.#clock);
+      } else if (!this.#options.source) {
         const bucket = new TokenBucket({ rate, burst, clock: this.#clock });
         entry.limiter = bucket;
         entry.turns = new TurnQueue({ bucket, maxWaitMs: this.#options.maxWaitMs, clock: this.#clock });
       }
       this.#table.set(key, entry);
     }
+    if (entry.keySet) return this.#admitSet(entry, entry.keySet, signal);
     if (entry.turns) return this.#admitPrivate(entry, entry.turns, signal);
     return this.#admitShared(key, entry, signal);
   }
@@ -168,6 +191,146 @@ export class RequestGate {
   }
 
   #result(decision: GateDecision, waitMs: number, limiter: KeyLimiter, level: number): GateResult {
-    return { decision, waitMs, retryAfterSeconds: 0, level, rate: limiter.rate, burst: limiter.burst };
+    const limitedBy = decision === "admitted" || decision === "cancelled" ? [] : [1];
+    return { decision, waitMs, retryAfterSeconds: 0, level, rate: limiter.rate, burst: limiter.burst, limitedBy };
   }
+
+  /**
+   * A request against the key's set: decided at once when it can go now or
+   * is refused (no wait would do), else it waits, first come first served,
+   * for the instant every limit admits it, or, no concurrency slot being
+   * free, for a slot to be freed, within `maxWaitMs` from its arrival.
+   */
+  #admitSet(entry: Entry, keySet: KeySet, signal: AbortSignal | undefined): GateResult | Promise<GateResult> {
+    const { maxWaitMs } = this.#options;
+    if (entry.slotTurns.length === 0) {
+      const take = keySet.take(maxWaitMs);
+      if (!(take instanceof Promise)) {
+        if (take.ok && take.waitMs <= 0) return this.#setResult("admitted", 0, entry, keySet, take);
+        if (!take.ok && (!take.noSlot || maxWaitMs === 0)) return this.#setRefused(keySet, take);
+      }
+      return this.#waitInSet(entry, keySet, take, signal);
+    }
+    // Others wait for a slot already: this one waits behind them.
+    return this.#waitInSet(entry, keySet, undefined, signal);
+  }
+
+  async #waitInSet(entry: Entry, keySet: KeySet, first: KeySetTake | Promise<KeySetTake> | undefined, signal: AbortSignal | undefined): Promise<GateResult> {
+    const startMs = this.#clock.now();
+    entry.waiting++;
+    try {
+      let take = await first;
+      // Waiting for a slot, the concurrency limits set the wait too.
+      let slotLimits: readonly number[] = [];
+      if (take === undefined || (!take.ok && take.noSlot)) {
+        const slot = await this.#waitForSlot(entry, keySet, startMs, signal);
+        if (slot === "cancelled") return this.#setResult("cancelled", this.#clock.now() - startMs, entry, keySet, undefined);
+        take = slot;
+        slotLimits = concurrencyLimits(keySet.limits);
+      }
+      if (!take.ok) return this.#setRefused(keySet, take);
+      if (take.waitMs > 0) {
+        try {
+          await this.#clock.sleep(take.waitMs, signal);
+        } catch {
+          keySet.cancel(take);
+          entry.slotTurns[0]?.();
+          return this.#setResult("cancelled", this.#clock.now() - startMs, entry, keySet, undefined);
+        }
+      }
+      const waitedMs = this.#clock.now() - startMs;
+      const limitedBy = [...new Set([...slotLimits, ...take.limitedBy])].sort((a, b) => a - b);
+      return this.#setResult(waitedMs >= 1 ? "queued" : "admitted", waitedMs, entry, keySet, take, limitedBy);
+    } finally {
+      entry.waiting--;
+    }
+  }
+
+  /**
+   * Waits in the key's slot queue until a take at its head finds a slot
+   * (then that take, ok or refused by another limit's wait), the wait limit
+   * passes (refused), or the client leaves ("cancelled").
+   */
+  async #waitForSlot(entry: Entry, keySet: KeySet, startMs: number, signal: AbortSignal | undefined): Promise<KeySetTake | "cancelled"> {
+    const deadlineMs = startMs + this.#options.maxWaitMs;
+    let wake!: () => void;
+    let woken = new Promise<void>((resolve) => (wake = resolve));
+    const turn = (): void => wake();
+    entry.slotTurns.push(turn);
+    signal?.addEventListener("abort", turn, { once: true });
+    const timer = new AbortController();
+    this.#clock.sleep(Math.max(0, deadlineMs - this.#clock.now()), timer.signal).then(turn, () => {});
+    try {
+      for (;;) {
+        if (signal?.aborted) return "cancelled";
+        const leftMs = deadlineMs - this.#clock.now();
+        if (entry.slotTurns[0] === turn) {
+          const take = await keySet.take(Math.max(0, leftMs));
+          if (!take.noSlot || leftMs <= 0) return take;
+        } else if (leftMs <= 0) {
+          return noSlotTake(keySet.limits);
+        }
+        await woken;
+        woken = new Promise<void>((resolve) => (wake = resolve));
+      }
+    } finally {
+      timer.abort();
+      signal?.removeEventListener("abort", turn);
+      entry.slotTurns.splice(entry.slotTurns.indexOf(turn), 1);
+      // The next in line may find a slot too (several freed, or this one left).
+      entry.slotTurns[0]?.();
+    }
+  }
+
+  /** A refusal by the set: Retry-After from the instant every limit would admit the request (less the wait allowed, queueing). */
+  #setRefused(keySet: KeySet, take: KeySetTake): GateResult {
+    const seconds = take.noSlot ? SLOT_RETRY_AFTER_SECONDS : retryAfterSeconds(Math.max(0, take.retryMs - this.#options.maxWaitMs));
+    return { ...this.#setResult("refused", 0, undefined, keySet, undefined), limitedBy: take.limitedBy, retryAfterSeconds: seconds };
+  }
+
+  #setResult(
+    decision: GateDecision,
+    waitMs: number,
+    entry: Entry | undefined,
+    keySet: KeySet,
+    take: KeySetTake | undefined,
+    limitedBy: readonly number[] = take?.limitedBy ?? [],
+  ): GateResult {
+    const limits = keySet.levels();
+    const first = limits.find((limit) => limit.kind !== "concurrency");
+    const summary =
+      first === undefined
+        ? { level: Infinity, rate: Infinity, burst: Infinity }
+        : first.kind === "bucket"
+          ? { level: first.level, rate: first.rate, burst: first.burst }
+          : { level: first.level, rate: (first.n * 1000) / first.windowMs, burst: first.n };
+    const result: GateResult = { decision, waitMs, retryAfterSeconds: 0, ...summary, limitedBy, limits };
+    if (take?.ok && entry && limits.some((limit) => limit.kind === "concurrency")) {
+      let released = false;
+      result.release = () => {
+        if (released) return;
+        released = true;
+        keySet.release(take);
+        entry.slotTurns[0]?.();
+      };
+    }
+    return result;
+  }
+}
+
+/**
+ * Retry-After for a request refused for want of a concurrency slot: a slot
+ * comes free when a response ends, which no clock can tell, so the client is
+ * asked to come back in the least whole second.
+ */
+export const SLOT_RETRY_AFTER_SECONDS = 1;
+
+/** A refusal at the wait limit for a request still behind others in the slot queue: the concurrency limits bound it. */
+function noSlotTake(limits: readonly LimitSpec[]): KeySetTake {
+  return { ok: false, waitMs: Infinity, limitedBy: concurrencyLimits(limits), noSlot: true, retryMs: Infinity };
+}
+
+/** The numbers (from 1) of a set's concurrency limits. */
+function concurrencyLimits(limits: readonly LimitSpec[]): number[] {
+  return limits.flatMap((limit, index) => (limit.kind === "concurrency" ? [index + 1] : []));
 }

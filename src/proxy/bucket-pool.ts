@@ -2,6 +2,8 @@ import { type Clock, systemClock } from "../core/clock.js";
 import { KeyTable } from "../core/key-table.js";
 import type { Limiter } from "../core/limiter.js";
 import { TokenBucket } from "../core/token-bucket.js";
+import { LimitSetLimiter } from "../core/limit-set-limiter.js";
+import type { WindowSpec } from "../core/limit-spec.js";
 import { type BucketScope, TCP_SCOPES, type TcpScopeRow } from "./key-scopes.js";
 
 export type { BucketScope };
@@ -13,6 +15,8 @@ export interface ByteBucketSpec {
   /** Bytes per second. */
   bytesPerSecond: number;
   burstBytes: number;
+  /** Sliding windows of bytes besides the bucket (at most n in any windowMs), each direction its own; private buckets only. */
+  windows?: readonly WindowSpec[];
 }
 
 export interface OpenedLimiter {
@@ -58,10 +62,12 @@ interface Entry {
   users: number;
 }
 
-/** Private buckets, full at the start, on `clock`. */
+/** Private buckets, full at the start, on `clock`; with windows, a set of the bucket and them. */
 export function privateBuckets(clock: Clock): LimiterFactory {
   return (_key, _direction, spec) => ({
-    limiter: new TokenBucket({ rate: spec.bytesPerSecond, burst: spec.burstBytes, clock }),
+    limiter: spec.windows?.length
+      ? new LimitSetLimiter([{ kind: "bucket", unit: "bytes", rate: spec.bytesPerSecond, burst: spec.burstBytes }, ...spec.windows], { unit: "bytes", clock })
+      : new TokenBucket({ rate: spec.bytesPerSecond, burst: spec.burstBytes, clock }),
     close: async () => {},
   });
 }
@@ -236,9 +242,26 @@ export class BucketPool {
  * is not known here; Infinity when it never refills (rate 0).
  */
 function msUntilFull(limiter: Limiter | undefined): number {
+  if (limiter instanceof LimitSetLimiter) return msUntilIdle(limiter);
   if (!limiter || !limiter.tokens || limiter.rate === Infinity) return 0;
   const missing = limiter.burst - limiter.tokens();
   if (missing <= 0) return 0;
   if (limiter.rate === 0) return Infinity;
   return (missing / limiter.rate) * 1000;
+}
+
+/**
+ * How long until a set is the same as a new one: its bucket full and every
+ * window empty. A window that holds anything is empty within its length
+ * (its latest record leaves by then), which is when the sweep looks again.
+ */
+function msUntilIdle(limiter: LimitSetLimiter): number {
+  const nowMs = limiter.clock.now();
+  let most = 0;
+  limiter.set.specs.forEach((spec, index) => {
+    const level = limiter.set.levelAt(nowMs, index);
+    if (spec.kind === "bucket" && spec.rate !== Infinity && level < spec.burst) most = Math.max(most, spec.rate === 0 ? Infinity : ((spec.burst - level) / spec.rate) * 1000);
+    if (spec.kind === "window" && level < spec.n) most = Math.max(most, spec.windowMs);
+  });
+  return most;
 }

@@ -3,6 +3,7 @@ import type { Clock } from "../core/clock.js";
 import type { BucketStore, StoreError } from "../store/bucket-store.js";
 
 import type { HttpKeyRule } from "./key-scopes.js";
+import type { RequestLimit } from "../http/rate-limit.js";
 
 export type { HttpKeyRule };
 
@@ -21,8 +22,11 @@ export interface SharedHttpBuckets {
 
 /** Told what the proxy does, for metrics; every method is called synchronously and must not throw. */
 export interface HttpProxyObserver {
-  /** One call per request (a WebSocket upgrade counts as one); `waitMs` is the time waited for its turn (0 unless queued). */
-  decision(decision: RequestDecision, waitMs: number): void;
+  /**
+   * One call per request (a WebSocket upgrade counts as one); `waitMs` is the time waited for its turn (0 unless queued);
+   * with a set of limits, `limitedBy` names those (from 1) that refused it or set its wait.
+   */
+  decision(decision: RequestDecision, waitMs: number, limitedBy?: readonly number[]): void;
   /** Response body bytes that went through a body-rate bucket. */
   bytes(n: number): void;
   /** The shared store was lost: once per outage (it is asked again until it answers). */
@@ -47,6 +51,8 @@ export interface HttpProxyOptions {
   rate: number;
   /** Requests a key may make at once after being idle. */
   burst: number;
+  /** A set of limits per key instead of `rate` and `burst` (private buckets only), as the middleware's `limits`. */
+  limits?: readonly RequestLimit[];
   /** Default `{ by: "ip" }`. */
   per?: HttpKeyRule;
   /** CIDRs (`127.0.0.1/32`, `10.0.0.0/8`, `::1`) whose X-Forwarded-For / Forwarded are believed; default none. */

@@ -50,6 +50,10 @@ interface RequestRecord {
   decision: string;
   waitMs: number;
   bytes: number;
+  /** With a set of limits: those that refused the request or set its wait, for the access log. */
+  limitedBy?: readonly number[];
+  /** With a concurrency limit: frees the request's slot (the middleware does when the response ends; a tunnel when it closes). */
+  release?: () => void;
 }
 
 /**
@@ -105,14 +109,13 @@ export class HttpProxy implements RunningHttpProxy {
     this.#backendHost = this.#target.hostname.replace(/^\[(.*)\]$/, "$1");
     this.#backendPort = Number(this.#target.port) || 80;
     this.#hostHeader = this.#target.port === "" ? this.#target.hostname : `${this.#target.hostname}:${this.#target.port}`;
-    this.#limitsRequests = options.rate !== Infinity || options.shared !== undefined || options.bodyRate !== undefined;
+    this.#limitsRequests = options.rate !== Infinity || options.limits !== undefined || options.shared !== undefined || options.bodyRate !== undefined;
     this.#trusted = options.trustProxy && options.trustProxy.length > 0 ? new TrustedProxies(options.trustProxy) : undefined;
     const per = options.per ?? { by: "ip" };
     const ipv6Subnet = options.ipv6Subnet ?? DEFAULT_IPV6_PREFIX;
     const maxKeys = options.maxKeys ?? DEFAULT_MAX_KEYS;
     this.#limit = rateLimit({
-      rate: options.rate,
-      burst: options.burst,
+      ...(options.limits ? { limits: options.limits } : { rate: options.rate, burst: options.burst }),
       policy: options.policy,
       maxWaitMs: options.policy === "queue" ? options.maxWaitMs : undefined,
       maxKeys,
@@ -242,8 +245,10 @@ export class HttpProxy implements RunningHttpProxy {
       record.key = key;
       record.decision = result.decision;
       record.waitMs = result.waitMs;
+      if (result.limits) record.limitedBy = result.limitedBy;
+      record.release = result.release;
     }
-    if (result.decision !== "cancelled") this.#options.observer?.decision(result.decision, result.waitMs);
+    if (result.decision !== "cancelled") this.#options.observer?.decision(result.decision, result.waitMs, result.limits ? result.limitedBy : undefined);
   }
 
   /** A new client connection; past `maxConnections` the one idle the longest makes room for it, or, none idle, it is closed. */
@@ -553,7 +558,11 @@ export class HttpProxy implements RunningHttpProxy {
       ended = true;
       this.#end(req, status);
     };
-    socket.once("close", () => end(499));
+    socket.once("close", () => {
+      end(499);
+      // A tunnel holds its concurrency slot while it is open: its response, detached from the socket, never ends.
+      record.release?.();
+    });
     // Only an answer of the proxy's own (400, 429, 503) finishes this response: the connection ends with it.
     res.once("finish", () => {
       end(res.statusCode);

@@ -18,6 +18,7 @@ export class ProxyMetrics {
   readonly registry = new Registry();
   readonly #admitted: Counter;
   readonly #refused: Counter;
+  readonly #refusedBy: Counter<"limit">;
   readonly #queued: Counter;
   readonly #cancelled: Counter;
   readonly #wait: Histogram;
@@ -32,6 +33,12 @@ export class ProxyMetrics {
     const registers = [this.registry];
     this.#admitted = new Counter({ name: "tbucket_proxy_admitted_total", help: "Connections (TCP) or requests (HTTP) let through", registers });
     this.#refused = new Counter({ name: "tbucket_proxy_refused_total", help: "Connections closed or requests answered 429 by the limit", registers });
+    this.#refusedBy = new Counter({
+      name: "tbucket_proxy_refused_by_limit_total",
+      help: "Requests answered 429 by each limit of a set (HTTP mode with several limits), by the limit's number from 1",
+      labelNames: ["limit"],
+      registers,
+    });
     this.#queued = new Counter({ name: "tbucket_proxy_queued_total", help: "Connections or requests held to wait their turn", registers });
     this.#cancelled = new Counter({ name: "tbucket_proxy_cancelled_total", help: "Connections whose client left while held for its turn (TCP mode)", registers });
     this.#wait = new Histogram({ name: "tbucket_proxy_wait_seconds", help: "How long admitted connections or requests waited for a token", buckets: WAIT_BUCKETS_SECONDS, registers });
@@ -68,8 +75,10 @@ export class ProxyMetrics {
     this.#wait.observe(waitMs / 1000);
   }
 
-  refused(): void {
+  /** A refusal; with a set of limits, `limitedBy` the limits (from 1) that refused it. */
+  refused(limitedBy?: readonly number[]): void {
     this.#refused.inc();
+    for (const limit of limitedBy ?? []) this.#refusedBy.inc({ limit: String(limit) });
   }
 
   queued(): void {

@@ -1,7 +1,17 @@
 import { describe, expect, it } from "vitest";
 import { parseProxyOptions, type ProxyFlags } from "../../src/cli/proxy/options.js";
 
-const parse = (flags: ProxyFlags) => parseProxyOptions({ drain: "10s", onStoreError: "fail", ...flags });
+/** The flags as written here: --rate and --burst once each, as text (commander hands them over as lists). */
+type OneRateFlags = Omit<ProxyFlags, "rate" | "burst"> & { rate?: string; burst?: string };
+
+const parse = ({ rate, burst, ...flags }: OneRateFlags) =>
+  parseProxyOptions({
+    drain: "10s",
+    onStoreError: "fail",
+    ...flags,
+    rate: rate === undefined ? undefined : [{ text: rate, position: 0 }],
+    burst: burst === undefined ? undefined : [burst],
+  });
 
 describe("parseProxyOptions", () => {
   it("reads TCP mode: --rate both ways, --up/--down over it, the link by default", () => {
@@ -71,7 +81,7 @@ describe("parseProxyOptions", () => {
     expect(parse({ listen: "1", to: "http://localhost/api/v1", rate: "5/s" })).toMatchObject({ to: { host: "localhost", port: 80 }, target: "http://localhost:80/api/v1" });
   });
 
-  it.each<[ProxyFlags, string]>([
+  it.each<[OneRateFlags, string]>([
     [{ to: "127.0.0.1:1", rate: "1mb" }, `--listen: missing; try "tbucket proxy --listen 5433 --to 127.0.0.1:5432 --down 2mb"`],
     [{ listen: "1", rate: "1mb" }, `--to: missing; try`],
     [{ listen: "1", to: "127.0.0.1:2", rate: "1mb", burst: "1mb", per: "connection", key: "k" }, `--per connection: a connection's bucket is its own`],
@@ -85,7 +95,7 @@ describe("parseProxyOptions", () => {
     [{ listen: "1", to: "http://127.0.0.1:2", rate: "5/s", maxWait: "1s" }, `--max-wait: is how long --policy queue holds a request, and the policy is drop`],
     [{ listen: "1", to: "http://127.0.0.1:2", rate: "5/s", per: "cookie" }, `--per: "cookie" is not an HTTP scope`],
     [{ listen: "1", to: "http://127.0.0.1:2", rate: "5/s", trustProxy: "10.0.0.0/33" }, `--trust-proxy: "10.0.0.0/33" is not an address or CIDR block`],
-    ...["0", "129", "56.5", "-1", "x", ""].map((bits): [ProxyFlags, string] => [
+    ...["0", "129", "56.5", "-1", "x", ""].map((bits): [OneRateFlags, string] => [
       { listen: "1", to: "http://127.0.0.1:2", rate: "5/s", ipv6Prefix: bits },
       `--ipv6-prefix: "${bits}" is not a prefix length; give the bits of an IPv6 address that make one client, 1 to 128 (56, the default, is one customer's network; 128 the whole address)`,
     ]),
@@ -96,5 +106,66 @@ describe("parseProxyOptions", () => {
     [{ listen: "1", to: "127.0.0.1:2", rate: "1mb", metrics: "x" }, `--metrics: "x": "x" is not a port`],
   ])("refuses %j", (flags, message) => {
     expect(() => parse(flags)).toThrow(message);
+  });
+});
+
+describe("parseProxyOptions: a set of limits per client in HTTP mode", () => {
+  const placed = (...texts: string[]) => texts.map((text, position) => ({ text, position }));
+
+  it("reads --rate repeated with its --burst, --window and --concurrency, in command-line order", () => {
+    const config = parseProxyOptions({
+      listen: "8080",
+      to: "http://127.0.0.1:3000",
+      drain: "10s",
+      onStoreError: "fail",
+      rate: [{ text: "10/s", position: 0 }, { text: "100/m", position: 3 }],
+      burst: ["20"],
+      window: [{ text: "1000/h", position: 1 }],
+      concurrency: [{ text: "4", position: 2 }],
+    });
+    expect(config).toMatchObject({ mode: "http", requestsPerSecond: 10, burst: 20 });
+    expect(config.mode === "http" && config.limits?.map((limit) => limit.spec)).toEqual([
+      { kind: "bucket", unit: "count", rate: 10, burst: 20 },
+      { kind: "window", unit: "count", n: 1000, windowMs: 3_600_000 },
+      { kind: "concurrency", n: 4 },
+      { kind: "bucket", unit: "count", rate: 100 / 60, burst: 1 },
+    ]);
+  });
+
+  it("takes a window or concurrency alone, and keeps one --rate a plain bucket", () => {
+    const base = { listen: "1", to: "http://127.0.0.1:2", drain: "10s", onStoreError: "fail" as const };
+    expect(parseProxyOptions({ ...base, window: placed("15/2s") })).toMatchObject({ requestsPerSecond: Infinity, limits: [{ spec: { kind: "window", n: 15, windowMs: 2000 } }] });
+    expect(parseProxyOptions({ ...base, rate: placed("5/s") })).toMatchObject({ requestsPerSecond: 5, limits: undefined });
+  });
+
+  it.each<[ProxyFlags, string]>([
+    [{ window: placed("2mb/1s") }, `; HTTP mode counts requests ("15/2s"), and --body-rate shapes bytes ("1mb")`],
+    [{ window: placed("15") }, `--window: "15"`],
+    [{ rate: placed("5/s", "1mb") }, `--rate: "1mb" is not a count of requests`],
+    [{ rate: placed("5/s"), burst: ["2", "3"] }, `--burst: 2 bursts for 1 rate`],
+    [{ concurrency: placed("0.5") }, `--concurrency: "0.5"`],
+    [{ rate: placed("5/s"), window: placed("10/s"), key: "api" }, `--key: a shared key holds one rate and burst for now`],
+  ])("refuses %j", (flags, message) => {
+    expect(() => parseProxyOptions({ listen: "1", to: "http://127.0.0.1:2", drain: "10s", onStoreError: "fail", ...flags })).toThrow(message);
+  });
+
+  it("reads byte windows in TCP mode, each direction its own, with or without a rate", () => {
+    const base = { listen: "1", to: "127.0.0.1:2", drain: "10s", onStoreError: "fail" as const };
+    expect(parseProxyOptions({ ...base, rate: placed("1mb"), window: placed("10mb/1s", "1gb/h") })).toMatchObject({
+      upBytesPerSecond: 1024 * 1024,
+      windows: [
+        { kind: "window", unit: "bytes", n: 10 * 1024 * 1024, windowMs: 1000 },
+        { kind: "window", unit: "bytes", n: 1024 ** 3, windowMs: 3_600_000 },
+      ],
+    });
+    expect(parseProxyOptions({ ...base, window: placed("64k/1s") })).toMatchObject({ upBytesPerSecond: undefined, windows: [{ n: 65536, windowMs: 1000 }] });
+  });
+
+  it.each<[ProxyFlags, string]>([
+    [{ rate: placed("1mb"), window: placed("10/1s"), key: "k" }, `--key: a shared key holds one rate and burst for now`],
+    [{ down: "1mb", concurrency: placed("2") }, `--concurrency: is for HTTP mode (requests under way), and --to 127.0.0.1:2 is TCP; drop it, or limit new connections with --connections`],
+    [{ rate: placed("1mb", "2mb") }, `--rate: given 2 times, and TCP mode shapes bytes with one --rate each way`],
+  ])("refuses a set in TCP mode: %j", (flags, message) => {
+    expect(() => parseProxyOptions({ listen: "1", to: "127.0.0.1:2", drain: "10s", onStoreError: "fail", ...flags })).toThrow(message);
   });
 });

@@ -1,7 +1,8 @@
 import { beforeEach, describe, expect, it } from "vitest";
 import { FakeClock } from "../../src/core/clock.js";
 import { TokenBucket } from "../../src/core/token-bucket.js";
-import { BucketPool, type LimiterFactory } from "../../src/proxy/bucket-pool.js";
+import { LimitSetLimiter } from "../../src/core/limit-set-limiter.js";
+import { BucketPool, type LimiterFactory, privateBuckets } from "../../src/proxy/bucket-pool.js";
 
 const spec = { bytesPerSecond: 1000, burstBytes: 100 };
 
@@ -112,5 +113,29 @@ describe("BucketPool", () => {
     expect(pool.liveKeys).toBe(0);
     expect(clock.pendingSleeps).toBe(0);
     held.release();
+  });
+});
+
+describe("BucketPool with byte windows", () => {
+  it("gives each direction a set of its bucket and the windows, and keeps a client's until every window is empty", async () => {
+    const clock = new FakeClock();
+    const windowed = { bytesPerSecond: 1000, burstBytes: 100, windows: [{ kind: "window" as const, unit: "bytes" as const, n: 150, windowMs: 1000 }] };
+    const pool = new BucketPool({ scope: "client", up: windowed, down: windowed, open: privateBuckets(clock), clock });
+    const buckets = await pool.acquire("127.0.0.1");
+    const down = buckets.down as LimitSetLimiter;
+    expect(down).toBeInstanceOf(LimitSetLimiter);
+    expect(buckets.up).not.toBe(down);
+    // 100 now (the burst), then the window lets only 50 more within the second.
+    expect(await down.tryWait(100, 0)).toBe(true);
+    clock.set(100);
+    expect(await down.tryWait(60, 0)).toBe(false);
+    expect(down.set.limitedBy).toEqual([2]);
+    expect(await down.tryWait(50, 0)).toBe(true);
+    buckets.release();
+    // The bucket is full again at 200 ms; the window still holds the records until 1.1 s.
+    await clock.advance(500);
+    expect(pool.liveKeys).toBe(1);
+    await clock.advance(1000);
+    expect(pool.liveKeys).toBe(0);
   });
 });

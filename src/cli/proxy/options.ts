@@ -6,6 +6,8 @@ import { formatHostPort, type HostPort, parseHostPort } from "../../proxy/host-p
 import { parseOption, UsageError } from "../errors.js";
 import { parseReportOptions, type ReportFlags, type ReportOptions } from "../report-options.js";
 import { parseSharedBucketOptions, type SharedBucketFlags, type SharedBucketOptions } from "../shared-options.js";
+import { checkKeyedLimits, type LimitFlags, needsLimitSet, type ParsedLimit, parseLimitOptions } from "../limit-options.js";
+import type { WindowSpec } from "../../core/limit-spec.js";
 
 /** What both modes share. */
 interface CommonProxyConfig extends ReportOptions {
@@ -23,6 +25,8 @@ export interface TcpProxyConfig extends CommonProxyConfig {
   upBytesPerSecond: number | undefined;
   downBytesPerSecond: number | undefined;
   burstBytes: number | undefined;
+  /** --window N/W of bytes: each direction holds its own (at most N bytes each way in any W). */
+  windows: WindowSpec[];
   per: BucketScope;
   idleTimeoutMs: number;
   connections: { perSecond: number; burst: number; maxWaitMs: number } | undefined;
@@ -32,9 +36,11 @@ export interface HttpProxyConfig extends CommonProxyConfig {
   mode: "http";
   /** The backend as written: `http://HOST:PORT[/prefix]`. */
   target: string;
-  /** Requests per second, per key. */
+  /** Requests per second, per key (the first --rate; Infinity with none). */
   requestsPerSecond: number;
   burst: number | undefined;
+  /** Set when the limits are more than one bucket (--rate repeated, --window, --concurrency): a set per key, in command-line order. */
+  limits: ParsedLimit[] | undefined;
   per: HttpKeyRule;
   /** Addresses (CIDR) whose X-Forwarded-For and Forwarded headers are believed. */
   trustProxy: string[];
@@ -51,11 +57,9 @@ export interface HttpProxyConfig extends CommonProxyConfig {
 
 export type ProxyConfig = TcpProxyConfig | HttpProxyConfig;
 
-export interface ProxyFlags extends SharedBucketFlags, ReportFlags {
+export interface ProxyFlags extends SharedBucketFlags, ReportFlags, LimitFlags {
   listen?: string;
   to?: string;
-  rate?: string;
-  burst?: string;
   up?: string;
   down?: string;
   per?: string;
@@ -81,6 +85,7 @@ const TCP_ONLY: ReadonlyArray<[keyof ProxyFlags, string]> = [
   ["idleTimeout", "--idle-timeout"],
   ["connections", "--connections"],
 ];
+
 const HTTP_ONLY: ReadonlyArray<[keyof ProxyFlags, string]> = [
   ["trustProxy", "--trust-proxy"],
   ["ipv6Prefix", "--ipv6-prefix"],
@@ -149,10 +154,21 @@ function parseAddress(text: string, flag: string, listener: boolean, example?: s
 }
 
 function parseTcpOptions(flags: ProxyFlags, common: CommonProxyConfig): TcpProxyConfig {
+  if (flags.concurrency !== undefined) {
+    throw new UsageError(`--concurrency: is for HTTP mode (requests under way), and --to ${formatHostPort(common.to)} is TCP; drop it, or limit new connections with --connections`);
+  }
+  for (const [name, flag] of [["rate", "--rate"], ["burst", "--burst"]] as const) {
+    if ((flags[name]?.length ?? 0) > 1) throw new UsageError(`${flag}: given ${flags[name]!.length} times, and TCP mode shapes bytes with one ${flag} each way; give it once (--up and --down set each way)`);
+  }
+  const rateText = flags.rate?.[0]?.text;
+  const burstText = flags.burst?.[0];
   const keyed = common.shared.key !== undefined;
+  const windowLimits = parseLimitOptions({ window: flags.window }, { units: "bytes" }).limits;
+  checkKeyedLimits(windowLimits, common.shared.key);
+  const windows = windowLimits.map((limit) => limit.spec as WindowSpec);
   const byteRate = (flag: string, text: string | undefined) =>
     text === undefined ? undefined : parseOption(flag, text, (value) => parseByteRate(value, { allowZero: keyed }));
-  const both = byteRate("--rate", flags.rate);
+  const both = byteRate("--rate", rateText);
   const upBytesPerSecond = byteRate("--up", flags.up) ?? both;
   const downBytesPerSecond = byteRate("--down", flags.down) ?? both;
   const per: BucketScope | undefined = flags.per === undefined ? DEFAULT_TCP_SCOPE : findTcpScope(flags.per);
@@ -160,15 +176,16 @@ function parseTcpOptions(flags: ProxyFlags, common: CommonProxyConfig): TcpProxy
   if (keyed && TCP_SCOPES[per].ownBuckets) {
     throw new UsageError(`--per ${per}: a connection's bucket is its own, so --key has nothing to share; use ${sharedTcpScopes()} with --key`);
   }
-  const limited = upBytesPerSecond !== undefined || downBytesPerSecond !== undefined;
+  const rated = upBytesPerSecond !== undefined || downBytesPerSecond !== undefined;
+  const limited = rated || windows.length > 0;
   if (keyed && !limited) {
     throw new UsageError(`--key: TCP mode sets its keys (${common.shared.key}:up, ${common.shared.key}:down) from --rate, --up or --down; add one, e.g. "--key ${common.shared.key} --down 1mb"`);
   }
-  if (flags.burst !== undefined && !limited) {
+  if (burstText !== undefined && !rated) {
     throw new UsageError(`--burst: sizes the byte buckets, and no byte rate is given; add --rate, --up or --down (e.g. "--down 1mb --burst 256k")`);
   }
   if (!limited && flags.connections === undefined) {
-    throw new UsageError(`no limit given: add --rate (both ways), --up or --down, or --connections; try "${TCP_EXAMPLE}"`);
+    throw new UsageError(`no limit given: add --rate (both ways), --up or --down, --window, or --connections; try "${TCP_EXAMPLE}"`);
   }
   let connections: TcpProxyConfig["connections"];
   if (flags.connections !== undefined) {
@@ -183,7 +200,8 @@ function parseTcpOptions(flags: ProxyFlags, common: CommonProxyConfig): TcpProxy
     mode: "tcp",
     upBytesPerSecond,
     downBytesPerSecond,
-    burstBytes: flags.burst === undefined ? undefined : parseOption("--burst", flags.burst, parseByteSize),
+    burstBytes: burstText === undefined ? undefined : parseOption("--burst", burstText, parseByteSize),
+    windows,
     per,
     idleTimeoutMs: flags.idleTimeout === undefined ? Infinity : parseOption("--idle-timeout", flags.idleTimeout, parsePositiveDuration),
     connections,
@@ -193,17 +211,25 @@ function parseTcpOptions(flags: ProxyFlags, common: CommonProxyConfig): TcpProxy
 function parseHttpOptions(flags: ProxyFlags, common: CommonProxyConfig, target: string): HttpProxyConfig {
   const keyed = common.shared.key !== undefined;
   // With --key too: each client's key in the store is made from it.
-  if (flags.rate === undefined) throw new UsageError(`--rate: missing; HTTP mode limits requests, e.g. "${HTTP_EXAMPLE}"`);
-  const requestsPerSecond = parseOption("--rate", flags.rate, (text) => {
-    try {
-      return parseCountRate(text, { allowZero: keyed });
-    } catch (error) {
-      if (/byte rate|not a count rate/.test((error as Error).message) && /[a-z]/i.test(text.replace(/\/.*$/, ""))) {
-        throw new Error(`"${text}" is not a count of requests; HTTP mode's --rate counts requests ("50/s"), and --body-rate shapes bytes ("1mb")`);
+  if (flags.rate === undefined && flags.window === undefined && flags.concurrency === undefined) {
+    throw new UsageError(`--rate: missing; HTTP mode limits requests, e.g. "${HTTP_EXAMPLE}"`);
+  }
+  // Each --rate first on its own, so that a byte rate is told apart from a mistyped count.
+  for (const { text } of flags.rate ?? []) {
+    parseOption("--rate", text, (rate) => {
+      try {
+        return parseCountRate(rate, { allowZero: keyed });
+      } catch (error) {
+        if (/byte rate|not a count rate/.test((error as Error).message) && /[a-z]/i.test(rate.replace(/\/.*$/, ""))) {
+          throw new Error(`"${rate}" is not a count of requests; HTTP mode's --rate counts requests ("50/s"), and --body-rate shapes bytes ("1mb")`);
+        }
+        throw error;
       }
-      throw error;
-    }
-  });
+    });
+  }
+  const { limits } = parseLimitOptions(flags, { units: "count", keyed, byteRateHint: `HTTP mode counts requests ("15/2s"), and --body-rate shapes bytes ("1mb")` });
+  checkKeyedLimits(limits, common.shared.key);
+  const first = limits.find((limit) => limit.spec.kind === "bucket");
   const policy = flags.policy ?? "drop";
   if (policy !== "drop" && policy !== "queue") throw new UsageError(`--policy: "${policy}" is not a policy; try "--policy drop" (429 at once) or "--policy queue --max-wait 2s"`);
   if (flags.maxWait !== undefined && policy !== "queue") {
@@ -216,8 +242,9 @@ function parseHttpOptions(flags: ProxyFlags, common: CommonProxyConfig, target: 
     ...common,
     mode: "http",
     target,
-    requestsPerSecond,
-    burst: flags.burst === undefined ? undefined : parseOption("--burst", flags.burst, (text) => parseCount(text)),
+    requestsPerSecond: first?.spec.kind === "bucket" ? first.spec.rate : Infinity,
+    burst: first?.spec.kind === "bucket" && first.burstGiven ? first.spec.burst : undefined,
+    limits: needsLimitSet(limits) ? limits : undefined,
     per: parseHttpScope(flags.per),
     trustProxy: flags.trustProxy === undefined ? [] : parseOption("--trust-proxy", flags.trustProxy, parseCidrList),
     ipv6Prefix: flags.ipv6Prefix === undefined ? DEFAULT_IPV6_PREFIX : parseOption("--ipv6-prefix", flags.ipv6Prefix, parseIpv6Prefix),

@@ -3,6 +3,7 @@ import { addReportOptions } from "../report-options.js";
 import { perHelp, perPlaceholder } from "../../proxy/key-scopes.js";
 import { addSharedBucketOptions } from "../shared-options.js";
 import { parseProxyOptions, type ProxyFlags } from "./options.js";
+import { addLimitOptions } from "../limit-options.js";
 
 const EXAMPLES = `
 --to HOST:PORT shapes TCP (bytes both ways); --to http://HOST:PORT limits HTTP requests.
@@ -12,6 +13,7 @@ Examples:
   tbucket proxy --listen 5433 --to 127.0.0.1:5432 --down 2mb           # a slow link to test on
   tbucket proxy --listen 9000 --to 10.0.0.7:9000 --rate 5mb --per client --connections 20/s
   tbucket proxy --listen 8080 --to http://127.0.0.1:3000 --rate 50/s --burst 10 --per ip
+  tbucket proxy --listen 8080 --to http://127.0.0.1:3000 --rate 10/s --window 1000/h --concurrency 20
   tbucket proxy --listen 8080 --to http://127.0.0.1:3000 --rate 50/s --key api --store redis://10.0.0.5:6379
   tbucket proxy --listen 8080 --to http://127.0.0.1:3000 --rate 100/s --access-log access.log --metrics 9464`;
 
@@ -20,9 +22,14 @@ export function registerProxy(program: Command, onExit: (code: number) => void):
     .command("proxy")
     .description("shape TCP connections (bytes per link, connection or client) or limit HTTP requests per client, until SIGINT/SIGTERM")
     .option("--listen <[host:]port>", "where to accept connections (host: 127.0.0.1 unless given; port 0: any free port)")
-    .option("--to <host:port|http://host:port>", "the backend: HOST:PORT for TCP mode, http://HOST:PORT for HTTP mode")
-    .option("-r, --rate <rate>", "TCP: byte rate each way (1mb, 10mbit); HTTP: requests per time (50/s, 600/m)")
-    .option("-b, --burst <size>", "bucket capacity: bytes in TCP mode (default 100 ms of the rate), requests in HTTP mode (default 1)")
+    .option("--to <host:port|http://host:port>", "the backend: HOST:PORT for TCP mode, http://HOST:PORT for HTTP mode");
+  addLimitOptions(command, {
+    rate: "TCP: byte rate each way (1mb, 10mbit); HTTP: requests per time (50/s, 600/m), repeatable: every rate holds",
+    burst: "bucket capacity: bytes in TCP mode (default 100 ms of the rate), requests in HTTP mode (default 1); the i-th --burst goes with the i-th --rate",
+    window: "at most n in any interval w, sliding, repeatable: HTTP: requests per key (1000/h); TCP: bytes each way (50gb/d)",
+    concurrency: "HTTP: at most n requests per key (--per) under way at once",
+  });
+  command
     .option("--up <rate>", "TCP: byte rate from clients to the backend (instead of --rate)")
     .option("--down <rate>", "TCP: byte rate from the backend to clients (instead of --rate)")
     .option(`--per ${perPlaceholder()}`, perHelp())

@@ -1,4 +1,6 @@
 import { defaultBurst } from "../../core/default-burst.js";
+import type { LimitSpec, WindowSpec } from "../../core/limit-spec.js";
+import type { RequestLimit } from "../../http/rate-limit.js";
 import { describeRate, describeSize, humanDuration } from "../../core/format.js";
 import { untrustedProxyLine } from "../../http/trusted-proxies.js";
 import type { ByteBucketSpec } from "../../proxy/bucket-pool.js";
@@ -29,16 +31,18 @@ export async function runProxy(config: ProxyConfig): Promise<number> {
 
 const defaultBurstBytes = (bytesPerSecond: number) => defaultBurst("bytes", bytesPerSecond);
 
-function bucketSpec(bytesPerSecond: number | undefined, burstBytes: number | undefined): ByteBucketSpec | undefined {
-  if (bytesPerSecond === undefined) return undefined;
-  return { bytesPerSecond, burstBytes: burstBytes ?? defaultBurstBytes(bytesPerSecond) };
+/** A direction's limits: its rate (unlimited when only windows limit it) and the windows; none when neither is given. */
+function bucketSpec(bytesPerSecond: number | undefined, burstBytes: number | undefined, windows: readonly WindowSpec[]): ByteBucketSpec | undefined {
+  if (bytesPerSecond === undefined && windows.length === 0) return undefined;
+  const rate = bytesPerSecond ?? Infinity;
+  return { bytesPerSecond: rate, burstBytes: burstBytes ?? defaultBurstBytes(rate), ...(windows.length > 0 ? { windows } : {}) };
 }
 
 async function runTcpProxy(config: TcpProxyConfig): Promise<number> {
   let proxy: TcpProxy | undefined;
   const metrics = new ProxyMetrics({ liveKeys: () => proxy?.liveKeys ?? 0, openConnections: () => proxy?.stats.open ?? 0, sharedStore: config.shared.key !== undefined });
-  const up = bucketSpec(config.upBytesPerSecond, config.burstBytes);
-  const down = bucketSpec(config.downBytesPerSecond, config.burstBytes);
+  const up = bucketSpec(config.upBytesPerSecond, config.burstBytes, config.windows);
+  const down = bucketSpec(config.downBytesPerSecond, config.burstBytes, config.windows);
   const stopper = new Stopper();
   let buckets: StoreBuckets | undefined;
   if (config.shared.key !== undefined) {
@@ -148,8 +152,9 @@ function fullWarning(maxConnections: number): void {
 
 function describeDirection(direction: "up" | "down", spec: ByteBucketSpec | undefined): string {
   if (!spec) return "";
-  if (spec.bytesPerSecond === Infinity) return `${direction} unlimited`;
-  return `${direction} ${describeRate("bytes", spec.bytesPerSecond)}, burst ${describeSize("bytes", spec.burstBytes)}`;
+  const windows = (spec.windows ?? []).map((window) => `, at most ${describeSize("bytes", window.n)} in any ${humanDuration(window.windowMs)}`).join("");
+  if (spec.bytesPerSecond === Infinity) return `${direction} ${windows === "" ? "unlimited" : windows.slice(2)}`;
+  return `${direction} ${describeRate("bytes", spec.bytesPerSecond)}, burst ${describeSize("bytes", spec.burstBytes)}${windows}`;
 }
 
 async function runHttpProxy(config: HttpProxyConfig): Promise<number> {
@@ -159,9 +164,9 @@ async function runHttpProxy(config: HttpProxyConfig): Promise<number> {
   const maxConnections = connectionsWithinDescriptorLimit();
   const tally: HttpTally = { admitted: 0, queued: 0, refused: 0 };
   const observer: HttpProxyObserver = {
-    decision(decision, waitMs) {
+    decision(decision, waitMs, limitedBy) {
       tally[decision]++;
-      if (decision === "refused") return metrics.refused();
+      if (decision === "refused") return metrics.refused(limitedBy);
       if (decision === "queued") metrics.queued();
       metrics.admitted(waitMs);
     },
@@ -198,6 +203,7 @@ async function runHttpProxy(config: HttpProxyConfig): Promise<number> {
           target: config.target,
           rate: config.requestsPerSecond,
           burst,
+          limits: config.limits?.map(({ spec }) => requestLimit(spec)),
           per: config.per,
           trustProxy: config.trustProxy,
           ipv6Subnet: config.ipv6Prefix,
@@ -232,7 +238,7 @@ async function runHttpProxy(config: HttpProxyConfig): Promise<number> {
     const per = describeHttpScope(config.per);
     const queue = config.policy === "queue" ? `, queue up to ${humanDuration(config.maxWaitMs ?? 0)}` : "";
     writeStandardError(
-      `tbucket proxy: listening on ${formatHostPort(running.address)}, forwarding to ${config.target} (HTTP, ${describeRate("count", config.requestsPerSecond)}, burst ${burst}, per ${per}${queue})` +
+      `tbucket proxy: listening on ${formatHostPort(running.address)}, forwarding to ${config.target} (HTTP, ${describeHttpLimits(config, burst)}, per ${per}${queue})` +
         (metricsServer ? `; metrics on http://${formatHostPort(metricsServer.address)}/metrics` : "") +
         "\n",
     );
@@ -250,6 +256,19 @@ async function runHttpProxy(config: HttpProxyConfig): Promise<number> {
   await release();
   if (config.stats) writeStandardError(formatHttpStats(tally, performance.now() - startedMs, config.stats));
   return EXIT.ok;
+}
+
+/** A limit of the command line as the middleware takes it. */
+function requestLimit(spec: LimitSpec): RequestLimit {
+  if (spec.kind === "bucket") return { rate: spec.rate, burst: spec.burst };
+  if (spec.kind === "window") return { n: spec.n, windowMs: spec.windowMs };
+  return { concurrency: spec.n };
+}
+
+/** `10/s, burst 1`, or a set as its flags were written: `rate 10/s, window 15/2s, concurrency 4`. */
+function describeHttpLimits(config: HttpProxyConfig, burst: number): string {
+  if (config.limits === undefined) return `${describeRate("count", config.requestsPerSecond)}, burst ${burst}`;
+  return config.limits.map((limit) => limit.flag.replace(/--/g, "")).join(", ");
 }
 
 /** What HTTP requests get while the store is lost, as the lost line says it. */

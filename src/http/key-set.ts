@@ -1,0 +1,129 @@
+import type { Clock } from "../core/clock.js";
+import { type LimitReservation, LimitSet } from "../core/limit-set.js";
+import type { Costs, LimitSpec } from "../core/limit-spec.js";
+
+/** A limit and its level: a bucket's tokens, a window's room left, a concurrency limit's free slots. */
+export type LimitLevel = LimitSpec & { level: number };
+
+/** What a take of one request came to. */
+export interface KeySetTake {
+  /** False when nothing was taken. */
+  readonly ok: boolean;
+  /** From the take until the request may go; Infinity when refused. */
+  readonly waitMs: number;
+  /** The limits, numbered from 1, that refused the request or set its wait. */
+  readonly limitedBy: readonly number[];
+  /** Refused because a concurrency limit had no free slot: one may come free when a response ends. */
+  readonly noSlot: boolean;
+  /** Refused: from the take until the same request would be let through (Infinity: never, or when a slot frees). */
+  readonly retryMs: number;
+}
+
+/**
+ * One key's set of limits as the request gate needs it (DESIGN section 11):
+ * take a request at the earliest instant every limit admits it within a
+ * wait, or nothing; give a take back (the client left while it waited);
+ * free its concurrency slots when its response ends.
+ *
+ * `PrivateKeySet` is one in this process. A set kept in a store (a
+ * LimitSetStore's takeSet/cancelSet/releaseSet on the key) is the same
+ * interface with promises, given to the gate by a `KeySetSource`, so the
+ * gate's turns, waits and slot queue stay as they are. Slots freed by other
+ * processes are not announced here: a request queued for one is woken by
+ * this process's releases and its wait limit only, so with a store the
+ * gate will have to ask again now and then while anyone waits (not built:
+ * a private set hears of every release).
+ */
+export interface KeySet {
+  readonly limits: readonly LimitSpec[];
+  /** Takes one request (1 in every bucket and window, a slot in every concurrency limit) if it may go within `maxWaitMs`. */
+  take(maxWaitMs: number): KeySetTake | Promise<KeySetTake>;
+  /** Gives an ok take not yet due back to every limit, and frees its slots. */
+  cancel(take: KeySetTake): void;
+  /** Frees the concurrency slots of an ok take (its response ended); once only. */
+  release(take: KeySetTake): void;
+  /** Each limit with its level now, as far as it is known without a round trip. */
+  levels(): LimitLevel[];
+  /** True when the set is the same as a new one (buckets full, windows empty, no slot held): the key may be forgotten. */
+  isIdle(): boolean;
+}
+
+/**
+ * Where keys' sets come from when they are not private: a store's, for a
+ * limit that several servers hold together. `open` is synchronous (a set
+ * that must be created in its store does so at its first take); `close` is
+ * told when the key leaves the gate's table, to give back what it holds.
+ */
+export interface KeySetSource {
+  open(key: string, limits: readonly LimitSpec[]): KeySet;
+  close?(set: KeySet): void;
+}
+
+const ONE_REQUEST: Costs = { count: 1 };
+
+/** A take of a private set: the set's reservation, and the instant a refusal points to. */
+class PrivateTake implements KeySetTake {
+  constructor(
+    readonly reservation: LimitReservation,
+    readonly waitMs: number,
+    readonly retryMs: number,
+  ) {}
+
+  get ok(): boolean {
+    return this.reservation.ok;
+  }
+
+  get limitedBy(): readonly number[] {
+    return this.reservation.limitedBy;
+  }
+
+  get noSlot(): boolean {
+    return this.reservation.noSlot;
+  }
+}
+
+/** A key's set of limits in this process: a LimitSet counting requests, decided synchronously. */
+export class PrivateKeySet implements KeySet {
+  readonly #set: LimitSet;
+  readonly #clock: Clock;
+
+  constructor(limits: readonly LimitSpec[], clock: Clock) {
+    this.#set = new LimitSet(limits, { clock });
+    this.#clock = clock;
+  }
+
+  get limits(): readonly LimitSpec[] {
+    return this.#set.specs;
+  }
+
+  take(maxWaitMs: number): KeySetTake {
+    const nowMs = this.#clock.now();
+    const reservation = this.#set.reserveAt(nowMs, ONE_REQUEST, maxWaitMs);
+    if (reservation.ok) return new PrivateTake(reservation, reservation.delayFrom(nowMs), 0);
+    // The same instant a reserve would find with no wait limit, taking nothing: Retry-After tells the truth.
+    const retryMs = reservation.noSlot ? Infinity : this.#set.earliestAt(nowMs, ONE_REQUEST) - nowMs;
+    return new PrivateTake(reservation, Infinity, retryMs);
+  }
+
+  cancel(take: KeySetTake): void {
+    this.#set.cancelAt(this.#clock.now(), (take as PrivateTake).reservation);
+  }
+
+  release(take: KeySetTake): void {
+    this.#set.releaseAt(this.#clock.now(), (take as PrivateTake).reservation);
+  }
+
+  levels(): LimitLevel[] {
+    const nowMs = this.#clock.now();
+    return this.#set.specs.map((spec, index) => ({ ...spec, level: this.#set.levelAt(nowMs, index) }));
+  }
+
+  isIdle(): boolean {
+    const nowMs = this.#clock.now();
+    return this.#set.specs.every((spec, index) => {
+      const level = this.#set.levelAt(nowMs, index);
+      if (spec.kind === "bucket") return level >= spec.burst;
+      return level >= spec.n;
+    });
+  }
+}

@@ -1,0 +1,90 @@
+import { readFileSync } from "node:fs";
+import { createServer, type Server, type ServerResponse } from "node:http";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { runCli } from "../helpers/cli.js";
+import { startProxy, stopProxy } from "../helpers/proxy.js";
+import { tempDirs } from "../helpers/temp-dir.js";
+
+const tempDir = tempDirs("proxy-http-sets");
+const servers: Server[] = [];
+afterEach(async () => {
+  await Promise.all(
+    servers.splice(0).map((server) => {
+      server.closeAllConnections();
+      return new Promise<void>((resolve) => server.close(() => resolve()));
+    }),
+  );
+});
+
+/** A backend that answers at once, or, for /hold, when the test lets it. */
+async function httpBackend(held: ServerResponse[] = []): Promise<number> {
+  const server = createServer((request, response) => {
+    if (request.url === "/hold") held.push(response);
+    else response.end(`ok ${request.url}\n`);
+  });
+  servers.push(server);
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return (server.address() as { port: number }).port;
+}
+
+describe("tbucket proxy --to http://... with a set of limits per client", () => {
+  it("--rate 10/s --burst 20 --window 15/2s lets 15 through, then 429 from the window with its Retry-After, in the log and the metrics", async () => {
+    const backendPort = await httpBackend();
+    const log = join(tempDir(), "access.log");
+    const proxy = await startProxy([
+      "--to", `http://127.0.0.1:${backendPort}`, "--rate", "10/s", "--burst", "20", "--window", "15/2s", "--access-log", log, "--metrics", "127.0.0.1:0",
+    ]);
+    expect(proxy.running.stderr()).toContain("(HTTP, rate 10/s burst 20, window 15/2s, per ip)");
+    const startedMs = performance.now();
+    const responses = [];
+    for (let i = 0; i < 18; i++) responses.push(await fetch(`http://127.0.0.1:${proxy.port}/item/${i}`));
+    // Within the first second: the window's oldest admission leaves 2 s after it, 1 to 2 s from now.
+    expect(performance.now() - startedMs).toBeLessThan(1000);
+    expect(responses.map((response) => response.status)).toEqual([...Array(15).fill(200), 429, 429, 429]);
+    expect(responses[0]!.headers.get("ratelimit-policy")).toBe(`"limit-1";q=10;w=1, "limit-2";q=15;w=2`);
+    expect(responses[0]!.headers.get("ratelimit")).toBe(`"limit-1";r=19;t=1, "limit-2";r=14;t=2`);
+    const refused = responses[15]!;
+    expect(refused.headers.get("retry-after")).toBe("2");
+    expect(refused.headers.get("ratelimit")).toBe(`"limit-2";r=0;t=2`);
+    expect(await refused.text()).toBe("Too Many Requests: retry after 2 s\n");
+    const metrics = await (await fetch(`http://127.0.0.1:${proxy.metricsPort}/metrics`)).text();
+    expect(metrics).toContain("tbucket_proxy_admitted_total 15\n");
+    expect(metrics).toContain(`tbucket_proxy_refused_by_limit_total{limit="2"} 3\n`);
+    expect((await stopProxy(proxy)).code).toBe(0);
+    const lines = readFileSync(log, "utf8").trim().split("\n");
+    expect(lines).toHaveLength(18);
+    expect(lines[0]).toMatch(/"GET \/item\/0 HTTP\/1\.1" 200 .* admitted 0$/);
+    expect(lines[15]).toMatch(/"GET \/item\/15 HTTP\/1\.1" 429 .* refused 0 limit=2$/);
+  });
+
+  it("--concurrency 1 holds a client's slot while its response is under way and gives it back when it ends", async () => {
+    const held: ServerResponse[] = [];
+    const backendPort = await httpBackend(held);
+    const proxy = await startProxy(["--to", `http://127.0.0.1:${backendPort}`, "--concurrency", "1"]);
+    const first = fetch(`http://127.0.0.1:${proxy.port}/hold`);
+    for (let i = 0; i < 500 && held.length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(held).toHaveLength(1);
+    const refused = await fetch(`http://127.0.0.1:${proxy.port}/`);
+    expect(refused.status).toBe(429);
+    expect(refused.headers.get("retry-after")).toBe("1");
+    held[0]!.end("done\n");
+    expect(await (await first).text()).toBe("done\n");
+    expect((await fetch(`http://127.0.0.1:${proxy.port}/`)).status).toBe(200);
+    expect((await stopProxy(proxy)).code).toBe(0);
+  });
+
+  it("refuses --concurrency and a repeated --rate in TCP mode, and a set with --key, in one line with exit 2", async () => {
+    const tcp = await runCli(["proxy", "--listen", "0", "--to", "127.0.0.1:9", "--rate", "1mb", "--concurrency", "2"]);
+    expect(tcp.code).toBe(2);
+    expect(tcp.stderr).toBe("tbucket: --concurrency: is for HTTP mode (requests under way), and --to 127.0.0.1:9 is TCP; drop it, or limit new connections with --connections\n");
+    const twice = await runCli(["proxy", "--listen", "0", "--to", "127.0.0.1:9", "--rate", "1mb", "--rate", "2mb"]);
+    expect(twice.code).toBe(2);
+    expect(twice.stderr).toBe("tbucket: --rate: given 2 times, and TCP mode shapes bytes with one --rate each way; give it once (--up and --down set each way)\n");
+    const dir = tempDir();
+    const keyed = await runCli(["proxy", "--listen", "0", "--to", "http://127.0.0.1:9", "--rate", "10/s", "--window", "15/2s", "--key", "api", "--store", `sqlite:${join(dir, "b.db")}`], { env: { XDG_STATE_HOME: dir } });
+    expect(keyed.code).toBe(2);
+    expect(keyed.stderr.split("\n")).toHaveLength(2);
+    expect(keyed.stderr).toMatch(/^tbucket: --key: a shared key holds one rate and burst for now/);
+  });
+});

@@ -1,0 +1,48 @@
+import { Agent, request } from "node:http";
+import { describe, expect, it } from "vitest";
+import { listen } from "../http/http-helpers.js";
+import { startProxy, stopProxy } from "../helpers/proxy.js";
+
+function ask(url: string, agent: Agent): Promise<{ status: number; retryAfter: string | undefined }> {
+  return new Promise((resolve, reject) => {
+    request(url, { agent }, (res) => {
+      res.resume();
+      res.on("end", () => resolve({ status: res.statusCode!, retryAfter: res.headers["retry-after"] as string | undefined }));
+      res.on("error", reject);
+    })
+      .on("error", reject)
+      .end();
+  });
+}
+
+describe("tbucket proxy with a set of limits, in real time", () => {
+  it("--rate 10/s --window 15/2s: a client asking every 40 ms gets at most 15 in any 2 s, and as many as the window allows", async () => {
+    const arrivals: number[] = [];
+    const backend = await listen((_req, res) => {
+      arrivals.push(performance.now());
+      res.end("ok");
+    });
+    const proxy = await startProxy(["--to", backend.url, "--rate", "10/s", "--window", "15/2s"]);
+    const url = `http://127.0.0.1:${proxy.port}/`;
+    const agent = new Agent({ keepAlive: true, maxSockets: 4 });
+    const runMs = 5000;
+    const startMs = performance.now();
+    const answers: Array<Promise<{ status: number; retryAfter: string | undefined }>> = [];
+    for (let i = 0; performance.now() - startMs < runMs; i++) {
+      answers.push(ask(url, agent));
+      await new Promise((resolve) => setTimeout(resolve, Math.max(0, startMs + (i + 1) * 40 - performance.now())));
+    }
+    const results = await Promise.all(answers);
+    agent.destroy();
+    expect((await stopProxy(proxy)).code).toBe(0);
+    // The backend sees each admitted request a moment after the proxy admits it; 25 ms covers that jitter.
+    const toleranceMs = 25;
+    for (let i = 0; i + 15 < arrivals.length; i++) expect(arrivals[i + 15]! - arrivals[i]!).toBeGreaterThan(2000 - toleranceMs);
+    // 15 in the first 2 s, then 15 a window: about 15 + 7.5/s over the 3 s left.
+    expect(arrivals.length).toBeGreaterThanOrEqual(34);
+    expect(arrivals.length).toBeLessThanOrEqual(45);
+    const refused = results.filter((result) => result.status === 429);
+    expect(refused.length + arrivals.length).toBe(results.length);
+    for (const { retryAfter } of refused) expect(["1", "2"]).toContain(retryAfter);
+  });
+});
