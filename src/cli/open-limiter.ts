@@ -3,10 +3,12 @@ import { defaultBurst } from "../core/default-burst.js";
 import { LimitSetLimiter } from "../core/limit-set-limiter.js";
 import type { LimitSpec } from "../core/limit-spec.js";
 import { humanAmount, humanDuration, humanRate } from "../core/format.js";
+import { describeLimit, limitReports } from "../core/limit-report.js";
 import { TokenBucket } from "../core/token-bucket.js";
 import { formatByteRate, formatByteSize, formatCountRate, type RateKind } from "../core/units.js";
 import { type BucketConfig, type BucketState, type BucketStore, StoreError } from "../store/bucket-store.js";
 import { type KeyBucket, KeyBuckets } from "../store/key-buckets.js";
+import { isLimitSetStore, type LimitLevel, type LimitSetStore, sameLimits, type SetState } from "../store/limit-set-store.js";
 import { RuntimeError, UsageError } from "./errors.js";
 import type { SharedBucketOptions } from "./shared-options.js";
 import { describeStoreFailure } from "./store-failure.js";
@@ -20,7 +22,7 @@ export interface LimiterRequest {
   rate?: number;
   /** Capacity, when given on the command line (else defaultBurst for the kind and rate). */
   burst?: number;
-  /** A private set of limits instead of one bucket (never with a key, for now); `kind` is then its main unit. */
+  /** A set of limits instead of one bucket (private, or with a key the key's set); `kind` is then its main unit. */
   limits?: readonly LimitSpec[];
   shared: SharedBucketOptions;
   /** Who asks: what stops when a shared store is lost, for the message (a stream, or launches). */
@@ -63,11 +65,20 @@ async function openSharedLimiter(request: LimiterRequest, key: string): Promise<
     if (!(error instanceof StoreError)) throw error;
     const line = describeStoreFailure(error, { offerLocal: !local });
     if (!local) throw new RuntimeError(line);
+    if (request.limits !== undefined) {
+      warn(`${line}; going on with a private set of ${describeLimits(request.limits)}`);
+      const set = new LimitSetLimiter(request.limits, { unit: request.kind });
+      return { limiter: set, set, close: async () => {} };
+    }
     if (request.rate === undefined) throw new RuntimeError(`${line}; --on-store-error local needs --rate to go on with a private bucket`);
     privateSettings = { rate: request.rate, burst: request.burst ?? defaultBurst(request.kind, request.rate), kind: request.kind };
     warn(`${line}; going on with a private bucket at ${describeConfig(privateSettings)}`);
     store = error;
   }
+  const setUp = store instanceof StoreError ? undefined : await keySetUp(store, key, request).catch(async (error: unknown) => {
+    await store.close();
+    throw error instanceof StoreError ? new RuntimeError(describeStoreFailure(error, { offerLocal: !local })) : error;
+  });
   let limiter: KeyBucket | undefined;
   const keys: KeyBuckets = new KeyBuckets({
     store,
@@ -81,7 +92,9 @@ async function openSharedLimiter(request: LimiterRequest, key: string): Promise<
     whileLost: local ? { mode: "local" } : { mode: "wait", timeoutMs: request.shared.storeTimeoutMs, giveUp: (error, lostForMs) => gaveUp(error, lostForMs, request.command) },
   });
   try {
-    limiter = await keys.open(key, privateSettings ? { settings: privateSettings } : { required: true, setUp: (store) => configureKey(store, key, request) });
+    limiter = setUp
+      ? await keys.openSet(key, { unit: request.kind, limits: request.limits ?? [], setUp })
+      : await keys.open(key, privateSettings ? { settings: privateSettings } : { required: true, setUp: (store) => configureKey(store, key, request) });
   } catch (error) {
     await keys.close();
     if (error instanceof StoreError) throw new RuntimeError(describeStoreFailure(error, { offerLocal: !local }));
@@ -106,9 +119,59 @@ function gaveUp(error: StoreError, lostForMs: number, command: LimiterRequest["c
   return new RuntimeError(`${line}; away for ${humanDuration(lostForMs)}; ${STOPPED[command]}; ${rerun} --on-store-error local to go on with a private bucket`);
 }
 
+/**
+ * How a key that holds (or is to hold) a set is set up: with the command's
+ * limits when it gives more than one bucket, or as the store holds it when
+ * the command gives none and the stored key is a set. Undefined for a key
+ * of one bucket, opened as it always was.
+ */
+async function keySetUp(store: BucketStore, key: string, request: LimiterRequest): Promise<((store: LimitSetStore) => Promise<SetState>) | undefined> {
+  if (!isLimitSetStore(store)) {
+    if (request.limits === undefined) return undefined;
+    throw new UsageError(`--key: ${store.url} holds one rate and burst a key, not a set of limits; use a SQLite store for "${key}", or give --key one --rate (and --burst)`);
+  }
+  const limits = request.limits;
+  if (limits !== undefined) {
+    return async (sets) => {
+      const before = await sets.readSet(key);
+      const state = await sets.configureSet(key, limits);
+      if (before && !sameLimits(before.limits.map(specOf), limits)) {
+        process.stderr.write(`tbucket: key "${key}": limits changed from ${describeLimits(before.limits)} to ${describeLimits(limits)}; every process on this key now shares the new limits\n`);
+      }
+      return state;
+    };
+  }
+  if (request.rate !== undefined || request.burst !== undefined) return undefined;
+  const stored = await store.readSet(key);
+  if (!stored || !isSet(stored.limits)) return undefined;
+  if (!stored.limits.some((limit) => limit.kind !== "concurrency" && limit.unit === request.kind)) {
+    const want = request.kind === "bytes" ? "bytes" : "a count";
+    throw new UsageError(`--key: "${key}" holds ${describeLimits(stored.limits)}, none of which counts ${want}; use another key, or give --rate to reset it`);
+  }
+  return async () => stored;
+}
+
+/** A set is more than one bucket: one bucket alone is a key as it always was (opened, shown, listed so). */
+export function isSet(limits: readonly LimitSpec[]): boolean {
+  return limits.length > 1 || limits[0]?.kind !== "bucket";
+}
+
+function specOf({ level: _, ...spec }: LimitLevel): LimitSpec {
+  return spec as LimitSpec;
+}
+
+/** `20/s, burst 1 and 10 in any 1.0 s and 4 at once`: a set's limits for people. */
+export function describeLimits(limits: readonly LimitSpec[]): string {
+  return limitReports(limits, () => 0).map(describeLimit).join(" and ");
+}
+
 /** Sets the key from --rate/--burst, or reads its stored settings; checks the kind of token. */
 async function configureKey(store: BucketStore, key: string, request: LimiterRequest): Promise<BucketState> {
-  const stored = await store.read(key);
+  // A --rate given replaces a set the key held with its one bucket.
+  const stored = await store.read(key).catch((error: unknown) => {
+    if (error instanceof StoreError && error.failure === "holds-a-set" && request.rate !== undefined) return undefined;
+    throw error;
+  });
   if (request.rate !== undefined) {
     // Pausing (rate 0) keeps the key's burst for when it resumes.
     const keepBurst = request.rate === 0 && stored?.kind === request.kind ? stored.burst : undefined;

@@ -1,9 +1,13 @@
 import type { Clock } from "../core/clock.js";
+import { LimitSetLimiter } from "../core/limit-set-limiter.js";
+import { type LimitSpec, lowestRate, mostAtOnce } from "../core/limit-spec.js";
 import { TokenBucket } from "../core/token-bucket.js";
 import type { RateKind } from "../core/units.js";
 import { type BucketConfig, type BucketState, type BucketStore, StoreError } from "./bucket-store.js";
 import { FailoverLimiter, type StoreBackedLimiter, type WhileLost } from "./failover-limiter.js";
+import type { LimitSetStore, SetState } from "./limit-set-store.js";
 import { openSharedKey, sharedKeyLimiter } from "./shared-key.js";
+import { SharedSetLimiter } from "./shared-set-limiter.js";
 import { isStoreFailure, StoreWatch } from "./store-watch.js";
 
 /**
@@ -68,6 +72,20 @@ export type KeyRequest = {
     }
 );
 
+/** How a key that holds a set of limits is opened (`openSet`). */
+export interface SetKeyRequest {
+  /** What `n` counts for the command: its main unit. */
+  unit: RateKind;
+  /**
+   * How the key's set is first set up on the store (the command line's
+   * limits, or the set the store holds): resolves to its state after. It
+   * must succeed now: a failure is thrown rather than left to `whileLost`.
+   */
+  setUp: (store: LimitSetStore) => Promise<SetState>;
+  /** The limits of a private set when there is no store. */
+  limits: readonly LimitSpec[];
+}
+
 /** Closing gives up after this long: a store that went away must not hold a program's exit. */
 const CLOSE_WITHIN_MS = 1000;
 
@@ -127,6 +145,43 @@ export class KeyBuckets {
     return new FailoverLimiter({ watch, key, settings, primary, reopen, whileLost, keyFailure, clock });
   }
 
+  /**
+   * Opens a key that holds a set of limits: a SharedSetLimiter with
+   * failover, or a private set when there is no store. While the store is
+   * lost, `local` goes on with a private set of the key's limits as last
+   * read; a key opened again after an outage takes the set the store holds
+   * (a store restarted empty gets the key again, as it was).
+   */
+  async openSet(key: string, request: SetKeyRequest): Promise<KeyBucket> {
+    const watch = this.#watch;
+    const { clock, keyFailure, whileLost } = this.#options;
+    if (!watch) return new PrivateSetBucket(request.limits, request.unit, clock);
+    let limits: readonly LimitSpec[] = request.limits;
+    let latest: SharedSetLimiter | undefined;
+    const open = (state: SetState): SharedSetLimiter => {
+      latest = new SharedSetLimiter({ store: watch, key, state, unit: request.unit, clock });
+      return latest;
+    };
+    const primary = open(await request.setUp(watch));
+    const lastLimits = (): readonly LimitSpec[] => (latest ? latest.limits : limits);
+    const reopen = async (): Promise<StoreBackedLimiter> => {
+      limits = lastLimits();
+      return open((await watch.readSet(key)) ?? (await watch.configureSet(key, limits)));
+    };
+    const settingsOf = (specs: readonly LimitSpec[]): BucketConfig => ({ rate: lowestRate(specs, request.unit), burst: mostAtOnce(specs, request.unit), kind: request.unit });
+    return new FailoverLimiter({
+      watch,
+      key,
+      settings: settingsOf(primary.limits),
+      primary,
+      reopen,
+      whileLost,
+      keyFailure,
+      clock,
+      makePrivate: () => new LimitSetLimiter(lastLimits(), { unit: request.unit, clock }),
+    });
+  }
+
   /** Stops watching the store, leaving it open (it is someone else's to close). */
   stop(): void {
     this.#watch?.stop();
@@ -154,6 +209,16 @@ class PrivateKeyBucket extends TokenBucket implements KeyBucket {
   constructor(settings: BucketConfig, clock: Clock | undefined) {
     super({ rate: settings.rate, burst: settings.burst, clock });
     this.kind = settings.kind;
+  }
+  async close(): Promise<void> {}
+}
+
+/** A key's set when there is no store: its limits, held by this process alone. */
+class PrivateSetBucket extends LimitSetLimiter implements KeyBucket {
+  readonly kind: RateKind;
+  constructor(limits: readonly LimitSpec[], unit: RateKind, clock: Clock | undefined) {
+    super(limits, { unit, clock });
+    this.kind = unit;
   }
   async close(): Promise<void> {}
 }

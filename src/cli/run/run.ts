@@ -50,7 +50,8 @@ export async function runRun(config: RunConfig): Promise<number> {
       kind: "count",
       rate: config.rate,
       burst: config.burst,
-      limits: needsLimitSet(config.limits) ? launchLimits : undefined,
+      // A shared key keeps the whole set, its concurrency limit too, for every process on it.
+      limits: needsLimitSet(config.limits) ? (config.shared.key !== undefined ? config.limits.map((limit) => limit.spec) : launchLimits) : undefined,
       shared: config.shared,
       command: "run",
     });
