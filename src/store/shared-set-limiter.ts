@@ -4,7 +4,7 @@ import type { Limiter } from "../core/limiter.js";
 import { ExceedsBurstError } from "../core/token-bucket.js";
 import type { RateKind } from "../core/units.js";
 import { StoreError } from "./bucket-store.js";
-import type { LimitSetStore, SetReservation, SetState } from "./limit-set-store.js";
+import { type LimitSetStore, sameLimits, type SetReservation, type SetState } from "./limit-set-store.js";
 
 export interface SharedSetLimiterOptions {
   store: LimitSetStore;
@@ -71,6 +71,10 @@ export class SharedSetLimiter implements Limiter {
   /** Slots held by `acquire`, renewed on a timer. */
   readonly #slots = new Set<SetReservation>();
   #renewTimer: ReturnType<typeof setInterval> | undefined;
+  /** Each limit's level as last known, and when (local clock): read at the start, a bucket's again at each take. */
+  #levels: Array<{ level: number; atMs: number }>;
+  /** This process's leases within the longest window, for the windows' levels. */
+  readonly #takes: Array<{ atMs: number; amounts: number[] }> = [];
   /** Round trips made to the store, for tests. */
   roundTrips = 0;
 
@@ -84,6 +88,7 @@ export class SharedSetLimiter implements Limiter {
     this.#state = options.state;
     this.#limits = options.state.limits.map(({ level: _, ...spec }) => spec as LimitSpec);
     this.#readyAtMs = this.#clock.now();
+    this.#levels = options.state.limits.map((limit) => ({ level: limit.level, atMs: this.#readyAtMs }));
   }
 
   /** The key's limits as last read. */
@@ -99,14 +104,39 @@ export class SharedSetLimiter implements Limiter {
     return mostAtOnce(this.#limits, this.kind);
   }
 
-  /** The lowest level of the limits counting the main unit, as the store last reported it. */
+  /**
+   * The lowest level of the limits counting the main unit, without a round
+   * trip: a bucket's as its last take left it, refilled since at its rate; a
+   * window's room as the store last read it, less this process's leases
+   * within its length (others' are seen at the next read). For pacing.
+   */
   tokens(): number {
+    const nowMs = this.#clock.now();
     let level = Infinity;
-    for (const limit of this.#state.limits) {
-      if (limit.kind === "concurrency" || limit.unit !== this.kind || (limit.kind === "bucket" && limit.rate === Infinity)) continue;
-      level = Math.min(level, limit.level);
-    }
+    this.#limits.forEach((spec, index) => {
+      if (spec.kind === "concurrency" || spec.unit !== this.kind || (spec.kind === "bucket" && spec.rate === Infinity)) return;
+      const known = this.#levels[index]!;
+      if (spec.kind === "bucket") level = Math.min(level, Math.min(spec.burst, known.level + (spec.rate * Math.max(0, nowMs - known.atMs)) / 1000));
+      else level = Math.min(level, known.level - this.#recentTakes(index, spec.windowMs, nowMs));
+    });
     return level;
+  }
+
+  /** What this process took in window `index` within its length, since its level was read. */
+  #recentTakes(index: number, windowMs: number, nowMs: number): number {
+    let sum = 0;
+    for (const take of this.#takes) if (take.atMs > nowMs - windowMs && take.atMs >= this.#levels[index]!.atMs) sum += take.amounts[index] ?? 0;
+    return sum;
+  }
+
+  /** After a take: each bucket's level as the take left it, at the time the lease is due; the lease among the recent takes. */
+  #noteTake(reservation: SetReservation, readyAtMs: number): void {
+    this.#limits.forEach((spec, index) => {
+      if (spec.kind === "bucket") this.#levels[index] = { level: reservation.bucketLevels[index] ?? spec.burst, atMs: readyAtMs };
+    });
+    const longestMs = Math.max(0, ...this.#limits.map((spec) => (spec.kind === "window" ? spec.windowMs : 0)));
+    this.#takes.push({ atMs: readyAtMs, amounts: reservation.amounts });
+    while (this.#takes.length > 0 && this.#takes[0]!.atMs <= readyAtMs - longestMs) this.#takes.shift();
   }
 
   wait(n: number, signal?: AbortSignal, costs?: Costs): Promise<void> {
@@ -252,12 +282,18 @@ export class SharedSetLimiter implements Limiter {
       const sentMs = this.#clock.now();
       const result = await this.#call(() => this.#store.takeSet(this.key, lease, maxWaitMs === Infinity ? {} : { maxWaitMs }));
       if (!result) throw this.#fail(new StoreError("deleted", `key "${this.key}": deleted from ${this.#store.url} while in use`, { storeUrl: this.#store.url, key: this.key }));
-      this.#limits = result.limits;
+      if (!sameLimits(this.#limits, result.limits)) {
+        // The set changed (a `key set`): levels are known again at the next take, or as the new limits' capacity until then.
+        this.#limits = result.limits;
+        this.#levels = result.limits.map((spec) => ({ level: spec.kind === "bucket" ? spec.burst : spec.n, atMs: sentMs }));
+        this.#takes.length = 0;
+      }
       if (result.ok) {
         const reservation = result.reservation!;
         for (const unit in lease) this.#held.set(unit, (this.#held.get(unit) ?? 0) + lease[unit]!);
         const readyAtBeforeMs = this.#readyAtMs;
         this.#readyAtMs = Math.max(this.#readyAtMs, sentMs + result.waitMs);
+        this.#noteTake(reservation, this.#readyAtMs);
         this.#lease = { reservation, leased: { ...lease }, readyAtBeforeMs };
         return reservation;
       }

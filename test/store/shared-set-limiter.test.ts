@@ -190,4 +190,22 @@ describe("SharedSetLimiter", () => {
     expect(state!.limits[0]!.level).toBeCloseTo(0, 6);
     expect(state!.limits[1]!.level).toBe(4);
   });
+
+  it("tokens() follows its own leases without a round trip: a bucket as the take left it, a window less what it took", async () => {
+    const { clock, open } = await setup([
+      { kind: "bucket", unit: "bytes", rate: 1_000_000, burst: 100_000 },
+      { kind: "window", unit: "bytes", n: 150_000, windowMs: 1000 },
+    ]);
+    const limiter = open("bytes");
+    expect(limiter.tokens()).toBe(100_000);
+    await limiter.wait(90_000);
+    // The lease (90 kB, what was missing) left the bucket at 10 kB, the window at 60 kB.
+    expect(limiter.tokens()).toBeCloseTo(10_000, 0);
+    await clock.advance(30);
+    expect(limiter.tokens()).toBeCloseTo(40_000, 0);
+    await clock.advance(100);
+    expect(limiter.tokens()).toBeCloseTo(60_000, 0);
+    await clock.advance(1000);
+    expect(limiter.tokens()).toBeCloseTo(100_000, 0);
+  });
 });
