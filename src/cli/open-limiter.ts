@@ -7,7 +7,9 @@ import { describeLimit, limitReports } from "../core/limit-report.js";
 import { TokenBucket } from "../core/token-bucket.js";
 import { formatByteRate, formatByteSize, formatCountRate, type RateKind } from "../core/units.js";
 import { type BucketConfig, type BucketState, type BucketStore, StoreError } from "../store/bucket-store.js";
+import { FailoverLimiter } from "../store/failover-limiter.js";
 import { type KeyBucket, KeyBuckets } from "../store/key-buckets.js";
+import type { SharedSlots } from "../run/job-runner.js";
 import { isLimitSetStore, type LimitLevel, type LimitSetStore, sameLimits, type SetState } from "../store/limit-set-store.js";
 import { RuntimeError, UsageError } from "./errors.js";
 import type { SharedBucketOptions } from "./shared-options.js";
@@ -33,6 +35,8 @@ export interface OpenLimiter {
   limiter: Limiter;
   /** The same limiter, when it is a private set: for its per-limit statistics. */
   set?: LimitSetLimiter;
+  /** A shared key's concurrency slots, when its set has a concurrency limit: run holds one a launch while it runs. */
+  sharedSlots?: SharedSlots;
   /** Releases what the limiter holds (store connections, timers). */
   close(): Promise<void>;
 }
@@ -80,6 +84,7 @@ async function openSharedLimiter(request: LimiterRequest, key: string): Promise<
     throw error instanceof StoreError ? new RuntimeError(describeStoreFailure(error, { offerLocal: !local })) : error;
   });
   let limiter: KeyBucket | undefined;
+  let slotted = false;
   const keys: KeyBuckets = new KeyBuckets({
     store,
     poll: true,
@@ -92,8 +97,13 @@ async function openSharedLimiter(request: LimiterRequest, key: string): Promise<
     whileLost: local ? { mode: "local" } : { mode: "wait", timeoutMs: request.shared.storeTimeoutMs, giveUp: (error, lostForMs) => gaveUp(error, lostForMs, request.command) },
   });
   try {
-    limiter = setUp
-      ? await keys.openSet(key, { unit: request.kind, limits: request.limits ?? [], setUp })
+    const setUpNoting = setUp && (async (sets: LimitSetStore) => {
+      const state = await setUp(sets);
+      slotted = state.limits.some((limit) => limit.kind === "concurrency");
+      return state;
+    });
+    limiter = setUpNoting
+      ? await keys.openSet(key, { unit: request.kind, limits: request.limits ?? [], setUp: setUpNoting })
       : await keys.open(key, privateSettings ? { settings: privateSettings } : { required: true, setUp: (store) => configureKey(store, key, request) });
   } catch (error) {
     await keys.close();
@@ -101,9 +111,14 @@ async function openSharedLimiter(request: LimiterRequest, key: string): Promise<
     throw error;
   }
   const opened = limiter;
+  const sharedSlots: SharedSlots | undefined =
+    slotted && opened instanceof FailoverLimiter ? { acquire: (maxWaitMs, signal) => opened.acquire(LAUNCH_COSTS, maxWaitMs, signal) } : undefined;
   // The limiter first gives back a lease still waiting, then the store closes.
-  return { limiter: opened, close: () => keys.close([opened]) };
+  return { limiter: opened, sharedSlots, close: () => keys.close([opened]) };
 }
+
+/** A launch costs one launch in every limit counting them. */
+const LAUNCH_COSTS = { count: 1 } as const;
 
 /** What a command did when its store was lost mid-way. */
 const STOPPED: Record<LimiterRequest["command"], string> = {

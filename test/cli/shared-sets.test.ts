@@ -131,4 +131,23 @@ describe("pipe and run on a shared set", () => {
       `tbucket: key "changing": limits changed from 1000/s, burst 1 and 100 in any 1.0 s to 1000/s, burst 1 and 50 in any 1.0 s; every process on this key now shares the new limits\n`,
     );
   });
+
+  it("--concurrency on a key holds across processes: three runs never run more than 2 jobs at once together, and give every slot back", async () => {
+    expect((await key(["set", "slots", "--rate", "100/s", "--concurrency", "2"])).code).toBe(0);
+    const logs = [0, 1, 2].map((i) => join(dir, `slots-${i}.jsonl`));
+    const results = await Promise.all(logs.map((log) => runCli(["run", "--key", "slots", "--store", store, "--count", "3", "--joblog", log, "--", "sleep", "0.4"])));
+    for (const result of results) expect([result.code, result.stderr]).toEqual([0, ""]);
+    const edges = logs
+      .flatMap((log) => readFileSync(log, "utf8").trim().split("\n"))
+      .map((line) => JSON.parse(line) as { start: number; end: number })
+      .flatMap((job) => [{ at: job.start, step: 1 }, { at: job.end, step: -1 }])
+      .sort((a, b) => a.at - b.at || a.step - b.step);
+    expect(edges).toHaveLength(18);
+    let running = 0;
+    let most = 0;
+    for (const edge of edges) most = Math.max(most, (running += edge.step));
+    expect(most).toBe(2);
+    const shown = JSON.parse((await key(["show", "slots", "--json"])).stdout.toString());
+    expect(shown.limits[1]).toEqual({ kind: "concurrency", n: 2, level: 2 });
+  });
 });

@@ -5,7 +5,7 @@ import type { Limiter } from "../../core/limiter.js";
 import { formatCountRate } from "../../core/units.js";
 import { jobSource, readLines } from "../../run/job-source.js";
 import { formatJobLogLine } from "../../run/job-log.js";
-import { isFatalSpawnError, JobRunner, type RunResult } from "../../run/job-runner.js";
+import { isFatalSpawnError, JobRunner, type RunResult, type SharedSlots } from "../../run/job-runner.js";
 import { OutputLock } from "../../run/output-lock.js";
 import { OutputSink } from "../../run/output-sink.js";
 import { ProcessGroups } from "../../run/process-groups.js";
@@ -46,7 +46,7 @@ export async function runRun(config: RunConfig): Promise<number> {
   try {
     // Concurrency is the runner's (config.jobs, the lower of --jobs and --concurrency): a job holds its slot across its retries.
     const launchLimits = config.limits.filter((limit) => limit.spec.kind !== "concurrency").map((limit) => limit.spec);
-    const { limiter, set, close } = await openLimiter({
+    const { limiter, set, sharedSlots, close } = await openLimiter({
       kind: "count",
       rate: config.rate,
       burst: config.burst,
@@ -56,7 +56,7 @@ export async function runRun(config: RunConfig): Promise<number> {
       command: "run",
     });
     try {
-      return await launchAll(config, limiter, items, jobLog, set);
+      return await launchAll(config, limiter, items, jobLog, set, sharedSlots);
     } finally {
       await close();
     }
@@ -147,6 +147,7 @@ async function launchAll(
   items: Items | undefined,
   jobLog: JobLog | undefined,
   set: LimitSetLimiter | undefined,
+  sharedSlots: SharedSlots | undefined,
 ): Promise<number> {
   // The meter gives --stats its rate after the burst, and the progress line its recent rate.
   const meter = new LaunchRateMeter(limiter.rate === Infinity ? 1 : limiter.burst);
@@ -184,6 +185,7 @@ async function launchAll(
     jobs: jobSource({ items: items?.lines, count: config.count }),
     launch,
     concurrency: config.jobs,
+    sharedSlots,
     maxWaitMs: config.maxWaitMs,
     retries: config.retries,
     durationMs: config.durationMs,
