@@ -35,6 +35,8 @@ export interface OpenLimiter {
   limiter: Limiter;
   /** The same limiter, when it is a private set: for its per-limit statistics. */
   set?: LimitSetLimiter;
+  /** The set's limits as opened (a private set, or a shared key's set), for what a slice may hold; undefined for one bucket. */
+  limits?: readonly LimitSpec[];
   /** A shared key's concurrency slots, when its set has a concurrency limit: run holds one a launch while it runs. */
   sharedSlots?: SharedSlots;
   /** Releases what the limiter holds (store connections, timers). */
@@ -52,7 +54,7 @@ export async function openLimiter(request: LimiterRequest): Promise<OpenLimiter>
   if (request.shared.key !== undefined) return openSharedLimiter(request, request.shared.key);
   if (request.limits !== undefined) {
     const set = new LimitSetLimiter(request.limits, { unit: request.kind });
-    return { limiter: set, set, close: async () => {} };
+    return { limiter: set, set, limits: request.limits, close: async () => {} };
   }
   if (request.rate === undefined) throw new Error("openLimiter: a private bucket needs a rate");
   return { limiter: new TokenBucket({ rate: request.rate, burst: request.burst ?? defaultBurst(request.kind, request.rate) }), close: async () => {} };
@@ -72,7 +74,7 @@ async function openSharedLimiter(request: LimiterRequest, key: string): Promise<
     if (request.limits !== undefined) {
       warn(`${line}; going on with a private set of ${describeLimits(request.limits)}`);
       const set = new LimitSetLimiter(request.limits, { unit: request.kind });
-      return { limiter: set, set, close: async () => {} };
+      return { limiter: set, set, limits: request.limits, close: async () => {} };
     }
     if (request.rate === undefined) throw new RuntimeError(`${line}; --on-store-error local needs --rate to go on with a private bucket`);
     privateSettings = { rate: request.rate, burst: request.burst ?? defaultBurst(request.kind, request.rate), kind: request.kind };
@@ -84,7 +86,7 @@ async function openSharedLimiter(request: LimiterRequest, key: string): Promise<
     throw error instanceof StoreError ? new RuntimeError(describeStoreFailure(error, { offerLocal: !local })) : error;
   });
   let limiter: KeyBucket | undefined;
-  let slotted = false;
+  let setLimits: LimitSpec[] | undefined;
   const keys: KeyBuckets = new KeyBuckets({
     store,
     poll: true,
@@ -99,7 +101,7 @@ async function openSharedLimiter(request: LimiterRequest, key: string): Promise<
   try {
     const setUpNoting = setUp && (async (sets: LimitSetStore) => {
       const state = await setUp(sets);
-      slotted = state.limits.some((limit) => limit.kind === "concurrency");
+      setLimits = state.limits.map(specOf);
       return state;
     });
     limiter = setUpNoting
@@ -112,9 +114,9 @@ async function openSharedLimiter(request: LimiterRequest, key: string): Promise<
   }
   const opened = limiter;
   const sharedSlots: SharedSlots | undefined =
-    slotted && opened instanceof FailoverLimiter ? { acquire: (maxWaitMs, signal) => opened.acquire(LAUNCH_COSTS, maxWaitMs, signal) } : undefined;
+    setLimits?.some((limit) => limit.kind === "concurrency") && opened instanceof FailoverLimiter ? { acquire: (maxWaitMs, signal) => opened.acquire(LAUNCH_COSTS, maxWaitMs, signal) } : undefined;
   // The limiter first gives back a lease still waiting, then the store closes.
-  return { limiter: opened, sharedSlots, close: () => keys.close([opened]) };
+  return { limiter: opened, limits: setLimits, sharedSlots, close: () => keys.close([opened]) };
 }
 
 /** A launch costs one launch in every limit counting them. */

@@ -97,6 +97,16 @@ describe("pipe and run on a shared set", () => {
     expect(shown.limits.map((limit: { kind: string }) => limit.kind)).toEqual(["bucket", "window"]);
   });
 
+  it("--lines with a line rate and a byte rate on a key counts lines and bytes: 51 lines at 100/s take half a second", async () => {
+    const input = Buffer.from(Array.from({ length: 51 }, (_, i) => `line ${i}\n`).join(""));
+    const result = await runCli(["--lines", "--key", "lines-set", "--store", store, "--rate", "100/s", "--rate", "64kb"], { input });
+    expect([result.code, result.stderr]).toEqual([0, ""]);
+    expect(result.stdout.equals(input)).toBe(true);
+    expect(result.elapsedMs).toBeGreaterThanOrEqual(480);
+    const shown = JSON.parse((await key(["show", "lines-set", "--json"])).stdout.toString());
+    expect(shown.limits.map((limit: { unit: string; rate: number }) => [limit.unit, limit.rate])).toEqual([["count", 100], ["bytes", 65536]]);
+  });
+
   it("without flags --key uses the key's stored set; a count set refuses a byte pipe", async () => {
     expect((await key(["set", "stored", "--rate", "1000/s", "--window", "3/1s"])).code).toBe(0);
     const log = join(dir, "stored.jsonl");
