@@ -66,6 +66,8 @@ export class SharedSetLimiter implements Limiter {
   /** The last lease, what it took of each unit and the ready time before it: cancelled while not yet due, settled down to what was used at close. */
   #lease: { reservation: SetReservation; leased: Record<string, number>; readyAtBeforeMs: number } | undefined;
   #queue: Promise<unknown> = Promise.resolve();
+  /** The take under way, which close() lets finish before giving back its lease. */
+  #taking: Promise<unknown> | undefined;
   #closed = false;
   #failure: StoreError | undefined;
   /** Slots held by `acquire`, renewed on a timer. */
@@ -186,6 +188,7 @@ export class SharedSetLimiter implements Limiter {
   async close(): Promise<void> {
     this.#closed = true;
     this.#stopRenewing();
+    await this.#taking?.catch(() => {});
     await this.#giveBackLease();
     for (const reservation of this.#slots) await this.#releaseSlot(reservation);
     this.#slots.clear();
@@ -280,7 +283,9 @@ export class SharedSetLimiter implements Limiter {
     this.#lease = undefined;
     for (;;) {
       const sentMs = this.#clock.now();
-      const result = await this.#call(() => this.#store.takeSet(this.key, lease, maxWaitMs === Infinity ? {} : { maxWaitMs }));
+      const taking = this.#call(() => this.#store.takeSet(this.key, lease, maxWaitMs === Infinity ? {} : { maxWaitMs }));
+      this.#taking = taking;
+      const result = await taking.finally(() => (this.#taking = undefined));
       if (!result) throw this.#fail(new StoreError("deleted", `key "${this.key}": deleted from ${this.#store.url} while in use`, { storeUrl: this.#store.url, key: this.key }));
       if (!sameLimits(this.#limits, result.limits)) {
         // The set changed (a `key set`): levels are known again at the next take, or as the new limits' capacity until then.

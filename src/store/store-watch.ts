@@ -112,11 +112,7 @@ export class StoreWatch implements BucketStore, LimitSetStore {
   listSets: LimitSetStore["listSets"] = () => this.#guard(undefined, () => this.#sets.listSets());
   deleteSet: LimitSetStore["deleteSet"] = (key) => this.#guard(key, () => this.#sets.deleteSet(key));
 
-  /** Whether the store keeps limit sets (every backend will; until then the callers check). */
-  get holdsSets(): boolean {
-    return isLimitSetStore(this.#store);
-  }
-
+  /** The store's limit sets; a backend without them is refused before (the callers check isLimitSetStore). */
   get #sets(): LimitSetStore {
     if (!isLimitSetStore(this.#store)) throw new TypeError(`StoreWatch: the store ${this.url} keeps no limit sets`);
     return this.#store;

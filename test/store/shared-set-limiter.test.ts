@@ -121,15 +121,15 @@ describe("SharedSetLimiter", () => {
   it("closing settles an unused lease down: the window gets back what was not used", async () => {
     const { clock, store, open } = await setup([
       { kind: "bucket", unit: "count", rate: 1000, burst: 1000 },
-      { kind: "window", unit: "count", n: 100, windowMs: 60_000 },
+      { kind: "window", unit: "count", n: 10_000, windowMs: 10_000 },
     ]);
     const limiter = open();
     await limiter.wait(1);
-    // The lease was 20 ms of the lowest rate, capped by nothing: 20 / 60 s × 100... at least the item.
+    // The lease was 20 ms of the lowest rate (1000/s): 20, of which 1 was used.
+    expect((await store.readSet("k"))!.limits[1]!.level).toBe(9980);
     await clock.advance(1);
     await limiter.close();
-    const state = await store.readSet("k");
-    expect(state!.limits[1]!.level).toBe(99);
+    expect((await store.readSet("k"))!.limits[1]!.level).toBe(9999);
   });
 
   it("a wait on a set with a concurrency limit takes a slot and gives it back when it resolves", async () => {
