@@ -31,12 +31,21 @@ export interface LimiterRequest {
   command: "pipe" | "run";
 }
 
+export interface SetReport {
+  specs: readonly LimitSpec[];
+  waitedMsBy(index: number): number;
+}
+
 export interface OpenLimiter {
   limiter: Limiter;
   /** The same limiter, when it is a private set: for its per-limit statistics. */
   set?: LimitSetLimiter;
-  /** The set's limits as opened (a private set, or a shared key's set), for what a slice may hold; undefined for one bucket. */
-  limits?: readonly LimitSpec[];
+  /**
+   * A set's limits as opened (a private set, or a shared key's set) and the
+   * time of the waits each set, by index: for what a slice may hold and for
+   * --stats. Undefined for one bucket.
+   */
+  report?: SetReport;
   /** A shared key's concurrency slots, when its set has a concurrency limit: run holds one a launch while it runs. */
   sharedSlots?: SharedSlots;
   /** Releases what the limiter holds (store connections, timers). */
@@ -54,7 +63,7 @@ export async function openLimiter(request: LimiterRequest): Promise<OpenLimiter>
   if (request.shared.key !== undefined) return openSharedLimiter(request, request.shared.key);
   if (request.limits !== undefined) {
     const set = new LimitSetLimiter(request.limits, { unit: request.kind });
-    return { limiter: set, set, limits: request.limits, close: async () => {} };
+    return { limiter: set, set, report: privateReport(set), close: async () => {} };
   }
   if (request.rate === undefined) throw new Error("openLimiter: a private bucket needs a rate");
   return { limiter: new TokenBucket({ rate: request.rate, burst: request.burst ?? defaultBurst(request.kind, request.rate) }), close: async () => {} };
@@ -74,7 +83,7 @@ async function openSharedLimiter(request: LimiterRequest, key: string): Promise<
     if (request.limits !== undefined) {
       warn(`${line}; going on with a private set of ${describeLimits(request.limits)}`);
       const set = new LimitSetLimiter(request.limits, { unit: request.kind });
-      return { limiter: set, set, limits: request.limits, close: async () => {} };
+      return { limiter: set, set, report: privateReport(set), close: async () => {} };
     }
     if (request.rate === undefined) throw new RuntimeError(`${line}; --on-store-error local needs --rate to go on with a private bucket`);
     privateSettings = { rate: request.rate, burst: request.burst ?? defaultBurst(request.kind, request.rate), kind: request.kind };
@@ -87,6 +96,7 @@ async function openSharedLimiter(request: LimiterRequest, key: string): Promise<
   });
   let limiter: KeyBucket | undefined;
   let setLimits: LimitSpec[] | undefined;
+  const waitedMsBy: number[] = [];
   const keys: KeyBuckets = new KeyBuckets({
     store,
     poll: true,
@@ -105,7 +115,12 @@ async function openSharedLimiter(request: LimiterRequest, key: string): Promise<
       return state;
     });
     limiter = setUpNoting
-      ? await keys.openSet(key, { unit: request.kind, limits: request.limits ?? [], setUp: setUpNoting })
+      ? await keys.openSet(key, {
+          unit: request.kind,
+          limits: request.limits ?? [],
+          setUp: setUpNoting,
+          onWait: (limitedBy, waitMs) => limitedBy.forEach((number) => (waitedMsBy[number - 1] = (waitedMsBy[number - 1] ?? 0) + waitMs)),
+        })
       : await keys.open(key, privateSettings ? { settings: privateSettings } : { required: true, setUp: (store) => configureKey(store, key, request) });
   } catch (error) {
     await keys.close();
@@ -116,7 +131,12 @@ async function openSharedLimiter(request: LimiterRequest, key: string): Promise<
   const sharedSlots: SharedSlots | undefined =
     setLimits?.some((limit) => limit.kind === "concurrency") && opened instanceof FailoverLimiter ? { acquire: (maxWaitMs, signal) => opened.acquire(LAUNCH_COSTS, maxWaitMs, signal) } : undefined;
   // The limiter first gives back a lease still waiting, then the store closes.
-  return { limiter: opened, limits: setLimits, sharedSlots, close: () => keys.close([opened]) };
+  const report = setLimits && { specs: setLimits, waitedMsBy: (index: number) => waitedMsBy[index] ?? 0 };
+  return { limiter: opened, report, sharedSlots, close: () => keys.close([opened]) };
+}
+
+function privateReport(set: LimitSetLimiter): SetReport {
+  return { specs: set.set.specs, waitedMsBy: (index) => set.waitedMsBy[index]! };
 }
 
 /** A launch costs one launch in every limit counting them. */

@@ -84,6 +84,8 @@ export interface SetKeyRequest {
   setUp: (store: LimitSetStore) => Promise<SetState>;
   /** The limits of a private set when there is no store. */
   limits: readonly LimitSpec[];
+  /** Told of each take's wait on the store and the limits (numbered from 1) that set it: for --stats. */
+  onWait?: (limitedBy: readonly number[], waitMs: number) => void;
 }
 
 /** Closing gives up after this long: a store that went away must not hold a program's exit. */
@@ -159,7 +161,7 @@ export class KeyBuckets {
     let limits: readonly LimitSpec[] = request.limits;
     let latest: SharedSetLimiter | undefined;
     const open = (state: SetState): SharedSetLimiter => {
-      latest = new SharedSetLimiter({ store: watch, key, state, unit: request.unit, clock });
+      latest = new SharedSetLimiter({ store: watch, key, state, unit: request.unit, clock, onWait: request.onWait });
       return latest;
     };
     const primary = open(await request.setUp(watch));

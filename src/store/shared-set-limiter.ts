@@ -19,6 +19,8 @@ export interface SharedSetLimiterOptions {
   leaseMs?: number;
   /** How often a wait refused for want of a free slot asks again: slots freed by other processes send no word. */
   slotPollMs?: number;
+  /** Told of each lease's wait and the limits (numbered from 1) that set it. */
+  onWait?: (limitedBy: readonly number[], waitMs: number) => void;
 }
 
 /**
@@ -57,6 +59,7 @@ export class SharedSetLimiter implements Limiter {
   readonly #clock: Clock;
   readonly #leaseMs: number;
   readonly #slotPollMs: number;
+  readonly #onWait: ((limitedBy: readonly number[], waitMs: number) => void) | undefined;
   #limits: LimitSpec[];
   #state: SetState;
   /** Costs leased from the store and not yet used, by unit. */
@@ -87,6 +90,7 @@ export class SharedSetLimiter implements Limiter {
     this.#clock = options.clock ?? systemClock;
     this.#leaseMs = options.leaseMs ?? 20;
     this.#slotPollMs = options.slotPollMs ?? 50;
+    this.#onWait = options.onWait;
     this.#state = options.state;
     this.#limits = options.state.limits.map(({ level: _, ...spec }) => spec as LimitSpec);
     this.#readyAtMs = this.#clock.now();
@@ -299,6 +303,7 @@ export class SharedSetLimiter implements Limiter {
         const readyAtBeforeMs = this.#readyAtMs;
         this.#readyAtMs = Math.max(this.#readyAtMs, sentMs + result.waitMs);
         this.#noteTake(reservation, this.#readyAtMs);
+        if (result.waitMs > 0 && Number.isFinite(result.waitMs)) this.#onWait?.(result.limitedBy, result.waitMs);
         this.#lease = { reservation, leased: { ...lease }, readyAtBeforeMs };
         return reservation;
       }

@@ -133,6 +133,18 @@ describe("pipe and run on a shared set", () => {
     expect(shown.limits[2]).toEqual({ kind: "concurrency", n: 4, level: 4 });
   });
 
+  it("--stats on a shared set numbers its limits and names the one that bound", async () => {
+    const result = await runCli(["run", "--key", "stats-set", "--store", store, "--rate", "1000/s", "--window", "3/1s", "--count", "4", "--stats-format", "json", "--", "true"]);
+    expect(result.code).toBe(0);
+    const stats = JSON.parse(result.stderr);
+    expect(stats.limits.map((limit: { limit: number; kind: string }) => [limit.limit, limit.kind])).toEqual([
+      [1, "bucket"],
+      [2, "window"],
+    ]);
+    expect(stats.limitedBy[0]).toBe(2);
+    expect(stats.limits[1].waitedSeconds).toBeGreaterThanOrEqual(0.9);
+  });
+
   it("changing a key's set from the command line says so once, on standard error", async () => {
     expect((await key(["set", "changing", "--rate", "1000/s", "--window", "100/1s"])).code).toBe(0);
     const result = await runCli(["run", "--key", "changing", "--store", store, "--rate", "1000/s", "--window", "50/1s", "--count", "1", "--", "true"]);

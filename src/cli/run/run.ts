@@ -46,7 +46,7 @@ export async function runRun(config: RunConfig): Promise<number> {
   try {
     // Concurrency is the runner's (config.jobs, the lower of --jobs and --concurrency): a job holds its slot across its retries.
     const launchLimits = config.limits.filter((limit) => limit.spec.kind !== "concurrency").map((limit) => limit.spec);
-    const { limiter, set, sharedSlots, close } = await openLimiter({
+    const { limiter, set, report, sharedSlots, close } = await openLimiter({
       kind: "count",
       rate: config.rate,
       burst: config.burst,
@@ -56,7 +56,10 @@ export async function runRun(config: RunConfig): Promise<number> {
       command: "run",
     });
     try {
-      return await launchAll(config, limiter, items, jobLog, set, sharedSlots);
+      // A private set's concurrency is the runner's; a shared key's set reports every limit from the store's takes.
+      const limitsOf = (slotWaitMs: number) =>
+        set ? runLimitReports(config, set, slotWaitMs) : report && limitReports(report.specs, report.waitedMsBy, config.limits.map((limit) => limit.flag));
+      return await launchAll(config, limiter, items, jobLog, limitsOf, sharedSlots);
     } finally {
       await close();
     }
@@ -146,7 +149,7 @@ async function launchAll(
   limiter: Limiter,
   items: Items | undefined,
   jobLog: JobLog | undefined,
-  set: LimitSetLimiter | undefined,
+  limitsOf: (slotWaitMs: number) => LimitReport[] | undefined,
   sharedSlots: SharedSlots | undefined,
 ): Promise<number> {
   // The meter gives --stats its rate after the burst, and the progress line its recent rate.
@@ -249,7 +252,7 @@ async function launchAll(
   if (config.stats !== undefined) {
     const lost = { bytes: stdout.lostBytes + stderr.lostBytes, lines: stdout.lostLines + stderr.lostLines };
     const stats = runStats(result, limiter.rate, limiter.burst, meter.steadyPerSecond(), lost);
-    const limits = set && runLimitReports(config, set, result.slotWaitMs ?? 0);
+    const limits = limitsOf(result.slotWaitMs ?? 0);
     if (config.stats === "json") say(`${JSON.stringify(limits ? { ...stats, limits, limitedBy: limitedBy(limits) } : stats)}\n`);
     else say(formatStatsText(stats, limits && formatLimitsText(limits)));
   }
