@@ -7,8 +7,7 @@ import { describeLimit, limitReports } from "../core/limit-report.js";
 import { TokenBucket } from "../core/token-bucket.js";
 import { formatByteRate, formatByteSize, formatCountRate, type RateKind } from "../core/units.js";
 import { type BucketConfig, type BucketState, type BucketStore, StoreError } from "../store/bucket-store.js";
-import { FailoverLimiter } from "../store/failover-limiter.js";
-import { type KeyBucket, KeyBuckets } from "../store/key-buckets.js";
+import { type KeyBucket, KeyBuckets, type SetKeyBucket } from "../store/key-buckets.js";
 import type { SharedSlots } from "../run/job-runner.js";
 import { isLimitSetStore, type LimitLevel, type LimitSetStore, sameLimits, type SetState } from "../store/limit-set-store.js";
 import { RuntimeError, UsageError } from "./errors.js";
@@ -95,6 +94,7 @@ async function openSharedLimiter(request: LimiterRequest, key: string): Promise<
     throw error instanceof StoreError ? new RuntimeError(describeStoreFailure(error, { offerLocal: !local })) : error;
   });
   let limiter: KeyBucket | undefined;
+  let setBucket: SetKeyBucket | undefined;
   let setLimits: LimitSpec[] | undefined;
   const waitedMsBy: number[] = [];
   const keys: KeyBuckets = new KeyBuckets({
@@ -115,12 +115,12 @@ async function openSharedLimiter(request: LimiterRequest, key: string): Promise<
       return state;
     });
     limiter = setUpNoting
-      ? await keys.openSet(key, {
+      ? (setBucket = await keys.openSet(key, {
           unit: request.kind,
           limits: request.limits ?? [],
           setUp: setUpNoting,
           onWait: (limitedBy, waitMs) => limitedBy.forEach((number) => (waitedMsBy[number - 1] = (waitedMsBy[number - 1] ?? 0) + waitMs)),
-        })
+        }))
       : await keys.open(key, privateSettings ? { settings: privateSettings } : { required: true, setUp: (store) => configureKey(store, key, request) });
   } catch (error) {
     await keys.close();
@@ -128,8 +128,8 @@ async function openSharedLimiter(request: LimiterRequest, key: string): Promise<
     throw error;
   }
   const opened = limiter;
-  const sharedSlots: SharedSlots | undefined =
-    setLimits?.some((limit) => limit.kind === "concurrency") && opened instanceof FailoverLimiter ? { acquire: (maxWaitMs, signal) => opened.acquire(LAUNCH_COSTS, maxWaitMs, signal) } : undefined;
+  const slots = setLimits?.some((limit) => limit.kind === "concurrency") ? setBucket : undefined;
+  const sharedSlots: SharedSlots | undefined = slots && { acquire: (maxWaitMs, signal) => slots.acquire(LAUNCH_COSTS, maxWaitMs, signal) };
   // The limiter first gives back a lease still waiting, then the store closes.
   const report = setLimits && { specs: setLimits, waitedMsBy: (index: number) => waitedMsBy[index] ?? 0 };
   return { limiter: opened, report, sharedSlots, close: () => keys.close([opened]) };

@@ -13,12 +13,6 @@ export interface StoreBackedLimiter extends Limiter {
   close(): Promise<void>;
 }
 
-/** A limiter that holds concurrency slots for items that run a while: a set of limits, shared or private. */
-export interface SlotHolder {
-  acquire(costs: Costs, maxWaitMs: number, signal?: AbortSignal): Promise<object | undefined>;
-  release(held: object): Promise<void> | void;
-}
-
 /**
  * What a key's waits do while its store is lost:
  * - `fail`: reject at once with the store's failure (an HTTP server's 503);
@@ -138,19 +132,14 @@ export class FailoverLimiter implements Limiter {
   }
 
   /**
-   * Waits as tryWait for an item of `costs` and holds its concurrency slot
-   * until the returned release: a key holding a set (SharedSetLimiter), or
-   * the private set of an outage. Undefined when refused; while the store is
-   * lost in `open` mode, admitted with nothing to hold.
+   * Runs `operation` on the limiter that serves now (the store's, or the
+   * private one of an outage), as wait and tryWait do: carried across an
+   * outage as `whileLost` says; `admitted` is the answer while the store is
+   * lost in `open` mode. For what a key's own limiter offers beyond Limiter
+   * (a set's concurrency slots).
    */
-  acquire(costs: Costs, maxWaitMs: number, signal?: AbortSignal): Promise<(() => Promise<void>) | undefined> {
-    const hold = async (limiter: Limiter) => {
-      const holder = limiter as Limiter & Partial<SlotHolder>;
-      if (!holder.acquire || !holder.release) throw new TypeError(`key "${this.key}": holds no concurrency slots`);
-      const held = await holder.acquire(costs, maxWaitMs, signal);
-      return held === undefined ? undefined : async () => void (await holder.release!(held));
-    };
-    return this.#run(hold, async () => {}, signal);
+  run<T>(operation: (limiter: Limiter) => Promise<T>, admitted: T, signal?: AbortSignal): Promise<T> {
+    return this.#run(operation, admitted, signal);
   }
 
   /** Gives back what the store-backed limiter holds; waits still waiting for the store reject. */

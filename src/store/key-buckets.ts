@@ -1,6 +1,6 @@
 import type { Clock } from "../core/clock.js";
 import { LimitSetLimiter } from "../core/limit-set-limiter.js";
-import { type LimitSpec, lowestRate, mostAtOnce } from "../core/limit-spec.js";
+import { type Costs, type LimitSpec, lowestRate, mostAtOnce } from "../core/limit-spec.js";
 import { TokenBucket } from "../core/token-bucket.js";
 import type { RateKind } from "../core/units.js";
 import { type BucketConfig, type BucketState, type BucketStore, StoreError } from "./bucket-store.js";
@@ -71,6 +71,12 @@ export type KeyRequest = {
       required: true;
     }
 );
+
+/** A key's set as openSet opens it: a KeyBucket that also holds concurrency slots for items that run a while. */
+export interface SetKeyBucket extends KeyBucket {
+  /** Waits as tryWait for an item of `costs` and holds its slots until the returned release; undefined when refused. */
+  acquire(costs: Costs, maxWaitMs: number, signal?: AbortSignal): Promise<(() => Promise<void>) | undefined>;
+}
 
 /** How a key that holds a set of limits is opened (`openSet`). */
 export interface SetKeyRequest {
@@ -154,10 +160,10 @@ export class KeyBuckets {
    * read; a key opened again after an outage takes the set the store holds
    * (a store restarted empty gets the key again, as it was).
    */
-  async openSet(key: string, request: SetKeyRequest): Promise<KeyBucket> {
+  async openSet(key: string, request: SetKeyRequest): Promise<SetKeyBucket> {
     const watch = this.#watch;
     const { clock, keyFailure, whileLost } = this.#options;
-    if (!watch) return new PrivateSetBucket(request.limits, request.unit, clock);
+    if (!watch) return privateSetBucket(request.limits, request.unit, clock);
     let limits: readonly LimitSpec[] = request.limits;
     let latest: SharedSetLimiter | undefined;
     const open = (state: SetState): SharedSetLimiter => {
@@ -171,7 +177,8 @@ export class KeyBuckets {
       return open((await watch.readSet(key)) ?? (await watch.configureSet(key, limits)));
     };
     const settingsOf = (specs: readonly LimitSpec[]): BucketConfig => ({ rate: lowestRate(specs, request.unit), burst: mostAtOnce(specs, request.unit), kind: request.unit });
-    return new FailoverLimiter({
+    let privateSet: LimitSetLimiter | undefined;
+    const failover = new FailoverLimiter({
       watch,
       key,
       settings: settingsOf(primary.limits),
@@ -180,8 +187,25 @@ export class KeyBuckets {
       whileLost,
       keyFailure,
       clock,
-      makePrivate: () => new LimitSetLimiter(lastLimits(), { unit: request.unit, clock }),
+      makePrivate: () => (privateSet = new LimitSetLimiter(lastLimits(), { unit: request.unit, clock })),
     });
+    const acquire: SetKeyBucket["acquire"] = (costs, maxWaitMs, signal) =>
+      failover.run(
+        async (limiter) => {
+          // The limiter serving is the outage's private set, or the store's (the one opened last).
+          if (limiter === privateSet) {
+            const set = privateSet;
+            const held = await set.acquire(costs, maxWaitMs, signal);
+            return held && (async () => set.release(held));
+          }
+          const shared = limiter as SharedSetLimiter;
+          const held = await shared.acquire(costs, maxWaitMs, signal);
+          return held && (() => shared.release(held));
+        },
+        async () => {},
+        signal,
+      );
+    return Object.assign(failover, { acquire });
   }
 
   /** Stops watching the store, leaving it open (it is someone else's to close). */
@@ -216,11 +240,23 @@ class PrivateKeyBucket extends TokenBucket implements KeyBucket {
 }
 
 /** A key's set when there is no store: its limits, held by this process alone. */
-class PrivateSetBucket extends LimitSetLimiter implements KeyBucket {
-  readonly kind: RateKind;
-  constructor(limits: readonly LimitSpec[], unit: RateKind, clock: Clock | undefined) {
-    super(limits, { unit, clock });
-    this.kind = unit;
-  }
-  async close(): Promise<void> {}
+function privateSetBucket(limits: readonly LimitSpec[], kind: RateKind, clock: Clock | undefined): SetKeyBucket {
+  const set = new LimitSetLimiter(limits, { unit: kind, clock });
+  return {
+    kind,
+    get rate() {
+      return set.rate;
+    },
+    get burst() {
+      return set.burst;
+    },
+    tokens: () => set.tokens(),
+    wait: (n, signal, costs) => set.wait(n, signal, costs),
+    tryWait: (n, maxWaitMs, signal, costs) => set.tryWait(n, maxWaitMs, signal, costs),
+    acquire: async (costs, maxWaitMs, signal) => {
+      const held = await set.acquire(costs, maxWaitMs, signal);
+      return held && (async () => set.release(held));
+    },
+    close: async () => {},
+  };
 }
