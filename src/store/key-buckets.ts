@@ -162,12 +162,13 @@ export class KeyBuckets {
    */
   async openSet(key: string, request: SetKeyRequest): Promise<SetKeyBucket> {
     const watch = this.#watch;
-    const { clock, keyFailure, whileLost } = this.#options;
+    const { clock, keyFailure, whileLost, poll } = this.#options;
     if (!watch) return privateSetBucket(request.limits, request.unit, clock);
     let limits: readonly LimitSpec[] = request.limits;
     let latest: SharedSetLimiter | undefined;
     const open = (state: SetState): SharedSetLimiter => {
       latest = new SharedSetLimiter({ store: watch, key, state, unit: request.unit, clock, onWait: request.onWait });
+      if (poll) latest.startPolling();
       return latest;
     };
     const primary = open(await request.setUp(watch));

@@ -19,6 +19,8 @@ export interface SharedSetLimiterOptions {
   leaseMs?: number;
   /** How often a wait refused for want of a free slot asks again: slots freed by other processes send no word. */
   slotPollMs?: number;
+  /** How often the key's set is read while no take brings it: a `key set` reaches a slow run within this. */
+  pollMs?: number;
   /** Told of each lease's wait and the limits (numbered from 1) that set it. */
   onWait?: (limitedBy: readonly number[], waitMs: number) => void;
 }
@@ -59,9 +61,11 @@ export class SharedSetLimiter implements Limiter {
   readonly #clock: Clock;
   readonly #leaseMs: number;
   readonly #slotPollMs: number;
+  readonly #pollMs: number;
+  #pollTimer: ReturnType<typeof setInterval> | undefined;
+  #lastContactMs: number;
   readonly #onWait: ((limitedBy: readonly number[], waitMs: number) => void) | undefined;
   #limits: LimitSpec[];
-  #state: SetState;
   /** Costs leased from the store and not yet used, by unit. */
   readonly #held = new Map<CostUnit, number>();
   /** When the held costs may be used, on the local clock. */
@@ -91,10 +95,29 @@ export class SharedSetLimiter implements Limiter {
     this.#leaseMs = options.leaseMs ?? 20;
     this.#slotPollMs = options.slotPollMs ?? 50;
     this.#onWait = options.onWait;
-    this.#state = options.state;
+    this.#pollMs = options.pollMs ?? 500;
     this.#limits = options.state.limits.map(({ level: _, ...spec }) => spec as LimitSpec);
     this.#readyAtMs = this.#clock.now();
     this.#levels = options.state.limits.map((limit) => ({ level: limit.level, atMs: this.#readyAtMs }));
+    this.#lastContactMs = this.#readyAtMs;
+  }
+
+  /** Reads the key's set every `pollMs` while no take does; the timer never keeps the process alive. */
+  startPolling(): void {
+    if (this.#pollTimer) return;
+    this.#pollTimer = setInterval(() => void this.poll().catch(() => {}), this.#pollMs);
+    this.#pollTimer.unref?.();
+  }
+
+  /** Reads the key's set and levels unless a take did within `pollMs`; a failure stops the limiter (the next wait throws it). */
+  async poll(): Promise<void> {
+    if (this.#failure || this.#closed || this.#clock.now() - this.#lastContactMs < this.#pollMs) return;
+    const state = await this.#call(() => this.#store.readSet(this.key)).catch(() => undefined);
+    if (!state || this.#failure) return;
+    this.#lastContactMs = this.#clock.now();
+    this.#limits = state.limits.map(({ level: _, ...spec }) => spec as LimitSpec);
+    this.#levels = state.limits.map((limit) => ({ level: limit.level, atMs: this.#lastContactMs }));
+    this.#takes.length = 0;
   }
 
   /** The key's limits as last read. */
@@ -192,6 +215,7 @@ export class SharedSetLimiter implements Limiter {
   async close(): Promise<void> {
     this.#closed = true;
     this.#stopRenewing();
+    if (this.#pollTimer) clearInterval(this.#pollTimer);
     await this.#taking?.catch(() => {});
     await this.#giveBackLease();
     for (const reservation of this.#slots) await this.#releaseSlot(reservation);
@@ -291,6 +315,7 @@ export class SharedSetLimiter implements Limiter {
       this.#taking = taking;
       const result = await taking.finally(() => (this.#taking = undefined));
       if (!result) throw this.#fail(new StoreError("deleted", `key "${this.key}": deleted from ${this.#store.url} while in use`, { storeUrl: this.#store.url, key: this.key }));
+      this.#lastContactMs = this.#clock.now();
       if (!sameLimits(this.#limits, result.limits)) {
         // The set changed (a `key set`): levels are known again at the next take, or as the new limits' capacity until then.
         this.#limits = result.limits;
@@ -386,6 +411,7 @@ export class SharedSetLimiter implements Limiter {
         ? error
         : new StoreError("lost", `store ${this.#store.url}: ${(error as Error)?.message ?? String(error)}`, { storeUrl: this.#store.url, key: this.key, cause: error });
     this.#stopRenewing();
+    if (this.#pollTimer) clearInterval(this.#pollTimer);
     return this.#failure;
   }
 

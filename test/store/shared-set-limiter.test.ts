@@ -208,4 +208,18 @@ describe("SharedSetLimiter", () => {
     await clock.advance(1000);
     expect(limiter.tokens()).toBeCloseTo(100_000, 0);
   });
+
+  it("a poll brings a `key set` made elsewhere while no take does: the rate and the levels follow", async () => {
+    const { clock, store, open } = await setup(RATE_AND_WINDOW);
+    const limiter = open();
+    expect(limiter.rate).toBe(10);
+    await store.configureSet("k", [{ kind: "bucket", unit: "count", rate: 2, burst: 1 }, RATE_AND_WINDOW[1]!]);
+    await limiter.poll();
+    // Within pollMs of the last contact a poll asks nothing.
+    expect(limiter.rate).toBe(10);
+    await clock.advance(500);
+    await limiter.poll();
+    expect(limiter.rate).toBe(2);
+    expect(limiter.roundTrips).toBe(1);
+  });
 });
