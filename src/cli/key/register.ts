@@ -62,7 +62,7 @@ export function registerKey(program: Command, onExit: (code: number) => void): v
 
   const setCommand = key
     .command("set")
-    .description("create a shared bucket or change its rate or burst; running processes follow within a second")
+    .description("create a shared bucket or a set of limits, or change them; running processes follow within a second")
     .argument("<key>", "the bucket's name")
     .usage("<key> [options]");
   addLimitOptions(setCommand, {
