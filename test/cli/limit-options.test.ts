@@ -1,7 +1,7 @@
 // The one grammar of a command's limits (--rate/--burst, --window, --concurrency), parsed in-process.
 import { Command } from "commander";
 import { describe, expect, it } from "vitest";
-import { addLimitOptions, type LimitFlags, type LimitGrammar, needsLimitSet, parseLimitOptions } from "../../src/cli/limit-options.js";
+import { addLimitOptions, checkKeyedLimits, type LimitFlags, type LimitGrammar, needsLimitSet, parseLimitOptions } from "../../src/cli/limit-options.js";
 
 const HELP = { rate: "r", burst: "b", window: "w", concurrency: "c" };
 
@@ -86,10 +86,15 @@ describe("parseLimitOptions", () => {
     expect(limitsOf(["--burst", "4mb"], { ...BYTES, keyed: true })).toEqual({ limits: [], keyBurst: 4 * 1024 ** 2 });
   });
 
-  it("needs a set beyond one bucket", () => {
+  it("needs a set beyond one bucket, which a key refuses with what works today", () => {
     const one = limitsOf(["--rate", "5"], LAUNCHES).limits;
     const two = limitsOf(["--rate", "5", "--window", "100/m"], LAUNCHES).limits;
     const window = limitsOf(["--window", "100/m"], LAUNCHES).limits;
     expect([needsLimitSet(one), needsLimitSet(two), needsLimitSet(window)]).toEqual([false, true, true]);
+    expect(() => checkKeyedLimits(one, "api")).not.toThrow();
+    expect(() => checkKeyedLimits(two, undefined)).not.toThrow();
+    expect(() => checkKeyedLimits(two, "api")).toThrow(
+      `--key: a shared key holds one rate and burst for now (sets of limits in a store come next), not "--rate 5 --window 100/m"; give --key one --rate (and --burst), or drop --key to apply these 2 limits in this process alone`,
+    );
   });
 });
