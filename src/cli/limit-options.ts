@@ -138,8 +138,9 @@ export function needsLimitSet(limits: readonly ParsedLimit[]): boolean {
 }
 
 /**
- * Refuses a set with --key: the stores hold one bucket a key for now. One
- * limit with a key works as it always has.
+ * Refuses a set with --key where a command cannot yet keep one on a shared
+ * key (the proxy); pipe and run keep sets on keys. One limit with a key
+ * works as it always has.
  */
 export function checkKeyedLimits(limits: readonly ParsedLimit[], key: string | undefined): void {
   if (key === undefined || !needsLimitSet(limits)) return;

@@ -3,10 +3,13 @@ import { defaultBurst } from "../core/default-burst.js";
 import { LimitSetLimiter } from "../core/limit-set-limiter.js";
 import type { LimitSpec } from "../core/limit-spec.js";
 import { humanAmount, humanDuration, humanRate } from "../core/format.js";
+import { describeLimit, limitReports } from "../core/limit-report.js";
 import { TokenBucket } from "../core/token-bucket.js";
 import { formatByteRate, formatByteSize, formatCountRate, type RateKind } from "../core/units.js";
 import { type BucketConfig, type BucketState, type BucketStore, StoreError } from "../store/bucket-store.js";
-import { type KeyBucket, KeyBuckets } from "../store/key-buckets.js";
+import { type KeyBucket, KeyBuckets, type SetKeyBucket } from "../store/key-buckets.js";
+import type { SharedSlots } from "../run/job-runner.js";
+import { isLimitSetStore, type LimitLevel, type LimitSetStore, sameLimits, type SetState } from "../store/limit-set-store.js";
 import { RuntimeError, UsageError } from "./errors.js";
 import type { SharedBucketOptions } from "./shared-options.js";
 import { describeStoreFailure } from "./store-failure.js";
@@ -20,17 +23,30 @@ export interface LimiterRequest {
   rate?: number;
   /** Capacity, when given on the command line (else defaultBurst for the kind and rate). */
   burst?: number;
-  /** A private set of limits instead of one bucket (never with a key, for now); `kind` is then its main unit. */
+  /** A set of limits instead of one bucket (private, or with a key the key's set); `kind` is then its main unit. */
   limits?: readonly LimitSpec[];
   shared: SharedBucketOptions;
   /** Who asks: what stops when a shared store is lost, for the message (a stream, or launches). */
   command: "pipe" | "run";
 }
 
+export interface SetReport {
+  specs: readonly LimitSpec[];
+  waitedMsBy(index: number): number;
+}
+
 export interface OpenLimiter {
   limiter: Limiter;
   /** The same limiter, when it is a private set: for its per-limit statistics. */
   set?: LimitSetLimiter;
+  /**
+   * A set's limits as opened (a private set, or a shared key's set) and the
+   * time of the waits each set, by index: for what a slice may hold and for
+   * --stats. Undefined for one bucket.
+   */
+  report?: SetReport;
+  /** A shared key's concurrency slots, when its set has a concurrency limit: run holds one a launch while it runs. */
+  sharedSlots?: SharedSlots;
   /** Releases what the limiter holds (store connections, timers). */
   close(): Promise<void>;
 }
@@ -46,7 +62,7 @@ export async function openLimiter(request: LimiterRequest): Promise<OpenLimiter>
   if (request.shared.key !== undefined) return openSharedLimiter(request, request.shared.key);
   if (request.limits !== undefined) {
     const set = new LimitSetLimiter(request.limits, { unit: request.kind });
-    return { limiter: set, set, close: async () => {} };
+    return { limiter: set, set, report: privateReport(set), close: async () => {} };
   }
   if (request.rate === undefined) throw new Error("openLimiter: a private bucket needs a rate");
   return { limiter: new TokenBucket({ rate: request.rate, burst: request.burst ?? defaultBurst(request.kind, request.rate) }), close: async () => {} };
@@ -63,12 +79,24 @@ async function openSharedLimiter(request: LimiterRequest, key: string): Promise<
     if (!(error instanceof StoreError)) throw error;
     const line = describeStoreFailure(error, { offerLocal: !local });
     if (!local) throw new RuntimeError(line);
+    if (request.limits !== undefined) {
+      warn(`${line}; going on with a private set of ${describeLimits(request.limits)}`);
+      const set = new LimitSetLimiter(request.limits, { unit: request.kind });
+      return { limiter: set, set, report: privateReport(set), close: async () => {} };
+    }
     if (request.rate === undefined) throw new RuntimeError(`${line}; --on-store-error local needs --rate to go on with a private bucket`);
     privateSettings = { rate: request.rate, burst: request.burst ?? defaultBurst(request.kind, request.rate), kind: request.kind };
     warn(`${line}; going on with a private bucket at ${describeConfig(privateSettings)}`);
     store = error;
   }
+  const setUp = store instanceof StoreError ? undefined : await keySetUp(store, key, request).catch(async (error: unknown) => {
+    await store.close();
+    throw error instanceof StoreError ? new RuntimeError(describeStoreFailure(error, { offerLocal: !local })) : error;
+  });
   let limiter: KeyBucket | undefined;
+  let setBucket: SetKeyBucket | undefined;
+  let setLimits: LimitSpec[] | undefined;
+  const waitedMsBy: number[] = [];
   const keys: KeyBuckets = new KeyBuckets({
     store,
     poll: true,
@@ -81,16 +109,38 @@ async function openSharedLimiter(request: LimiterRequest, key: string): Promise<
     whileLost: local ? { mode: "local" } : { mode: "wait", timeoutMs: request.shared.storeTimeoutMs, giveUp: (error, lostForMs) => gaveUp(error, lostForMs, request.command) },
   });
   try {
-    limiter = await keys.open(key, privateSettings ? { settings: privateSettings } : { required: true, setUp: (store) => configureKey(store, key, request) });
+    const setUpNoting = setUp && (async (sets: LimitSetStore) => {
+      const state = await setUp(sets);
+      setLimits = state.limits.map(specOf);
+      return state;
+    });
+    limiter = setUpNoting
+      ? (setBucket = await keys.openSet(key, {
+          unit: request.kind,
+          limits: request.limits ?? [],
+          setUp: setUpNoting,
+          onWait: (limitedBy, waitMs) => limitedBy.forEach((number) => (waitedMsBy[number - 1] = (waitedMsBy[number - 1] ?? 0) + waitMs)),
+        }))
+      : await keys.open(key, privateSettings ? { settings: privateSettings } : { required: true, setUp: (store) => configureKey(store, key, request) });
   } catch (error) {
     await keys.close();
     if (error instanceof StoreError) throw new RuntimeError(describeStoreFailure(error, { offerLocal: !local }));
     throw error;
   }
   const opened = limiter;
+  const slots = setLimits?.some((limit) => limit.kind === "concurrency") ? setBucket : undefined;
+  const sharedSlots: SharedSlots | undefined = slots && { acquire: (maxWaitMs, signal) => slots.acquire(LAUNCH_COSTS, maxWaitMs, signal) };
   // The limiter first gives back a lease still waiting, then the store closes.
-  return { limiter: opened, close: () => keys.close([opened]) };
+  const report = setLimits && { specs: setLimits, waitedMsBy: (index: number) => waitedMsBy[index] ?? 0 };
+  return { limiter: opened, report, sharedSlots, close: () => keys.close([opened]) };
 }
+
+function privateReport(set: LimitSetLimiter): SetReport {
+  return { specs: set.set.specs, waitedMsBy: (index) => set.waitedMsBy[index]! };
+}
+
+/** A launch costs one launch in every limit counting them. */
+const LAUNCH_COSTS = { count: 1 } as const;
 
 /** What a command did when its store was lost mid-way. */
 const STOPPED: Record<LimiterRequest["command"], string> = {
@@ -106,9 +156,59 @@ function gaveUp(error: StoreError, lostForMs: number, command: LimiterRequest["c
   return new RuntimeError(`${line}; away for ${humanDuration(lostForMs)}; ${STOPPED[command]}; ${rerun} --on-store-error local to go on with a private bucket`);
 }
 
+/**
+ * How a key that holds (or is to hold) a set is set up: with the command's
+ * limits when it gives more than one bucket, or as the store holds it when
+ * the command gives none and the stored key is a set. Undefined for a key
+ * of one bucket, opened as it always was.
+ */
+async function keySetUp(store: BucketStore, key: string, request: LimiterRequest): Promise<((store: LimitSetStore) => Promise<SetState>) | undefined> {
+  if (!isLimitSetStore(store)) {
+    if (request.limits === undefined) return undefined;
+    throw new UsageError(`--key: ${store.url} holds one rate and burst a key, not a set of limits; use a SQLite store for "${key}", or give --key one --rate (and --burst)`);
+  }
+  const limits = request.limits;
+  if (limits !== undefined) {
+    return async (sets) => {
+      const before = await sets.readSet(key);
+      const state = await sets.configureSet(key, limits);
+      if (before && !sameLimits(before.limits.map(specOf), limits)) {
+        process.stderr.write(`tbucket: key "${key}": limits changed from ${describeLimits(before.limits)} to ${describeLimits(limits)}; every process on this key now shares the new limits\n`);
+      }
+      return state;
+    };
+  }
+  if (request.rate !== undefined || request.burst !== undefined) return undefined;
+  const stored = await store.readSet(key);
+  if (!stored || !isSet(stored.limits)) return undefined;
+  if (!stored.limits.some((limit) => limit.kind !== "concurrency" && limit.unit === request.kind)) {
+    const want = request.kind === "bytes" ? "bytes" : "a count";
+    throw new UsageError(`--key: "${key}" holds ${describeLimits(stored.limits)}, none of which counts ${want}; use another key, or give --rate to reset it`);
+  }
+  return async () => stored;
+}
+
+/** A set is more than one bucket: one bucket alone is a key as it always was (opened, shown, listed so). */
+export function isSet(limits: readonly LimitSpec[]): boolean {
+  return limits.length > 1 || limits[0]?.kind !== "bucket";
+}
+
+function specOf({ level: _, ...spec }: LimitLevel): LimitSpec {
+  return spec as LimitSpec;
+}
+
+/** `20/s, burst 1 and 10 in any 1.0 s and 4 at once`: a set's limits for people. */
+export function describeLimits(limits: readonly LimitSpec[]): string {
+  return limitReports(limits, () => 0).map(describeLimit).join(" and ");
+}
+
 /** Sets the key from --rate/--burst, or reads its stored settings; checks the kind of token. */
 async function configureKey(store: BucketStore, key: string, request: LimiterRequest): Promise<BucketState> {
-  const stored = await store.read(key);
+  // A --rate given replaces a set the key held with its one bucket.
+  const stored = await store.read(key).catch((error: unknown) => {
+    if (error instanceof StoreError && error.failure === "holds-a-set" && request.rate !== undefined) return undefined;
+    throw error;
+  });
   if (request.rate !== undefined) {
     // Pausing (rate 0) keeps the key's burst for when it resumes.
     const keepBurst = request.rate === 0 && stored?.kind === request.kind ? stored.burst : undefined;

@@ -1,6 +1,6 @@
 import { type Clock, systemClock } from "./clock.js";
 import { type LimitReservation, LimitSet } from "./limit-set.js";
-import type { CostUnit, Costs, LimitSpec } from "./limit-spec.js";
+import { type CostUnit, type Costs, type LimitSpec, lowestRate, mostAtOnce } from "./limit-spec.js";
 import type { Limiter } from "./limiter.js";
 import { ExceedsBurstError } from "./token-bucket.js";
 
@@ -51,26 +51,16 @@ export class LimitSetLimiter implements Limiter {
   }
 
   get rate(): number {
-    let rate = Infinity;
-    for (const spec of this.set.specs) {
-      if (spec.kind === "bucket" && spec.unit === this.unit) rate = Math.min(rate, spec.rate);
-      if (spec.kind === "window" && spec.unit === this.unit) rate = Math.min(rate, (spec.n * 1000) / spec.windowMs);
-    }
-    return rate;
+    return lowestRate(this.set.specs, this.unit);
   }
 
   get burst(): number {
     return this.mostAtOnce(this.unit);
   }
 
-  /** The most of `unit` one item may cost: the least burst (of a bucket with a finite rate) or window n counting it; Infinity if none counts it. */
+  /** The most of `unit` one item may cost (limit-spec's mostAtOnce). */
   mostAtOnce(unit: CostUnit): number {
-    let most = Infinity;
-    for (const spec of this.set.specs) {
-      if (spec.kind === "bucket" && spec.unit === unit && spec.rate !== Infinity) most = Math.min(most, spec.burst);
-      if (spec.kind === "window" && spec.unit === unit) most = Math.min(most, spec.n);
-    }
-    return most;
+    return mostAtOnce(this.set.specs, unit);
   }
 
   tokens(): number {

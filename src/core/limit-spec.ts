@@ -87,3 +87,23 @@ export function checkLimitSpecs(specs: readonly LimitSpec[]): void {
 export function unitOf(spec: LimitSpec): CostUnit | undefined {
   return spec.kind === "concurrency" ? undefined : spec.unit;
 }
+
+/** The lowest long-run rate of the limits counting `unit`, a window's n / W counting as one; Infinity if none limits it. */
+export function lowestRate(specs: readonly LimitSpec[], unit: CostUnit): number {
+  let rate = Infinity;
+  for (const spec of specs) {
+    if (spec.kind === "bucket" && spec.unit === unit) rate = Math.min(rate, spec.rate);
+    if (spec.kind === "window" && spec.unit === unit) rate = Math.min(rate, (spec.n * 1000) / spec.windowMs);
+  }
+  return rate;
+}
+
+/** The most of `unit` one item may cost: the least burst (of a bucket with a finite rate) or window n counting it; Infinity if none counts it. */
+export function mostAtOnce(specs: readonly LimitSpec[], unit: CostUnit): number {
+  let most = Infinity;
+  for (const spec of specs) {
+    if (spec.kind === "bucket" && spec.unit === unit && spec.rate !== Infinity) most = Math.min(most, spec.burst);
+    if (spec.kind === "window" && spec.unit === unit) most = Math.min(most, spec.n);
+  }
+  return most;
+}

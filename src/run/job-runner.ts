@@ -56,6 +56,13 @@ export interface JobRunnerOptions {
   launch: Launch;
   /** Most jobs running at once; Infinity: no limit. */
   concurrency: number;
+  /**
+   * Slots shared with other processes (a shared key's concurrency limit):
+   * each attempt then takes its launch and a slot in one step, instead of a
+   * token from `limiter`, holds the slot while it runs and gives it back
+   * when it ends, so a job between attempts holds none.
+   */
+  sharedSlots?: SharedSlots;
   /** Skip a job whose token would take longer than this; Infinity: wait as long as it takes. */
   maxWaitMs?: number;
   /** Extra attempts for a failed job, each taking a token. */
@@ -69,6 +76,12 @@ export interface JobRunnerOptions {
   onLaunch?(job: JobSpec, attempt: number, atMs: number, askedMs: number): void;
   /** A job is over: finished, failed for good, or skipped. */
   onJobEnd?(record: JobRecord): void;
+}
+
+/** Launches that hold a slot of a limit shared with other processes while they run. */
+export interface SharedSlots {
+  /** Waits for a launch and a slot, as Limiter.tryWait (Infinity: as long as it takes); resolves to the slot's release, or undefined when refused. */
+  acquire(maxWaitMs: number, signal: AbortSignal): Promise<(() => Promise<void>) | undefined>;
 }
 
 const FATAL_SPAWN_ERRORS = new Set(["ENOENT", "EACCES", "ENOTDIR", "EISDIR", "ENOINTERP"]);
@@ -173,12 +186,14 @@ export class JobRunner {
         const token = await this.#takeToken(stopSignal);
         // A token granted in the same moment as a stop must not start a job after the signal went out.
         if (token === ABORTED || token === FAILED || stopSignal.aborted) {
+          if (token !== ABORTED && token !== FAILED) await token.release?.();
           this.#releaseSlot();
           break;
         }
         // Past --duration by the clock, though its timer has not fired yet (a busy machine wakes timers late).
         if (this.#clock.now() - startMs >= durationMs) {
           this.stop("duration");
+          await token.release?.();
           this.#releaseSlot();
           break;
         }
@@ -219,7 +234,8 @@ export class JobRunner {
   }
 
   /** Runs one job to its end, retrying failures; the job holds its slot throughout. */
-  async #runJob(job: JobSpec, firstToken: { waitMs: number; askedMs: number }): Promise<void> {
+  async #runJob(job: JobSpec, firstToken: { waitMs: number; askedMs: number; release?: () => Promise<void> }): Promise<void> {
+    let release = firstToken.release;
     let waitMs = firstToken.waitMs;
     let askedMs = firstToken.askedMs;
     let attempts = 0;
@@ -239,6 +255,9 @@ export class JobRunner {
           exit = await launched.exited;
         } finally {
           this.#live.delete(launched);
+          const ended = release;
+          release = undefined;
+          await ended?.();
         }
         signalled = this.#signalled.has(launched);
         if (exit.spawnError && isFatalSpawnError(exit.spawnError.code)) {
@@ -251,10 +270,12 @@ export class JobRunner {
         if (token === ABORTED || token === FAILED) break;
         waitMs += token.waitMs;
         if (!token.ok) break;
+        release = token.release;
         askedMs = token.askedMs;
         this.#counts.retried++;
       }
     } finally {
+      await release?.();
       this.#releaseSlot();
     }
     if (succeeded(exit)) this.#counts.succeeded++;
@@ -292,10 +313,14 @@ export class JobRunner {
    * The run's wait counts every wait, one cut short by a stop (a signal while
    * the key is paused) too.
    */
-  async #takeToken(signal: AbortSignal): Promise<{ ok: boolean; waitMs: number; askedMs: number } | typeof ABORTED | typeof FAILED> {
-    const { limiter } = this.#options;
+  async #takeToken(signal: AbortSignal): Promise<{ ok: boolean; waitMs: number; askedMs: number; release?: () => Promise<void> } | typeof ABORTED | typeof FAILED> {
+    const { limiter, sharedSlots } = this.#options;
     const beforeMs = this.#clock.now();
     try {
+      if (sharedSlots) {
+        const release = await sharedSlots.acquire(this.#maxWaitMs, signal);
+        return { ok: release !== undefined, waitMs: this.#clock.now() - beforeMs, askedMs: beforeMs, release };
+      }
       let ok = true;
       if (!Number.isFinite(this.#maxWaitMs)) await limiter.wait(1, signal, LAUNCH_COSTS);
       else ok = await limiter.tryWait(1, this.#maxWaitMs, signal, LAUNCH_COSTS);

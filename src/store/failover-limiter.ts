@@ -1,4 +1,5 @@
 import { type Clock, systemClock } from "../core/clock.js";
+import type { Costs } from "../core/limit-spec.js";
 import type { Limiter } from "../core/limiter.js";
 import { TokenBucket } from "../core/token-bucket.js";
 import type { RateKind } from "../core/units.js";
@@ -43,6 +44,12 @@ export interface FailoverLimiterOptions {
   whileLost: WhileLost;
   /** What a failure of the key itself (deleted while in use) is thrown as; by default the StoreError. */
   keyFailure?: (error: StoreError) => unknown;
+  /**
+   * The private limiter of an outage (`local`), `full` for a key first met
+   * while the store was lost; by default a TokenBucket of `settings`. A key
+   * holding a set of limits gets a private set of them.
+   */
+  makePrivate?: (settings: BucketConfig, full: boolean) => Limiter;
   /** For private buckets and the wait's time limit: the watch's clock. */
   clock?: Clock;
 }
@@ -73,7 +80,8 @@ export class FailoverLimiter implements Limiter {
   #primary: StoreBackedLimiter | undefined;
   #reopening: Promise<StoreBackedLimiter | StoreError> | undefined;
   /** The private bucket of an outage, with the outage it is for. */
-  #private: { outage: StoreOutage; bucket: TokenBucket } | undefined;
+  #private: { outage: StoreOutage; bucket: Limiter } | undefined;
+  readonly #makePrivate: (settings: BucketConfig, full: boolean) => Limiter;
   /** Whether the key ever took from the store: a private bucket then starts empty. */
   #used: boolean;
   readonly #closing = new AbortController();
@@ -86,6 +94,8 @@ export class FailoverLimiter implements Limiter {
     this.#keyFailure = options.keyFailure;
     this.#clock = options.clock ?? systemClock;
     this.#settings = options.settings;
+    this.#makePrivate =
+      options.makePrivate ?? ((settings, full) => new TokenBucket({ rate: settings.rate, burst: settings.burst, tokens: full ? settings.burst : 0, clock: this.#clock }));
     this.#primary = options.primary;
     this.#used = options.primary !== undefined;
   }
@@ -113,12 +123,23 @@ export class FailoverLimiter implements Limiter {
     return current === this.#settings ? this.#settings.burst : (current as Limiter).tokens();
   }
 
-  wait(n: number, signal?: AbortSignal): Promise<void> {
-    return this.#run((limiter) => limiter.wait(n, signal), undefined, signal);
+  wait(n: number, signal?: AbortSignal, costs?: Costs): Promise<void> {
+    return this.#run((limiter) => limiter.wait(n, signal, costs), undefined, signal);
   }
 
-  tryWait(n: number, maxWaitMs: number, signal?: AbortSignal): Promise<boolean> {
-    return this.#run((limiter) => limiter.tryWait(n, maxWaitMs, signal), true, signal);
+  tryWait(n: number, maxWaitMs: number, signal?: AbortSignal, costs?: Costs): Promise<boolean> {
+    return this.#run((limiter) => limiter.tryWait(n, maxWaitMs, signal, costs), true, signal);
+  }
+
+  /**
+   * Runs `operation` on the limiter that serves now (the store's, or the
+   * private one of an outage), as wait and tryWait do: carried across an
+   * outage as `whileLost` says; `admitted` is the answer while the store is
+   * lost in `open` mode. For what a key's own limiter offers beyond Limiter
+   * (a set's concurrency slots).
+   */
+  run<T>(operation: (limiter: Limiter) => Promise<T>, admitted: T, signal?: AbortSignal): Promise<T> {
+    return this.#run(operation, admitted, signal);
   }
 
   /** Gives back what the store-backed limiter holds; waits still waiting for the store reject. */
@@ -209,11 +230,10 @@ export class FailoverLimiter implements Limiter {
     void primary.close().catch(() => {});
   }
 
-  #privateBucket(outage: StoreOutage): TokenBucket {
+  #privateBucket(outage: StoreOutage): Limiter {
     if (this.#private?.outage === outage) return this.#private.bucket;
     if (this.#primary) this.#settings = { rate: this.#primary.rate, burst: this.#primary.burst, kind: this.#primary.kind };
-    const { rate, burst } = this.#settings;
-    const bucket = new TokenBucket({ rate, burst, tokens: this.#used ? 0 : burst, clock: this.#clock });
+    const bucket = this.#makePrivate(this.#settings, !this.#used);
     this.#private = { outage, bucket };
     return bucket;
   }

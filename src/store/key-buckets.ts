@@ -1,9 +1,13 @@
 import type { Clock } from "../core/clock.js";
+import { LimitSetLimiter } from "../core/limit-set-limiter.js";
+import { type Costs, type LimitSpec, lowestRate, mostAtOnce } from "../core/limit-spec.js";
 import { TokenBucket } from "../core/token-bucket.js";
 import type { RateKind } from "../core/units.js";
 import { type BucketConfig, type BucketState, type BucketStore, StoreError } from "./bucket-store.js";
 import { FailoverLimiter, type StoreBackedLimiter, type WhileLost } from "./failover-limiter.js";
+import type { LimitSetStore, SetState } from "./limit-set-store.js";
 import { openSharedKey, sharedKeyLimiter } from "./shared-key.js";
+import { SharedSetLimiter } from "./shared-set-limiter.js";
 import { isStoreFailure, StoreWatch } from "./store-watch.js";
 
 /**
@@ -68,6 +72,28 @@ export type KeyRequest = {
     }
 );
 
+/** A key's set as openSet opens it: a KeyBucket that also holds concurrency slots for items that run a while. */
+export interface SetKeyBucket extends KeyBucket {
+  /** Waits as tryWait for an item of `costs` and holds its slots until the returned release; undefined when refused. */
+  acquire(costs: Costs, maxWaitMs: number, signal?: AbortSignal): Promise<(() => Promise<void>) | undefined>;
+}
+
+/** How a key that holds a set of limits is opened (`openSet`). */
+export interface SetKeyRequest {
+  /** What `n` counts for the command: its main unit. */
+  unit: RateKind;
+  /**
+   * How the key's set is first set up on the store (the command line's
+   * limits, or the set the store holds): resolves to its state after. It
+   * must succeed now: a failure is thrown rather than left to `whileLost`.
+   */
+  setUp: (store: LimitSetStore) => Promise<SetState>;
+  /** The limits of a private set when there is no store. */
+  limits: readonly LimitSpec[];
+  /** Told of each take's wait on the store and the limits (numbered from 1) that set it: for --stats. */
+  onWait?: (limitedBy: readonly number[], waitMs: number) => void;
+}
+
 /** Closing gives up after this long: a store that went away must not hold a program's exit. */
 const CLOSE_WITHIN_MS = 1000;
 
@@ -127,6 +153,62 @@ export class KeyBuckets {
     return new FailoverLimiter({ watch, key, settings, primary, reopen, whileLost, keyFailure, clock });
   }
 
+  /**
+   * Opens a key that holds a set of limits: a SharedSetLimiter with
+   * failover, or a private set when there is no store. While the store is
+   * lost, `local` goes on with a private set of the key's limits as last
+   * read; a key opened again after an outage takes the set the store holds
+   * (a store restarted empty gets the key again, as it was).
+   */
+  async openSet(key: string, request: SetKeyRequest): Promise<SetKeyBucket> {
+    const watch = this.#watch;
+    const { clock, keyFailure, whileLost, poll } = this.#options;
+    if (!watch) return privateSetBucket(request.limits, request.unit, clock);
+    let limits: readonly LimitSpec[] = request.limits;
+    let latest: SharedSetLimiter | undefined;
+    const open = (state: SetState): SharedSetLimiter => {
+      latest = new SharedSetLimiter({ store: watch, key, state, unit: request.unit, clock, onWait: request.onWait });
+      if (poll) latest.startPolling();
+      return latest;
+    };
+    const primary = open(await request.setUp(watch));
+    const lastLimits = (): readonly LimitSpec[] => (latest ? latest.limits : limits);
+    const reopen = async (): Promise<StoreBackedLimiter> => {
+      limits = lastLimits();
+      return open((await watch.readSet(key)) ?? (await watch.configureSet(key, limits)));
+    };
+    const settingsOf = (specs: readonly LimitSpec[]): BucketConfig => ({ rate: lowestRate(specs, request.unit), burst: mostAtOnce(specs, request.unit), kind: request.unit });
+    let privateSet: LimitSetLimiter | undefined;
+    const failover = new FailoverLimiter({
+      watch,
+      key,
+      settings: settingsOf(primary.limits),
+      primary,
+      reopen,
+      whileLost,
+      keyFailure,
+      clock,
+      makePrivate: () => (privateSet = new LimitSetLimiter(lastLimits(), { unit: request.unit, clock })),
+    });
+    const acquire: SetKeyBucket["acquire"] = (costs, maxWaitMs, signal) =>
+      failover.run(
+        async (limiter) => {
+          // The limiter serving is the outage's private set, or the store's (the one opened last).
+          if (limiter === privateSet) {
+            const set = privateSet;
+            const held = await set.acquire(costs, maxWaitMs, signal);
+            return held && (async () => set.release(held));
+          }
+          const shared = limiter as SharedSetLimiter;
+          const held = await shared.acquire(costs, maxWaitMs, signal);
+          return held && (() => shared.release(held));
+        },
+        async () => {},
+        signal,
+      );
+    return Object.assign(failover, { acquire });
+  }
+
   /** Stops watching the store, leaving it open (it is someone else's to close). */
   stop(): void {
     this.#watch?.stop();
@@ -156,4 +238,26 @@ class PrivateKeyBucket extends TokenBucket implements KeyBucket {
     this.kind = settings.kind;
   }
   async close(): Promise<void> {}
+}
+
+/** A key's set when there is no store: its limits, held by this process alone. */
+function privateSetBucket(limits: readonly LimitSpec[], kind: RateKind, clock: Clock | undefined): SetKeyBucket {
+  const set = new LimitSetLimiter(limits, { unit: kind, clock });
+  return {
+    kind,
+    get rate() {
+      return set.rate;
+    },
+    get burst() {
+      return set.burst;
+    },
+    tokens: () => set.tokens(),
+    wait: (n, signal, costs) => set.wait(n, signal, costs),
+    tryWait: (n, maxWaitMs, signal, costs) => set.tryWait(n, maxWaitMs, signal, costs),
+    acquire: async (costs, maxWaitMs, signal) => {
+      const held = await set.acquire(costs, maxWaitMs, signal);
+      return held && (async () => set.release(held));
+    },
+    close: async () => {},
+  };
 }

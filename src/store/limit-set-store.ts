@@ -1,5 +1,5 @@
 import type { Costs, LimitSpec } from "../core/limit-spec.js";
-import { type ConfigureOptions, StoreError } from "./bucket-store.js";
+import { type BucketStore, type ConfigureOptions, StoreError } from "./bucket-store.js";
 
 /**
  * A LimitSetStore keeps keys that hold a set of limits (DESIGN section 11):
@@ -69,6 +69,11 @@ export interface LimitSetStore {
   listSets(): Promise<SetState[]>;
   /** Forgets a key and all its limits' state; says whether it existed. */
   deleteSet(key: string): Promise<boolean>;
+}
+
+/** Whether a store keeps limit sets: the memory and SQLite stores do; Redis's is wired in next. */
+export function isLimitSetStore(store: BucketStore | LimitSetStore): store is BucketStore & LimitSetStore {
+  return typeof (store as Partial<LimitSetStore>).takeSet === "function";
 }
 
 /** How long a concurrency slot is held without a renewal: a holder that dies gives its slot back within this. */

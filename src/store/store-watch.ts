@@ -1,5 +1,6 @@
 import { type Clock, systemClock } from "../core/clock.js";
 import { type BucketStore, StoreError } from "./bucket-store.js";
+import { isLimitSetStore, type LimitSetStore } from "./limit-set-store.js";
 
 /** Failures of one key or one limiter, not of the store: the others go on asking. */
 const KEY_FAILURES: ReadonlySet<string> = new Set(["deleted", "closed", "holds-a-set"]);
@@ -47,7 +48,7 @@ export interface StoreWatchOptions {
  * Limiters on the watch (FailoverLimiter) read `lost` at each wait and wait
  * on `whenBack`; the owner hears of each outage once, at both ends.
  */
-export class StoreWatch implements BucketStore {
+export class StoreWatch implements BucketStore, LimitSetStore {
   readonly url: string;
   readonly #store: BucketStore;
   readonly #clock: Clock;
@@ -105,6 +106,21 @@ export class StoreWatch implements BucketStore {
   configure: BucketStore["configure"] = (key, config, options) => this.#guard(key, () => this.#store.configure(key, config, options));
   list: BucketStore["list"] = () => this.#guard(undefined, () => this.#store.list());
   delete: BucketStore["delete"] = (key) => this.#guard(key, () => this.#store.delete(key));
+  configureSet: LimitSetStore["configureSet"] = (key, limits, options) => this.#guard(key, () => this.#sets.configureSet(key, limits, options));
+  takeSet: LimitSetStore["takeSet"] = (key, costs, options) => this.#guard(key, () => this.#sets.takeSet(key, costs, options));
+  cancelSet: LimitSetStore["cancelSet"] = (key, reservation) => this.#guard(key, () => this.#sets.cancelSet(key, reservation));
+  settleSet: LimitSetStore["settleSet"] = (key, reservation, actual) => this.#guard(key, () => this.#sets.settleSet(key, reservation, actual));
+  releaseSet: LimitSetStore["releaseSet"] = (key, reservation) => this.#guard(key, () => this.#sets.releaseSet(key, reservation));
+  renewSet: LimitSetStore["renewSet"] = (key, reservation, leaseMs) => this.#guard(key, () => this.#sets.renewSet(key, reservation, leaseMs));
+  readSet: LimitSetStore["readSet"] = (key) => this.#guard(key, () => this.#sets.readSet(key));
+  listSets: LimitSetStore["listSets"] = () => this.#guard(undefined, () => this.#sets.listSets());
+  deleteSet: LimitSetStore["deleteSet"] = (key) => this.#guard(key, () => this.#sets.deleteSet(key));
+
+  /** The store's limit sets; a backend without them is refused before (the callers check isLimitSetStore). */
+  get #sets(): LimitSetStore {
+    if (!isLimitSetStore(this.#store)) throw new TypeError(`StoreWatch: the store ${this.url} keeps no limit sets`);
+    return this.#store;
+  }
 
   /** Stops probing, then closes the store. */
   async close(): Promise<void> {

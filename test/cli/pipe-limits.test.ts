@@ -42,7 +42,6 @@ describe("tbucket pipe with a set of limits", () => {
   });
 
   it.each([
-    [["--rate", "5/s", "--window", "2mb/1s", "--key", "backups"], `tbucket: --key: a shared key holds one rate and burst for now (sets of limits in a store come next), not "--rate 5/s --window 2mb/1s"; give --key one --rate (and --burst), or drop --key to apply these 2 limits in this process alone\n`],
     [["--rate", "1mb", "--burst", "1k", "--burst", "2k"], `tbucket: --burst: 2 bursts for 1 rate; each --burst goes with a --rate (the i-th burst with the i-th rate), so give its --rate too or drop the --burst\n`],
     [["--rate", "1mb", "--window", "2mb"], `tbucket: --window: "2mb" is not a window: write N/W, at most N in any W; try "2mb/1s", "50gb/d" or "512k/10s"\n`],
     [["--rate", "1mb", "--window", "2mb/never"], `tbucket: --window: "2mb/never" is not a window: "never" is not a duration longer than zero; try "2mb/1s", "50gb/d" or "512k/10s"\n`],

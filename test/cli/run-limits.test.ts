@@ -27,7 +27,6 @@ describe("tbucket run with a set of limits", () => {
   it.each([
     [["run", "--rate", "5", "--window", "1mb/1s", "--", "true"], `tbucket: --window: "1mb/1s" is a window of bytes, not of counts; run launches commands, so it takes a count rate such as "5" or "300/m"; to limit a command's bandwidth, pipe it: curl -s URL | tbucket --rate 1mb > file\n`],
     [["run", "--rate", "5", "--burst", "1", "--burst", "2", "--", "true"], `tbucket: --burst: 2 bursts for 1 rate; each --burst goes with a --rate (the i-th burst with the i-th rate), so give its --rate too or drop the --burst\n`],
-    [["run", "--key", "api", "--rate", "5", "--concurrency", "2", "--", "true"], `tbucket: --key: a shared key holds one rate and burst for now (sets of limits in a store come next), not "--rate 5 --concurrency 2"; give --key one --rate (and --burst), or drop --key to apply these 2 limits in this process alone\n`],
     [["run", "--rate", "5", "--concurrency", "none", "--", "true"], `tbucket: --concurrency: "none" is not a whole number 1 or more; try "1" or "10"\n`],
     [["run", "--window", "10/", "--", "true"], `tbucket: --window: "10/" is not a window: write N/W, at most N in any W; try "100/1m", "1000/h" or "10/1.5s"\n`],
     [["run", "--concurrency", "2", "--", "true"], `tbucket: --rate: missing; try "tbucket run --rate 5 -- <command>", or --key to use a shared bucket\n`],

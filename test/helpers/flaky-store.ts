@@ -23,6 +23,22 @@ export class FlakyStore extends MemoryStore {
     this.#check();
     return super.configure(...args);
   }
+  override async takeSet(...args: Parameters<MemoryStore["takeSet"]>) {
+    this.#check();
+    return super.takeSet(...args);
+  }
+  override async cancelSet(...args: Parameters<MemoryStore["cancelSet"]>) {
+    this.#check();
+    return super.cancelSet(...args);
+  }
+  override async readSet(...args: Parameters<MemoryStore["readSet"]>) {
+    this.#check();
+    return super.readSet(...args);
+  }
+  override async configureSet(...args: Parameters<MemoryStore["configureSet"]>) {
+    this.#check();
+    return super.configureSet(...args);
+  }
   async restartEmpty(): Promise<void> {
     for (const bucket of await super.list()) await super.delete(bucket.key);
   }

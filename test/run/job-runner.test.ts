@@ -281,3 +281,52 @@ describe("JobRunner stopping", () => {
     expect(records.map((r) => [r.number, r.exit?.code])).toEqual([[1, 1], [2, 0]]);
   });
 });
+
+describe("JobRunner shared slots", () => {
+  /** Slots shared with other processes, as a key's concurrency limit: `free` of them, each taken with its launch. */
+  function sharedSlots(free: number) {
+    const log: string[] = [];
+    let inUse = 0;
+    return {
+      log,
+      slots: {
+        acquire: async () => {
+          if (inUse >= free) return undefined;
+          inUse++;
+          log.push(`take ${inUse}`);
+          return async () => {
+            inUse--;
+            log.push(`give ${inUse}`);
+          };
+        },
+      },
+    };
+  }
+
+  it("each attempt takes its launch and a slot in one step and gives the slot back when it ends, between retries too", async () => {
+    const { log, slots } = sharedSlots(1);
+    const { clock, runner, records } = setup({
+      rate: Infinity,
+      count: 2,
+      concurrency: 1,
+      extra: { retries: 1, sharedSlots: slots, maxWaitMs: 0 },
+      behaviour: (_job, attempt) => ({ runMs: 100, code: attempt === 1 ? 1 : 0 }),
+    });
+    await drive(clock, runner.run());
+    // One slot: job 1's two attempts each hold it while they run; job 2 finds it free after.
+    expect(log).toEqual(["take 1", "give 0", "take 1", "give 0", "take 1", "give 0", "take 1", "give 0"]);
+    expect(records.map((record) => [record.attempts, record.exit?.code])).toEqual([
+      [2, 0],
+      [2, 0],
+    ]);
+  });
+
+  it("a launch refused a slot is skipped as a token refused would be, holding nothing", async () => {
+    const { log, slots } = sharedSlots(0);
+    const { clock, runner, records } = setup({ rate: Infinity, count: 2, extra: { sharedSlots: slots, maxWaitMs: 0 } });
+    const result = await drive(clock, runner.run());
+    expect(log).toEqual([]);
+    expect(result.counts).toMatchObject({ started: 0, skipped: 2 });
+    expect(records.every((record) => record.skipped)).toBe(true);
+  });
+});

@@ -92,4 +92,32 @@ describe("KeyBuckets", () => {
     expect({ rate: link.rate, burst: link.burst }).toEqual({ rate: 100, burst: 10 });
     await keys.close([link]);
   });
+
+  it("a key holding a set goes on with a private set of its limits while the store is lost (local), and is shared again once it is back", async () => {
+    const clock = new FakeClock(0);
+    const store = new FlakyStore({ clock });
+    const keys = new KeyBuckets({ store, clock, whileLost: { mode: "local" } });
+    const limits = [
+      { kind: "bucket" as const, unit: "count" as const, rate: 1000, burst: 10 },
+      { kind: "window" as const, unit: "count" as const, n: 3, windowMs: 1000 },
+    ];
+    const set = await keys.openSet("api", { unit: "count", limits, setUp: (sets) => sets.configureSet("api", limits) });
+    expect({ rate: set.rate, burst: set.burst }).toEqual({ rate: 3, burst: 3 });
+    await set.wait(1);
+    store.down = true;
+    // The private set holds the window on its own: three now, the fourth a second later.
+    await set.wait(1);
+    await set.wait(1);
+    await set.wait(1);
+    expect(await set.tryWait(1, 0)).toBe(false);
+    // A bucket of the set's rate would have refilled by half a second; the sliding window has not.
+    await clock.advance(500);
+    expect(await set.tryWait(1, 0)).toBe(false);
+    store.down = false;
+    await clock.advance(200);
+    await set.wait(1);
+    // Shared again: the store's window counts the take made after its return.
+    expect((await store.readSet("api"))!.limits[1]!.level).toBeLessThan(3);
+    await keys.close([set]);
+  });
 });

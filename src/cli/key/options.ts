@@ -1,5 +1,7 @@
+import type { LimitSpec } from "../../core/limit-spec.js";
 import { parseRateOfKind, parseSizeOfKind, type RateKind } from "../../core/units.js";
 import { parseOption, UsageError } from "../errors.js";
+import { type LimitFlags, needsLimitSet, parseLimitOptions } from "../limit-options.js";
 import { checkKeyName } from "../shared-options.js";
 
 /** What `tbucket key <subcommand>` was asked to do, checked. */
@@ -7,14 +9,13 @@ export type KeyRequest =
   | { action: "list"; store: string | undefined; json: boolean }
   | { action: "show"; key: string; store: string | undefined; json: boolean }
   | { action: "delete"; key: string; store: string | undefined; json: boolean }
-  | { action: "set"; key: string; store: string | undefined; json: boolean; rate: string | undefined; burst: string | undefined; kind: RateKind | undefined };
+  | { action: "set"; key: string; store: string | undefined; json: boolean; rate: string | undefined; burst: string | undefined; kind: RateKind | undefined }
+  | { action: "set-limits"; key: string; store: string | undefined; json: boolean; limits: LimitSpec[] };
 
 /** A key subcommand's flags as commander hands them over. */
-export interface KeyFlags {
+export interface KeyFlags extends LimitFlags {
   store?: string;
   json?: boolean;
-  rate?: string;
-  burst?: string;
   kind?: string;
 }
 
@@ -29,17 +30,26 @@ export function checkKey(name: string): string {
 /** Checks `key set`'s flags as far as can be done without the store (the rate's kind may depend on the stored key). */
 export function parseKeySet(name: string, flags: KeyFlags): KeyRequest {
   const key = checkKey(name);
-  if (flags.rate === undefined && flags.burst === undefined) {
+  if (flags.rate === undefined && flags.burst === undefined && flags.window === undefined && flags.concurrency === undefined) {
     throw new UsageError(`key set: nothing to set; try "tbucket key set ${key} --rate 20mb" or "--burst 4mb"`);
   }
   // choiceOption has checked it.
   const kind = flags.kind as RateKind | undefined;
+  const rates = flags.rate ?? [];
+  const bursts = flags.burst ?? [];
+  if (flags.window !== undefined || flags.concurrency !== undefined || rates.length > 1 || bursts.length > Math.max(1, rates.length)) {
+    // A set of limits: the same grammar as the commands', each rate or window by its own unit.
+    const { limits } = parseLimitOptions(flags, { units: kind ?? "any", keyed: true });
+    if (needsLimitSet(limits)) return { action: "set-limits", key, store: flags.store, json: Boolean(flags.json), limits: limits.map((limit) => limit.spec) };
+  }
+  const rate = rates[0]?.text;
+  const burst = bursts[0];
   // Check what can be checked now, so a typo never reaches the store.
   if (kind !== undefined) {
-    if (flags.rate !== undefined) parseKeyRate(flags.rate, kind);
-    if (flags.burst !== undefined) parseKeyBurst(flags.burst, kind);
+    if (rate !== undefined) parseKeyRate(rate, kind);
+    if (burst !== undefined) parseKeyBurst(burst, kind);
   }
-  return { action: "set", key, store: flags.store, json: Boolean(flags.json), rate: flags.rate, burst: flags.burst, kind };
+  return { action: "set", key, store: flags.store, json: Boolean(flags.json), rate, burst, kind };
 }
 
 /** A key's rate; 0 pauses every process on the key until the rate is set again. */

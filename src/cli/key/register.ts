@@ -2,6 +2,7 @@ import type { Command } from "commander";
 import { choiceOption } from "../choice-option.js";
 import { UsageError } from "../errors.js";
 import { nearestName } from "../mistyped-command.js";
+import { addLimitOptions } from "../limit-options.js";
 import { STORE_HELP } from "../shared-options.js";
 import { checkKey, type KeyFlags, type KeyRequest, KINDS, parseKeySet } from "./options.js";
 
@@ -14,6 +15,7 @@ Examples:
   tbucket key set backups --rate 5mb                 # running pipes slow down within a second
   tbucket key set api --rate 600/m --burst 10        # a launch quota for tbucket run --key api
   tbucket key set backups --rate 0                   # pause every pipe and run on the key; set a rate to resume
+  tbucket key set api --rate 10/s --burst 20 --window 1000/h --concurrency 20   # a set of limits, all held
   tbucket key list --store redis://10.0.0.5:6379
   tbucket key show backups --json
   tbucket key delete backups`;
@@ -58,13 +60,18 @@ export function registerKey(program: Command, onExit: (code: number) => void): v
     .addHelpText("after", "\nExamples:\n  tbucket key show backups\n  tbucket key show api --store sqlite:/var/lib/tbucket.db --json")
     .action(async (name: string, flags: KeyFlags) => run({ action: "show", key: checkKey(name), store: flags.store, json: Boolean(flags.json) }));
 
-  key
+  const setCommand = key
     .command("set")
-    .description("create a shared bucket or change its rate or burst; running processes follow within a second")
+    .description("create a shared bucket or a set of limits, or change them; running processes follow within a second")
     .argument("<key>", "the bucket's name")
-    .usage("<key> [options]")
-    .option("-r, --rate <rate>", "byte rate (20mb, 10mbit) or count rate (5/s, 600/m); 0 pauses; a new key needs it")
-    .option("-b, --burst <size>", "capacity (default for a new key: 100 ms of a byte rate, 1 for a count rate)")
+    .usage("<key> [options]");
+  addLimitOptions(setCommand, {
+    rate: "byte rate (20mb, 10mbit) or count rate (5/s, 600/m); 0 pauses; a new key needs it; repeatable, for a set of limits",
+    burst: "capacity (default for a new key: 100 ms of a byte rate, 1 for a count rate); the i-th --burst goes with the i-th --rate",
+    window: "at most N in any W, sliding (1000/h, 50gb/d); repeatable",
+    concurrency: "at most N at once across every process on the key (run's jobs)",
+  });
+  setCommand
     .addOption(choiceOption("--kind <kind>", "bytes or count, when the rate alone does not say (a bare number is a count for a new key)", KINDS, "a kind"))
     .option("--store <url>", STORE_HELP)
     .option("--json", "print the bucket as a JSON object")

@@ -3,7 +3,8 @@ import { defaultBurst } from "../../core/default-burst.js";
 import { parseAnyRate, type RateKind } from "../../core/units.js";
 import { type BucketState, type BucketStore, StoreError } from "../../store/bucket-store.js";
 import { EXIT, parseOption, RuntimeError, UsageError } from "../errors.js";
-import { pausedWithoutBurst } from "../open-limiter.js";
+import { describeLimits, isSet, pausedWithoutBurst } from "../open-limiter.js";
+import { isLimitSetStore, type LimitLevel, type SetState } from "../../store/limit-set-store.js";
 import { writeStandardOutput } from "../standard-streams.js";
 import { describeStoreFailure } from "../store-failure.js";
 import { openCommandStore, storeLocation } from "../store-opener.js";
@@ -31,19 +32,28 @@ async function act(store: BucketStore, request: KeyRequest): Promise<number> {
   switch (request.action) {
     case "list": {
       const states = await store.list();
-      if (request.json) print(JSON.stringify(states.map((state) => toJson(state, store)), null, 2));
-      else if (states.length === 0) process.stderr.write(`tbucket: no shared buckets in ${store.url}; create one with: tbucket key set <key> --rate 20mb\n`);
-      else print(formatTable(states));
+      // Keys of one bucket are listed by `list` as they always were; the others are sets.
+      const sets = isLimitSetStore(store) ? (await store.listSets()).filter((set) => isSet(set.limits)) : [];
+      const rows = [...states.map((state) => ({ key: state.key, state })), ...sets.map((set) => ({ key: set.key, set }))].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+      if (request.json) print(JSON.stringify(rows.map((row) => ("state" in row ? toJson(row.state, store) : setJson(row.set, store))), null, 2));
+      else if (rows.length === 0) process.stderr.write(`tbucket: no shared buckets in ${store.url}; create one with: tbucket key set <key> --rate 20mb\n`);
+      else print(formatTable(rows.map((row) => ("state" in row ? row.state : row.set))));
       return EXIT.ok;
     }
     case "show": {
+      const set = isLimitSetStore(store) ? await store.readSet(request.key) : undefined;
+      if (set && isSet(set.limits)) {
+        print(request.json ? JSON.stringify(setJson(set, store), null, 2) : formatSet(set, store));
+        return EXIT.ok;
+      }
       const state = await store.read(request.key);
       if (!state) throw notSet(request.key, store);
       print(request.json ? JSON.stringify(toJson(state, store), null, 2) : formatState(state, store));
       return EXIT.ok;
     }
     case "delete": {
-      const deleted = await store.delete(request.key);
+      // A set's own store keys (its windows, its holders) go with it.
+      const deleted = isLimitSetStore(store) ? await store.deleteSet(request.key) : await store.delete(request.key);
       if (request.json) print(JSON.stringify({ key: request.key, store: store.url, deleted }));
       if (!deleted) {
         if (!request.json) process.stderr.write(`tbucket: ${notSet(request.key, store).message}\n`);
@@ -67,7 +77,43 @@ async function act(store: BucketStore, request: KeyRequest): Promise<number> {
       print(request.json ? JSON.stringify(toJson(state, store), null, 2) : formatState(state, store));
       return EXIT.ok;
     }
+    case "set-limits": {
+      if (!isLimitSetStore(store)) throw new UsageError(`key set: ${store.url} holds one rate and burst a key, not a set of limits; use a SQLite store, or give one --rate (and --burst)`);
+      const set = await store.configureSet(request.key, request.limits);
+      print(request.json ? JSON.stringify(setJson(set, store), null, 2) : formatSet(set, store));
+      return EXIT.ok;
+    }
   }
+}
+
+/** `key show --json`'s limits: `{kind, unit, rate, burst | n, window | n, level}`, rates a second, windows in seconds, unlimited as null. */
+function setJson(set: SetState, store: BucketStore) {
+  const limits = set.limits.map((limit) => {
+    if (limit.kind === "bucket") return { kind: limit.kind, unit: limit.unit, rate: limit.rate === Infinity ? null : limit.rate, burst: limit.burst, level: limit.level };
+    if (limit.kind === "window") return { kind: limit.kind, unit: limit.unit, n: limit.n, window: limit.windowMs / 1000, level: limit.level };
+    return { kind: limit.kind, n: limit.n, level: limit.level };
+  });
+  return { key: set.key, store: store.url, limits, updatedAt: new Date(set.updatedAtMs).toISOString(), ...(set.expiresWhenFull ? { expiresWhenFull: true } : {}) };
+}
+
+/** A set limit's level: a bucket's tokens, a window's room left, a concurrency limit's free slots. */
+function formatLimitLevel(limit: LimitLevel): string {
+  if (limit.kind === "concurrency") return `${limit.level} free`;
+  const kind: RateKind = limit.unit === "bytes" ? "bytes" : "count";
+  if (limit.kind === "bucket") return formatLevel({ kind, tokens: limit.level, burst: limit.burst });
+  const room = Math.max(0, limit.level);
+  return `${humanAmount(kind, room)} left (${room >= limit.n ? "empty" : `${Math.round((room / limit.n) * 100)}%`})`;
+}
+
+/** Each limit numbered from 1, as --stats and limitedBy number them, with its level. */
+function formatSet(set: SetState, store: BucketStore): string {
+  const rows: Array<[string, string]> = [
+    ["key", set.key],
+    ["store", store.url],
+    ...set.limits.map((limit, index): [string, string] => [`limit ${index + 1}`, `${describeLimits([limit])}; level ${formatLimitLevel(limit)}`]),
+    ["updated", new Date(set.updatedAtMs).toISOString()],
+  ];
+  return alignColumns(rows.map(([name, value]) => [`${name}:`, value]), { gap: " " }).join("\n");
 }
 
 function notSet(key: string, store: BucketStore): RuntimeError {
@@ -103,7 +149,7 @@ function formatRate(state: BucketState, exact: boolean): string {
  * A level below zero is a debt: a chunk larger than what was left took its
  * tokens ahead, and the next waits until the rate has paid it back.
  */
-function formatLevel(state: BucketState): string {
+function formatLevel(state: Pick<BucketState, "kind" | "tokens" | "burst">): string {
   const owed = humanAmount(state.kind, -state.tokens);
   // A debt too small to show ("owes 0 B") reads as the empty bucket it is.
   if (state.tokens < 0 && !/^0( B)?$/.test(owed)) return `0 (owes ${owed}${state.kind === "count" ? " tokens" : ""})`;
@@ -126,17 +172,21 @@ function formatState(state: BucketState, store: BucketStore): string {
   return alignColumns(rows.map(([name, value]) => [`${name}:`, value]), { gap: " " }).join("\n");
 }
 
-function formatTable(states: BucketState[]): string {
+/** One row a bucket; a set, one row a limit (`api #1`, `api #2`), numbered as `key show` numbers them. */
+function formatTable(states: Array<BucketState | SetState>): string {
   const rows = [
     ["KEY", "KIND", "RATE", "BURST", "LEVEL", "UPDATED"],
-    ...states.map((state) => [
-      state.key,
-      state.kind,
-      formatRate(state, false),
-      humanAmount(state.kind, state.burst),
-      formatLevel(state),
-      new Date(state.updatedAtMs).toISOString(),
-    ]),
+    ...states.flatMap((state) => {
+      const updated = new Date(state.updatedAtMs).toISOString();
+      if (!("limits" in state)) return [[state.key, state.kind, formatRate(state, false), humanAmount(state.kind, state.burst), formatLevel(state), updated]];
+      return state.limits.map((limit, index) => {
+        const kind: RateKind = limit.kind !== "concurrency" && limit.unit === "bytes" ? "bytes" : "count";
+        const name = `${state.key} #${index + 1}`;
+        if (limit.kind === "bucket") return [name, limit.unit, humanRate(kind, limit.rate), humanAmount(kind, limit.burst), formatLimitLevel(limit), updated];
+        if (limit.kind === "window") return [name, `${limit.unit} window`, describeLimits([limit]), "", formatLimitLevel(limit), updated];
+        return [name, "concurrency", describeLimits([limit]), "", formatLimitLevel(limit), updated];
+      });
+    }),
   ];
   return alignColumns(rows).join("\n");
 }

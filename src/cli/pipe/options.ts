@@ -3,7 +3,7 @@ import { parseByteSize, type RateKind } from "../../core/units.js";
 import { STDIN_NAME } from "../../stream/read-sources.js";
 import type { CostMode } from "../../stream/throttle-stream.js";
 import { parseOption, UsageError } from "../errors.js";
-import { checkKeyedLimits, type LimitFlags, needsLimitSet, type ParsedLimit, parseLimitOptions } from "../limit-options.js";
+import { type LimitFlags, needsLimitSet, type ParsedLimit, parseLimitOptions } from "../limit-options.js";
 import { parseReportOptions, type ReportFlags, type ReportOptions } from "../report-options.js";
 import { parseSharedBucketOptions, type SharedBucketFlags, type SharedBucketOptions } from "../shared-options.js";
 
@@ -55,7 +55,6 @@ export function parsePipeOptions(files: string[], flags: PipeFlags): PipeConfig 
   if (limits.length === 0 && shared.key === undefined) {
     throw new UsageError(`--rate: missing; try "tbucket --rate 1mb" (or --lines --rate 100/s), or --key to use a shared bucket`);
   }
-  checkKeyedLimits(limits, shared.key);
   const single = needsLimitSet(limits) ? undefined : limits[0];
   const counted = limits.map((limit) => unitOf(limit.spec));
   // Bytes are the main unit whenever a limit counts them: slices are cut in bytes, whole lines in line mode.

@@ -10,6 +10,7 @@ import type { PipeConfig } from "./options.js";
 import { EXIT, ReaderGone } from "../errors.js";
 import { endBySignal, onStopSignal, signalExitStatus } from "../signals.js";
 import { openLimiter } from "../open-limiter.js";
+import { mostAtOnce } from "../../core/limit-spec.js";
 import { needsLimitSet } from "../limit-options.js";
 import { limitReports } from "../../core/limit-report.js";
 import { describeFileError } from "../file-errors.js";
@@ -27,7 +28,7 @@ const PIPE_BUFFER_BYTES = 64 * 1024;
 
 /** Copies the sources to standard output through the bucket; resolves to the exit status. */
 export async function runPipe(config: PipeConfig): Promise<number> {
-  const { limiter, set, close } = await openLimiter({
+  const { limiter, report, close } = await openLimiter({
     kind: config.kind,
     rate: config.rate,
     burst: config.burst,
@@ -45,7 +46,7 @@ export async function runPipe(config: PipeConfig): Promise<number> {
     countRecords: config.cost !== "bytes",
     oneReadBytes: PIPE_BUFFER_BYTES,
     // Lines limited as well as bytes: each slice holds no more lines than every line limit can take.
-    recordsAtOnce: set?.mostAtOnce("count"),
+    recordsAtOnce: report && mostAtOnce(report.specs, "count"),
   });
   const onSourceError = (name: string, error: NodeJS.ErrnoException) => {
     unreadable = true;
@@ -77,7 +78,7 @@ export async function runPipe(config: PipeConfig): Promise<number> {
     kind: config.kind,
     zeroCopy: path.kind === "splice",
     smallestSteadyBurst: burstBelowTimerTick(throttle, config.kind),
-    limits: set && limitReports(set.set.specs, (index) => set.waitedMsBy[index]!, config.limits.map((limit) => limit.flag)),
+    limits: report && limitReports(report.specs, report.waitedMsBy, config.limits.map((limit) => limit.flag)),
   });
   const progress = await startProgress(config, limiter, snapshot);
   // Once only: a signal may arrive while the copy is finishing, and the stats are said once.

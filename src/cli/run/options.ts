@@ -3,7 +3,7 @@ import { takesItems } from "../../run/command-template.js";
 import { parseShellTemplate, ShellTemplateError } from "../../run/shell-quote.js";
 import type { OutputMode } from "../../run/job-output.js";
 import { parseOption, UsageError } from "../errors.js";
-import { checkKeyedLimits, type LimitFlags, needsLimitSet, type ParsedLimit, parseLimitOptions } from "../limit-options.js";
+import { type LimitFlags, needsLimitSet, type ParsedLimit, parseLimitOptions } from "../limit-options.js";
 import { parseReportOptions, type ReportFlags, type ReportOptions } from "../report-options.js";
 import { parseSharedBucketOptions, type SharedBucketFlags, type SharedBucketOptions } from "../shared-options.js";
 
@@ -73,7 +73,6 @@ export function parseRunOptions(words: string[], flags: RunFlags): RunConfig {
   if (!limits.some((limit) => limit.spec.kind !== "concurrency") && shared.key === undefined) {
     throw new UsageError(`--rate: missing; try "tbucket run --rate 5 -- <command>", or --key to use a shared bucket`);
   }
-  checkKeyedLimits(limits, shared.key);
   const single = needsLimitSet(limits) ? undefined : limits[0];
   const rate = single?.spec.kind === "bucket" ? single.spec.rate : undefined;
   const burst = single?.spec.kind === "bucket" ? (single.burstGiven ? single.spec.burst : undefined) : loneBurst;

@@ -5,7 +5,7 @@ import type { Limiter } from "../../core/limiter.js";
 import { formatCountRate } from "../../core/units.js";
 import { jobSource, readLines } from "../../run/job-source.js";
 import { formatJobLogLine } from "../../run/job-log.js";
-import { isFatalSpawnError, JobRunner, type RunResult } from "../../run/job-runner.js";
+import { isFatalSpawnError, JobRunner, type RunResult, type SharedSlots } from "../../run/job-runner.js";
 import { OutputLock } from "../../run/output-lock.js";
 import { OutputSink } from "../../run/output-sink.js";
 import { ProcessGroups } from "../../run/process-groups.js";
@@ -46,16 +46,20 @@ export async function runRun(config: RunConfig): Promise<number> {
   try {
     // Concurrency is the runner's (config.jobs, the lower of --jobs and --concurrency): a job holds its slot across its retries.
     const launchLimits = config.limits.filter((limit) => limit.spec.kind !== "concurrency").map((limit) => limit.spec);
-    const { limiter, set, close } = await openLimiter({
+    const { limiter, set, report, sharedSlots, close } = await openLimiter({
       kind: "count",
       rate: config.rate,
       burst: config.burst,
-      limits: needsLimitSet(config.limits) ? launchLimits : undefined,
+      // A shared key keeps the whole set, its concurrency limit too, for every process on it.
+      limits: needsLimitSet(config.limits) ? (config.shared.key !== undefined ? config.limits.map((limit) => limit.spec) : launchLimits) : undefined,
       shared: config.shared,
       command: "run",
     });
     try {
-      return await launchAll(config, limiter, items, jobLog, set);
+      // A private set's concurrency is the runner's; a shared key's set reports every limit from the store's takes.
+      const limitsOf = (slotWaitMs: number) =>
+        set ? runLimitReports(config, set, slotWaitMs) : report && limitReports(report.specs, report.waitedMsBy, config.limits.map((limit) => limit.flag));
+      return await launchAll(config, limiter, items, jobLog, limitsOf, sharedSlots);
     } finally {
       await close();
     }
@@ -145,7 +149,8 @@ async function launchAll(
   limiter: Limiter,
   items: Items | undefined,
   jobLog: JobLog | undefined,
-  set: LimitSetLimiter | undefined,
+  limitsOf: (slotWaitMs: number) => LimitReport[] | undefined,
+  sharedSlots: SharedSlots | undefined,
 ): Promise<number> {
   // The meter gives --stats its rate after the burst, and the progress line its recent rate.
   const meter = new LaunchRateMeter(limiter.rate === Infinity ? 1 : limiter.burst);
@@ -183,6 +188,7 @@ async function launchAll(
     jobs: jobSource({ items: items?.lines, count: config.count }),
     launch,
     concurrency: config.jobs,
+    sharedSlots,
     maxWaitMs: config.maxWaitMs,
     retries: config.retries,
     durationMs: config.durationMs,
@@ -246,7 +252,7 @@ async function launchAll(
   if (config.stats !== undefined) {
     const lost = { bytes: stdout.lostBytes + stderr.lostBytes, lines: stdout.lostLines + stderr.lostLines };
     const stats = runStats(result, limiter.rate, limiter.burst, meter.steadyPerSecond(), lost);
-    const limits = set && runLimitReports(config, set, result.slotWaitMs ?? 0);
+    const limits = limitsOf(result.slotWaitMs ?? 0);
     if (config.stats === "json") say(`${JSON.stringify(limits ? { ...stats, limits, limitedBy: limitedBy(limits) } : stats)}\n`);
     else say(formatStatsText(stats, limits && formatLimitsText(limits)));
   }

@@ -1,0 +1,225 @@
+import { describe, expect, it } from "vitest";
+import { FakeClock } from "../../src/core/clock.js";
+import type { LimitSpec } from "../../src/core/limit-spec.js";
+import { ExceedsBurstError } from "../../src/core/token-bucket.js";
+import { MemoryStore } from "../../src/store/memory-store.js";
+import { SharedSetLimiter } from "../../src/store/shared-set-limiter.js";
+
+const T0 = 1_700_000_000_000;
+
+async function setup(limits: LimitSpec[]) {
+  const clock = new FakeClock(T0);
+  const store = new MemoryStore({ clock });
+  const state = await store.configureSet("k", limits);
+  const open = (unit: "bytes" | "count" = "count") => new SharedSetLimiter({ store, key: "k", state, unit, clock });
+  return { clock, store, open };
+}
+
+async function runFor(clock: FakeClock, ms: number): Promise<void> {
+  for (let i = 0; i < ms; i++) await clock.advance(1);
+}
+
+/** Waits for one again and again, recording when each went out. */
+function startLoop(limiter: SharedSetLimiter, clock: FakeClock, signal: AbortSignal, costs?: Record<string, number>): number[] {
+  const log: number[] = [];
+  void (async () => {
+    while (!signal.aborted) {
+      try {
+        await limiter.wait(costs?.count ?? 1, signal, costs);
+      } catch {
+        return;
+      }
+      log.push(clock.now() - T0);
+    }
+  })();
+  return log;
+}
+
+/** The most entries of `log` in any interval of `windowMs`. */
+function mostInAnyWindow(log: number[], windowMs: number): number {
+  let most = 0;
+  for (let i = 0; i < log.length; i++) {
+    let j = i;
+    while (j < log.length && log[j]! - log[i]! < windowMs) j++;
+    most = Math.max(most, j - i);
+  }
+  return most;
+}
+
+const RATE_AND_WINDOW: LimitSpec[] = [
+  { kind: "bucket", unit: "count", rate: 20, burst: 1 },
+  { kind: "window", unit: "count", n: 10, windowMs: 1000 },
+];
+
+describe("SharedSetLimiter", () => {
+  it("reads its rate and burst from the set: the lowest long-run rate and the least taken at once", async () => {
+    const { open } = await setup(RATE_AND_WINDOW);
+    const limiter = open();
+    expect(limiter.rate).toBe(10);
+    expect(limiter.burst).toBe(1);
+    await expect(limiter.wait(2)).rejects.toBeInstanceOf(ExceedsBurstError);
+  });
+
+  it("takes leases of about leaseMs of the rate: a fast pipe makes ~50 round trips a second", async () => {
+    const { clock, open } = await setup([
+      { kind: "bucket", unit: "bytes", rate: 1_000_000, burst: 100_000 },
+      { kind: "window", unit: "bytes", n: 2_000_000, windowMs: 1000 },
+    ]);
+    const limiter = open("bytes");
+    const stop = new AbortController();
+    let sent = 0;
+    void (async () => {
+      while (!stop.signal.aborted) {
+        await limiter.wait(1000, stop.signal).catch(() => {});
+        sent += 1000;
+      }
+    })();
+    await runFor(clock, 2000);
+    stop.abort();
+    // The burst at once, then the rate.
+    expect(sent).toBeGreaterThanOrEqual(2_000_000);
+    expect(sent).toBeLessThanOrEqual(2_100_000 + 20_000);
+    expect(limiter.roundTrips).toBeLessThanOrEqual(2 * 50 + 10);
+    expect(limiter.roundTrips).toBeGreaterThanOrEqual(2 * 40);
+  });
+
+  it("two limiters on one key hold the window together, first come first served", async () => {
+    const { clock, open } = await setup(RATE_AND_WINDOW);
+    const a = open();
+    const b = open();
+    const stop = new AbortController();
+    const logA = startLoop(a, clock, stop.signal);
+    const logB = startLoop(b, clock, stop.signal);
+    await runFor(clock, 5000);
+    stop.abort();
+    const all = [...logA, ...logB].sort((x, y) => x - y);
+    expect(mostInAnyWindow(all, 1000)).toBeLessThanOrEqual(10);
+    // The window's long-run rate, 10/s, shared out evenly.
+    expect(all.length).toBeGreaterThanOrEqual(48);
+    expect(all.length).toBeLessThanOrEqual(51);
+    expect(Math.abs(logA.length - logB.length)).toBeLessThanOrEqual(2);
+  });
+
+  it("an aborted wait gives its lease back to every limit: nothing is left in the bucket or the window", async () => {
+    const { clock, store, open } = await setup([
+      { kind: "bucket", unit: "count", rate: 1, burst: 1 },
+      { kind: "window", unit: "count", n: 5, windowMs: 60_000 },
+    ]);
+    const limiter = open();
+    await limiter.wait(1);
+    const stop = new AbortController();
+    const waiting = limiter.wait(1, stop.signal);
+    await clock.advance(100);
+    stop.abort(new Error("stop"));
+    await expect(waiting).rejects.toThrow("stop");
+    const state = await store.readSet("k");
+    // The bucket's debt is gone (level back to what 100 ms gave), the window holds the first item only.
+    expect(state!.limits[0]!.level).toBeCloseTo(0.1, 6);
+    expect(state!.limits[1]!.level).toBe(4);
+  });
+
+  it("closing settles an unused lease down: the window gets back what was not used", async () => {
+    const { clock, store, open } = await setup([
+      { kind: "bucket", unit: "count", rate: 1000, burst: 1000 },
+      { kind: "window", unit: "count", n: 10_000, windowMs: 10_000 },
+    ]);
+    const limiter = open();
+    await limiter.wait(1);
+    // The lease was 20 ms of the lowest rate (1000/s): 20, of which 1 was used.
+    expect((await store.readSet("k"))!.limits[1]!.level).toBe(9980);
+    await clock.advance(1);
+    await limiter.close();
+    expect((await store.readSet("k"))!.limits[1]!.level).toBe(9999);
+  });
+
+  it("a wait on a set with a concurrency limit takes a slot and gives it back when it resolves", async () => {
+    const { store, open } = await setup([
+      { kind: "bucket", unit: "count", rate: 1000, burst: 10 },
+      { kind: "concurrency", n: 1 },
+    ]);
+    const limiter = open();
+    await limiter.wait(1);
+    await limiter.wait(1);
+    expect((await store.readSet("k"))!.limits[1]!.level).toBe(1);
+  });
+
+  it("acquire holds the slot until release; another process waits for it", async () => {
+    const { clock, store, open } = await setup([
+      { kind: "bucket", unit: "count", rate: 1000, burst: 10 },
+      { kind: "concurrency", n: 1 },
+    ]);
+    const a = open();
+    const b = open();
+    const held = await a.acquire({ count: 1 });
+    expect(held).toBeDefined();
+    expect((await store.readSet("k"))!.limits[1]!.level).toBe(0);
+    let bGot = false;
+    void b.acquire({ count: 1 }).then(() => (bGot = true));
+    await runFor(clock, 200);
+    expect(bGot).toBe(false);
+    await a.release(held);
+    await runFor(clock, 100);
+    expect(bGot).toBe(true);
+  });
+
+  it("a dead holder's slot comes back once its lease ends", async () => {
+    const { clock, store, open } = await setup([
+      { kind: "bucket", unit: "count", rate: 1000, burst: 10 },
+      { kind: "concurrency", n: 1 },
+    ]);
+    // A holder that took its slot and died: never renewed, never released.
+    await store.takeSet("k", { count: 1 }, { holder: "dead", leaseMs: 1000 });
+    const limiter = open();
+    let got = false;
+    void limiter.acquire({ count: 1 }).then(() => (got = true));
+    await runFor(clock, 900);
+    expect(got).toBe(false);
+    await runFor(clock, 200);
+    expect(got).toBe(true);
+  });
+
+  it("a bounded wait refused takes nothing", async () => {
+    const { store, open } = await setup([
+      { kind: "bucket", unit: "count", rate: 1, burst: 1 },
+      { kind: "window", unit: "count", n: 5, windowMs: 60_000 },
+    ]);
+    const limiter = open();
+    expect(await limiter.tryWait(1, 0)).toBe(true);
+    expect(await limiter.tryWait(1, 100)).toBe(false);
+    const state = await store.readSet("k");
+    expect(state!.limits[0]!.level).toBeCloseTo(0, 6);
+    expect(state!.limits[1]!.level).toBe(4);
+  });
+
+  it("tokens() follows its own leases without a round trip: a bucket as the take left it, a window less what it took", async () => {
+    const { clock, open } = await setup([
+      { kind: "bucket", unit: "bytes", rate: 1_000_000, burst: 100_000 },
+      { kind: "window", unit: "bytes", n: 150_000, windowMs: 1000 },
+    ]);
+    const limiter = open("bytes");
+    expect(limiter.tokens()).toBe(100_000);
+    await limiter.wait(90_000);
+    // The lease (90 kB, what was missing) left the bucket at 10 kB, the window at 60 kB.
+    expect(limiter.tokens()).toBeCloseTo(10_000, 0);
+    await clock.advance(30);
+    expect(limiter.tokens()).toBeCloseTo(40_000, 0);
+    await clock.advance(100);
+    expect(limiter.tokens()).toBeCloseTo(60_000, 0);
+    await clock.advance(1000);
+    expect(limiter.tokens()).toBeCloseTo(100_000, 0);
+  });
+
+  it("a poll brings a `key set` made elsewhere while no take does: the rate and the levels follow", async () => {
+    const { clock, store, open } = await setup(RATE_AND_WINDOW);
+    const limiter = open();
+    expect(limiter.rate).toBe(10);
+    await store.configureSet("k", [{ kind: "bucket", unit: "count", rate: 2, burst: 1 }, RATE_AND_WINDOW[1]!]);
+    await limiter.poll();
+    // Within pollMs of the last contact a poll asks nothing.
+    expect(limiter.rate).toBe(10);
+    await clock.advance(500);
+    await limiter.poll();
+    expect(limiter.rate).toBe(2);
+    expect(limiter.roundTrips).toBe(1);
+  });
+});
