@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runCli } from "../helpers/cli.js";
+import { type RedisServer, startRedisServer } from "../helpers/redis-server.js";
 
 const WINDOW_N = 10;
 
@@ -27,15 +28,23 @@ function mostInAnyWindow(times: number[], windowS: number): number {
 
 describe("three runs on one shared set", () => {
   let dir: string;
-  beforeAll(() => {
+  let redis: RedisServer;
+  beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), "tbucket-shared-sets-"));
     process.env.XDG_STATE_HOME = join(dir, "state");
     process.env.TBUCKET_STORE = "";
+    redis = await startRedisServer();
   });
-  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  afterAll(async () => {
+    await redis?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
 
-  it("--rate 20/s --window 10/1s on one SQLite file: never more than 10 in any second together, plus one lease each", async () => {
-    const store = `sqlite:${join(dir, "buckets.db")}`;
+  it.each([
+    ["one SQLite file", () => `sqlite:${join(dir, "buckets.db")}`],
+    ["one Redis key", () => redis.url],
+  ])("--rate 20/s --window 10/1s on %s: never more than 10 in any second together, plus one lease each", async (_where, storeOf) => {
+    const store = storeOf();
     const set = await runCli(["key", "set", "runs", "--store", store, "--rate", "20/s", "--window", `${WINDOW_N}/1s`]);
     expect(set.code).toBe(0);
     const logs = [0, 1, 2].map((i) => join(dir, `run-${i}.jsonl`));
