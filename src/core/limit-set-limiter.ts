@@ -73,6 +73,13 @@ export class LimitSetLimiter implements Limiter {
     return most;
   }
 
+  /** The most of `unit` one item may cost at all, a bucket running into debt for more than its burst: the least window n counting it. */
+  mostEver(unit: CostUnit): number {
+    let most = Infinity;
+    for (const spec of this.set.specs) if (spec.kind === "window" && spec.unit === unit) most = Math.min(most, spec.n);
+    return most;
+  }
+
   tokens(): number {
     const nowMs = this.clock.now();
     let level = Infinity;
@@ -94,6 +101,16 @@ export class LimitSetLimiter implements Limiter {
   }
 
   /**
+   * Waits as `wait` for an item that goes out whole though it costs more
+   * than a bucket's burst (LimitSet.reserveInDebtAt: the buckets run into
+   * debt, the windows count it whole). Rejects with ExceedsBurstError when a
+   * window could never hold it.
+   */
+  async waitInDebt(costs: Costs, signal?: AbortSignal): Promise<void> {
+    this.release(await this.#take(costs, Infinity, signal, true));
+  }
+
+  /**
    * Waits until the item may act, as `tryWait`, and holds its concurrency
    * slots until `release`: for items that run for a while (a job, a
    * request). Undefined, having taken nothing, when the timed part of the
@@ -110,11 +127,12 @@ export class LimitSetLimiter implements Limiter {
     this.#turns[0]?.();
   }
 
-  async #take(costs: Costs, maxWaitMs: number, signal: AbortSignal | undefined): Promise<LimitReservation | undefined> {
+  async #take(costs: Costs, maxWaitMs: number, signal: AbortSignal | undefined, inDebt = false): Promise<LimitReservation | undefined> {
     signal?.throwIfAborted();
-    this.#checkCosts(costs);
-    let reservation = this.#turns.length === 0 ? this.set.reserve(costs, maxWaitMs) : undefined;
-    if (reservation === undefined || reservation.noSlot) reservation = await this.#inTurn(costs, maxWaitMs, signal);
+    this.#checkCosts(costs, inDebt);
+    const reserve = () => (inDebt ? this.set.reserveInDebtAt(this.clock.now(), costs, maxWaitMs) : this.set.reserve(costs, maxWaitMs));
+    let reservation = this.#turns.length === 0 ? reserve() : undefined;
+    if (reservation === undefined || reservation.noSlot) reservation = await this.#inTurn(reserve, signal);
     if (!reservation.ok) return undefined;
     const nowMs = this.clock.now();
     const waitMs = reservation.delayFrom(nowMs);
@@ -131,7 +149,7 @@ export class LimitSetLimiter implements Limiter {
   }
 
   /** Waits for its turn in the queue of those without a slot, asking again at each release. */
-  async #inTurn(costs: Costs, maxWaitMs: number, signal: AbortSignal | undefined): Promise<LimitReservation> {
+  async #inTurn(reserve: () => LimitReservation, signal: AbortSignal | undefined): Promise<LimitReservation> {
     let wake!: () => void;
     let woken = new Promise<void>((resolve) => (wake = resolve));
     const turn = () => wake();
@@ -141,7 +159,7 @@ export class LimitSetLimiter implements Limiter {
     try {
       for (;;) {
         if (this.#turns[0] === turn) {
-          const reservation = this.set.reserve(costs, maxWaitMs);
+          const reservation = reserve();
           if (!reservation.noSlot) return reservation;
         }
         await woken;
@@ -156,11 +174,11 @@ export class LimitSetLimiter implements Limiter {
     }
   }
 
-  /** A cost above what some limit can ever take at once is refused as a bucket refuses one above its burst. */
-  #checkCosts(costs: Costs): void {
+  /** A cost above what some limit can ever take at once (in debt, what a window can ever hold) is refused as a bucket refuses one above its burst. */
+  #checkCosts(costs: Costs, inDebt: boolean): void {
     for (const unit in costs) {
       const cost = costs[unit]!;
-      const most = this.mostAtOnce(unit);
+      const most = inDebt ? this.mostEver(unit) : this.mostAtOnce(unit);
       if (cost > most) throw new ExceedsBurstError(cost, most);
     }
   }

@@ -214,8 +214,26 @@ export class LimitSet {
    * free slot, or the wait would exceed `maxWaitMs`.
    */
   reserveAt(nowMs: number, costs: Costs, maxWaitMs = Infinity): LimitReservation {
+    return this.#reserve(nowMs, costs, maxWaitMs, false);
+  }
+
+  /**
+   * Reserves as `reserveAt` an item that must go out whole though it costs
+   * more than a bucket's burst (the pipe's line longer than the burst): such
+   * a bucket waits until it is full, and the rest of the cost is its debt,
+   * which later items wait for. Windows and slots admit the whole item or
+   * refuse it: a window has no debt, it never holds more than its n.
+   */
+  reserveInDebtAt(nowMs: number, costs: Costs, maxWaitMs = Infinity): LimitReservation {
+    const reservation = this.#reserve(nowMs, costs, maxWaitMs, true);
+    if (reservation.ok) this.settleAt(nowMs, reservation, costs);
+    return reservation;
+  }
+
+  #reserve(nowMs: number, costs: Costs, maxWaitMs: number, capAtBurst: boolean): LimitReservation {
     const now = nowMs > this.#lastMs ? nowMs : this.#lastMs;
     this.#readCosts(costs);
+    if (capAtBurst) this.#capAtBursts();
     const ok = this.#decide(now, maxWaitMs);
     const limitedBy = limitNumbers(this.limitedByMask);
     if (!ok) return new LimitReservation(false, Infinity, Infinity, limitedBy, this.lastNoSlot, NO_AMOUNTS, NO_AMOUNTS, NO_AMOUNTS, NO_AMOUNTS);
@@ -383,6 +401,15 @@ export class LimitSet {
         throw new RangeError(`Expected \`${unit}\` cost to be a non-negative finite number, got \`${cost}\` (${typeof cost})`);
       }
       this.#plan.cost[i] = cost;
+    }
+  }
+
+  /** Each bucket with a rate asks for at most its burst of the costs read (the rest is settled as debt). */
+  #capAtBursts(): void {
+    for (let i = 0; i < this.#plan.count; i++) {
+      if (this.#plan.kinds[i] !== BUCKET) continue;
+      const bucket = this.#bucket(i);
+      if (bucket.rate !== Infinity && this.#plan.cost[i]! > bucket.burst) this.#plan.cost[i] = bucket.burst;
     }
   }
 
