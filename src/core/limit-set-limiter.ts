@@ -31,8 +31,10 @@ export class LimitSetLimiter implements Limiter {
   /** What `n` counts. */
   readonly unit: CostUnit;
   readonly clock: Clock;
-  /** By limit index: the time of the waits each limit set (several at once share a wait). */
+  /** By limit index: the time of the finished waits each limit set (several at once share a wait); see `waitedMs`. */
   readonly waitedMsBy: Float64Array;
+  /** The waits under way: when each began, how long it is, and the limits that set it. */
+  readonly #waiting = new Set<{ startedMs: number; waitMs: number; limitedBy: readonly number[] }>();
   /**
    * Waits for a concurrency slot, in turn; the head asks again at each
    * release. Not core's TurnQueue: its turns are instants reserved on one
@@ -48,6 +50,14 @@ export class LimitSetLimiter implements Limiter {
     this.set = new LimitSet(specs, { clock: this.clock });
     this.unit = options.unit;
     this.waitedMsBy = new Float64Array(specs.length);
+  }
+
+  /** The time of the waits limit `index` (from 0) set, the ones under way as far as they went (stats asked at a signal). */
+  waitedMs(index: number): number {
+    let ms = this.waitedMsBy[index]!;
+    const nowMs = this.clock.now();
+    for (const wait of this.#waiting) if (wait.limitedBy.includes(index + 1)) ms += Math.min(wait.waitMs, nowMs - wait.startedMs);
+    return ms;
   }
 
   get rate(): number {
@@ -136,15 +146,27 @@ export class LimitSetLimiter implements Limiter {
     if (!reservation.ok) return undefined;
     const nowMs = this.clock.now();
     const waitMs = reservation.delayFrom(nowMs);
-    for (const number of reservation.limitedBy) this.waitedMsBy[number - 1] = this.waitedMsBy[number - 1]! + reservation.waitMs;
-    if (waitMs <= 0) return reservation;
+    // A wait cut short counts as far as it went: a limit's waits never add up to more than the time.
+    const waited = (ms: number) => {
+      for (const number of reservation.limitedBy) this.waitedMsBy[number - 1] = this.waitedMsBy[number - 1]! + ms;
+    };
+    if (waitMs <= 0) {
+      waited(reservation.waitMs);
+      return reservation;
+    }
+    const waiting = { startedMs: nowMs, waitMs: reservation.waitMs, limitedBy: reservation.limitedBy };
+    this.#waiting.add(waiting);
     try {
       await this.clock.sleep(waitMs, signal);
     } catch (error) {
+      waited(Math.min(reservation.waitMs, this.clock.now() - nowMs));
       this.set.cancel(reservation);
       this.#turns[0]?.();
       throw error;
+    } finally {
+      this.#waiting.delete(waiting);
     }
+    waited(reservation.waitMs);
     return reservation;
   }
 

@@ -79,7 +79,7 @@ export async function runPipe(config: PipeConfig): Promise<number> {
     kind: config.kind,
     zeroCopy: path.kind === "splice",
     smallestSteadyBurst: burstBelowTimerTick(throttle, config.kind),
-    limits: set && limitReports(set.set.specs, (index) => set.waitedMsBy[index]!, config.limits.map((limit) => limit.flag)),
+    limits: set && limitReports(set.set.specs, (index) => set.waitedMs(index), config.limits.map((limit) => limit.flag)),
   });
   const progress = await startProgress(config, limiter, snapshot);
   // Once only: a signal may arrive while the copy is finishing, and the stats are said once.

@@ -307,7 +307,7 @@ function runLimitReports(config: RunConfig, set: LimitSetLimiter, slotWaitMs: nu
   let launchIndex = 0;
   const waitedMs = config.limits.map((limit) => {
     if (limit.spec.kind === "concurrency") return limit.spec.n === config.jobs ? slotWaitMs : 0;
-    return set.waitedMsBy[launchIndex++]!;
+    return set.waitedMs(launchIndex++);
   });
   return limitReports(
     config.limits.map((limit) => limit.spec),
