@@ -15,4 +15,27 @@ describe("tbucket pipe with a set of limits, given what breaks things", () => {
     );
     expect(result.code).toBe(1);
   });
+
+  const TRY_BYTES = `try "2mb/1s", "50gb/d" or "512k/10s"`;
+  const TRY_ANY = `try "1000/h" (lines) or "2mb/1s" (bytes)`;
+  it.each([
+    [["--window", "0/1s"], `"0/1s" is not a window: "0" must be more than zero; ${TRY_BYTES}`],
+    [["--window", "1e20/1s"], `"1e20/1s" is not a window: "1e20" is too large (at most 9007199254740991 bytes); ${TRY_BYTES}`],
+    [["--window", "9007199254740993/1s"], `"9007199254740993/1s" is not a window: "9007199254740993" is too large (at most 9007199254740991 bytes); ${TRY_BYTES}`],
+    [["--lines", "--window", "1e20/1s"], `"1e20/1s" is not a window: "1e20" is too large (at most 9007199254740991); ${TRY_ANY}`],
+    [["--window", "10/1e-9ms"], `"10/1e-9ms" is not a window: "1e-9ms" is shorter than 1 ms, the least a window may be; ${TRY_BYTES}`],
+    [["--lines", "--window", "10/0.5ms"], `"10/0.5ms" is not a window: "0.5ms" is shorter than 1 ms, the least a window may be; ${TRY_ANY}`],
+    [["--window", "1.5/1s"], `"1.5/1s" is not a window: "1.5" is not a whole number of bytes; ${TRY_BYTES}`],
+    [["--window", "inf/1s"], `"inf/1s" is not a window: "inf" is not a whole number of bytes; ${TRY_BYTES}`],
+  ])("refuses %j saying why, with status 2", async (args, message) => {
+    const result = await runCli(args, { input: "never read\n" });
+    expect(result.stderr).toBe(`tbucket: --window: ${message}\n`);
+    expect(result.code).toBe(2);
+    expect(result.stdout.length).toBe(0);
+  });
+
+  it("a window of 1 ms, the least, works: every byte comes through", async () => {
+    const result = await runCli(["--window", "5/1ms"], { input: "hello world\n" });
+    expect([result.code, result.stdout.toString(), result.stderr]).toEqual([0, "hello world\n", ""]);
+  });
 });
