@@ -1,8 +1,8 @@
-// Hostile input to the pipe's private limit sets, end to end on the built binary: exact bytes, exit codes, messages.
+// Hostile input to the private limit sets of pipe, run and simulate, end to end on the built binary: exact bytes, exit codes, messages.
 import { describe, expect, it } from "vitest";
 import { runCli } from "../helpers/cli.js";
 
-describe("tbucket pipe with a set of limits, given what breaks things", () => {
+describe("private limit sets, given what breaks things", () => {
   it.each([
     [["--lines", "--window", "5b/1s"], "a line"],
     [["--lines", "--null", "--rate", "1mb", "--window", "5b/1s"], "a record"],
@@ -37,5 +37,24 @@ describe("tbucket pipe with a set of limits, given what breaks things", () => {
   it("a window of 1 ms, the least, works: every byte comes through", async () => {
     const result = await runCli(["--window", "5/1ms"], { input: "hello world\n" });
     expect([result.code, result.stdout.toString(), result.stderr]).toEqual([0, "hello world\n", ""]);
+  });
+
+  const windows = (count: number, unit = "") => Array.from({ length: count }, (_, i) => ["--window", `${i + 1}${unit}/1s`]).flat();
+  it.each([
+    [[...windows(32, "kb")], "32"],
+    [["run", "--rate", "5/s", ...windows(31), "--count", "1", "--", "true"], "32"],
+    [["simulate", "--rate", "5/s", "--burst", "1", ...windows(31), "--arrivals", "burst 1"], "32"],
+  ])("more limits than a set holds: one usage line, status 2 (%#)", async (args, count) => {
+    const result = await runCli(args, { input: "never read\n" });
+    expect(result.stderr).toBe(
+      `tbucket: --rate, --window, --concurrency: ${count} limits given, at most 31 make a set; drop the ones that never bind (a wider window of the same rate, a duplicate)\n`,
+    );
+    expect(result.code).toBe(2);
+    expect(result.stdout.length).toBe(0);
+  });
+
+  it("31 limits, the most, work", async () => {
+    const result = await runCli(windows(31, "kb"), { input: "hello\n" });
+    expect([result.code, result.stdout.toString(), result.stderr]).toEqual([0, "hello\n", ""]);
   });
 });
