@@ -33,6 +33,8 @@ export class LimitSetLimiter implements Limiter {
   readonly clock: Clock;
   /** By limit index: the time of the finished waits each limit set (several at once share a wait); see `waitedMs`. */
   readonly waitedMsBy: Float64Array;
+  /** By limit index: how many items it refused (their wait past the --max-wait of `tryWait` or `acquire`). */
+  readonly refusedBy: Float64Array;
   /** The waits under way: when each began, how long it is, and the limits that set it. */
   readonly #waiting = new Set<{ startedMs: number; waitMs: number; limitedBy: readonly number[] }>();
   /**
@@ -50,6 +52,7 @@ export class LimitSetLimiter implements Limiter {
     this.set = new LimitSet(specs, { clock: this.clock });
     this.unit = options.unit;
     this.waitedMsBy = new Float64Array(specs.length);
+    this.refusedBy = new Float64Array(specs.length);
   }
 
   /** The time of the waits limit `index` (from 0) set, the ones under way as far as they went (stats asked at a signal). */
@@ -143,7 +146,10 @@ export class LimitSetLimiter implements Limiter {
     const reserve = () => (inDebt ? this.set.reserveInDebtAt(this.clock.now(), costs, maxWaitMs) : this.set.reserve(costs, maxWaitMs));
     let reservation = this.#turns.length === 0 ? reserve() : undefined;
     if (reservation === undefined || reservation.noSlot) reservation = await this.#inTurn(reserve, signal);
-    if (!reservation.ok) return undefined;
+    if (!reservation.ok) {
+      for (const number of reservation.limitedBy) this.refusedBy[number - 1] = this.refusedBy[number - 1]! + 1;
+      return undefined;
+    }
     const nowMs = this.clock.now();
     const waitMs = reservation.delayFrom(nowMs);
     // A wait cut short counts as far as it went: a limit's waits never add up to more than the time.

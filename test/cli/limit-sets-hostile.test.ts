@@ -57,4 +57,18 @@ describe("private limit sets, given what breaks things", () => {
     const result = await runCli(windows(31, "kb"), { input: "hello\n" });
     expect([result.code, result.stdout.toString(), result.stderr]).toEqual([0, "hello\n", ""]);
   });
+
+  it("run --max-wait under a window: the launches it would hold too long are skipped, counted, and the window named as the limit that refused them", async () => {
+    const text = await runCli(["run", "--window", "2/1s", "--max-wait", "100ms", "--count", "5", "--stats", "--", "true"]);
+    expect(text.code).toBe(1);
+    expect(text.stderr).toMatch(/^jobs: +2 started, 2 succeeded, 0 failed, 3 skipped, 0 retried\n(.*\n){2}limits: +1 --window 2\/1s \(2 in any 1\.0 s\) refused 3; limited by 1\n$/);
+    const json = await runCli(["run", "--window", "2/1s", "--max-wait", "100ms", "--count", "5", "--stats-format", "json", "--", "true"]);
+    const stats = JSON.parse(json.stderr);
+    expect([json.code, stats.skipped, stats.limits, stats.limitedBy]).toEqual([
+      1,
+      3,
+      [{ limit: 1, flag: "--window 2/1s", kind: "window", unit: "count", n: 2, windowSeconds: 1, waitedSeconds: 0, refused: 3 }],
+      [1],
+    ]);
+  });
 });
