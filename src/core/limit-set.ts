@@ -322,6 +322,7 @@ export class LimitSet {
    */
   settleAt(nowMs: number, reservation: LimitReservation, actualCosts: Costs): void {
     if (!reservation.ok || reservation.cancelled) return;
+    checkCostsObject(actualCosts);
     const t = this.#touch(nowMs);
     const amounts = reservation.amounts;
     for (let i = 0; i < this.#plan.count; i++) {
@@ -386,6 +387,7 @@ export class LimitSet {
 
   /** Copies the item's cost in each limit's unit; a concurrency limit takes one slot. */
   #readCosts(costs: Costs): void {
+    checkCostsObject(costs);
     for (let i = 0; i < this.#plan.count; i++) {
       const unit = this.#plan.units[i];
       if (unit === undefined) {
@@ -590,6 +592,11 @@ function planFor(specs: readonly LimitSpec[]): LimitPlan {
     plans.set(specs, plan);
   }
   return plan;
+}
+
+/** A library caller's `costs` is an object (a null would fail deep inside as a TypeError). */
+function checkCostsObject(costs: Costs): void {
+  if (typeof costs !== "object" || costs === null) throw new RangeError(`Expected \`costs\` to be an object of costs by unit, such as { count: 1 }, got \`${String(costs)}\``);
 }
 
 /** The limit numbers (from 1) of a mask's bits. */

@@ -328,3 +328,15 @@ describe("LimitSet.reserveInDebtAt: an item that must go out whole, past a bucke
     expect(levels(set, 0)).toEqual([5, 20]);
   });
 });
+
+describe("LimitSet given costs that are not an object", () => {
+  it.each([null, undefined, 5, "count"])("refuses %j with a RangeError that says what to give, touching nothing", (costs) => {
+    const set = limitSet();
+    const message = `Expected \`costs\` to be an object of costs by unit, such as { count: 1 }, got \`${String(costs)}\``;
+    expect(() => set.allowAt(0, costs as never)).toThrow(new RangeError(message));
+    expect(() => set.reserveAt(0, costs as never)).toThrow(new RangeError(message));
+    const reservation = set.reserveAt(0, { count: 1 });
+    expect(() => set.settleAt(0, reservation, costs as never)).toThrow(new RangeError(message));
+    expect(levels(set, 0)).toEqual([1, 2, 100]);
+  });
+});
