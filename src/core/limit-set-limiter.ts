@@ -76,20 +76,18 @@ export class LimitSetLimiter implements Limiter {
     return this.mostAtOnce(this.unit);
   }
 
-  /** The most of `unit` one item may cost: the least burst (of a bucket with a finite rate) or window n counting it; Infinity if none counts it. */
-  mostAtOnce(unit: CostUnit): number {
+  /**
+   * The most of `unit` one item may cost: the least burst (of a bucket with a finite rate) or window n
+   * counting it; Infinity if none counts it. With `windows: false`, the buckets' alone; with
+   * `buckets: false`, the windows' alone: the most an item may cost at all, a bucket running into
+   * debt for more than its burst (`waitInDebt`).
+   */
+  mostAtOnce(unit: CostUnit, kinds: { buckets?: boolean; windows?: boolean } = {}): number {
     let most = Infinity;
     for (const spec of this.set.specs) {
-      if (spec.kind === "bucket" && spec.unit === unit && spec.rate !== Infinity) most = Math.min(most, spec.burst);
-      if (spec.kind === "window" && spec.unit === unit) most = Math.min(most, spec.n);
+      if (kinds.buckets !== false && spec.kind === "bucket" && spec.unit === unit && spec.rate !== Infinity) most = Math.min(most, spec.burst);
+      if (kinds.windows !== false && spec.kind === "window" && spec.unit === unit) most = Math.min(most, spec.n);
     }
-    return most;
-  }
-
-  /** The most of `unit` one item may cost at all, a bucket running into debt for more than its burst: the least window n counting it. */
-  mostEver(unit: CostUnit): number {
-    let most = Infinity;
-    for (const spec of this.set.specs) if (spec.kind === "window" && spec.unit === unit) most = Math.min(most, spec.n);
     return most;
   }
 
@@ -206,7 +204,7 @@ export class LimitSetLimiter implements Limiter {
   #checkCosts(costs: Costs, inDebt: boolean): void {
     for (const unit in costs) {
       const cost = costs[unit]!;
-      const most = inDebt ? this.mostEver(unit) : this.mostAtOnce(unit);
+      const most = this.mostAtOnce(unit, { buckets: !inDebt });
       if (cost > most) throw new ExceedsBurstError(cost, most);
     }
   }

@@ -71,4 +71,15 @@ describe("private limit sets, given what breaks things", () => {
       [1],
     ]);
   });
+
+  it("a window smaller than one timer tick of its rate gets no advice to raise a --burst it does not have; a small bucket's burst still does", async () => {
+    const input = Buffer.alloc(200, "w");
+    const text = await runCli(["--window", "5/1ms", "--stats"], { input });
+    expect([text.code, text.stdout.equals(input)]).toEqual([0, true]);
+    expect(text.stderr).toMatch(/; limits 1 --window 5\/1ms \(5 B in any 1 ms\)( waited [^;]+)?; (limited by 1|none set a wait)\n$/);
+    const json = JSON.parse((await runCli(["--window", "5/1ms", "--stats-format", "json"], { input })).stderr);
+    expect(json.burstBelowTimerTick).toBeUndefined();
+    const bucket = await runCli(["--rate", "1mb", "--burst", "100", "--window", "10mb/1s", "--stats"], { input });
+    expect(bucket.stderr).toMatch(/; burst smaller than one timer tick of the rate, which it may not keep: --burst 15k can\n$/);
+  });
 });

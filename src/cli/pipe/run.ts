@@ -1,6 +1,7 @@
 import { statSync } from "node:fs";
 import { isatty } from "node:tty";
 import type { Limiter } from "../../core/limiter.js";
+import type { LimitSetLimiter } from "../../core/limit-set-limiter.js";
 import { ExceedsBurstError } from "../../core/token-bucket.js";
 import { humanDuration } from "../../core/format.js";
 import { chooseCopyPath, copySources } from "../../stream/copy-engine.js";
@@ -78,7 +79,7 @@ export async function runPipe(config: PipeConfig): Promise<number> {
     burst: limiter.burst,
     kind: config.kind,
     zeroCopy: path.kind === "splice",
-    smallestSteadyBurst: burstBelowTimerTick(throttle, config.kind),
+    smallestSteadyBurst: burstBelowTimerTick(throttle, config.kind, set),
     limits: set && limitReports(set.set.specs, (index) => set.waitedMs(index), config.limits.map((limit) => limit.flag)),
   });
   const progress = await startProgress(config, limiter, snapshot);
@@ -182,9 +183,14 @@ function recordTooLarge(error: ExceedsBurstError, config: PipeConfig): RuntimeEr
   );
 }
 
-/** The smallest burst that keeps a byte rate, when the bucket's is smaller (Throttle.smallestSteadyBurst). */
-function burstBelowTimerTick(throttle: Throttle, kind: PipeConfig["kind"]): number | undefined {
+/**
+ * The smallest burst that keeps a byte rate, when the bucket's is smaller (Throttle.smallestSteadyBurst).
+ * Not when the least a set takes at once is a window's n: a window loses nothing to a late timer (an
+ * item counts from its reserved instant, whenever it went), and it has no --burst to raise.
+ */
+function burstBelowTimerTick(throttle: Throttle, kind: PipeConfig["kind"], set: LimitSetLimiter | undefined): number | undefined {
   const steady = kind === "bytes" ? throttle.smallestSteadyBurst() : undefined;
+  if (set !== undefined && set.mostAtOnce(set.unit) < set.mostAtOnce(set.unit, { windows: false })) return undefined;
   return steady !== undefined && throttle.limiter.burst < steady ? steady : undefined;
 }
 
