@@ -154,6 +154,8 @@ export class Throttle {
         // its buckets wait to be full and run into debt for the rest, in one reservation.
         const limiter = this.limiter;
         const costs = this.#costsOf(cost, records) ?? { [limiter.unit]: cost };
+        // It waits for full buckets (and room for all of it in the windows) unless they are already.
+        this.#lastTakeWaited = limiter.tokens() < burst;
         await this.#timed(() => limiter.waitInDebt(costs, signal));
         await this.#emit(segment, emit);
       } else {
