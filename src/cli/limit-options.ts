@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import { defaultBurst } from "../core/default-burst.js";
-import type { LimitSpec } from "../core/limit-spec.js";
+import { type LimitSpec, MAX_LIMITS } from "../core/limit-spec.js";
 import {
   parseAnyRate,
   parseAnyWindow,
@@ -122,6 +122,9 @@ export function parseLimitOptions(flags: LimitFlags, grammar: LimitGrammar): Par
   for (const slots of concurrency) {
     const n = parseOption("--concurrency", slots.text, (text) => parseCount(text));
     placed.push({ spec: { kind: "concurrency", n }, flag: `--concurrency ${slots.text}`, burstGiven: false, position: slots.position });
+  }
+  if (placed.length > MAX_LIMITS) {
+    throw new UsageError(`--rate, --window, --concurrency: ${placed.length} limits given, at most ${MAX_LIMITS} make a set; drop the ones that never bind (a wider window of the same rate, a duplicate)`);
   }
   const limits = placed.sort((a, b) => a.position - b.position).map(({ position: _, ...limit }) => limit);
   return { limits, loneBurst };

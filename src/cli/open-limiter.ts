@@ -33,6 +33,8 @@ export interface LimiterRequest {
 export interface SetReport {
   specs: readonly LimitSpec[];
   waitedMsBy(index: number): number;
+  /** Items each limit refused (a wait past --max-wait). */
+  refusedBy?(index: number): number;
 }
 
 export interface OpenLimiter {
@@ -136,7 +138,7 @@ async function openSharedLimiter(request: LimiterRequest, key: string): Promise<
 }
 
 function privateReport(set: LimitSetLimiter): SetReport {
-  return { specs: set.set.specs, waitedMsBy: (index) => set.waitedMsBy[index]! };
+  return { specs: set.set.specs, waitedMsBy: (index) => set.waitedMs(index), refusedBy: (index) => set.refusedBy[index]! };
 }
 
 /** A launch costs one launch in every limit counting them. */

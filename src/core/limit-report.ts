@@ -18,24 +18,33 @@ export interface LimitReport {
   windowSeconds?: number;
   /** Time spent in waits this limit set (waits several limits set count for each). */
   waitedSeconds: number;
+  /** Items it refused (a wait past --max-wait); absent when none. */
+  refused?: number;
 }
 
 /** Each limit's settings and the time of the waits it set, by index. */
-export function limitReports(specs: readonly LimitSpec[], waitedMsBy: (index: number) => number, flags: readonly string[] = []): LimitReport[] {
+export function limitReports(
+  specs: readonly LimitSpec[],
+  waitedMsBy: (index: number) => number,
+  flags: readonly string[] = [],
+  refusedBy: (index: number) => number = () => 0,
+): LimitReport[] {
   return specs.map((spec, index) => {
     const head = { limit: index + 1, ...(flags[index] === undefined ? {} : { flag: flags[index] }), kind: spec.kind };
     const waitedSeconds = Math.round(waitedMsBy(index)) / 1000;
-    if (spec.kind === "bucket") return { ...head, unit: spec.unit, rate: spec.rate === Infinity ? null : spec.rate, burst: spec.burst, waitedSeconds };
-    if (spec.kind === "window") return { ...head, unit: spec.unit, n: spec.n, windowSeconds: spec.windowMs / 1000, waitedSeconds };
-    return { ...head, n: spec.n, waitedSeconds };
+    const refused = refusedBy(index);
+    const tail = { waitedSeconds, ...(refused > 0 ? { refused } : {}) };
+    if (spec.kind === "bucket") return { ...head, unit: spec.unit, rate: spec.rate === Infinity ? null : spec.rate, burst: spec.burst, ...tail };
+    if (spec.kind === "window") return { ...head, unit: spec.unit, n: spec.n, windowSeconds: spec.windowMs / 1000, ...tail };
+    return { ...head, n: spec.n, ...tail };
   });
 }
 
-/** The limits that bound (set a wait), the one that held longest first: `limitedBy`. */
+/** The limits that bound (set a wait or refused), the one that held longest first, then the one that refused most: `limitedBy`. */
 export function limitedBy(reports: readonly LimitReport[]): number[] {
   return reports
-    .filter((report) => report.waitedSeconds > 0)
-    .sort((a, b) => b.waitedSeconds - a.waitedSeconds || a.limit - b.limit)
+    .filter((report) => report.waitedSeconds > 0 || (report.refused ?? 0) > 0)
+    .sort((a, b) => b.waitedSeconds - a.waitedSeconds || (b.refused ?? 0) - (a.refused ?? 0) || a.limit - b.limit)
     .map((report) => report.limit);
 }
 
@@ -55,7 +64,8 @@ export function describeLimit(report: LimitReport): string {
 export function formatLimitsText(reports: readonly LimitReport[]): string {
   const each = reports.map((report) => {
     const waited = report.waitedSeconds > 0 ? ` waited ${humanDuration(report.waitedSeconds * 1000)}` : "";
-    return `${report.limit}${report.flag === undefined ? "" : ` ${report.flag}`} (${describeLimit(report)})${waited}`;
+    const refused = report.refused === undefined ? "" : ` refused ${report.refused}`;
+    return `${report.limit}${report.flag === undefined ? "" : ` ${report.flag}`} (${describeLimit(report)})${waited}${refused}`;
   });
   const bound = limitedBy(reports);
   return `${each.join(", ")}; ${bound.length === 0 ? "none set a wait" : `limited by ${bound.join(", ")}`}`;

@@ -31,8 +31,12 @@ export class LimitSetLimiter implements Limiter {
   /** What `n` counts. */
   readonly unit: CostUnit;
   readonly clock: Clock;
-  /** By limit index: the time of the waits each limit set (several at once share a wait). */
+  /** By limit index: the time of the finished waits each limit set (several at once share a wait); see `waitedMs`. */
   readonly waitedMsBy: Float64Array;
+  /** By limit index: how many items it refused (their wait past the --max-wait of `tryWait` or `acquire`). */
+  readonly refusedBy: Float64Array;
+  /** The waits under way: when each began, how long it is, and the limits that set it. */
+  readonly #waiting = new Set<{ startedMs: number; waitMs: number; limitedBy: readonly number[] }>();
   /**
    * Waits for a concurrency slot, in turn; the head asks again at each
    * release. Not core's TurnQueue: its turns are instants reserved on one
@@ -48,6 +52,15 @@ export class LimitSetLimiter implements Limiter {
     this.set = new LimitSet(specs, { clock: this.clock });
     this.unit = options.unit;
     this.waitedMsBy = new Float64Array(specs.length);
+    this.refusedBy = new Float64Array(specs.length);
+  }
+
+  /** The time of the waits limit `index` (from 0) set, the ones under way as far as they went (stats asked at a signal). */
+  waitedMs(index: number): number {
+    let ms = this.waitedMsBy[index]!;
+    const nowMs = this.clock.now();
+    for (const wait of this.#waiting) if (wait.limitedBy.includes(index + 1)) ms += Math.min(wait.waitMs, nowMs - wait.startedMs);
+    return ms;
   }
 
   get rate(): number {
@@ -58,9 +71,13 @@ export class LimitSetLimiter implements Limiter {
     return this.mostAtOnce(this.unit);
   }
 
-  /** The most of `unit` one item may cost (limit-spec's mostAtOnce). */
-  mostAtOnce(unit: CostUnit): number {
-    return mostAtOnce(this.set.specs, unit);
+  /**
+   * The most of `unit` one item may cost (limit-spec's mostAtOnce). With `windows: false`, the
+   * buckets' alone; with `buckets: false`, the windows' alone: the most an item may cost at all, a
+   * bucket running into debt for more than its burst (`waitInDebt`).
+   */
+  mostAtOnce(unit: CostUnit, kinds: { buckets?: boolean; windows?: boolean } = {}): number {
+    return mostAtOnce(this.set.specs, unit, kinds);
   }
 
   tokens(): number {
@@ -84,6 +101,16 @@ export class LimitSetLimiter implements Limiter {
   }
 
   /**
+   * Waits as `wait` for an item that goes out whole though it costs more
+   * than a bucket's burst (LimitSet.reserveInDebtAt: the buckets run into
+   * debt, the windows count it whole). Rejects with ExceedsBurstError when a
+   * window could never hold it.
+   */
+  async waitInDebt(costs: Costs, signal?: AbortSignal): Promise<void> {
+    this.release(await this.#take(costs, Infinity, signal, true));
+  }
+
+  /**
    * Waits until the item may act, as `tryWait`, and holds its concurrency
    * slots until `release`: for items that run for a while (a job, a
    * request). Undefined, having taken nothing, when the timed part of the
@@ -100,28 +127,44 @@ export class LimitSetLimiter implements Limiter {
     this.#turns[0]?.();
   }
 
-  async #take(costs: Costs, maxWaitMs: number, signal: AbortSignal | undefined): Promise<LimitReservation | undefined> {
+  async #take(costs: Costs, maxWaitMs: number, signal: AbortSignal | undefined, inDebt = false): Promise<LimitReservation | undefined> {
     signal?.throwIfAborted();
-    this.#checkCosts(costs);
-    let reservation = this.#turns.length === 0 ? this.set.reserve(costs, maxWaitMs) : undefined;
-    if (reservation === undefined || reservation.noSlot) reservation = await this.#inTurn(costs, maxWaitMs, signal);
-    if (!reservation.ok) return undefined;
+    this.#checkCosts(costs, inDebt);
+    const reserve = () => (inDebt ? this.set.reserveInDebtAt(this.clock.now(), costs, maxWaitMs) : this.set.reserve(costs, maxWaitMs));
+    let reservation = this.#turns.length === 0 ? reserve() : undefined;
+    if (reservation === undefined || reservation.noSlot) reservation = await this.#inTurn(reserve, signal);
+    if (!reservation.ok) {
+      for (const number of reservation.limitedBy) this.refusedBy[number - 1] = this.refusedBy[number - 1]! + 1;
+      return undefined;
+    }
     const nowMs = this.clock.now();
     const waitMs = reservation.delayFrom(nowMs);
-    for (const number of reservation.limitedBy) this.waitedMsBy[number - 1] = this.waitedMsBy[number - 1]! + reservation.waitMs;
-    if (waitMs <= 0) return reservation;
+    // A wait cut short counts as far as it went: a limit's waits never add up to more than the time.
+    const waited = (ms: number) => {
+      for (const number of reservation.limitedBy) this.waitedMsBy[number - 1] = this.waitedMsBy[number - 1]! + ms;
+    };
+    if (waitMs <= 0) {
+      waited(reservation.waitMs);
+      return reservation;
+    }
+    const waiting = { startedMs: nowMs, waitMs: reservation.waitMs, limitedBy: reservation.limitedBy };
+    this.#waiting.add(waiting);
     try {
       await this.clock.sleep(waitMs, signal);
     } catch (error) {
+      waited(Math.min(reservation.waitMs, this.clock.now() - nowMs));
       this.set.cancel(reservation);
       this.#turns[0]?.();
       throw error;
+    } finally {
+      this.#waiting.delete(waiting);
     }
+    waited(reservation.waitMs);
     return reservation;
   }
 
   /** Waits for its turn in the queue of those without a slot, asking again at each release. */
-  async #inTurn(costs: Costs, maxWaitMs: number, signal: AbortSignal | undefined): Promise<LimitReservation> {
+  async #inTurn(reserve: () => LimitReservation, signal: AbortSignal | undefined): Promise<LimitReservation> {
     let wake!: () => void;
     let woken = new Promise<void>((resolve) => (wake = resolve));
     const turn = () => wake();
@@ -131,7 +174,7 @@ export class LimitSetLimiter implements Limiter {
     try {
       for (;;) {
         if (this.#turns[0] === turn) {
-          const reservation = this.set.reserve(costs, maxWaitMs);
+          const reservation = reserve();
           if (!reservation.noSlot) return reservation;
         }
         await woken;
@@ -146,11 +189,11 @@ export class LimitSetLimiter implements Limiter {
     }
   }
 
-  /** A cost above what some limit can ever take at once is refused as a bucket refuses one above its burst. */
-  #checkCosts(costs: Costs): void {
+  /** A cost above what some limit can ever take at once (in debt, what a window can ever hold) is refused as a bucket refuses one above its burst. */
+  #checkCosts(costs: Costs, inDebt: boolean): void {
     for (const unit in costs) {
       const cost = costs[unit]!;
-      const most = this.mostAtOnce(unit);
+      const most = this.mostAtOnce(unit, { buckets: !inDebt });
       if (cost > most) throw new ExceedsBurstError(cost, most);
     }
   }

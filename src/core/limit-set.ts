@@ -214,8 +214,26 @@ export class LimitSet {
    * free slot, or the wait would exceed `maxWaitMs`.
    */
   reserveAt(nowMs: number, costs: Costs, maxWaitMs = Infinity): LimitReservation {
+    return this.#reserve(nowMs, costs, maxWaitMs, false);
+  }
+
+  /**
+   * Reserves as `reserveAt` an item that must go out whole though it costs
+   * more than a bucket's burst (the pipe's line longer than the burst): such
+   * a bucket waits until it is full, and the rest of the cost is its debt,
+   * which later items wait for. Windows and slots admit the whole item or
+   * refuse it: a window has no debt, it never holds more than its n.
+   */
+  reserveInDebtAt(nowMs: number, costs: Costs, maxWaitMs = Infinity): LimitReservation {
+    const reservation = this.#reserve(nowMs, costs, maxWaitMs, true);
+    if (reservation.ok) this.settleAt(nowMs, reservation, costs);
+    return reservation;
+  }
+
+  #reserve(nowMs: number, costs: Costs, maxWaitMs: number, capAtBurst: boolean): LimitReservation {
     const now = nowMs > this.#lastMs ? nowMs : this.#lastMs;
     this.#readCosts(costs);
+    if (capAtBurst) this.#capAtBursts();
     const ok = this.#decide(now, maxWaitMs);
     const limitedBy = limitNumbers(this.limitedByMask);
     if (!ok) return new LimitReservation(false, Infinity, Infinity, limitedBy, this.lastNoSlot, NO_AMOUNTS, NO_AMOUNTS, NO_AMOUNTS, NO_AMOUNTS);
@@ -304,6 +322,7 @@ export class LimitSet {
    */
   settleAt(nowMs: number, reservation: LimitReservation, actualCosts: Costs): void {
     if (!reservation.ok || reservation.cancelled) return;
+    checkCostsObject(actualCosts);
     const t = this.#touch(nowMs);
     const amounts = reservation.amounts;
     for (let i = 0; i < this.#plan.count; i++) {
@@ -368,6 +387,7 @@ export class LimitSet {
 
   /** Copies the item's cost in each limit's unit; a concurrency limit takes one slot. */
   #readCosts(costs: Costs): void {
+    checkCostsObject(costs);
     for (let i = 0; i < this.#plan.count; i++) {
       const unit = this.#plan.units[i];
       if (unit === undefined) {
@@ -383,6 +403,15 @@ export class LimitSet {
         throw new RangeError(`Expected \`${unit}\` cost to be a non-negative finite number, got \`${cost}\` (${typeof cost})`);
       }
       this.#plan.cost[i] = cost;
+    }
+  }
+
+  /** Each bucket with a rate asks for at most its burst of the costs read (the rest is settled as debt). */
+  #capAtBursts(): void {
+    for (let i = 0; i < this.#plan.count; i++) {
+      if (this.#plan.kinds[i] !== BUCKET) continue;
+      const bucket = this.#bucket(i);
+      if (bucket.rate !== Infinity && this.#plan.cost[i]! > bucket.burst) this.#plan.cost[i] = bucket.burst;
     }
   }
 
@@ -563,6 +592,11 @@ function planFor(specs: readonly LimitSpec[]): LimitPlan {
     plans.set(specs, plan);
   }
   return plan;
+}
+
+/** A library caller's `costs` is an object (a null would fail deep inside as a TypeError). */
+function checkCostsObject(costs: Costs): void {
+  if (typeof costs !== "object" || costs === null) throw new RangeError(`Expected \`costs\` to be an object of costs by unit, such as { count: 1 }, got \`${String(costs)}\``);
 }
 
 /** The limit numbers (from 1) of a mask's bits. */

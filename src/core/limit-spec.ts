@@ -99,11 +99,11 @@ export function lowestRate(specs: readonly LimitSpec[], unit: CostUnit): number 
 }
 
 /** The most of `unit` one item may cost: the least burst (of a bucket with a finite rate) or window n counting it; Infinity if none counts it. */
-export function mostAtOnce(specs: readonly LimitSpec[], unit: CostUnit): number {
+export function mostAtOnce(specs: readonly LimitSpec[], unit: CostUnit, kinds: { buckets?: boolean; windows?: boolean } = {}): number {
   let most = Infinity;
   for (const spec of specs) {
-    if (spec.kind === "bucket" && spec.unit === unit && spec.rate !== Infinity) most = Math.min(most, spec.burst);
-    if (spec.kind === "window" && spec.unit === unit) most = Math.min(most, spec.n);
+    if (kinds.buckets !== false && spec.kind === "bucket" && spec.unit === unit && spec.rate !== Infinity) most = Math.min(most, spec.burst);
+    if (kinds.windows !== false && spec.kind === "window" && spec.unit === unit) most = Math.min(most, spec.n);
   }
   return most;
 }

@@ -62,7 +62,11 @@ export type ReservationRecord = Pick<Reservation, "ok" | "tokens" | "timeToActMs
 /** Thrown (or rejected) by `wait` when a request can never be granted. */
 export class ExceedsBurstError extends RangeError {
   readonly code = "EXCEEDS_BURST";
-  constructor(n: number, burst: number) {
+  constructor(
+    /** What was asked for, and the most that can ever be granted at once. */
+    readonly n: number,
+    readonly burst: number,
+  ) {
     super(`Requested ${n} tokens, more than the burst of ${burst}: this can never be granted`);
     this.name = "ExceedsBurstError";
   }

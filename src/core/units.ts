@@ -229,14 +229,18 @@ function parseWindowText(text: string, kind: RateKind, example: string): ParsedW
   const period = written.slice(slash + 1).trim();
   const windowMs = parsePeriodMs(period);
   if (windowMs === undefined) throw new UnitError(`"${text}" is not a window: "${period}" is not a duration longer than zero; ${example}`);
+  // Shorter, a record would leave the window at the instant it was made (times are epoch milliseconds) and timers cannot wait it out.
+  if (windowMs < 1) throw new UnitError(`"${text}" is not a window: "${period}" is shorter than 1 ms, the least a window may be; ${example}`);
   // A plain number is a size in bytes as it is a count: only a byte unit in a count window is the wrong kind.
   if (kind === "count" && rateKindOf(amount) === "bytes") throw new UnitError(`"${text}" is a window of bytes, not of counts; ${example}`);
   let n: number;
   try {
     n = kind === "bytes" ? parseByteSize(amount) : parseCount(amount);
-  } catch {
+  } catch (error) {
+    // Zero and too large are said as such: "0" is a whole number, only not one a window can be.
+    const reason = /: it (is too large \(at most [^)]*\)|must be more than zero)/.exec((error as Error).message)?.[1];
     const what = kind === "bytes" ? "a whole number of bytes" : "a whole number 1 or more";
-    throw new UnitError(`"${text}" is not a window: "${amount}" is not ${what}; ${example}`);
+    throw new UnitError(`"${text}" is not a window: "${amount}" ${reason ?? `is not ${what}`}; ${example}`);
   }
   return { n, windowMs };
 }

@@ -1,5 +1,6 @@
 import { type Clock, systemClock } from "../core/clock.js";
 import type { Costs } from "../core/limit-spec.js";
+import { LimitSetLimiter } from "../core/limit-set-limiter.js";
 import type { Limiter } from "../core/limiter.js";
 import { TokenBucket } from "../core/token-bucket.js";
 import { RecordScanner } from "./record-scanner.js";
@@ -148,6 +149,15 @@ export class Throttle {
       if (cost <= burst) {
         await this.#take(cost, signal, this.#costsOf(cost, records));
         await this.#emit(segment, emit);
+      } else if (this.limiter instanceof LimitSetLimiter) {
+        // A set's windows must count the whole record before it goes out (a window has no debt);
+        // its buckets wait to be full and run into debt for the rest, in one reservation.
+        const limiter = this.limiter;
+        const costs = this.#costsOf(cost, records) ?? { [limiter.unit]: cost };
+        // It waits for full buckets (and room for all of it in the windows) unless they are already.
+        this.#lastTakeWaited = limiter.tokens() < burst;
+        await this.#timed(() => limiter.waitInDebt(costs, signal));
+        await this.#emit(segment, emit);
       } else {
         // Too costly for the bucket: wait for a full bucket, send, then pay off the debt
         // before anything else goes out, so the long-run rate still holds.
@@ -206,15 +216,22 @@ export class Throttle {
   async #take(n: number, signal: AbortSignal | undefined, costs?: Costs): Promise<void> {
     // A slice with costs in several units pays its lines even where its bytes are free.
     if (costs === undefined && (n <= 0 || this.limiter.rate === Infinity)) return;
-    const startedMs = this.#clock.now();
     const { limiter } = this;
     // A shared bucket's level is as last read: the guess may be off for the rest of one lease.
     this.#lastTakeWaited = limiter.tokens() < n;
-    this.#takingSinceMs = startedMs;
-    try {
+    await this.#timed(async () => {
       await limiter.wait(n, signal, costs);
       const spilled = Math.min(n, limiter.tokens() + n - limiter.burst);
       if (spilled > 0) await limiter.wait(spilled, signal);
+    });
+  }
+
+  /** Runs a wait for tokens, counting its time in the stats (the wait under way too, see `stats`). */
+  async #timed(wait: () => Promise<void>): Promise<void> {
+    const startedMs = this.#clock.now();
+    this.#takingSinceMs = startedMs;
+    try {
+      await wait();
     } finally {
       this.#takingSinceMs = undefined;
       this.#stats.waitedMs += this.#clock.now() - startedMs;

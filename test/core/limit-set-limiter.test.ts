@@ -137,3 +137,24 @@ describe("LimitSetLimiter", () => {
     expect(times).toEqual([1000]);
   });
 });
+
+describe("LimitSetLimiter's waits by limit, for --stats", () => {
+  it("a wait under way counts as far as it went, and one cut short counts no more than it waited", async () => {
+    const clock = new FakeClock();
+    const limiter = new LimitSetLimiter([{ kind: "window", unit: "bytes", n: 10, windowMs: 1000 }], { unit: "bytes", clock });
+    await limiter.wait(10);
+    const controller = new AbortController();
+    const waiting = limiter.wait(10, controller.signal);
+    await clock.advance(300);
+    expect(limiter.waitedMs(0)).toBe(300);
+    controller.abort(new Error("interrupted"));
+    await expect(waiting).rejects.toThrow("interrupted");
+    await clock.advance(500);
+    expect([limiter.waitedMs(0), limiter.waitedMsBy[0]]).toEqual([300, 300]);
+    // Given back: the next waits for the first 10 alone, until 1000 ms.
+    const next = limiter.wait(10);
+    await clock.advance(200);
+    await next;
+    expect(limiter.waitedMs(0)).toBe(500);
+  });
+});

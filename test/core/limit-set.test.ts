@@ -291,3 +291,52 @@ describe("LimitSet specs", () => {
     expect(() => new LimitSet(specs as LimitSpec[])).toThrow(message);
   });
 });
+
+describe("LimitSet.reserveInDebtAt: an item that must go out whole, past a bucket's burst", () => {
+  const SPECS: LimitSpec[] = [
+    { kind: "bucket", unit: "bytes", rate: 10, burst: 5 },
+    { kind: "window", unit: "bytes", n: 20, windowMs: 1000 },
+  ];
+
+  it("the bucket waits to be full and owes the rest; the window counts the whole item at that instant", () => {
+    const set = limitSet(SPECS);
+    expect(set.allowAt(0, { bytes: 3 })).toBe(true);
+    const reservation = set.reserveInDebtAt(0, { bytes: 12 });
+    // Full (5) at 300 ms: it takes 5 and owes 7.
+    expect([reservation.ok, reservation.timeToActMs, Array.from(reservation.amounts)]).toEqual([true, 300, [12, 12]]);
+    expect(levels(set, 300)).toEqual([-7, 5]);
+    // The next item waits for the debt: 3 tokens from -7 is a second.
+    expect(set.reserveAt(300, { bytes: 3 }).timeToActMs).toBe(1300);
+  });
+
+  it("a window must admit the whole item: it waits for room, or refuses one above its n, touching nothing", () => {
+    const set = limitSet(SPECS);
+    expect(set.allowAt(0, { bytes: 5 })).toBe(true);
+    expect(set.allowAt(500, { bytes: 5 })).toBe(true);
+    // 10 in the window: 12 more fit once the 5 of 0 ms left, at 1000 ms.
+    expect(set.reserveInDebtAt(500, { bytes: 12 }).timeToActMs).toBe(1000);
+    const before = levels(set, 1000);
+    const refused = set.reserveInDebtAt(1000, { bytes: 21 });
+    expect([refused.ok, refused.limitedBy]).toEqual([false, [2]]);
+    expect(levels(set, 1000)).toEqual(before);
+  });
+
+  it("cancelled before it is due, it gives the whole item back: the bucket its debt too, the window the record", () => {
+    const set = limitSet(SPECS);
+    const reservation = set.reserveInDebtAt(0, { bytes: 12 });
+    set.cancelAt(0, reservation);
+    expect(levels(set, 0)).toEqual([5, 20]);
+  });
+});
+
+describe("LimitSet given costs that are not an object", () => {
+  it.each([null, undefined, 5, "count"])("refuses %j with a RangeError that says what to give, touching nothing", (costs) => {
+    const set = limitSet();
+    const message = `Expected \`costs\` to be an object of costs by unit, such as { count: 1 }, got \`${String(costs)}\``;
+    expect(() => set.allowAt(0, costs as never)).toThrow(new RangeError(message));
+    expect(() => set.reserveAt(0, costs as never)).toThrow(new RangeError(message));
+    const reservation = set.reserveAt(0, { count: 1 });
+    expect(() => set.settleAt(0, reservation, costs as never)).toThrow(new RangeError(message));
+    expect(levels(set, 0)).toEqual([1, 2, 100]);
+  });
+});

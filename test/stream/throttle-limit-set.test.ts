@@ -68,4 +68,34 @@ describe("Throttle over a limit set of lines and bytes", () => {
     expect(Math.max(...out.map((slice) => slice.lines))).toBeLessThanOrEqual(2);
     expect(out.at(-1)!.atMs).toBe(1800);
   });
+
+  it("a line past a bucket's burst but within a byte window: the window counts it whole before it goes out, the bucket runs into debt", async () => {
+    // 900 bytes go in the first 70 ms (200 at 0, 100 every 10 ms); a line of 500, past the bucket's
+    // burst, waits until 400 of them left the window: those of 0, 10 and 20 ms, at 1020 ms.
+    const data = Buffer.concat([lines(9, 100), lines(1, 500), lines(1, 10)]);
+    const { out } = await passLines([{ kind: "bucket", unit: "bytes", rate: 10_000, burst: 200 }, { kind: "window", unit: "bytes", n: 1000, windowMs: 1000 }], data);
+    expect(Buffer.concat(out.map((slice) => Buffer.from(slice.text)))).toEqual(data);
+    const long = out.find((slice) => slice.text.length === 500)!;
+    expect(long.atMs).toBe(1020);
+    for (const slice of out) {
+      const inWindow = out.filter((other) => other.atMs > slice.atMs - 1000 && other.atMs <= slice.atMs).reduce((sum, other) => sum + other.text.length, 0);
+      expect(inWindow).toBeLessThanOrEqual(1000);
+    }
+  });
+
+  it("a line past its bucket's burst with the window far wider: the bucket waits to be full, the rest is debt the next line waits for", async () => {
+    const data = Buffer.concat([lines(1, 3), lines(1, 12), lines(1, 3)]);
+    const { out } = await passLines([{ kind: "bucket", unit: "bytes", rate: 10, burst: 5 }, { kind: "window", unit: "bytes", n: 100, windowMs: 10_000 }], data);
+    // 3 at 0 leaves 2: full (5) at 300 ms, the 12 go and leave -7; the last 3 wait for 10 tokens.
+    expect(out.map((slice) => [slice.atMs, slice.text.length])).toEqual([[0, 3], [300, 12], [1300, 3]]);
+  });
+
+  it("a line longer than a byte window's n can never go out whole: refused with ExceedsBurstError, nothing of it sent", async () => {
+    const clock = new FakeClock();
+    const limiter = new LimitSetLimiter([{ kind: "window", unit: "bytes", n: 5, windowMs: 1000 }], { unit: "bytes", clock });
+    const throttle = new Throttle({ limiter, cost: "record-bytes", clock });
+    const out: string[] = [];
+    await expect(throttle.pass(Buffer.from("ab\nhello world\nab\n"), (segment) => void out.push(segment.toString()))).rejects.toMatchObject({ name: "ExceedsBurstError", n: 12, burst: 5 });
+    expect(out).toEqual(["ab\n"]);
+  });
 });

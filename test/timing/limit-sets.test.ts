@@ -113,4 +113,30 @@ describe("limit sets: timing from outside", () => {
     expect(arrivals.at(-1)!.atMs - arrivals[0]!.atMs).toBeGreaterThanOrEqual(2500);
     expect([...JSON.parse(stderr).limitedBy].sort()).toEqual([1, 2]);
   });
+
+  it("pipe --window 1kb/1s stopped by SIGTERM while it waits on the window: at once, status by the signal, the stats exact and no limit waited longer than the pipe ran", async ({ expect }) => {
+    const input = randomBytes(10 * 1024);
+    const child = spawn(process.execPath, [TBUCKET, "--window", "1kb/1s", "--stats-format", "json"]);
+    let received = 0;
+    let stderr = "";
+    let signalledAt = 0;
+    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+    child.stdout.on("data", (chunk: Buffer) => {
+      received += chunk.length;
+      // Into the second window, a slice or two past its start: waiting for the next one to leave.
+      if (received > 1024 && signalledAt === 0) setTimeout(() => ((signalledAt = performance.now()), child.kill("SIGTERM")), 100);
+    });
+    child.stdin.end(input);
+    const [code, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((resolve) => child.on("close", (...end) => resolve(end)));
+    const tookMs = performance.now() - signalledAt;
+    expect([code, signal]).toEqual([null, "SIGTERM"]);
+    // By hand 20-40 ms; generous for a loaded 2-core machine.
+    expect(tookMs).toBeLessThan(1000);
+    const stats = JSON.parse(stderr);
+    expect(stats.bytes).toBe(received);
+    expect(received).toBeLessThanOrEqual(2048);
+    expect(stats.limitedBy).toEqual([1]);
+    expect(stats.limits[0].waitedSeconds).toBeGreaterThan(0);
+    expect(stats.limits[0].waitedSeconds).toBeLessThanOrEqual(stats.seconds + 0.001);
+  });
 });

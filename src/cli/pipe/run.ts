@@ -1,16 +1,18 @@
 import { statSync } from "node:fs";
 import { isatty } from "node:tty";
 import type { Limiter } from "../../core/limiter.js";
+import { ExceedsBurstError } from "../../core/token-bucket.js";
+import { humanDuration } from "../../core/format.js";
 import { chooseCopyPath, copySources } from "../../stream/copy-engine.js";
 import { knownTotalBytes } from "../../stream/read-sources.js";
 import { SpliceProgress } from "../../stream/splice-copy.js";
 import { createFdWriter, type FdWriter } from "../../stream/fd-writer.js";
 import { type Emit, Throttle } from "../../stream/throttle.js";
 import type { PipeConfig } from "./options.js";
-import { EXIT, ReaderGone } from "../errors.js";
+import { EXIT, ReaderGone, RuntimeError } from "../errors.js";
 import { endBySignal, onStopSignal, signalExitStatus } from "../signals.js";
 import { openLimiter } from "../open-limiter.js";
-import { mostAtOnce } from "../../core/limit-spec.js";
+import { type LimitSpec, mostAtOnce } from "../../core/limit-spec.js";
 import { needsLimitSet } from "../limit-options.js";
 import { limitReports } from "../../core/limit-report.js";
 import { describeFileError } from "../file-errors.js";
@@ -77,8 +79,8 @@ export async function runPipe(config: PipeConfig): Promise<number> {
     burst: limiter.burst,
     kind: config.kind,
     zeroCopy: path.kind === "splice",
-    smallestSteadyBurst: burstBelowTimerTick(throttle, config.kind),
-    limits: report && limitReports(report.specs, report.waitedMsBy, config.limits.map((limit) => limit.flag)),
+    smallestSteadyBurst: burstBelowTimerTick(throttle, config.kind, report?.specs),
+    limits: report && limitReports(report.specs, report.waitedMsBy, config.limits.map((limit) => limit.flag), report.refusedBy),
   });
   const progress = await startProgress(config, limiter, snapshot);
   // Once only: a signal may arrive while the copy is finishing, and the stats are said once.
@@ -120,7 +122,7 @@ export async function runPipe(config: PipeConfig): Promise<number> {
     finish(EXIT.failure);
     await close();
     signals.stopListening();
-    throw error;
+    throw error instanceof ExceedsBurstError ? recordTooLarge(error, config) : error;
   }
   // The signals stay ours until the end: a signal that found no listener would end tbucket
   // by default mid-write of its stats or of its progress row's file.
@@ -167,9 +169,28 @@ function endOnStopSignal(fdWriter: FdWriter, finish: (code: number) => number, c
   };
 }
 
-/** The smallest burst that keeps a byte rate, when the bucket's is smaller (Throttle.smallestSteadyBurst). */
-function burstBelowTimerTick(throttle: Throttle, kind: PipeConfig["kind"]): number | undefined {
+/**
+ * A line (a record) longer than a byte window's n: a bucket lets it out whole and runs into
+ * debt, but a window never holds more than its n, so it can never go out whole.
+ */
+function recordTooLarge(error: ExceedsBurstError, config: PipeConfig): RuntimeError | ExceedsBurstError {
+  const window = config.limits.find((limit) => limit.spec.kind === "window" && limit.spec.unit === "bytes" && limit.spec.n === error.burst);
+  if (window === undefined || window.spec.kind !== "window") return error;
+  const record = config.delimiter === 0 ? "a record" : "a line";
+  return new RuntimeError(
+    `${record} of ${error.n} bytes can never go out whole: ${window.flag} lets ${error.burst} bytes through in any ${humanDuration(window.spec.windowMs)}; ` +
+      `give --window a larger n, or drop --lines to let lines be split`,
+  );
+}
+
+/**
+ * The smallest burst that keeps a byte rate, when the bucket's is smaller (Throttle.smallestSteadyBurst).
+ * Not when the least a set takes at once is a window's n: a window loses nothing to a late timer (an
+ * item counts from its reserved instant, whenever it went), and it has no --burst to raise.
+ */
+function burstBelowTimerTick(throttle: Throttle, kind: PipeConfig["kind"], specs: readonly LimitSpec[] | undefined): number | undefined {
   const steady = kind === "bytes" ? throttle.smallestSteadyBurst() : undefined;
+  if (specs !== undefined && mostAtOnce(specs, kind) < mostAtOnce(specs, kind, { windows: false })) return undefined;
   return steady !== undefined && throttle.limiter.burst < steady ? steady : undefined;
 }
 

@@ -58,7 +58,7 @@ export async function runRun(config: RunConfig): Promise<number> {
     try {
       // A private set's concurrency is the runner's; a shared key's set reports every limit from the store's takes.
       const limitsOf = (slotWaitMs: number) =>
-        set ? runLimitReports(config, set, slotWaitMs) : report && limitReports(report.specs, report.waitedMsBy, config.limits.map((limit) => limit.flag));
+        set ? runLimitReports(config, set, slotWaitMs) : report && limitReports(report.specs, report.waitedMsBy, config.limits.map((limit) => limit.flag), report.refusedBy);
       return await launchAll(config, limiter, items, jobLog, limitsOf, sharedSlots);
     } finally {
       await close();
@@ -311,14 +311,17 @@ async function launchAll(
  */
 function runLimitReports(config: RunConfig, set: LimitSetLimiter, slotWaitMs: number): LimitReport[] {
   let launchIndex = 0;
-  const waitedMs = config.limits.map((limit) => {
-    if (limit.spec.kind === "concurrency") return limit.spec.n === config.jobs ? slotWaitMs : 0;
-    return set.waitedMsBy[launchIndex++]!;
+  // Each limit's index in the launch set; undefined for --concurrency, which the runner holds.
+  const inSet = config.limits.map((limit) => (limit.spec.kind === "concurrency" ? undefined : launchIndex++));
+  const waitedMs = config.limits.map(({ spec }, index) => {
+    if (spec.kind === "concurrency") return spec.n === config.jobs ? slotWaitMs : 0;
+    return set.waitedMs(inSet[index]!);
   });
   return limitReports(
     config.limits.map((limit) => limit.spec),
     (index) => waitedMs[index]!,
     config.limits.map((limit) => limit.flag),
+    (index) => (inSet[index] === undefined ? 0 : set.refusedBy[inSet[index]!]!),
   );
 }
 
