@@ -110,8 +110,12 @@ export interface TakeRequest {
 }
 
 /** The takes in one call where the store can (`takeMany`), else one by one, in order. */
-export async function takeInOrder(store: BucketStore, key: string, takes: readonly TakeRequest[]): Promise<TakeResult[] | undefined> {
-  if (store.takeMany) return store.takeMany(key, takes);
+export function takeInOrder(store: BucketStore, key: string, takes: readonly TakeRequest[]): Promise<TakeResult[] | undefined> {
+  // No promise of its own where the store takes them in one call: every shared decision comes this way.
+  return store.takeMany ? store.takeMany(key, takes) : takeOneByOne(store, key, takes);
+}
+
+async function takeOneByOne(store: BucketStore, key: string, takes: readonly TakeRequest[]): Promise<TakeResult[] | undefined> {
   const results: TakeResult[] = [];
   for (const take of takes) {
     const result = await store.take(key, take.n, take.options);
