@@ -11,7 +11,7 @@ import { SCRIPT_PRELUDE } from "./redis-layout.js";
  * Numbers travel as "%.17g" strings both ways: Redis would truncate a Lua
  * number in a reply, and print only 14 digits of one in HSET.
  *
- * ARGV[1] operation: "take" | "cancel" | "read" | "configure"
+ * ARGV[1] operation: "take" | "cancel" | "read" | "configure" | "open"
  * ARGV[2] now in ms, or "" for the server's clock (tests pass a fake time)
  * ARGV[3] idle expiry in ms: the key is forgotten this long after it is full
  * ARGV[4] the same for a key made with expireWhenFull (hash field "implicit" = "1")
@@ -20,9 +20,10 @@ import { SCRIPT_PRELUDE } from "./redis-layout.js";
  *            answered in order, each exactly as if made alone right after the one before
  * cancel:    ARGV[5] n, ARGV[6] the reservation's time to act in ms
  * configure: ARGV[5] rate ("inf"), ARGV[6] burst, ARGV[7] kind, ARGV[8] "1" for expireWhenFull
+ * open:      as configure; a read instead when the key holds tokens of that kind (one call, not two)
  * Replies: take "rate burst kind ok waitMs tokens timeToActMs ...", one string, the last four words
  * once per take (ok "1" or "0");
- * cancel {restored}; read/configure {rate, burst, kind, tokens, lastMs, implicit};
+ * cancel {restored}; read/configure/open {rate, burst, kind, tokens, lastMs, implicit};
  * nil when the key is unknown.
  * cancel repeats TokenBucket.cancelAt on a bucket rebuilt from the hash: a
  * negative level is owed to reservations due until last + wait(debt), so
@@ -41,6 +42,10 @@ local exists = h[1] ~= false and h[1] ~= nil
 -- A set of several limits (redis-set-script.ts) keeps no rate: not a bucket to take from, but one to set anew.
 local setLimits = (not exists) and redis.call("HGET", key, "count")
 if setLimits and op ~= "configure" then return redis.error_reply("TBUCKET_SET " .. setLimits) end
+if op == "open" then
+  -- Read when held with tokens of the wanted kind (the settings it holds stand), else made as configure makes it.
+  if exists and h[3] == ARGV[7] then op = "read" else op = "configure" end
+end
 if setLimits then redis.call("DEL", key) end
 local implicit = exists and h[6] == "1"
 local rate, burst, kind, tokens, last

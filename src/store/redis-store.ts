@@ -163,9 +163,18 @@ export class RedisStore implements BucketStore, LimitSetStore {
     return this.#run(key, ["read"], (reply: string[]) => stateOf(key, reply));
   }
 
-  async configure(key: string, config: BucketConfig, options?: ConfigureOptions): Promise<BucketState> {
+  configure(key: string, config: BucketConfig, options?: ConfigureOptions): Promise<BucketState> {
+    return this.#configure("configure", key, config, options);
+  }
+
+  /** The key as the store holds it in `config`'s kind, else made as configure makes it: one script call, where reading and then configuring were two. */
+  open(key: string, config: BucketConfig, options?: ConfigureOptions): Promise<BucketState> {
+    return this.#configure("open", key, config, options);
+  }
+
+  async #configure(operation: "configure" | "open", key: string, config: BucketConfig, options: ConfigureOptions | undefined): Promise<BucketState> {
     checkConfig(config);
-    const state = await this.#run(key, ["configure", numberText(config.rate), numberText(config.burst), config.kind, options?.expireWhenFull ? "1" : "0"], (reply: string[]) =>
+    const state = await this.#run(key, [operation, numberText(config.rate), numberText(config.burst), config.kind, options?.expireWhenFull ? "1" : "0"], (reply: string[]) =>
       stateOf(key, reply),
     );
     return state!;
