@@ -10,14 +10,16 @@
 //
 //   npm run build && node bench/store-path.mjs           # about 40 s
 //   node bench/store-path.mjs --seconds 2 --rounds 1
+//   node bench/store-path.mjs --dist /work/main/dist      # another build's store path (rate-limiter-flexible alike)
 //   node --cpu-prof --cpu-prof-dir /tmp/prof bench/store-path.mjs --only keys   # a profile of the whole path
 //
 // Needs redis-server on PATH (Debian's package).
 import { loadavg } from "node:os";
+import { resolve } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 import { startRedis } from "./redis-server.mjs";
 
-const DIST = new URL("../dist/", import.meta.url);
 const CLIENTS = 256;
 const HIGH = 1_000_000_000;
 const SETTINGS = { rate: HIGH, burst: HIGH, kind: "count" };
@@ -28,8 +30,10 @@ const { values: flags } = parseArgs({
     rounds: { type: "string", default: "3" },
     callers: { type: "string", default: "32" },
     only: { type: "string" },
+    dist: { type: "string" },
   },
 });
+const DIST = flags.dist ? pathToFileURL(`${resolve(flags.dist)}/`) : new URL("../dist/", import.meta.url);
 
 const { RedisStore } = await import(new URL("store/redis-store.js", DIST).href);
 const { StoreWatch } = await import(new URL("store/store-watch.js", DIST).href);
@@ -97,7 +101,7 @@ const admin = new Redis(redis.url);
 const seconds = Number(flags.seconds);
 const callers = Number(flags.callers);
 const rounds = Number(flags.rounds);
-console.log(`# node ${process.version}, load average ${loadavg().map((x) => x.toFixed(2)).join(", ")}; ${callers} callers, ${CLIENTS} keys, ${seconds} s, median of ${rounds}`);
+console.log(`# ${fileURLToPath(DIST)}: node ${process.version}, load average ${loadavg().map((x) => x.toFixed(2)).join(", ")}; ${callers} callers, ${CLIENTS} keys, ${seconds} s, median of ${rounds}`);
 const figures = new Map(LAYERS.map((layer) => [layer.name, []]));
 try {
   for (let round = 0; round < rounds; round++) {
