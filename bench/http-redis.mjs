@@ -8,13 +8,15 @@
 //   - autocannon, 32 connections; each server in a process of its own, warmed up first (Node's
 //     start-up and the JIT kept out), then measured; 3 rounds, the contenders in alternating
 //     order; the median of the rounds: requests/s, p99 latency, the CPU time the server process
-//     spent per request (which the other load on a shared machine skews less), and the Redis
+//     spent per request (which the other load on a shared machine skews less), the same for
+//     redis-server (on a 2-core machine, the server, Redis and autocannon share the cores), and the Redis
 //     commands per decision (INFO commandstats: script calls, and every command, those the
 //     scripts run included).
 //
 //   node bench/http-redis.mjs                        # about 3 minutes
 //   node bench/http-redis.mjs --seconds 3 --warmup 1 --rounds 1
 //   node bench/http-redis.mjs --before /work/main    # also the middleware of another build (its dist/)
+//   node bench/http-redis.mjs --only tbucket --cases per-client --profile /tmp/prof   # each server under node --cpu-prof, its profile in /tmp/prof
 //
 // Needs `npm run build` and redis-server (Debian's package).
 import { spawn } from "node:child_process";
@@ -39,6 +41,8 @@ const { values: flags } = parseArgs({
     connections: { type: "string", default: "32" },
     before: { type: "string" },
     only: { type: "string" },
+    profile: { type: "string" },
+    cases: { type: "string", default: "global,per-client" },
     // Internal: run one server and print its port.
     serve: { type: "string" },
     redis: { type: "string" },
@@ -106,7 +110,7 @@ async function main() {
   console.log(`# autocannon ${connections} connections, ${warmup} s warm-up, ${seconds} s measured, ${rounds} rounds, median shown`);
   const table = [];
   try {
-    for (const keys of ["global", "per-client"]) {
+    for (const keys of flags.cases.split(",")) {
       const figures = new Map(contenders.map((contender) => [contender.name, []]));
       for (let round = 0; round < rounds; round++) {
         const order = round % 2 === 0 ? contenders : [...contenders].reverse();
@@ -117,14 +121,17 @@ async function main() {
             await load(autocannon, server.port, connections, warmup);
             await admin.config("RESETSTAT");
             const cpuBefore = cpuSeconds(server.pid);
+            const redisCpuBefore = cpuSeconds(redis.pid);
             const result = await load(autocannon, server.port, connections, seconds);
             const cpu = cpuSeconds(server.pid) - cpuBefore;
+            const redisCpu = cpuSeconds(redis.pid) - redisCpuBefore;
             const stats = parseCommandStats(await admin.info("commandstats"));
             const decisions = result.requests.total;
             figures.get(contender.name).push({
               rps: result.requests.total / result.duration,
               p99: result.latency.p99,
               cpuUs: (cpu * 1e6) / decisions,
+              redisCpuUs: (redisCpu * 1e6) / decisions,
               scriptCalls: stats.scripts / decisions,
               commands: stats.all / decisions,
               errors: result.errors + result.timeouts + result.non2xx,
@@ -143,6 +150,7 @@ async function main() {
           rps: median(runs.map((run) => run.rps)),
           p99: median(runs.map((run) => run.p99)),
           cpuUs: median(runs.map((run) => run.cpuUs)),
+          redisCpuUs: median(runs.map((run) => run.redisCpuUs)),
           scriptCalls: median(runs.map((run) => run.scriptCalls)),
           commands: median(runs.map((run) => run.commands)),
           errors: runs.reduce((sum, run) => sum + run.errors, 0),
@@ -154,11 +162,11 @@ async function main() {
     await redis.stop();
   }
   console.log("");
-  console.log("| keys | middleware | requests/s | p99 | server CPU per request | script calls per decision | Redis commands per decision | not 2xx |");
-  console.log("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |");
+  console.log("| keys | middleware | requests/s | p99 | server CPU per request | redis-server CPU per request | script calls per decision | Redis commands per decision | not 2xx |");
+  console.log("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
   for (const row of table) {
     console.log(
-      `| ${row.keys} | ${row.name} | ${Math.round(row.rps).toLocaleString("en")} | ${row.p99} ms | ${Math.round(row.cpuUs)} µs | ${row.scriptCalls.toFixed(2)} | ${row.commands.toFixed(2)} | ${row.errors} |`,
+      `| ${row.keys} | ${row.name} | ${Math.round(row.rps).toLocaleString("en")} | ${row.p99} ms | ${Math.round(row.cpuUs)} µs | ${Math.round(row.redisCpuUs)} µs | ${row.scriptCalls.toFixed(2)} | ${row.commands.toFixed(2)} | ${row.errors} |`,
     );
   }
   console.log(`# load average at the end ${loadavg().map((x) => x.toFixed(2)).join(", ")}`);
@@ -199,7 +207,7 @@ function median(values) {
 }
 
 async function startServer(contender, redisUrl, keys) {
-  const args = [SELF, "--serve", contender.name, "--redis", redisUrl, "--keys", keys];
+  const args = [...(flags.profile ? ["--cpu-prof", "--cpu-prof-dir", flags.profile] : []), SELF, "--serve", contender.name, "--redis", redisUrl, "--keys", keys];
   if (contender.dist) args.push("--dist", contender.dist);
   const child = spawn(process.execPath, args, { cwd: ROOT, stdio: ["ignore", "pipe", "inherit"] });
   let out = "";
@@ -241,6 +249,7 @@ async function startRedis() {
   }
   return {
     url: `redis://127.0.0.1:${port}`,
+    pid: child.pid,
     stop: async () => {
       if (child.exitCode === null) {
         child.kill("SIGTERM");

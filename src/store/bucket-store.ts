@@ -45,6 +45,13 @@ export interface BucketStore {
    * change of kind starts the bucket full again.
    */
   configure(key: string, config: BucketConfig, options?: ConfigureOptions): Promise<BucketState>;
+  /**
+   * The key's settings and level as `read` gives them when the store holds it
+   * with tokens of `config`'s kind (a `tbucket key set` stands), else the key
+   * made as `configure` makes it: in one operation. Optional: `openKey` reads,
+   * then configures, without it.
+   */
+  open?(key: string, config: BucketConfig, options?: ConfigureOptions): Promise<BucketState>;
   /** Every bucket, sorted by key. */
   list(): Promise<BucketState[]>;
   /** Forgets a bucket; says whether it existed. */
@@ -109,9 +116,20 @@ export interface TakeRequest {
   options?: TakeOptions;
 }
 
+/** Opens a key as `BucketStore.open` says: in one call where the store can, else read, then configured if need be. */
+export async function openKey(store: BucketStore, key: string, config: BucketConfig, options: ConfigureOptions): Promise<BucketState> {
+  if (store.open) return store.open(key, config, options);
+  const stored = await store.read(key);
+  return stored?.kind === config.kind ? stored : store.configure(key, config, options);
+}
+
 /** The takes in one call where the store can (`takeMany`), else one by one, in order. */
-export async function takeInOrder(store: BucketStore, key: string, takes: readonly TakeRequest[]): Promise<TakeResult[] | undefined> {
-  if (store.takeMany) return store.takeMany(key, takes);
+export function takeInOrder(store: BucketStore, key: string, takes: readonly TakeRequest[]): Promise<TakeResult[] | undefined> {
+  // No promise of its own where the store takes them in one call: every shared decision comes this way.
+  return store.takeMany ? store.takeMany(key, takes) : takeOneByOne(store, key, takes);
+}
+
+async function takeOneByOne(store: BucketStore, key: string, takes: readonly TakeRequest[]): Promise<TakeResult[] | undefined> {
   const results: TakeResult[] = [];
   for (const take of takes) {
     const result = await store.take(key, take.n, take.options);

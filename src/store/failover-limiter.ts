@@ -124,11 +124,11 @@ export class FailoverLimiter implements Limiter {
   }
 
   wait(n: number, signal?: AbortSignal, costs?: Costs): Promise<void> {
-    return this.#run((limiter) => limiter.wait(n, signal, costs), undefined, signal);
+    return this.#decide((limiter) => limiter.wait(n, signal, costs), undefined, signal);
   }
 
   tryWait(n: number, maxWaitMs: number, signal?: AbortSignal, costs?: Costs): Promise<boolean> {
-    return this.#run((limiter) => limiter.tryWait(n, maxWaitMs, signal, costs), true, signal);
+    return this.#decide((limiter) => limiter.tryWait(n, maxWaitMs, signal, costs), true, signal);
   }
 
   /**
@@ -139,7 +139,7 @@ export class FailoverLimiter implements Limiter {
    * (a set's concurrency slots).
    */
   run<T>(operation: (limiter: Limiter) => Promise<T>, admitted: T, signal?: AbortSignal): Promise<T> {
-    return this.#run(operation, admitted, signal);
+    return this.#decide(operation, admitted, signal);
   }
 
   /** Gives back what the store-backed limiter holds; waits still waiting for the store reject. */
@@ -156,6 +156,14 @@ export class FailoverLimiter implements Limiter {
     return this.#primary ?? this.#settings;
   }
 
+  /** While the store answers, straight to the key's limiter (one promise more, not #run's loop: every request of a server comes this way); else #run. */
+  #decide<T>(operation: (limiter: Limiter) => Promise<T>, admitted: T, signal: AbortSignal | undefined): Promise<T> {
+    const primary = this.#primary;
+    if (!primary || this.#watch.lost || this.#closing.signal.aborted) return this.#run(operation, admitted, signal);
+    this.#used = true;
+    return operation(primary).catch((error: unknown) => this.#recover(error, primary, operation, admitted, signal));
+  }
+
   async #run<T>(operation: (limiter: Limiter) => Promise<T>, admitted: T, signal: AbortSignal | undefined): Promise<T> {
     for (;;) {
       this.#throwIfClosed();
@@ -170,11 +178,7 @@ export class FailoverLimiter implements Limiter {
           this.#used = true;
           return await operation(primary);
         } catch (error) {
-          if (error instanceof StoreError && error.failure === "deleted" && this.#keyFailure) throw this.#keyFailure(error);
-          if (!isStoreFailure(error) || signal?.aborted) throw error;
-          // This limiter has stopped on the failure: the key is opened afresh once the store answers.
-          this.#drop(primary);
-          this.#throwUnlessLost(error);
+          this.#dropOnStoreFailure(error, primary, signal);
           continue;
         }
       }
@@ -192,6 +196,21 @@ export class FailoverLimiter implements Limiter {
         }
       }
     }
+  }
+
+  /** After the operation on `primary` failed: the failure thrown, or, a store's while it is lost, carried on as `whileLost` says. */
+  async #recover<T>(error: unknown, primary: StoreBackedLimiter, operation: (limiter: Limiter) => Promise<T>, admitted: T, signal: AbortSignal | undefined): Promise<T> {
+    this.#dropOnStoreFailure(error, primary, signal);
+    return this.#run(operation, admitted, signal);
+  }
+
+  /** Throws what is not the store's failure (or what the caller gave up); drops `primary`, stopped on a store's failure. */
+  #dropOnStoreFailure(error: unknown, primary: StoreBackedLimiter, signal: AbortSignal | undefined): void {
+    if (error instanceof StoreError && error.failure === "deleted" && this.#keyFailure) throw this.#keyFailure(error);
+    if (!isStoreFailure(error) || signal?.aborted) throw error;
+    // This limiter has stopped on the failure: the key is opened afresh once the store answers.
+    this.#drop(primary);
+    this.#throwUnlessLost(error);
   }
 
   /**

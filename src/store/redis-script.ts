@@ -11,7 +11,7 @@ import { SCRIPT_PRELUDE } from "./redis-layout.js";
  * Numbers travel as "%.17g" strings both ways: Redis would truncate a Lua
  * number in a reply, and print only 14 digits of one in HSET.
  *
- * ARGV[1] operation: "take" | "cancel" | "read" | "configure"
+ * ARGV[1] operation: "take" | "cancel" | "read" | "configure" | "open"
  * ARGV[2] now in ms, or "" for the server's clock (tests pass a fake time)
  * ARGV[3] idle expiry in ms: the key is forgotten this long after it is full
  * ARGV[4] the same for a key made with expireWhenFull (hash field "implicit" = "1")
@@ -20,8 +20,10 @@ import { SCRIPT_PRELUDE } from "./redis-layout.js";
  *            answered in order, each exactly as if made alone right after the one before
  * cancel:    ARGV[5] n, ARGV[6] the reservation's time to act in ms
  * configure: ARGV[5] rate ("inf"), ARGV[6] burst, ARGV[7] kind, ARGV[8] "1" for expireWhenFull
- * Replies: take {{ok, waitMs, tokens, rate, burst, kind, timeToActMs}, ...}, one per take;
- * cancel {restored}; read/configure {rate, burst, kind, tokens, lastMs, implicit};
+ * open:      as configure; a read instead when the key holds tokens of that kind (one call, not two)
+ * Replies: take "rate burst kind ok waitMs tokens timeToActMs ...", one string, the last four words
+ * once per take (ok "1" or "0");
+ * cancel {restored}; read/configure/open {rate, burst, kind, tokens, lastMs, implicit};
  * nil when the key is unknown.
  * cancel repeats TokenBucket.cancelAt on a bucket rebuilt from the hash: a
  * negative level is owed to reservations due until last + wait(debt), so
@@ -40,6 +42,10 @@ local exists = h[1] ~= false and h[1] ~= nil
 -- A set of several limits (redis-set-script.ts) keeps no rate: not a bucket to take from, but one to set anew.
 local setLimits = (not exists) and redis.call("HGET", key, "count")
 if setLimits and op ~= "configure" then return redis.error_reply("TBUCKET_SET " .. setLimits) end
+if op == "open" then
+  -- Read when held with tokens of the wanted kind (the settings it holds stand), else made as configure makes it.
+  if exists and h[3] == ARGV[7] then op = "read" else op = "configure" end
+end
 if setLimits then redis.call("DEL", key) end
 local implicit = exists and h[6] == "1"
 local rate, burst, kind, tokens, last
@@ -58,8 +64,13 @@ local function advance(t)
   return t, level
 end
 
-local function save(t, level)
-  redis.call("HSET", key, "rate", str(rate), "burst", str(burst), "kind", kind, "tokens", str(level), "last", str(t))
+-- A take changes the level and its time only: the settings it read stand, and are not written again.
+local function save(t, level, settingsStand)
+  if settingsStand then
+    redis.call("HSET", key, "tokens", str(level), "last", str(t))
+  else
+    redis.call("HSET", key, "rate", str(rate), "burst", str(burst), "kind", kind, "tokens", str(level), "last", str(t))
+  end
   if rate == 0 and level < burst then
     -- Paused below full: it never fills, and must not be forgotten.
     redis.call("PERSIST", key)
@@ -84,7 +95,8 @@ local function flag() if implicit then return "1" end return "0" end
 if op == "take" then
   -- Several takes, one after the other at the same instant, each as one take would be; one save for all.
   if not exists then return nil end
-  local replies = {}
+  -- One string: the settings once, then four words per take (one reply to decode, not seven per take).
+  local replies = {str(rate), str(burst), kind}
   local taken = false
   for i = 5, #ARGV, 3 do
     local n = tonumber(ARGV[i])
@@ -93,21 +105,21 @@ if op == "take" then
     local t, level = advance(now)
     if rate == INF then
       tokens = burst; last = t; taken = true
-      replies[#replies + 1] = {"1", "0", str(burst), str(rate), str(burst), kind, str(t)}
+      replies[#replies + 1] = "1 0 " .. str(burst) .. " " .. str(t)
     else
       local after = level - n
       local wait = 0
       if after < 0 then wait = math.floor((-after / rate) * 1e9) / 1e6 end
       if (n > burst and not overBurst) or wait > maxWait then
-        replies[#replies + 1] = {"0", "inf", str(level), str(rate), str(burst), kind, "inf"}
+        replies[#replies + 1] = "0 inf " .. str(level) .. " inf"
       else
         tokens = after; last = t; taken = true
-        replies[#replies + 1] = {"1", str(wait), str(after), str(rate), str(burst), kind, str(t + wait)}
+        replies[#replies + 1] = "1 " .. str(wait) .. " " .. str(after) .. " " .. str(t + wait)
       end
     end
   end
-  if taken then save(last, tokens) end
-  return replies
+  if taken then save(last, tokens, true) end
+  return table.concat(replies, " ")
 elseif op == "cancel" then
   if not exists then return nil end
   local n = tonumber(ARGV[5])
@@ -122,7 +134,7 @@ elseif op == "cancel" then
   local t, level = advance(now)
   local after = level + restore
   if after > burst then after = burst end
-  save(t, after)
+  save(t, after, true)
   return {str(after - level)}
 elseif op == "read" then
   if not exists then return nil end

@@ -136,45 +136,48 @@ export class RedisStore implements BucketStore, LimitSetStore {
     return new RedisStore(cluster ?? client, shown, options);
   }
 
-  async take(key: string, n: number, options?: TakeOptions): Promise<TakeResult | undefined> {
-    return (await this.takeMany(key, [{ n, options }]))?.[0];
+  take(key: string, n: number, options?: TakeOptions): Promise<TakeResult | undefined> {
+    return this.takeMany(key, [{ n, options }]).then((results) => results?.[0]);
   }
 
   /** Several takes in one script call (one EVALSHA, one save), answered in order. */
-  async takeMany(key: string, takes: readonly TakeRequest[]): Promise<TakeResult[] | undefined> {
+  takeMany(key: string, takes: readonly TakeRequest[]): Promise<TakeResult[] | undefined> {
     const args = ["take"];
-    for (const { n, options } of takes) {
-      checkTake(n, options);
-      args.push(String(n), numberText(options?.maxWaitMs ?? Infinity), options?.overBurst ? "1" : "0");
+    try {
+      for (const { n, options } of takes) {
+        checkTake(n, options);
+        args.push(String(n), numberText(options?.maxWaitMs ?? Infinity), options?.overBurst ? "1" : "0");
+      }
+    } catch (error) {
+      return Promise.reject(error);
     }
-    const reply = await this.#run(key, args);
-    if (reply === null) return undefined;
-    return (reply as string[][]).map(([ok, waitMs, tokens, rate, burst, kind, timeToActMs]) => ({
-      ok: ok === "1",
-      waitMs: numberOf(waitMs!),
-      timeToActMs: numberOf(timeToActMs!),
-      tokens: numberOf(tokens!),
-      rate: numberOf(rate!),
-      burst: numberOf(burst!),
-      kind: kind as RateKind,
-    }));
+    return this.#run(key, args, takeResults);
   }
 
   async cancel(key: string, reservation: StoreReservation): Promise<number | undefined> {
     checkCancel(reservation);
-    const reply = await this.#run(key, ["cancel", String(reservation.n), numberText(reservation.timeToActMs)]);
-    return reply === null ? undefined : numberOf((reply as string[])[0]!);
+    return this.#run(key, ["cancel", String(reservation.n), numberText(reservation.timeToActMs)], (reply: string[]) => numberOf(reply[0]!));
   }
 
   async read(key: string): Promise<BucketState | undefined> {
-    const reply = await this.#run(key, ["read"]);
-    return reply === null ? undefined : stateOf(key, reply as string[]);
+    return this.#run(key, ["read"], (reply: string[]) => stateOf(key, reply));
   }
 
-  async configure(key: string, config: BucketConfig, options?: ConfigureOptions): Promise<BucketState> {
+  configure(key: string, config: BucketConfig, options?: ConfigureOptions): Promise<BucketState> {
+    return this.#configure("configure", key, config, options);
+  }
+
+  /** The key as the store holds it in `config`'s kind, else made as configure makes it: one script call, where reading and then configuring were two. */
+  open(key: string, config: BucketConfig, options?: ConfigureOptions): Promise<BucketState> {
+    return this.#configure("open", key, config, options);
+  }
+
+  async #configure(operation: "configure" | "open", key: string, config: BucketConfig, options: ConfigureOptions | undefined): Promise<BucketState> {
     checkConfig(config);
-    const reply = await this.#run(key, ["configure", numberText(config.rate), numberText(config.burst), config.kind, options?.expireWhenFull ? "1" : "0"]);
-    return stateOf(key, reply as string[]);
+    const state = await this.#run(key, [operation, numberText(config.rate), numberText(config.burst), config.kind, options?.expireWhenFull ? "1" : "0"], (reply: string[]) =>
+      stateOf(key, reply),
+    );
+    return state!;
   }
 
   async list(): Promise<BucketState[]> {
@@ -254,30 +257,33 @@ export class RedisStore implements BucketStore, LimitSetStore {
     }
   }
 
-  /** Runs the script on one key, whole if the server lost it (restart, SCRIPT FLUSH, a new master): EVAL caches it again. */
-  async #run(key: string, args: string[]): Promise<unknown> {
+  /**
+   * Runs the script on one key, whole if the server lost it (restart, SCRIPT
+   * FLUSH, a new master): EVAL caches it again. `parse` reads a reply that is
+   * not nil. One promise on the client's: this is every decision's path.
+   */
+  #run<T>(key: string, args: string[], parse: (reply: never) => T): Promise<T | undefined> {
     const [operation, ...rest] = args;
     const argv = [operation!, this.#clock ? numberText(this.#clock.now()) : "", String(this.#idleExpiryMs), String(this.#fullKeyMarginMs), ...rest];
     const keys = this.#redisKeys(key);
-    let reply: unknown;
-    try {
-      try {
-        return await this.#client.evalsha(this.#sha, keys.length, ...keys, ...argv);
-      } catch (error) {
-        if (!String((error as Error).message).startsWith("NOSCRIPT")) throw error;
-        reply = await this.#client.eval(BUCKET_SCRIPT, keys.length, ...keys, ...argv);
+    const answered = (reply: unknown): T | undefined => (reply === null ? undefined : parse(reply as never));
+    const answeredAfterRestart = (reply: unknown): T | undefined => {
+      // A server without the script has restarted: a key in use missing from it was lost with it, not deleted
+      // (a restart quicker than the client's retries shows no other sign), so its users make it again.
+      if (reply === null && operation !== "read") {
+        throw new StoreError("restarted", `store ${this.url}: lost Redis (it restarted without the key)`, { storeUrl: this.url, key });
       }
-    } catch (error) {
+      return answered(reply);
+    };
+    const failed = (error: unknown): never => {
       const held = /^TBUCKET_SET (\d+)/.exec(String((error as Error)?.message));
       if (held) throw heldAsSetError(this.url, key, Number(held[1]));
       throw this.#error(error);
-    }
-    // A server without the script has restarted: a key in use missing from it was lost with it, not deleted
-    // (a restart quicker than the client's retries shows no other sign), so its users make it again.
-    if (reply === null && operation !== "read") {
-      throw new StoreError("restarted", `store ${this.url}: lost Redis (it restarted without the key)`, { storeUrl: this.url, key });
-    }
-    return reply;
+    };
+    return this.#client.evalsha(this.#sha, keys.length, ...keys, ...argv).then(answered, (error: unknown) => {
+      if (!String((error as Error)?.message).startsWith("NOSCRIPT")) return failed(error);
+      return this.#client.eval(BUCKET_SCRIPT, keys.length, ...keys, ...argv).then(answeredAfterRestart, failed);
+    });
   }
 
   #error(error: unknown): StoreError {
@@ -343,6 +349,19 @@ async function openCluster(serverUrl: string, clientOptions: RedisOptions): Prom
   return cluster;
 }
 
+
+/** A take's reply, one string: the key's settings, then four words per take (redis-script.ts). */
+function takeResults(reply: string): TakeResult[] {
+  const words = reply.split(" ");
+  const rate = numberOf(words[0]!);
+  const burst = numberOf(words[1]!);
+  const kind = words[2] as RateKind;
+  const results: TakeResult[] = [];
+  for (let i = 3; i < words.length; i += 4) {
+    results.push({ ok: words[i] === "1", waitMs: numberOf(words[i + 1]!), timeToActMs: numberOf(words[i + 3]!), tokens: numberOf(words[i + 2]!), rate, burst, kind });
+  }
+  return results;
+}
 
 function stateOf(key: string, reply: string[]): BucketState {
   const [rate, burst, kind, tokens, lastMs, implicit] = reply;

@@ -1,5 +1,5 @@
 import type { Clock } from "../core/clock.js";
-import type { BucketConfig, BucketState, BucketStore } from "./bucket-store.js";
+import { type BucketConfig, type BucketState, type BucketStore, openKey } from "./bucket-store.js";
 import { SharedLimiter } from "./shared-limiter.js";
 
 export interface SharedKeyOptions {
@@ -17,8 +17,7 @@ export interface SharedKeyOptions {
  * this way too: a store restarted empty gets the key again, as it was.
  */
 export async function openSharedKey(store: BucketStore, key: string, settings: BucketConfig, options: SharedKeyOptions = {}): Promise<SharedLimiter> {
-  const stored = await store.read(key);
-  const config = stored?.kind === settings.kind ? stored : await store.configure(key, settings, { expireWhenFull: options.expireWhenFull === true });
+  const config = await openKey(store, key, settings, { expireWhenFull: options.expireWhenFull === true });
   return sharedKeyLimiter(store, key, config, options);
 }
 

@@ -173,9 +173,14 @@ export class SharedLimiter implements Limiter {
    * false, having taken nothing. Waits its turn behind the waits under way,
    * and that time counts against `maxWaitMs`: the limit runs from this call.
    */
-  async tryWait(n: number, maxWaitMs: number, signal?: AbortSignal): Promise<boolean> {
-    checkCount(n);
-    signal?.throwIfAborted();
+  tryWait(n: number, maxWaitMs: number, signal?: AbortSignal): Promise<boolean> {
+    // Not async: a batched take is one promise, from call to answer (every request of a server comes this way).
+    try {
+      checkCount(n);
+      signal?.throwIfAborted();
+    } catch (error) {
+      return Promise.reject(error);
+    }
     const calledAtMs = this.#clock.now();
     if (this.#mayBatch(maxWaitMs)) return this.#tryWaitBatched(n, maxWaitMs, calledAtMs, signal);
     return this.#tryWaitInLine(n, maxWaitMs, calledAtMs, signal);
@@ -212,15 +217,17 @@ export class SharedLimiter implements Limiter {
     if (this.#rate === Infinity) return Promise.resolve(true);
     if (n > this.#burst) return Promise.reject(new ExceedsBurstError(n, this.#burst));
     return new Promise<boolean>((resolve, reject) => {
-      const take: BatchedTake = { n, maxWaitMs, calledAtMs, signal, resolve, reject, leave: () => {} };
-      take.leave = () => {
-        // Given up before it was sent: it leaves the batch, having asked nothing.
-        const index = this.#batch.indexOf(take);
-        if (index === -1) return;
-        this.#batch.splice(index, 1);
-        reject(signal!.reason);
-      };
-      signal?.addEventListener("abort", take.leave, { once: true });
+      const take: BatchedTake = { n, maxWaitMs, calledAtMs, signal, resolve, reject, leave: undefined };
+      if (signal) {
+        take.leave = () => {
+          // Given up before it was sent: it leaves the batch, having asked nothing.
+          const index = this.#batch.indexOf(take);
+          if (index === -1) return;
+          this.#batch.splice(index, 1);
+          reject(signal.reason);
+        };
+        signal.addEventListener("abort", take.leave, { once: true });
+      }
       this.#batch.push(take);
       // Alone, it goes at once; behind a call under way, with all that comes in this turn of the event loop.
       if (this.#sending.size === 0) this.#sendBatch();
@@ -238,46 +245,55 @@ export class SharedLimiter implements Limiter {
     // A store that makes the takes one by one (no takeMany) is not asked again until it has answered: they must not interleave.
     if (this.#batch.length === 0 || (this.#sending.size > 0 && !this.#store.takeMany)) return;
     const takes = this.#batch.splice(0);
-    for (const take of takes) take.signal?.removeEventListener("abort", take.leave);
+    for (const take of takes) if (take.leave) take.signal!.removeEventListener("abort", take.leave);
     if (this.#sleepers.length > 0) {
       // A take before them has to wait its turn: they wait behind it in the line, as unbatched waits do.
       for (const { n, maxWaitMs, calledAtMs, signal, resolve, reject } of takes) this.#tryWaitInLine(n, maxWaitMs, calledAtMs, signal).then(resolve, reject);
       return;
     }
-    const sending = this.#takeBatch(takes).finally(() => {
+    // #takeBatch never rejects: each take is answered, or rejected, on its own.
+    const sending = this.#takeBatch(takes).then(() => {
       this.#sending.delete(sending);
       this.#sendBatch();
     });
     this.#sending.add(sending);
   }
 
-  async #takeBatch(takes: BatchedTake[]): Promise<void> {
+  /** One call for the batch; never rejects (each take is answered or rejected). Not async: one promise on the store's. */
+  #takeBatch(takes: BatchedTake[]): Promise<void> {
     const sentMs = this.#clock.now();
     if (this.#closed || this.#failure) {
       const error = this.#failure ?? this.#closedError();
       for (const take of takes) take.reject(error);
-      return;
+      return Promise.resolve();
     }
     const requests = takes.map((take) => ({ n: take.n, options: { maxWaitMs: Math.max(0, take.maxWaitMs - (sentMs - take.calledAtMs)) } }));
-    let results: TakeResult[] | undefined;
-    try {
-      this.roundTrips++;
-      results = await this.#takeOrRemake(requests);
-      if (!results) throw this.#deletedError();
-    } catch (error) {
+    const failed = (error: unknown): void => {
       const failure = this.#fail(error);
       for (const take of takes) take.reject(failure);
-      return;
+    };
+    const answered = (results: TakeResult[] | undefined): void => {
+      if (!results) return failed(this.#deletedError());
+      this.#lastContactMs = this.#clock.now();
+      for (let i = 0; i < takes.length; i++) {
+        const take = takes[i]!;
+        const result = results[i]!;
+        this.#apply(result);
+        this.#storeTokens = result.tokens;
+        if (!result.ok) take.resolve(false);
+        else if (result.rate === Infinity || result.waitMs <= 0) take.resolve(true);
+        else take.resolve(this.#sleepTurn(take, sentMs + result.waitMs, result.timeToActMs));
+      }
+    };
+    this.roundTrips++;
+    let taking: Promise<TakeResult[] | undefined>;
+    try {
+      taking = this.#takeOrRemake(requests);
+    } catch (error) {
+      failed(error);
+      return Promise.resolve();
     }
-    this.#lastContactMs = this.#clock.now();
-    takes.forEach((take, i) => {
-      const result = results[i]!;
-      this.#apply(result);
-      this.#storeTokens = result.tokens;
-      if (!result.ok) take.resolve(false);
-      else if (result.rate === Infinity || result.waitMs <= 0) take.resolve(true);
-      else take.resolve(this.#sleepTurn(take, sentMs + result.waitMs, result.timeToActMs));
-    });
+    return taking.then(answered, failed);
   }
 
   /** A batched take's wait for its turn; given up (its signal) or closed, its turn is given back. */
@@ -473,9 +489,12 @@ export class SharedLimiter implements Limiter {
   }
 
   /** Takes; a key made per client and forgotten once full is made again (full, as it was) and taken from. */
-  async #takeOrRemake(takes: readonly TakeRequest[]): Promise<TakeResult[] | undefined> {
-    const results = await takeInOrder(this.#store, this.key, takes);
-    if (results || !this.#expireWhenFull) return results;
+  #takeOrRemake(takes: readonly TakeRequest[]): Promise<TakeResult[] | undefined> {
+    const taking = takeInOrder(this.#store, this.key, takes);
+    return this.#expireWhenFull ? taking.then((results) => results ?? this.#remake(takes)) : taking;
+  }
+
+  async #remake(takes: readonly TakeRequest[]): Promise<TakeResult[] | undefined> {
     this.roundTrips++;
     await this.#store.configure(this.key, { rate: this.#rate, burst: this.#burst, kind: this.#kind }, { expireWhenFull: true });
     this.roundTrips++;
@@ -586,8 +605,8 @@ interface BatchedTake {
   signal: AbortSignal | undefined;
   resolve: (granted: boolean | Promise<boolean>) => void;
   reject: (error: unknown) => void;
-  /** Takes it out of the batch when its signal aborts before it is sent. */
-  leave: () => void;
+  /** Takes it out of the batch when its signal aborts before it is sent (none without a signal). */
+  leave: (() => void) | undefined;
 }
 
 /** A batched take granted with a wait: it sleeps until its turn, which it gives back if given up. */

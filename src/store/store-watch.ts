@@ -66,6 +66,8 @@ export class StoreWatch implements BucketStore, LimitSetStore {
     this.#options = options;
     const takeMany = store.takeMany?.bind(store);
     if (takeMany) this.takeMany = (key, takes) => this.#guard(key, () => takeMany(key, takes));
+    const open = store.open?.bind(store);
+    if (open) this.open = (key, config, options) => this.#guard(key, () => open(key, config, options));
   }
 
   /** The outage under way; undefined while the store answers. */
@@ -101,6 +103,8 @@ export class StoreWatch implements BucketStore, LimitSetStore {
   take: BucketStore["take"] = (key, n, options) => this.#guard(key, () => this.#store.take(key, n, options));
   /** Only when the store has it: callers send several calls at once only to a store that answers each whole. */
   readonly takeMany: BucketStore["takeMany"];
+  /** Only when the store has it, as takeMany. */
+  readonly open: BucketStore["open"];
   cancel: BucketStore["cancel"] = (key, reservation) => this.#guard(key, () => this.#store.cancel(key, reservation));
   read: BucketStore["read"] = (key) => this.#guard(key, () => this.#store.read(key));
   configure: BucketStore["configure"] = (key, config, options) => this.#guard(key, () => this.#store.configure(key, config, options));

@@ -334,6 +334,30 @@ const takes: TakeRequest[] = [
   { n: 1, options: { maxWaitMs: 1000 } },
 ];
 
+describe("RedisStore: opening a key in one script call", () => {
+  it("keeps the settings a key holds in the wanted kind, makes it anew in another kind or when missing, each as read then configure would", async () => {
+    await admin.flushdb();
+    const clock = new FakeClock(T0);
+    const store = await RedisStore.open(server.url, { clock });
+    const wanted: BucketConfig = { rate: 100, burst: 10, kind: "count" };
+    await store.configure("set", { rate: 5, burst: 2, kind: "count" });
+    await store.take("set", 1);
+    await store.configure("bytes", { rate: 5, burst: 2, kind: "bytes" });
+    const held = await stored("set");
+    const before = await scriptCalls();
+    expect(await store.open("set", wanted, { expireWhenFull: true })).toEqual(await store.read("set"));
+    expect(await scriptCalls()).toBe(before + 2);
+    // Read, not written: the level and the mark stand, and the expiry is not moved.
+    const [hash, ttl] = await stored("set");
+    expect(hash).toEqual(held[0]);
+    expect(ttl).toBeLessThanOrEqual(held[1]);
+    expect(await store.open("bytes", wanted)).toEqual({ key: "bytes", ...wanted, tokens: 10, updatedAtMs: T0 });
+    expect(await store.open("client", wanted, { expireWhenFull: true })).toEqual({ key: "client", ...wanted, tokens: 10, updatedAtMs: T0, expiresWhenFull: true });
+    expect(await store.read("client")).toMatchObject({ expiresWhenFull: true });
+    await store.close();
+  });
+});
+
 describe("RedisStore: several takes in one script call", () => {
   it("answers them in order with what one take at a time answers, on a fixed clock, in one call", async () => {
     await admin.flushdb();
