@@ -175,7 +175,7 @@ describe("stores that go away and come back", () => {
       const recoveredMs = firstAfter(polling.answers, committedMs, 200);
       console.log(`middleware on SQLite: first 200 ${recoveredMs?.toFixed(0)} ms after COMMIT`);
       expect(recoveredMs).toBeLessThan(1000);
-      expect(told).toEqual(["lost: busy", "back"]);
+      expect(told).toEqual(["lost: locked", "back"]);
     } finally {
       close();
       other.close();
