@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { type Clock, systemClock } from "../core/clock.js";
 import type { Costs, LimitSpec } from "../core/limit-spec.js";
+import { SlidingWindow } from "../core/sliding-window.js";
 import type { BucketStore } from "../store/bucket-store.js";
 import { keyName } from "../store/key-buckets.js";
 import { DEFAULT_SLOT_LEASE_MS, type LimitSetStore, sameLimits, type SetReservation, type SetTakeResult } from "../store/limit-set-store.js";
@@ -79,8 +80,16 @@ class StoreKeySet implements KeySet {
   readonly #key: string;
   readonly #shared: SharedSets;
   #limits: readonly LimitSpec[];
-  /** The levels as last known: after a take, buckets as it left them; what a round trip would tell is not asked for. */
+  /**
+   * The levels as known without a round trip: a bucket's as the last take
+   * left it; a window's from what this process took (its own SlidingWindow
+   * of them) and, at each refusal's read, what the others did, recorded as
+   * taken then (so it leaves no sooner than it truly does: the room left is
+   * never overstated by what was read); free slots as last read, less and
+   * plus this process's.
+   */
   #levels: LimitLevel[];
+  #windows = new Map<number, SlidingWindow>();
   /** Takes under way and slots held by this process: the gate may forget the key only with none. */
   #busy = 0;
   /** The set used while the store is lost and onStoreError is "local". */
@@ -126,6 +135,7 @@ class StoreKeySet implements KeySet {
     if (local) return this.#local!.cancel(local);
     if (!reservation) return;
     this.#unhold(take as HeldTake);
+    for (const window of this.#windows.values()) window.adjustAt((take as HeldTake).recordedAtMs!, -1);
     void this.#shared.store.cancelSet(this.#key, reservation).catch(() => {});
   }
 
@@ -142,11 +152,29 @@ class StoreKeySet implements KeySet {
     take.renewing.abort();
     take.renewing = undefined;
     this.#busy--;
+    this.#levels = this.#levels.map((limit) => (limit.kind === "concurrency" ? { ...limit, level: Math.min(limit.n, limit.level + 1) } : limit));
     return true;
   }
 
   levels(): LimitLevel[] {
-    return this.#levels.map((limit) => ({ ...limit }));
+    const nowMs = this.#shared.clock.now();
+    return this.#levels.map((limit, i) => {
+      const window = limit.kind === "window" ? this.#windows.get(i) : undefined;
+      if (!window) return { ...limit };
+      window.pruneAt(nowMs);
+      return { ...limit, level: Math.max(0, window.remainingAt(nowMs)) };
+    });
+  }
+
+  /** The window of limit `i` as this process counts it, made afresh when the set changed. */
+  #window(i: number, spec: LimitSpec): SlidingWindow | undefined {
+    if (spec.kind !== "window") return undefined;
+    let window = this.#windows.get(i);
+    if (!window || window.limit !== spec.n || window.windowMs !== spec.windowMs) {
+      window = new SlidingWindow(spec.n, spec.windowMs);
+      this.#windows.set(i, window);
+    }
+    return window;
   }
 
   isIdle(): boolean {
@@ -162,11 +190,16 @@ class StoreKeySet implements KeySet {
       return { ok: false, waitMs: Infinity, limitedBy: result.limitedBy, noSlot: result.noSlot, retryMs };
     }
     const reservation = result.reservation!;
-    this.#levels = result.limits.map((spec, i): LimitLevel => ({
-      ...spec,
-      level: spec.kind === "bucket" ? reservation.bucketLevels[i]! : Math.max(0, (this.#levels[i]?.kind === spec.kind ? this.#levels[i]!.level : levelOfNew(spec)) - 1),
-    }));
-    const take: HeldTake = { ok: true, waitMs: Math.max(0, result.waitMs), limitedBy: result.limitedBy, noSlot: false, retryMs: 0, reservation };
+    const waitMs = Math.max(0, result.waitMs);
+    const atMs = this.#shared.clock.now() + waitMs;
+    this.#levels = result.limits.map((spec, i): LimitLevel => {
+      if (spec.kind === "bucket") return { ...spec, level: reservation.bucketLevels[i]! };
+      const window = this.#window(i, spec);
+      if (window) window.recordAt(Math.max(atMs, window.latestMs), 1);
+      const known = this.#levels[i]?.kind === spec.kind ? this.#levels[i]!.level : levelOfNew(spec);
+      return { ...spec, level: spec.kind === "concurrency" ? Math.max(0, known - 1) : known };
+    });
+    const take: HeldTake = { ok: true, waitMs, limitedBy: result.limitedBy, noSlot: false, retryMs: 0, reservation, recordedAtMs: atMs };
     if (result.limits.some((limit) => limit.kind === "concurrency")) {
       this.#busy++;
       take.renewing = this.#renew(reservation);
@@ -182,7 +215,7 @@ class StoreKeySet implements KeySet {
   async #retryMs(result: SetTakeResult, maxWaitMs: number): Promise<number> {
     const state = await this.#shared.store.readSet(this.#key);
     if (!state) return maxWaitMs;
-    this.#levels = state.limits;
+    this.#learn(state.limits);
     let retryMs = maxWaitMs;
     for (const number of result.limitedBy) {
       const limit = state.limits[number - 1];
@@ -191,6 +224,18 @@ class StoreKeySet implements KeySet {
       else if (limit.kind === "window") retryMs = Math.max(retryMs, limit.windowMs);
     }
     return retryMs;
+  }
+
+  /** Takes the levels the store read: what the others took from a window is recorded as taken now. */
+  #learn(read: readonly LimitLevel[]): void {
+    const nowMs = this.#shared.clock.now();
+    read.forEach((limit, i) => {
+      const window = this.#window(i, limit);
+      if (!window) return;
+      const unseen = window.remainingAt(nowMs) - limit.level;
+      if (unseen > 0) window.recordAt(Math.max(nowMs, window.latestMs), unseen);
+    });
+    this.#levels = read.map((limit) => ({ ...limit }));
   }
 
   /** Renews a slot's lease each third of it while the response runs; aborted by its release. */
@@ -225,7 +270,10 @@ class StoreKeySet implements KeySet {
 }
 
 interface HeldTake extends StoreTake {
+  /** Renewing its slot's lease, while it holds one. */
   renewing?: AbortController;
+  /** When this process's windows recorded it. */
+  recordedAtMs?: number;
 }
 
 function fullLevels(limits: readonly LimitSpec[]): LimitLevel[] {

@@ -45,14 +45,22 @@ describe("sets of limits per client in a store", () => {
     expect(decisions(results)).toEqual(["admitted", "admitted", "admitted"]);
     const state = await store.readSet("api:10.0.0.1");
     expect(state).toMatchObject({ expiresWhenFull: true, limits: [{ kind: "bucket", rate: 10, burst: 5, level: 2 }, { kind: "window", n: 3, level: 0 }] });
+    // Each gate knows the window's room from its own takes, without a round trip: one took 2, two took 1.
+    expect(results.map((result) => result.limits![1]!.level)).toEqual([2, 2, 1]);
+    expect(results[2]!.limits![0]!.level).toBe(2);
     const refused = await two.admit("10.0.0.1");
     expect(refused).toMatchObject({ decision: "refused", limitedBy: [2], retryAfterSeconds: 2 });
+    // The refusal read the store: two knows what one took too, until it leaves the window.
+    expect(refused.limits!.map((limit) => limit.level)).toEqual([2, 0]);
     // A refusal touches nothing.
     expect((await store.readSet("api:10.0.0.1"))!.limits.map((limit) => limit.level)).toEqual([2, 0]);
     // Another client has its own set.
     expect((await one.admit("10.0.0.2")).decision).toBe("admitted");
     await clock.advance(2000);
-    expect((await two.admit("10.0.0.1")).decision).toBe("admitted");
+    const after = await two.admit("10.0.0.1");
+    expect(after.decision).toBe("admitted");
+    // The window slid: what two read as taken by the others left it too.
+    expect(after.limits![1]!.level).toBe(2);
   });
 
   it("leaves a key that holds a set already with its own limits", async () => {
