@@ -36,6 +36,8 @@ export interface KeySetTake {
  */
 export interface KeySet {
   readonly limits: readonly LimitSpec[];
+  /** While a request waits for a concurrency slot, ask again this often (slots freed elsewhere are not announced). */
+  readonly slotPollMs?: number;
   /** Takes one request (1 in every bucket and window, a slot in every concurrency limit) if it may go within `maxWaitMs`. */
   take(maxWaitMs: number): KeySetTake | Promise<KeySetTake>;
   /** Gives an ok take not yet due back to every limit, and frees its slots. */

@@ -6,6 +6,7 @@ import { rateLimitPolicy, rateLimitRefused, rateLimitSetPolicy, rateLimitSetRefu
 import { checkLimitSpecs, type LimitSpec } from "../core/limit-spec.js";
 import { type GateResult, RequestGate } from "./request-gate.js";
 import { type StoreBuckets, storeLimiters } from "./store-limiters.js";
+import { storeKeySets } from "./store-key-sets.js";
 import { addressKey, DEFAULT_IPV6_PREFIX, plainAddress } from "../core/address-key.js";
 import { clientAddress, TrustedProxies, untrustedForwarder, untrustedProxyLine } from "./trusted-proxies.js";
 
@@ -57,7 +58,7 @@ export interface RateLimitOptions {
   maxKeys?: number;
   /** Send RateLimit-Policy and RateLimit on every response (default true); a 429 always has Retry-After. */
   headers?: boolean;
-  /** Buckets in a shared store (keys `NAME:<key>`), for a limit that several servers enforce together. */
+  /** Buckets, or with `limits` sets of limits, in a shared store (keys `NAME:<key>`), for a limit that several servers enforce together. */
   store?: StoreBuckets;
   /** Told of every decision, before the response is sent or `next` is called. */
   onDecision?: (req: IncomingMessage, result: GateResult, key: string) => void;
@@ -129,8 +130,10 @@ export function rateLimit(options: RateLimitOptions): RateLimitMiddleware {
   const log = options.log ?? ((line: string) => console.error(line));
   const keyOf = options.key ?? clientKey(options.trustProxy, settings.ipv6Subnet, log);
   const { rate, burst, limits, maxWaitMs, maxKeys } = settings;
-  const source: KeyLimiterSource | undefined = options.store ? storeLimiters(options.store, { rate, burst, clock: options.clock }) : undefined;
-  const gate = new RequestGate({ rate, burst, limits, maxWaitMs, maxKeys, source, clock: options.clock });
+  // With a set of limits the store keeps each key's set; with one bucket, its bucket.
+  const keySets = options.store && limits ? storeKeySets(options.store, { clock: options.clock }) : undefined;
+  const source: KeyLimiterSource | undefined = options.store && !limits ? storeLimiters(options.store, { rate, burst, clock: options.clock }) : undefined;
+  const gate = new RequestGate({ rate, burst, limits, keySets, maxWaitMs, maxKeys, source, clock: options.clock });
   const setPolicy = limits && rateLimitSetPolicy(limits);
   const sendHeaders = options.headers ?? true;
 
@@ -245,6 +248,7 @@ export function rateLimit(options: RateLimitOptions): RateLimitMiddleware {
   middleware.close = () => {
     gate.close();
     source?.dispose?.();
+    keySets?.dispose();
   };
   return middleware;
 }
@@ -382,14 +386,9 @@ function checkOptions(options: RateLimitOptions): Settings {
     if (limits.length === 1 && limits[0]!.kind === "bucket") {
       ({ rate, burst } = limits[0]!);
       limits = undefined;
-    } else if (options.store === undefined) {
+    } else {
       // The gate's one-bucket settings are unused beside a set.
       ({ rate, burst } = { rate: Infinity, burst: 1 });
-    } else {
-      throw new TypeError(
-        `Expected \`limits\` to be one \`{ rate, burst }\` with \`store\`: a shared store holds one bucket per key for now (sets of limits in a store come next), ` +
-          `got ${limits.length === 1 ? `one ${limits[0]!.kind} limit` : `${limits.length} limits`}; give one bucket, or drop \`store\` to keep ${limits.length === 1 ? "it" : "the set"} in this process`,
-      );
     }
   }
   if (typeof rate !== "number" || Number.isNaN(rate) || rate < 0) {

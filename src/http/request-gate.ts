@@ -260,6 +260,7 @@ export class RequestGate {
     signal?.addEventListener("abort", turn, { once: true });
     const timer = new AbortController();
     this.#clock.sleep(Math.max(0, deadlineMs - this.#clock.now()), timer.signal).then(turn, () => {});
+    if (keySet.slotPollMs !== undefined) void this.#pollSlots(keySet.slotPollMs, turn, timer.signal);
     try {
       for (;;) {
         if (signal?.aborted) return "cancelled";
@@ -279,6 +280,18 @@ export class RequestGate {
       entry.slotTurns.splice(entry.slotTurns.indexOf(turn), 1);
       // The next in line may find a slot too (several freed, or this one left).
       entry.slotTurns[0]?.();
+    }
+  }
+
+  /** Wakes a slot wait every `pollMs` until `signal` aborts: a set in a store is asked again for a slot freed elsewhere. */
+  async #pollSlots(pollMs: number, wake: () => void, signal: AbortSignal): Promise<void> {
+    try {
+      for (;;) {
+        await this.#clock.sleep(pollMs, signal);
+        wake();
+      }
+    } catch {
+      // The wait ended.
     }
   }
 

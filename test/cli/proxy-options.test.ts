@@ -144,7 +144,6 @@ describe("parseProxyOptions: a set of limits per client in HTTP mode", () => {
     [{ rate: placed("5/s", "1mb") }, `--rate: "1mb" is not a count of requests`],
     [{ rate: placed("5/s"), burst: ["2", "3"] }, `--burst: 2 bursts for 1 rate`],
     [{ concurrency: placed("0.5") }, `--concurrency: "0.5"`],
-    [{ rate: placed("5/s"), window: placed("10/s"), key: "api" }, `--key: a shared key holds one rate and burst for now`],
   ])("refuses %j", (flags, message) => {
     expect(() => parseProxyOptions({ listen: "1", to: "http://127.0.0.1:2", drain: "10s", onStoreError: "fail", ...flags })).toThrow(message);
   });

@@ -2,7 +2,6 @@ import { request } from "node:http";
 import express from "express";
 import { describe, expect, it } from "vitest";
 import { FakeClock } from "../../src/core/clock.js";
-import { MemoryStore } from "../../src/store/memory-store.js";
 import { type GateResult, rateLimit, type RateLimitOptions } from "../../src/http/rate-limit.js";
 import { get, listen, until } from "./http-helpers.js";
 
@@ -111,14 +110,5 @@ describe("rateLimit({ limits }): options", () => {
     });
   }
 
-  it("refuses a set with a store, with a TypeError naming `limits` and `store`", () => {
-    const store = new MemoryStore();
-    expect(() => rateLimit({ limits: [{ rate: 10 }, { concurrency: 2 }], store: { store, name: "api" } })).toThrow(
-      new TypeError(
-        "Expected `limits` to be one `{ rate, burst }` with `store`: a shared store holds one bucket per key for now (sets of limits in a store come next), got 2 limits; give one bucket, or drop `store` to keep the set in this process",
-      ),
-    );
-    expect(() => rateLimit({ limits: [{ concurrency: 2 }], store: { store, name: "api" } })).toThrow(/, got one concurrency limit; give one bucket, or drop `store` to keep it in this process$/);
-    expect(() => rateLimit({ limits: [{ rate: 10, burst: 2 }], store: { store, name: "api" } }).close()).not.toThrow();
-  });
+
 });

@@ -227,8 +227,8 @@ function parseHttpOptions(flags: ProxyFlags, common: CommonProxyConfig, target: 
       }
     });
   }
+  // With --key a client's set is made in the store from these limits (a key set already keeps its own).
   const { limits } = parseLimitOptions(flags, { units: "count", keyed, byteRateHint: `HTTP mode counts requests ("15/2s"), and --body-rate shapes bytes ("1mb")` });
-  checkKeyedLimits(limits, common.shared.key);
   const first = limits.find((limit) => limit.spec.kind === "bucket");
   const policy = flags.policy ?? "drop";
   if (policy !== "drop" && policy !== "queue") throw new UsageError(`--policy: "${policy}" is not a policy; try "--policy drop" (429 at once) or "--policy queue --max-wait 2s"`);
