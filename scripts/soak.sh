@@ -5,7 +5,8 @@
 #
 #   bash scripts/soak.sh [ROUNDS]     # default 3 rounds (six suites), about 15 min a round
 #
-# node_modules is copied from this checkout (npm ci is what CI checks); dist is built anew.
+# node_modules and the native part (build/) are copied from this checkout (npm ci, which CI runs,
+# makes both); dist is built anew.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-3}
@@ -26,6 +27,7 @@ for round in $(seq 1 "$rounds"); do
     clone="$work/$round$side"
     git clone -q "$here" "$clone"
     cp -a "$here/node_modules" "$clone/"
+    [ -d "$here/build" ] && cp -a "$here/build" "$clone/"
     (cd "$clone" && npm run build >/dev/null 2>&1)
   done
   hogs=()
