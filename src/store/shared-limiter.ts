@@ -2,6 +2,7 @@ import { type Clock, systemClock } from "../core/clock.js";
 import type { Limiter } from "../core/limiter.js";
 import { checkCount, ExceedsBurstError } from "../core/token-bucket.js";
 import type { RateKind } from "../core/units.js";
+import { WaitLine } from "./wait-line.js";
 import { type BucketConfig, type BucketStore, StoreError, type TakeRequest, type TakeResult, takeInOrder } from "./bucket-store.js";
 
 export interface SharedLimiterOptions {
@@ -82,11 +83,9 @@ export class SharedLimiter implements Limiter {
   #lastContactMs: number;
   /** What stopped the limiter: the store's failure, thrown by every wait from then on. */
   #failure: StoreError | undefined;
-  #queue: Promise<unknown> = Promise.resolve();
+  readonly #line = new WaitLine();
   #timer: ReturnType<typeof setInterval> | undefined;
   #polling = false;
-  /** Waits in the line of #serialize, queued or under way: while there is one, a tryWait queues behind it. */
-  #inLine = 0;
   /** tryWaits gathered while a batch is under way, to go together at the end of this turn of the event loop, in their order. */
   #batch: BatchedTake[] = [];
   /** Whether the batch is to be sent at the end of this turn of the event loop. */
@@ -198,7 +197,7 @@ export class SharedLimiter implements Limiter {
    */
   #mayBatch(maxWaitMs: number): boolean {
     return (
-      Number.isFinite(maxWaitMs) && this.#inLine === 0 && this.#sleepers.length === 0 && this.#heldTokens === 0 && this.#pending === undefined && this.#failure === undefined
+      Number.isFinite(maxWaitMs) && this.#line.size === 0 && this.#sleepers.length === 0 && this.#heldTokens === 0 && this.#pending === undefined && this.#failure === undefined
     );
   }
 
@@ -367,30 +366,12 @@ export class SharedLimiter implements Limiter {
   }
 
   /**
-   * One wait at a time, so concurrent callers share leases instead of racing
-   * for them, and after the batched tryWaits before it. A caller that gives
-   * up before its turn leaves the line at once (its turn, when it comes, ends
-   * without asking the store).
+   * One wait at a time (WaitLine), after the batched tryWaits before it. A
+   * caller that gives up before its turn leaves the line at once (its turn,
+   * when it comes, ends without asking the store).
    */
   #serialize<T>(operation: () => Promise<T>, signal?: AbortSignal): Promise<T> {
-    let started = false;
-    const run = async (): Promise<T> => {
-      await this.#batchesDone();
-      started = true;
-      return operation();
-    };
-    this.#inLine++;
-    const next = this.#queue.then(run, run);
-    this.#queue = next.catch(() => {});
-    void next.finally(() => this.#inLine--).catch(() => {});
-    if (!signal) return next;
-    return new Promise<T>((resolve, reject) => {
-      const leave = (): void => {
-        if (!started) reject(signal.reason);
-      };
-      signal.addEventListener("abort", leave, { once: true });
-      next.then(resolve, reject).finally(() => signal.removeEventListener("abort", leave));
-    });
+    return this.#line.run(operation, signal, () => this.#batchesDone());
   }
 
   async #waitOne(n: number, signal: AbortSignal | undefined): Promise<void> {

@@ -4,6 +4,7 @@ import type { Limiter } from "../core/limiter.js";
 import { ExceedsBurstError } from "../core/token-bucket.js";
 import type { RateKind } from "../core/units.js";
 import { StoreError } from "./bucket-store.js";
+import { WaitLine } from "./wait-line.js";
 import { type LimitSetStore, sameLimits, type SetReservation, type SetState } from "./limit-set-store.js";
 
 export interface SharedSetLimiterOptions {
@@ -72,7 +73,7 @@ export class SharedSetLimiter implements Limiter {
   #readyAtMs: number;
   /** The last lease, what it took of each unit and the ready time before it: cancelled while not yet due, settled down to what was used at close. */
   #lease: { reservation: SetReservation; leased: Record<string, number>; readyAtBeforeMs: number } | undefined;
-  #queue: Promise<unknown> = Promise.resolve();
+  readonly #line = new WaitLine();
   /** The take under way, which close() lets finish before giving back its lease. */
   #taking: Promise<unknown> | undefined;
   #closed = false;
@@ -231,20 +232,9 @@ export class SharedSetLimiter implements Limiter {
     return item;
   }
 
-  /** One wait at a time, in order; a caller that gives up before its turn leaves the line at once. */
+  /** One wait at a time, in order (WaitLine); a caller that gives up before its turn leaves the line at once. */
   #serialize<T>(operation: () => Promise<T>, signal?: AbortSignal): Promise<T> {
-    let started = false;
-    const run = (): Promise<T> => ((started = true), operation());
-    const next = this.#queue.then(run, run);
-    this.#queue = next.catch(() => {});
-    if (!signal) return next;
-    return new Promise<T>((resolve, reject) => {
-      const leave = (): void => {
-        if (!started) reject(signal.reason);
-      };
-      signal.addEventListener("abort", leave, { once: true });
-      next.then(resolve, reject).finally(() => signal.removeEventListener("abort", leave));
-    });
+    return this.#line.run(operation, signal);
   }
 
   /**
