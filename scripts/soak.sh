@@ -49,7 +49,9 @@ for round in $(seq 1 "$rounds"); do
       const r = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
       console.log(`round ${process.argv[2]}: ${r.numPassedTests} passed, ${r.numFailedTests} failed`);
       for (const file of r.testResults) for (const t of file.assertionResults) {
-        if (t.status === "failed") console.log(`  FAILED ${file.name.replace(/.*\/test\//, "test/")}: ${t.fullName}`);
+        if (t.status !== "failed") continue;
+        console.log(`  FAILED ${file.name.replace(/.*\/test\//, "test/")}: ${t.fullName}`);
+        for (const message of t.failureMessages) console.log(message.slice(0, 3000).replace(/^/gm, "    "));
       }
       process.exit(r.numFailedTests > 0 ? 1 : 0);
     ' "$report" "$round$side" || failed_suites=$((failed_suites + 1))
