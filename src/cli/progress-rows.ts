@@ -1,4 +1,4 @@
-import { appendFileSync, fstatSync, readFileSync, unlinkSync } from "node:fs";
+import { appendFileSync, closeSync, fstatSync, openSync, readFileSync, statSync, unlinkSync, writeSync } from "node:fs";
 import { tmpdir, userInfo } from "node:os";
 import { join } from "node:path";
 import type { ProgressRow } from "./progress-line.js";
@@ -12,9 +12,13 @@ import type { ProgressRow } from "./progress-line.js";
  * and job control give a pipeline's members groups of their own), in
  * XDG_RUNTIME_DIR or the temporary folder; its row is its place in that file. It draws its line that
  * many rows up from the cursor (the line under the block) and puts the
- * cursor back, in one write. The last to leave removes the file.
+ * cursor back, in one write. The last to leave removes the file, and a joiner
+ * removes one whose processes are all gone; each decides and acts holding a
+ * lock file beside it, else a process appending between another's "nobody is
+ * left" and its unlink lost its entry and drew on someone else's row.
  *
- * A joiner first appends `+pid`, then makes its row, then appends its pid:
+ * Holding the lock (so that rows are made in the order they are recorded),
+ * a joiner first appends `+pid`, then makes its row, then appends its pid:
  * between the two the rows on the terminal are not yet known from the file,
  * so a line is not drawn then (the next tick draws it), and a last line waits
  * for the joiner (at most JOIN_WAIT_MS, then counts its row). Drawn in that moment, a process's
@@ -25,11 +29,13 @@ export function joinProgressRows(stream: NodeJS.WriteStream, env: NodeJS.Process
   try {
     const terminal = fstatSync((stream as { fd?: number }).fd ?? 2).rdev;
     path = join(env.XDG_RUNTIME_DIR || tmpdir(), `tbucket-progress-${userInfo().uid}-${terminal}`);
-    if (!entries(path).some((entry) => entry.live)) removeQuietly(path);
-    // Writable, before a line is made for it.
-    appendFileSync(path, `+${process.pid}\n`, { mode: 0o600 });
-    stream.write("\n");
-    appendFileSync(path, `${process.pid}\n`, { mode: 0o600 });
+    withLock(path, () => {
+      if (!entries(path).some((entry) => entry.live)) removeQuietly(path);
+      // Writable, before a line is made for it.
+      appendFileSync(path, `+${process.pid}\n`, { mode: 0o600 });
+      stream.write("\n");
+      appendFileSync(path, `${process.pid}\n`, { mode: 0o600 });
+    });
   } catch {
     // No place for the file: the line is drawn as if unnamed.
     return undefined;
@@ -58,8 +64,10 @@ export function joinProgressRows(stream: NodeJS.WriteStream, env: NodeJS.Process
     },
     leave() {
       try {
-        appendFileSync(path, `-${process.pid}\n`);
-        if (!entries(path).some((entry) => entry.live)) removeQuietly(path);
+        withLock(path, () => {
+          appendFileSync(path, `-${process.pid}\n`);
+          if (!entries(path).some((entry) => entry.live)) removeQuietly(path);
+        });
       } catch {
         // Nothing to tidy.
       }
@@ -69,6 +77,8 @@ export function joinProgressRows(stream: NodeJS.WriteStream, env: NodeJS.Process
 
 /** How long a last line waits for a process making its row: joining takes a few writes. */
 const JOIN_WAIT_MS = 1000;
+/** A lock is held for a few file operations; one older than this was left by a process that died holding it. */
+const STALE_LOCK_MS = 1000;
 const SLEEPER = new Int32Array(new SharedArrayBuffer(4));
 
 interface Entry {
@@ -96,6 +106,45 @@ function entries(path: string): Entry[] {
     ...joined.map((pid) => ({ pid, live: !left.has(pid) && running(Number(pid)), joining: false })),
     ...joining.filter((pid) => running(Number(pid))).map((pid) => ({ pid, live: true, joining: true })),
   ];
+}
+
+/**
+ * Runs `work` holding `path`.lock (made with O_EXCL, holding the holder's pid). A lock whose holder
+ * is gone, or older than STALE_LOCK_MS, is taken over; past that long the work runs anyway, as
+ * a row drawn in the wrong place is better than a pipeline that waits for its progress lines.
+ */
+function withLock(path: string, work: () => void): void {
+  const lock = `${path}.lock`;
+  const deadline = Date.now() + STALE_LOCK_MS;
+  let held = false;
+  while (!held && Date.now() < deadline) {
+    try {
+      const fd = openSync(lock, "wx", 0o600);
+      writeSync(fd, String(process.pid));
+      closeSync(fd);
+      held = true;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== "EEXIST") break;
+      if (staleLock(lock)) removeQuietly(lock);
+      else Atomics.wait(SLEEPER, 0, 0, 1);
+    }
+  }
+  try {
+    work();
+  } finally {
+    if (held) removeQuietly(lock);
+  }
+}
+
+function staleLock(lock: string): boolean {
+  try {
+    const holder = Number(readFileSync(lock, "utf8"));
+    // An empty file: its holder is between making it and writing its pid.
+    if (holder > 0 && !running(holder)) return true;
+    return Date.now() - statSync(lock).mtimeMs > STALE_LOCK_MS;
+  } catch {
+    return false;
+  }
 }
 
 function running(pid: number): boolean {

@@ -111,6 +111,31 @@ describe("named progress lines (-N) in one pipeline", () => {
     expect(readdirSync(runtime)).toEqual([]);
   });
 
+  // A process that found the file's processes all gone and removed it a moment later threw away
+  // the rows of those that joined in that moment, which then drew on each other's (seen under load).
+  it("rows made while another process is deciding to remove the file stay their own", async () => {
+    const dir = tempDir();
+    const runtime = join(dir, "runtime");
+    const remover = fileURLToPath(new URL("../fixtures/slow-progress-remover.mjs", import.meta.url));
+    const result = await runInTerminal(
+      `mkdir "$XDG_RUNTIME_DIR"; echo before; "$TBUCKET_NODE" "$REMOVER" 500 "$DIR/ready" "$DIR/done" & ` +
+        `until [ -e "$DIR/ready" ]; do sleep 0.02; done; ` +
+        `head -c 600 /dev/zero | tbucket -N a --rate 1k --burst 100 | tbucket -N b --rate inf > /dev/null; touch "$DIR/done"; wait; echo after`,
+      { columns: 80, env: { REMOVER: remover, DIR: dir, XDG_RUNTIME_DIR: runtime } },
+    );
+    expect(result.code).toBe(0);
+    const rows = drawScreen(result.stdout.toString(), 80);
+    // The remover's row first (it joined first, drawing nothing), then a's and b's in the order they joined.
+    expect([rows[0], rows[1], ...rows.slice(2, 4).sort(), ...rows.slice(4)], JSON.stringify(result.stdout.toString())).toEqual([
+      "before",
+      "",
+      expect.stringMatching(/^a: 600 B {2}/),
+      expect.stringMatching(/^b: 600 B {2}/),
+      "after",
+    ]);
+    expect(readdirSync(runtime)).toEqual([]);
+  });
+
   it("keep a row each when ended by a signal, in process groups of their own (timeout), and leave nothing behind", async () => {
     const dir = tempDir();
     const runtime = join(dir, "runtime");
