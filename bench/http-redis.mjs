@@ -11,7 +11,7 @@
 //     spent per request (which the other load on a shared machine skews less), the same for
 //     redis-server (on a 2-core machine, the server, Redis and autocannon share the cores), and the Redis
 //     commands per decision (INFO commandstats: script calls, and every command, those the
-//     scripts run included).
+//     scripts run included), in all and by name.
 //
 //   node bench/http-redis.mjs                        # about 3 minutes
 //   node bench/http-redis.mjs --seconds 3 --warmup 1 --rounds 1
@@ -134,6 +134,7 @@ async function main() {
               redisCpuUs: (redisCpu * 1e6) / decisions,
               scriptCalls: stats.scripts / decisions,
               commands: stats.all / decisions,
+              byName: Object.fromEntries(Object.entries(stats.byName).map(([name, calls]) => [name, calls / decisions])),
               errors: result.errors + result.timeouts + result.non2xx,
             });
             console.log(`${keys} round ${round + 1} ${contender.name}: ${Math.round(result.requests.total / result.duration)} requests/s, p99 ${result.latency.p99} ms`);
@@ -153,6 +154,7 @@ async function main() {
           redisCpuUs: median(runs.map((run) => run.redisCpuUs)),
           scriptCalls: median(runs.map((run) => run.scriptCalls)),
           commands: median(runs.map((run) => run.commands)),
+          byName: Object.fromEntries([...new Set(runs.flatMap((run) => Object.keys(run.byName)))].map((name) => [name, median(runs.map((run) => run.byName[name] ?? 0))])),
           errors: runs.reduce((sum, run) => sum + run.errors, 0),
         });
       }
@@ -168,6 +170,13 @@ async function main() {
     console.log(
       `| ${row.keys} | ${row.name} | ${Math.round(row.rps).toLocaleString("en")} | ${row.p99} ms | ${Math.round(row.cpuUs)} µs | ${Math.round(row.redisCpuUs)} µs | ${row.scriptCalls.toFixed(2)} | ${row.commands.toFixed(2)} | ${row.errors} |`,
     );
+  }
+  console.log("");
+  console.log("| keys | middleware | Redis commands per decision, by name (those scripts run included) |");
+  console.log("| --- | --- | --- |");
+  for (const row of table) {
+    const split = Object.entries(row.byName).map(([name, perDecision]) => `${name} ${perDecision.toFixed(3)}`);
+    console.log(`| ${row.keys} | ${row.name} | ${split.join(", ")} |`);
   }
   console.log(`# load average at the end ${loadavg().map((x) => x.toFixed(2)).join(", ")}`);
 }
@@ -187,12 +196,14 @@ function load(autocannon, port, connections, seconds) {
 function parseCommandStats(info) {
   let scripts = 0;
   let all = 0;
+  const byName = {};
   for (const [, name, calls] of info.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) {
     if (name === "info" || name.startsWith("config")) continue;
     all += Number(calls);
+    byName[name] = Number(calls);
     if (/^(eval|evalsha|fcall)/.test(name)) scripts += Number(calls);
   }
-  return { scripts, all };
+  return { scripts, all, byName };
 }
 
 /** User and system CPU time of a process so far, in seconds (Linux: /proc, in clock ticks of 1/100 s). */

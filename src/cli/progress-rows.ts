@@ -120,9 +120,12 @@ function withLock(path: string, work: () => void): void {
   while (!held && Date.now() < deadline) {
     try {
       const fd = openSync(lock, "wx", 0o600);
-      writeSync(fd, String(process.pid));
-      closeSync(fd);
       held = true;
+      try {
+        writeSync(fd, String(process.pid));
+      } finally {
+        closeSync(fd);
+      }
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== "EEXIST") break;
       if (staleLock(lock)) removeQuietly(lock);
