@@ -1,4 +1,7 @@
 import { SCRIPT_PRELUDE } from "./redis-layout.js";
+
+/** A key's expiry is set this fraction of its idle expiry beyond what its rule needs, so that it need not be moved on every take. */
+export const EXPIRY_SLACK_DIVISOR = 16;
 /**
  * The one Lua script behind every Redis operation that reads or changes a
  * bucket. It touches only KEYS[1], the key's name in a hash tag (so it runs
@@ -13,7 +16,8 @@ import { SCRIPT_PRELUDE } from "./redis-layout.js";
  *
  * ARGV[1] operation: "take" | "cancel" | "read" | "configure" | "open"
  * ARGV[2] now in ms, or "" for the server's clock (tests pass a fake time)
- * ARGV[3] idle expiry in ms: the key is forgotten this long after it is full
+ * ARGV[3] idle expiry in ms: the key is forgotten this long after it is full (and at most
+ *         1/EXPIRY_SLACK_DIVISOR of it later: see save)
  * ARGV[4] the same for a key made with expireWhenFull (hash field "implicit" = "1")
  * take:      ARGV[5] n, ARGV[6] max wait ms ("inf"), ARGV[7] "1" to allow n above the burst, and again
  *            from ARGV[8] for each further take: several takes of one key in one call (a batch),
@@ -32,11 +36,11 @@ import { SCRIPT_PRELUDE } from "./redis-layout.js";
 export const BUCKET_SCRIPT = `${SCRIPT_PRELUDE}
 local key = KEYS[1]
 
-local h = redis.call("HMGET", key, "rate", "burst", "kind", "tokens", "last", "implicit")
+local h = redis.call("HMGET", key, "rate", "burst", "kind", "tokens", "last", "implicit", "expires")
 if (h[1] == false or h[1] == nil) and KEYS[2] and redis.call("EXISTS", KEYS[2]) == 1 then
   -- Kept by a release before hash tags (KEYS[2], a standalone Redis only): moved to its name now, expiry and all.
   redis.call("RENAME", KEYS[2], key)
-  h = redis.call("HMGET", key, "rate", "burst", "kind", "tokens", "last", "implicit")
+  h = redis.call("HMGET", key, "rate", "burst", "kind", "tokens", "last", "implicit", "expires")
 end
 local exists = h[1] ~= false and h[1] ~= nil
 -- A set of several limits (redis-set-script.ts) keeps no rate: not a bucket to take from, but one to set anew.
@@ -65,14 +69,20 @@ local function advance(t)
 end
 
 -- A take changes the level and its time only: the settings it read stand, and are not written again.
+-- The expiry moves only when it would come too soon, and then by some slack more, so that most takes of a
+-- busy key write no PEXPIRE: a key is forgotten at most that slack later than its rule says, never sooner.
+-- "expires" (the script's clock) is when the expiry last set runs out; "0" when the key is kept for good.
 local function save(t, level, settingsStand)
-  if settingsStand then
-    redis.call("HSET", key, "tokens", str(level), "last", str(t))
-  else
-    redis.call("HSET", key, "rate", str(rate), "burst", str(burst), "kind", kind, "tokens", str(level), "last", str(t))
+  local fields = {"tokens", str(level), "last", str(t)}
+  if not settingsStand then
+    fields[#fields + 1] = "rate"; fields[#fields + 1] = str(rate)
+    fields[#fields + 1] = "burst"; fields[#fields + 1] = str(burst)
+    fields[#fields + 1] = "kind"; fields[#fields + 1] = kind
   end
   if rate == 0 and level < burst then
     -- Paused below full: it never fills, and must not be forgotten.
+    fields[#fields + 1] = "expires"; fields[#fields + 1] = "0"
+    redis.call("HSET", key, unpack(fields))
     redis.call("PERSIST", key)
     return
   end
@@ -80,7 +90,16 @@ local function save(t, level, settingsStand)
   if rate ~= INF and level < burst then fullInMs = ((burst - level) / rate) * 1000 end
   local afterFullMs = idleMs
   if implicit then afterFullMs = implicitIdleMs end
-  redis.call("PEXPIRE", key, string.format("%d", math.max(1, math.ceil(fullInMs + afterFullMs))))
+  local ttl = math.max(1, math.ceil(fullInMs + afterFullMs))
+  local expires = tonumber(h[7] or "")
+  if settingsStand and expires and expires > 0 and expires >= now + ttl then
+    redis.call("HSET", key, unpack(fields))
+    return
+  end
+  ttl = ttl + math.floor(afterFullMs / ${EXPIRY_SLACK_DIVISOR})
+  fields[#fields + 1] = "expires"; fields[#fields + 1] = str(now + ttl)
+  redis.call("HSET", key, unpack(fields))
+  redis.call("PEXPIRE", key, string.format("%d", ttl))
 end
 
 local function mark()

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { FakeClock } from "../../src/core/clock.js";
 import { type BucketConfig, type BucketStore, StoreError, type TakeRequest } from "../../src/store/bucket-store.js";
 import { DEFAULT_IDLE_EXPIRY_MS, RedisStore, redactUrl, writeRefusal } from "../../src/store/redis-store.js";
+import { EXPIRY_SLACK_DIVISOR } from "../../src/store/redis-script.js";
 import { SharedLimiter } from "../../src/store/shared-limiter.js";
 import { type RedisServer, startRedisServer } from "../helpers/redis-server.js";
 
@@ -21,19 +22,41 @@ afterAll(async () => {
 });
 
 describe("RedisStore: the server", () => {
-  it("keeps each bucket in one hash under tbucket:, expiring once full and idle", async () => {
+  it("keeps each bucket in one hash under tbucket:, expiring once full and idle (with a sixteenth of slack)", async () => {
     await admin.flushdb();
     const store = await RedisStore.open(server.url);
+    const slack = Math.floor(DEFAULT_IDLE_EXPIRY_MS / EXPIRY_SLACK_DIVISOR);
     await store.configure("backups", { rate: 1000, burst: 500, kind: "bytes" });
     expect(await admin.keys("*")).toEqual(["tbucket:{backups}"]);
     const fullTtl = await admin.pttl("tbucket:{backups}");
-    expect(fullTtl).toBeGreaterThan(DEFAULT_IDLE_EXPIRY_MS - 5000);
-    expect(fullTtl).toBeLessThanOrEqual(DEFAULT_IDLE_EXPIRY_MS);
+    expect(fullTtl).toBeGreaterThan(DEFAULT_IDLE_EXPIRY_MS + slack - 5000);
+    expect(fullTtl).toBeLessThanOrEqual(DEFAULT_IDLE_EXPIRY_MS + slack);
     await store.take("backups", 1500, { overBurst: true });
-    // Empty by 1000 tokens: full again in 1.5 s, then idle for the expiry.
+    // Empty by 1000 tokens: full again in 1.5 s, then idle for the expiry: within the slack set, so it stands.
     const ttl = await admin.pttl("tbucket:{backups}");
-    expect(ttl).toBeGreaterThan(DEFAULT_IDLE_EXPIRY_MS + 1400);
-    expect(ttl).toBeLessThanOrEqual(DEFAULT_IDLE_EXPIRY_MS + 1500);
+    expect(ttl).toBeGreaterThan(DEFAULT_IDLE_EXPIRY_MS + 1500);
+    expect(ttl).toBeLessThanOrEqual(DEFAULT_IDLE_EXPIRY_MS + slack);
+    await store.close();
+  });
+
+  it("moves a busy key's expiry only when it would come too soon: most takes write no PEXPIRE", async () => {
+    await admin.flushdb();
+    await admin.config("RESETSTAT");
+    const store = await RedisStore.open(server.url, { fullKeyMarginMs: 16_000 });
+    await store.configure("busy", { rate: 1000, burst: 1000, kind: "count" }, { expireWhenFull: true });
+    const started = Date.now();
+    for (let i = 0; i < 50; i++) await store.take("busy", 1);
+    const info = await admin.info("commandstats");
+    const calls = (name: string) => Number(new RegExp(`cmdstat_${name}:calls=(\\d+)`).exec(info)?.[1] ?? 0);
+    expect(calls("evalsha")).toBe(51);
+    // The configure sets it with 1 s of slack (16 s / 16); the takes move it once a second at most.
+    expect(calls("pexpire")).toBeLessThanOrEqual(1 + (Date.now() - started) / 1000);
+    // Never sooner than the rule: full again within 50 ms, then the margin.
+    expect(await admin.pttl("tbucket:{busy}")).toBeGreaterThan(16_000);
+    expect(await admin.pttl("tbucket:{busy}")).toBeLessThanOrEqual(17_000);
+    await store.take("busy", 1000);
+    // Empty: full again in 1 s, then the margin, past the expiry set: so it moves, slack and all.
+    expect(await admin.pttl("tbucket:{busy}")).toBeGreaterThan(17_500);
     await store.close();
   });
 
@@ -88,10 +111,10 @@ describe("RedisStore: the server", () => {
     const store = await RedisStore.open(server.url, { fullKeyMarginMs: 100 });
     await store.configure("p:down:10.0.0.1", { rate: 1000, burst: 100, kind: "bytes" }, { expireWhenFull: true });
     await store.take("p:down:10.0.0.1", 100);
-    // Full again in 100 ms, then the margin.
+    // Full again in 100 ms, then the margin (and its slack).
     const ttl = await admin.pttl("tbucket:{p:down:10.0.0.1}");
     expect(ttl).toBeGreaterThan(150);
-    expect(ttl).toBeLessThanOrEqual(200);
+    expect(ttl).toBeLessThanOrEqual(200 + 100 / EXPIRY_SLACK_DIVISOR);
     await store.configure("p:down:10.0.0.2", { rate: 1000, burst: 100, kind: "bytes" });
     await store.configure("p:down:10.0.0.3", { rate: 1000, burst: 100, kind: "bytes" }, { expireWhenFull: true });
     // tbucket key set on a key a proxy made: the long expiry of a key set by hand again.
