@@ -86,8 +86,6 @@ export class RedisStore implements BucketStore, LimitSetStore {
       maxRetriesPerRequest: 2,
       // After a failed connection the socket never closes again, and ioredis would keep a 2 s timer waiting for it.
       disconnectTimeout: 100,
-      // Commands of one event-loop turn (many keys' decisions) go out in one write: one system call, not one each.
-      enableAutoPipelining: true,
     };
     // At the start, fail at once; mid-run, reconnect for as long as the store is open, at most
     // RECONNECT_MAX_MS apart, so a Redis back from a restart is found within that (StoreWatch probes meanwhile).
