@@ -82,7 +82,8 @@ export function reason(error: unknown): string {
  * digits so that a level survives the round trip), and the time, from the
  * caller (ARGV[2], tests) or else the server's own clock (TIME).
  */
-export const SCRIPT_PRELUDE = `if redis.replicate_commands then pcall(redis.replicate_commands) end
+export const SCRIPT_PRELUDE = `-- Before Redis 5 a script that reads TIME must ask to replicate its effects; 7 and later (REDIS_VERSION_NUM) do nothing else.
+if not redis.REDIS_VERSION_NUM and redis.replicate_commands then pcall(redis.replicate_commands) end
 local INF = math.huge
 local function num(s) if s == "inf" then return INF elseif s == "-inf" then return -INF end return tonumber(s) end
 local function str(x) if x == INF then return "inf" elseif x == -INF then return "-inf" end return string.format("%.17g", x) end

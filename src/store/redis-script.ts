@@ -58,31 +58,16 @@ if exists then
   if tokens > burst then tokens = burst end
 end
 
-local function advance(t)
-  if t < last then t = last end
-  if rate == INF then return t, burst end
-  local gained = 0
-  if t - last > 0 then gained = ((t - last) / 1000) * rate end
-  local level = tokens + gained
-  if level > burst then level = burst end
-  return t, level
-end
-
 -- A take changes the level and its time only: the settings it read stand, and are not written again.
 -- The expiry moves only when it would come too soon, and then by some slack more, so that most takes of a
 -- busy key write no PEXPIRE: a key is forgotten at most that slack later than its rule says, never sooner.
 -- "expires" (the script's clock) is when the expiry last set runs out; "0" when the key is kept for good.
-local function save(t, level, settingsStand)
-  local fields = {"tokens", str(level), "last", str(t)}
-  if not settingsStand then
-    fields[#fields + 1] = "rate"; fields[#fields + 1] = str(rate)
-    fields[#fields + 1] = "burst"; fields[#fields + 1] = str(burst)
-    fields[#fields + 1] = "kind"; fields[#fields + 1] = kind
-  end
+local function save(t, level, settingsStand, tText, levelText)
+  tText = tText or str(t)
+  levelText = levelText or str(level)
   if rate == 0 and level < burst then
     -- Paused below full: it never fills, and must not be forgotten.
-    fields[#fields + 1] = "expires"; fields[#fields + 1] = "0"
-    redis.call("HSET", key, unpack(fields))
+    redis.call("HSET", key, "rate", str(rate), "burst", str(burst), "kind", kind, "tokens", levelText, "last", tText, "expires", "0")
     redis.call("PERSIST", key)
     return
   end
@@ -93,13 +78,76 @@ local function save(t, level, settingsStand)
   local ttl = math.max(1, math.ceil(fullInMs + afterFullMs))
   local expires = tonumber(h[7] or "")
   if settingsStand and expires and expires > 0 and expires >= now + ttl then
-    redis.call("HSET", key, unpack(fields))
+    -- Every take of a busy key comes this way: two fields, one command.
+    redis.call("HSET", key, "tokens", levelText, "last", tText)
     return
   end
   ttl = ttl + math.floor(afterFullMs / ${EXPIRY_SLACK_DIVISOR})
-  fields[#fields + 1] = "expires"; fields[#fields + 1] = str(now + ttl)
-  redis.call("HSET", key, unpack(fields))
+  if settingsStand then
+    redis.call("HSET", key, "tokens", levelText, "last", tText, "expires", str(now + ttl))
+  else
+    redis.call("HSET", key, "rate", str(rate), "burst", str(burst), "kind", kind, "tokens", levelText, "last", tText, "expires", str(now + ttl))
+  end
   redis.call("PEXPIRE", key, string.format("%d", ttl))
+end
+
+if op == "take" then
+  -- Several takes, one after the other at the same instant, each as one take would be; one save for all.
+  -- Every decision comes this way, so it makes no closure (each costs about as much as a command):
+  -- advance(now) is written out here, and the functions the other operations use come after it.
+  if not exists then return nil end
+  -- t is the same for every take of the call (the first takes at t, so the next starts there).
+  local t = now
+  if t < last then t = last end
+  local level = burst
+  if rate ~= INF then
+    level = tokens
+    if t > last then level = tokens + ((t - last) / 1000) * rate end
+    if level > burst then level = burst end
+  end
+  local tText = str(t)
+  -- One string: the settings once (as stored: the client reads them as it would a number it wrote), then four
+  -- words per take (one reply to decode, not seven per take). Each number is formatted once: it costs the most here.
+  local replies = {h[1], h[2], kind}
+  local taken = false
+  local tokensText
+  for i = 5, #ARGV, 3 do
+    local n = tonumber(ARGV[i])
+    local maxWait = num(ARGV[i + 1])
+    local overBurst = ARGV[i + 2] == "1"
+    if rate == INF then
+      tokens = burst; last = t; taken = true
+      tokensText = h[2]
+      replies[#replies + 1] = "1 0 " .. tokensText .. " " .. tText
+    else
+      local after = level - n
+      local wait = 0
+      if after < 0 then wait = math.floor((-after / rate) * 1e9) / 1e6 end
+      if (n > burst and not overBurst) or wait > maxWait then
+        replies[#replies + 1] = "0 inf " .. str(level) .. " inf"
+      else
+        tokens = after; last = t; level = after; taken = true
+        tokensText = str(after)
+        if wait == 0 then
+          replies[#replies + 1] = "1 0 " .. tokensText .. " " .. tText
+        else
+          replies[#replies + 1] = "1 " .. str(wait) .. " " .. tokensText .. " " .. str(t + wait)
+        end
+      end
+    end
+  end
+  if taken then save(last, tokens, true, tText, tokensText) end
+  return table.concat(replies, " ")
+end
+
+local function advance(t)
+  if t < last then t = last end
+  if rate == INF then return t, burst end
+  local gained = 0
+  if t - last > 0 then gained = ((t - last) / 1000) * rate end
+  local level = tokens + gained
+  if level > burst then level = burst end
+  return t, level
 end
 
 local function mark()
@@ -111,35 +159,7 @@ local function mark()
 end
 local function flag() if implicit then return "1" end return "0" end
 
-if op == "take" then
-  -- Several takes, one after the other at the same instant, each as one take would be; one save for all.
-  if not exists then return nil end
-  -- One string: the settings once, then four words per take (one reply to decode, not seven per take).
-  local replies = {str(rate), str(burst), kind}
-  local taken = false
-  for i = 5, #ARGV, 3 do
-    local n = tonumber(ARGV[i])
-    local maxWait = num(ARGV[i + 1])
-    local overBurst = ARGV[i + 2] == "1"
-    local t, level = advance(now)
-    if rate == INF then
-      tokens = burst; last = t; taken = true
-      replies[#replies + 1] = "1 0 " .. str(burst) .. " " .. str(t)
-    else
-      local after = level - n
-      local wait = 0
-      if after < 0 then wait = math.floor((-after / rate) * 1e9) / 1e6 end
-      if (n > burst and not overBurst) or wait > maxWait then
-        replies[#replies + 1] = "0 inf " .. str(level) .. " inf"
-      else
-        tokens = after; last = t; taken = true
-        replies[#replies + 1] = "1 " .. str(wait) .. " " .. str(after) .. " " .. str(t + wait)
-      end
-    end
-  end
-  if taken then save(last, tokens, true) end
-  return table.concat(replies, " ")
-elseif op == "cancel" then
+if op == "cancel" then
   if not exists then return nil end
   local n = tonumber(ARGV[5])
   local due = num(ARGV[6])
