@@ -265,7 +265,9 @@ export class RedisStore implements BucketStore, LimitSetStore {
   #run<T>(key: string, args: string[], parse: (reply: never) => T): Promise<T | undefined> {
     const [operation, ...rest] = args;
     const argv = [operation!, this.#clock ? numberText(this.#clock.now()) : "", String(this.#idleExpiryMs), String(this.#fullKeyMarginMs), ...rest];
-    const keys = this.#redisKeys(key);
+    // A take finds a key in use at its name; one kept by an older release is moved there by the open or
+    // configure that a take of a missing key leads to, so a take need not name (nor send) where it was.
+    const keys = operation === "take" ? [redisKeyOf(key)] : this.#redisKeys(key);
     const answered = (reply: unknown): T | undefined => (reply === null ? undefined : parse(reply as never));
     const answeredAfterRestart = (reply: unknown): T | undefined => {
       // A server without the script has restarted: a key in use missing from it was lost with it, not deleted
