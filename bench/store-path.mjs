@@ -5,8 +5,10 @@
 //   - 32 callers at once (as autocannon's 32 connections), each taking 1 from one of 256 keys
 //     in turn, refused at once if it would wait (the middleware's drop policy);
 //   - a limit far above what is reached, so every take is decided in full and admitted;
-//   - per layer: decisions a second, the process's CPU per decision (user + system; the
-//     redis-server's own is not counted), and the Redis commands per decision.
+//   - per layer: decisions a second, the process's CPU per decision (user + system), redis-server's
+//     CPU per decision (as it says itself, INFO cpu), and the Redis commands per decision;
+//   - the top layer is the middleware itself (rateLimit with a store), called with a response
+//     that takes its header fields and does nothing else, so HTTP's own cost is left out.
 //
 //   npm run build && node bench/store-path.mjs           # about 40 s
 //   node bench/store-path.mjs --seconds 2 --rounds 1
@@ -39,6 +41,7 @@ const { RedisStore } = await import(new URL("store/redis-store.js", DIST).href);
 const { StoreWatch } = await import(new URL("store/store-watch.js", DIST).href);
 const { openSharedKey } = await import(new URL("store/shared-key.js", DIST).href);
 const { KeyBuckets, keyName } = await import(new URL("store/key-buckets.js", DIST).href);
+const { rateLimit } = await import(new URL("http/index.js", DIST).href);
 const { Redis } = await import("ioredis");
 const { RateLimiterRedis } = await import("rate-limiter-flexible");
 
@@ -85,6 +88,19 @@ const LAYERS = [
     },
   },
   {
+    name: "rateLimit (the middleware, no HTTP)",
+    key: "middleware",
+    async open(url) {
+      const store = await RedisStore.open(url);
+      const middleware = rateLimit({ rate: HIGH, burst: HIGH, key: (req) => req.key, store: { store, name: "bench" } });
+      const response = () => ({ statusCode: 200, headersSent: false, writableEnded: false, destroyed: false, setHeader() {}, end() {}, on() {}, once() {} });
+      return {
+        decide: (i) => new Promise((resolve, reject) => middleware({ key: `c${i}`, headers: {} }, response(), (error) => (error ? reject(error) : resolve(true)))),
+        close: async () => (middleware.close(), await store.close()),
+      };
+    },
+  },
+  {
     name: "rate-limiter-flexible consume",
     key: "rlf",
     async open(url) {
@@ -112,11 +128,13 @@ try {
       // Warm-up: the JIT, and every key opened.
       await run(opened.decide, Math.min(1, seconds));
       await admin.config("RESETSTAT");
+      const redisCpu = await redisCpuSeconds();
       const cpu = process.cpuUsage();
       const { decisions, elapsed } = await run(opened.decide, seconds);
       const used = process.cpuUsage(cpu);
+      const redisCpuUs = ((await redisCpuSeconds()) - redisCpu) * 1e6 / decisions;
       const commands = parseCommandStats(await admin.info("commandstats"));
-      figures.get(layer.name).push({ rps: decisions / elapsed, cpuUs: (used.user + used.system) / decisions, commands: commands / decisions });
+      figures.get(layer.name).push({ rps: decisions / elapsed, cpuUs: (used.user + used.system) / decisions, redisCpuUs, commands: commands / decisions });
       await opened.close();
     }
   }
@@ -124,12 +142,12 @@ try {
   await admin.quit();
   redis.stop();
 }
-console.log("| layer | decisions/s | CPU per decision | Redis commands per decision |");
-console.log("| --- | ---: | ---: | ---: |");
+console.log("| layer | decisions/s | CPU per decision | redis-server CPU per decision | Redis commands per decision |");
+console.log("| --- | ---: | ---: | ---: | ---: |");
 for (const layer of LAYERS) {
   const runs = figures.get(layer.name);
   const m = (pick) => median(runs.map(pick));
-  console.log(`| ${layer.name} | ${Math.round(m((r) => r.rps)).toLocaleString("en")} | ${m((r) => r.cpuUs).toFixed(1)} µs | ${m((r) => r.commands).toFixed(2)} |`);
+  console.log(`| ${layer.name} | ${Math.round(m((r) => r.rps)).toLocaleString("en")} | ${m((r) => r.cpuUs).toFixed(1)} µs | ${m((r) => r.redisCpuUs).toFixed(1)} µs | ${m((r) => r.commands).toFixed(2)} |`);
 }
 console.log(`# load average at the end ${loadavg().map((x) => x.toFixed(2)).join(", ")}`);
 
@@ -147,6 +165,13 @@ async function run(decide, seconds) {
   };
   await Promise.all(Array.from({ length: callers }, caller));
   return { decisions, elapsed: (performance.now() - start) / 1000 };
+}
+
+/** The CPU time redis-server has used, as it says itself. */
+async function redisCpuSeconds() {
+  const info = await admin.info("cpu");
+  const field = (name) => Number(new RegExp(`^${name}:([\\d.]+)`, "m").exec(info)?.[1] ?? 0);
+  return field("used_cpu_user") + field("used_cpu_sys");
 }
 
 function parseCommandStats(info) {
