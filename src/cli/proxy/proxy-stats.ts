@@ -4,15 +4,23 @@ import type { HttpTally } from "./progress-line.js";
 
 /** TCP mode's --stats summary: connections and bytes each way, as one text line or one JSON object. */
 export function formatTcpStats(
-  stats: { accepted: number; refused: number; cut: number; bytesUp: number; bytesDown: number },
+  stats: { accepted: number; refused: number; refusedBy?: { connections: number; concurrency: number }; cut: number; bytesUp: number; bytesDown: number },
   elapsedMs: number,
   format: StatsFormat,
 ): string {
   const seconds = elapsedMs / 1000;
   if (format === "json") {
-    return `${JSON.stringify({ mode: "tcp", connections: stats.accepted, refused: stats.refused, cut: stats.cut, bytesUp: stats.bytesUp, bytesDown: stats.bytesDown, seconds })}\n`;
+    return `${JSON.stringify({ mode: "tcp", connections: stats.accepted, refused: stats.refused, ...(stats.refusedBy && { refusedBy: stats.refusedBy }), cut: stats.cut, bytesUp: stats.bytesUp, bytesDown: stats.bytesDown, seconds })}\n`;
   }
-  const notes = [stats.refused > 0 && `${stats.refused} refused`, stats.cut > 0 && `${stats.cut} reset at the end of --drain`].filter(Boolean);
+  const { connections = 0, concurrency = 0 } = stats.refusedBy ?? {};
+  // What neither limit refused was closed because the open-file limit was reached.
+  const other = stats.refused - connections - concurrency;
+  const notes = [
+    connections > 0 && `${connections} refused by --connections`,
+    concurrency > 0 && `${concurrency} refused by --concurrency`,
+    other > 0 && `${other} refused`,
+    stats.cut > 0 && `${stats.cut} reset at the end of --drain`,
+  ].filter(Boolean);
   const refused = notes.length > 0 ? ` (${notes.join(", ")})` : "";
   return `tbucket proxy: ${plural(stats.accepted, "connection")}${refused}, up ${humanBytes(stats.bytesUp)}, down ${humanBytes(stats.bytesDown)} in ${humanDuration(elapsedMs)}\n`;
 }
