@@ -64,6 +64,28 @@ describe("tbucket proxy (TCP): limit sets and --concurrency, the built binary on
     expect((await stopProxy(proxy)).code).toBe(0);
   });
 
+  it("--stats with a set each way: each limit's waits and the ones that bound (limitedBy), as pipe and run give them", async () => {
+    const payload = Buffer.alloc(48 * 1024, 0x61);
+    const backend = await startBackend((socket) => socket.end(payload));
+    const proxy = await startProxy(["--to", `127.0.0.1:${backend.port}`, "--rate", "10mb", "--burst", "16k", "--rate", "64k", "--burst", "16k", "--stats-format", "json"]);
+    expect((await receiveAll(await connectTo(proxy.port))).data.length).toBe(payload.length);
+    const exit = await stopProxy(proxy);
+    const stats = JSON.parse(exit.stderr.trim().split("\n").at(-1)!) as {
+      bytesDown: number;
+      limits: { up: Array<{ limit: number; rate: number; waitedSeconds: number }>; down: Array<{ limit: number; rate: number; waitedSeconds: number }> };
+      limitedBy: { up: number[]; down: number[] };
+    };
+    expect(stats.bytesDown).toBe(payload.length);
+    expect(stats.limits.down.map(({ limit, rate }) => [limit, rate])).toEqual([
+      [1, 10 * 1024 * 1024],
+      [2, 64 * 1024],
+    ]);
+    // 32 KiB past the bursts at 64 KiB/s: the second set about half a second of waits.
+    expect(stats.limits.down[1]!.waitedSeconds).toBeGreaterThan(0.3);
+    expect(stats.limitedBy.down[0]).toBe(2);
+    expect(stats.limitedBy.up).toEqual([]);
+  });
+
   it("--concurrency 2 without --max-wait: a third client is closed at once and counted as refused; once one leaves, a new one gets in", async () => {
     const backend = await startBackend(echo);
     const proxy = await startProxy(["--to", `127.0.0.1:${backend.port}`, "--concurrency", "2", "--stats-format", "json"]);

@@ -10,6 +10,8 @@ import { describeHttpScope } from "../../proxy/key-scopes.js";
 import { ListenError } from "../../proxy/listen.js";
 import { ProxyMetrics } from "../../proxy/metrics.js";
 import { startTcpProxy, type TcpProxy } from "../../proxy/tcp-proxy.js";
+import { openPrivateBucket } from "../../proxy/bucket-pool.js";
+import { countingWaits, directionWaits } from "./set-waits.js";
 import { EXIT } from "../errors.js";
 import { writeStandardError } from "../standard-streams.js";
 import { describeStoreFailure } from "../store-failure.js";
@@ -42,10 +44,11 @@ async function runTcpProxy(config: TcpProxyConfig): Promise<number> {
   const up = bucketSpec(config.up);
   const down = bucketSpec(config.down);
   const stopper = new Stopper();
+  const waits = directionWaits(up, down);
   let buckets: StoreBuckets | undefined;
   if (config.shared.key !== undefined) {
     const { openStoreBuckets } = await import("./store-buckets.js");
-    buckets = await openStoreBuckets(config.shared, { storeError: () => metrics.storeError(), storeBack: () => metrics.storeBack() });
+    buckets = await openStoreBuckets(config.shared, { storeError: () => metrics.storeError(), storeBack: () => metrics.storeBack() }, waits);
   }
   const closeBuckets = async () => buckets?.close();
   const maxConnections = connectionsWithinDescriptorLimit();
@@ -58,7 +61,7 @@ async function runTcpProxy(config: TcpProxyConfig): Promise<number> {
         up,
         down,
         per: config.per,
-        openBucket: buckets?.open,
+        openBucket: countingWaits(buckets?.open ?? openPrivateBucket, waits),
         idleTimeoutMs: config.idleTimeoutMs,
         connections: config.connections,
         concurrency: config.concurrency,
@@ -114,7 +117,8 @@ async function runTcpProxy(config: TcpProxyConfig): Promise<number> {
   });
   await metricsServer?.close();
   await closeBuckets();
-  if (config.stats) writeStandardError(formatTcpStats(running.stats, performance.now() - startedMs, config.stats));
+  const limits = { up: waits.up?.reports(), down: waits.down?.reports() };
+  if (config.stats) writeStandardError(formatTcpStats(running.stats, performance.now() - startedMs, config.stats, limits));
   return EXIT.ok;
 }
 

@@ -12,6 +12,7 @@ import type { SharedBucketOptions } from "../shared-options.js";
 import { writeStandardError } from "../standard-streams.js";
 import { describeStoreFailure } from "../store-failure.js";
 import { openCommandStore, storeLocation } from "../store-opener.js";
+import type { DirectionWaits } from "./set-waits.js";
 
 export interface StoreBuckets {
   open: LimiterFactory;
@@ -44,7 +45,7 @@ export interface StoreBucketHooks {
  * once more): meanwhile transfers wait, or with --on-store-error local go on
  * with private buckets; then every key is shared again. The proxy stays up.
  */
-export async function openStoreBuckets(shared: SharedBucketOptions, hooks: StoreBucketHooks): Promise<StoreBuckets> {
+export async function openStoreBuckets(shared: SharedBucketOptions, hooks: StoreBucketHooks, waits: DirectionWaits = {}): Promise<StoreBuckets> {
   const name = shared.key!;
   const local = shared.onStoreError === "local";
   const store = await openProxyStore(shared, hooks);
@@ -66,7 +67,12 @@ export async function openStoreBuckets(shared: SharedBucketOptions, hooks: Store
     const key = client === "" ? keyName(name, direction) : keyName(name, direction, client);
     const bucket = singleBucket(spec);
     if (!bucket) {
-      const limiter = await keys.openSet(key, { unit: "bytes", limits: spec.limits, setUp: setUpSet(store, key, spec.limits, client === "") });
+      const limiter = await keys.openSet(key, {
+        unit: "bytes",
+        limits: spec.limits,
+        setUp: setUpSet(store, key, spec.limits, client === ""),
+        onWait: (limitedBy, waitMs) => waits[direction]?.add(limitedBy, waitMs),
+      });
       return { limiter, close: () => limiter.close().catch(() => {}) };
     }
     const settings: BucketConfig = { rate: bucket.rate, burst: bucket.burst, kind: "bytes" };
