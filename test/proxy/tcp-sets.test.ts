@@ -20,6 +20,8 @@ function roundTrip(socket: Socket, text: string): Promise<string> {
     };
     socket.on("data", onData);
     socket.on("error", () => {});
+    // A FIN from the proxy (a refused connection): end ours too, as the test's sockets allow half-open ones.
+    socket.on("end", () => socket.end());
     socket.once("close", () => reject(new Error(`closed having received "${got}"`)));
     socket.write(text);
   });
