@@ -59,8 +59,8 @@ describe("tbucket proxy (TCP): limit sets and --concurrency, the built binary on
       "--concurrency", "20", "--per", "client", "--max-wait", "2s",
     ]);
     expect(proxy.running.stderr()).toContain(
-      "(TCP, up 1.00 MiB/s (1048576 B/s), burst 64.00 KiB (65536 B), at most 1.00 GiB (1073741824 B) in any 24h00m00s, 256.00 KiB/s (262144 B/s), burst 256.00 KiB (262144 B), " +
-        "down 4.00 MiB/s (4194304 B/s), burst 64.00 KiB (65536 B), at most 1.00 GiB (1073741824 B) in any 24h00m00s, 256.00 KiB/s (262144 B/s), burst 256.00 KiB (262144 B), " +
+      "(TCP, up 1.00 MiB/s (1048576 B/s), burst 64.00 KiB (65536 B) and at most 1.00 GiB (1073741824 B) in any 24h00m00s and 256.00 KiB/s (262144 B/s), burst 256.00 KiB (262144 B), " +
+        "down 4.00 MiB/s (4194304 B/s), burst 64.00 KiB (65536 B) and at most 1.00 GiB (1073741824 B) in any 24h00m00s and 256.00 KiB/s (262144 B/s), burst 256.00 KiB (262144 B), " +
         "at most 20 connections at once (each client), waiting up to 2.0 s, per client)",
     );
     expect((await stopProxy(proxy)).code).toBe(0);

@@ -155,7 +155,7 @@ function fullWarning(maxConnections: number): void {
   );
 }
 
-/** `down 1.00 MiB/s (1048576 B/s), burst 64.00 KiB (65536 B), at most 1.00 GiB (…) in any 1 d`: every limit that way, in order. */
+/** `down 1.00 MiB/s (1048576 B/s), burst 64.00 KiB (65536 B) and at most 1.00 GiB (…) in any 24h00m00s`: every limit that way, in order. */
 function describeDirection(direction: "up" | "down", spec: ByteBucketSpec | undefined): string {
   if (!spec) return "";
   const each = spec.limits.map((limit) =>
@@ -165,7 +165,7 @@ function describeDirection(direction: "up" | "down", spec: ByteBucketSpec | unde
         ? "unlimited"
         : `${describeRate("bytes", limit.rate)}, burst ${describeSize("bytes", limit.burst)}`,
   );
-  return `${direction} ${each.join(", ")}`;
+  return `${direction} ${each.join(" and ")}`;
 }
 
 /** `at most 20 connections at once (each client), waiting up to 2 s`. */
