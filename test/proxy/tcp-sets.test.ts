@@ -179,6 +179,24 @@ describe("tbucket proxy (TCP): limit sets and --concurrency, the built binary on
     expect(slots.limits).toMatchObject([{ kind: "concurrency", n: 3, level: 3 }]);
   });
 
+  it("--per client --concurrency 1 --key: each client address has its slot, NAME:connections:<address> in the store", async () => {
+    const backend = await startBackend(echo);
+    const dir = tempDir();
+    const store = `sqlite:${join(dir, "buckets.db")}`;
+    const env = { XDG_STATE_HOME: dir };
+    const proxy = await startProxy(["--to", `127.0.0.1:${backend.port}`, "--concurrency", "1", "--per", "client", "--key", "pc", "--store", store], { env });
+    const two = await connectTo(proxy.port, "127.0.0.2");
+    const three = await connectTo(proxy.port, "127.0.0.3");
+    expect(await roundTrip(two, "2")).toBe("2");
+    expect(await roundTrip(three, "3")).toBe("3");
+    expect(await closed(await connectTo(proxy.port, "127.0.0.2"))).toEqual({ bytes: 0 });
+    const shown = JSON.parse((await runCli(["key", "show", "pc:connections:127.0.0.2", "--store", store, "--json"], { env })).stdout.toString()) as { limits: unknown[] };
+    expect(shown.limits).toMatchObject([{ kind: "concurrency", n: 1, level: 0 }]);
+    two.destroy();
+    three.destroy();
+    expect((await stopProxy(proxy)).code).toBe(0);
+  });
+
   it("--key --concurrency 1: two proxies on one store share the slot; the second's client is closed while the first's is open", async () => {
     const backend = await startBackend(echo);
     const dir = tempDir();
