@@ -179,7 +179,8 @@ function parseTcpOptions(flags: ProxyFlags, common: CommonProxyConfig): TcpProxy
     const rate = parseOption(flag, text, (value) => parseByteRate(value, { allowZero: keyed }));
     // --up/--down replace the first --rate that way, with its --burst (else the default burst of the new rate).
     const first = byteLimits.findIndex((limit) => limit.spec.kind === "bucket");
-    const burst = first === -1 ? directionBurst : byteLimits[first]!.burstGiven ? (byteLimits[first]!.spec as ByteLimit & { burst: number }).burst : undefined;
+    const replaced = byteLimits[first];
+    const burst = !replaced ? directionBurst : replaced.burstGiven && replaced.spec.kind === "bucket" ? replaced.spec.burst : undefined;
     const bucket: ByteLimit = { kind: "bucket", unit: "bytes", rate, burst: burst ?? defaultBurst("bytes", rate) };
     if (first === -1) return [bucket, ...specs];
     specs[first] = bucket;
