@@ -3,6 +3,7 @@ import type { Socket } from "node:net";
 import { describe, expect, it } from "vitest";
 import { runCli, sleep } from "../helpers/cli.js";
 import { connectTo, echo, receiveAll, startBackend, startProxy, stopProxy } from "../helpers/proxy.js";
+import { startRedisServer } from "../helpers/redis-server.js";
 import { tempDirs } from "../helpers/temp-dir.js";
 
 const tempDir = tempDirs("proxy-tcp-sets");
@@ -197,27 +198,32 @@ describe("tbucket proxy (TCP): limit sets and --concurrency, the built binary on
     expect((await stopProxy(proxy)).code).toBe(0);
   });
 
-  it("--key --concurrency 1: two proxies on one store share the slot; the second's client is closed while the first's is open", async () => {
+  it.each(["sqlite", "redis"])("--key --concurrency 1 on %s: two proxies share the slot; the second's client is closed while the first's is open", async (kind) => {
     const backend = await startBackend(echo);
     const dir = tempDir();
-    const store = `sqlite:${join(dir, "buckets.db")}`;
+    const redis = kind === "redis" ? await startRedisServer() : undefined;
+    const store = redis?.url ?? `sqlite:${join(dir, "buckets.db")}`;
     const env = { XDG_STATE_HOME: dir };
-    const args = ["--to", `127.0.0.1:${backend.port}`, "--concurrency", "1", "--key", "one", "--store", store];
-    const a = await startProxy(args, { env });
-    const b = await startProxy(args, { env });
-    const holder = await connectTo(a.port);
-    expect(await roundTrip(holder, "a")).toBe("a");
-    expect(await closed(await connectTo(b.port))).toEqual({ bytes: 0 });
-    holder.destroy();
-    let served = false;
-    for (let attempt = 0; attempt < 50 && !served; attempt++) {
-      const socket = await connectTo(b.port);
-      served = (await roundTrip(socket, "b").catch(() => undefined)) === "b";
-      socket.destroy();
-      if (!served) await sleep(20);
+    try {
+      const args = ["--to", `127.0.0.1:${backend.port}`, "--concurrency", "1", "--key", "one", "--store", store];
+      const a = await startProxy(args, { env });
+      const b = await startProxy(args, { env });
+      const holder = await connectTo(a.port);
+      expect(await roundTrip(holder, "a")).toBe("a");
+      expect(await closed(await connectTo(b.port))).toEqual({ bytes: 0 });
+      holder.destroy();
+      let served = false;
+      for (let attempt = 0; attempt < 50 && !served; attempt++) {
+        const socket = await connectTo(b.port);
+        served = (await roundTrip(socket, "b").catch(() => undefined)) === "b";
+        socket.destroy();
+        if (!served) await sleep(20);
+      }
+      expect(served).toBe(true);
+      expect((await stopProxy(a)).code).toBe(0);
+      expect((await stopProxy(b)).code).toBe(0);
+    } finally {
+      await redis?.stop();
     }
-    expect(served).toBe(true);
-    expect((await stopProxy(a)).code).toBe(0);
-    expect((await stopProxy(b)).code).toBe(0);
   });
 });
