@@ -140,20 +140,6 @@ export function needsLimitSet(limits: readonly ParsedLimit[]): boolean {
   return limits.length > 1 || limits.some((limit) => limit.spec.kind !== "bucket");
 }
 
-/**
- * Refuses a set with --key where a command cannot yet keep one on a shared
- * key (the proxy); pipe and run keep sets on keys. One limit with a key
- * works as it always has.
- */
-export function checkKeyedLimits(limits: readonly ParsedLimit[], key: string | undefined): void {
-  if (key === undefined || !needsLimitSet(limits)) return;
-  const given = limits.map((limit) => limit.flag).join(" ");
-  throw new UsageError(
-    `--key: a shared key holds one rate and burst for now (sets of limits in a store come next), not "${given}"; ` +
-      `give --key one --rate (and --burst), or drop --key to apply ${limits.length === 1 ? "this limit" : `these ${limits.length} limits`} in this process alone`,
-  );
-}
-
 function parseBucket(rateText: string, burstText: string | undefined, grammar: LimitGrammar): ParsedLimit {
   const { kind, perSecond } = parseOption("--rate", rateText, (text) => parseRate(text, grammar));
   const burst = burstText === undefined ? defaultBurst(kind, perSecond) : parseBurst(burstText, kind);

@@ -3,7 +3,7 @@ import { KeyTable } from "../core/key-table.js";
 import type { Limiter } from "../core/limiter.js";
 import { TokenBucket } from "../core/token-bucket.js";
 import { LimitSetLimiter } from "../core/limit-set-limiter.js";
-import type { WindowSpec } from "../core/limit-spec.js";
+import type { BucketSpec, WindowSpec } from "../core/limit-spec.js";
 import { type BucketScope, TCP_SCOPES, type TcpScopeRow } from "./key-scopes.js";
 
 export type { BucketScope };
@@ -11,12 +11,23 @@ export type { BucketScope };
 /** A direction of a proxied connection: `up` from the client to the backend, `down` back. */
 export type Direction = "up" | "down";
 
+/** A limit of bytes one way: a token bucket (`--rate`, `--up`, `--down`) or a sliding window (`--window`). */
+export type ByteLimit = BucketSpec | WindowSpec;
+
+/** One direction's limits, in command-line order (numbered from 1 in that order); every one holds. */
 export interface ByteBucketSpec {
-  /** Bytes per second. */
-  bytesPerSecond: number;
-  burstBytes: number;
-  /** Sliding windows of bytes besides the bucket (at most n in any windowMs), each direction its own; private buckets only. */
-  windows?: readonly WindowSpec[];
+  limits: readonly ByteLimit[];
+}
+
+/** The bucket of a direction limited by one bucket alone (the form a store keeps as a plain key); undefined for a set. */
+export function singleBucket(spec: ByteBucketSpec): BucketSpec | undefined {
+  const [first, ...rest] = spec.limits;
+  return rest.length === 0 && first?.kind === "bucket" ? first : undefined;
+}
+
+/** `{ limits: [a bucket of rate and burst] }`: the usual direction of one byte rate. */
+export function byteBucket(bytesPerSecond: number, burstBytes: number): ByteBucketSpec {
+  return { limits: [{ kind: "bucket", unit: "bytes", rate: bytesPerSecond, burst: burstBytes }] };
 }
 
 export interface OpenedLimiter {
@@ -62,14 +73,15 @@ interface Entry {
   users: number;
 }
 
-/** Private buckets, full at the start, on `clock`; with windows, a set of the bucket and them. */
+/** Private buckets, full at the start, on `clock`: one bucket alone a TokenBucket, more limits a set. */
 export function privateBuckets(clock: Clock): LimiterFactory {
-  return (_key, _direction, spec) => ({
-    limiter: spec.windows?.length
-      ? new LimitSetLimiter([{ kind: "bucket", unit: "bytes", rate: spec.bytesPerSecond, burst: spec.burstBytes }, ...spec.windows], { unit: "bytes", clock })
-      : new TokenBucket({ rate: spec.bytesPerSecond, burst: spec.burstBytes, clock }),
-    close: async () => {},
-  });
+  return (_key, _direction, spec) => {
+    const bucket = singleBucket(spec);
+    return {
+      limiter: bucket ? new TokenBucket({ rate: bucket.rate, burst: bucket.burst, clock }) : new LimitSetLimiter(spec.limits, { unit: "bytes", clock }),
+      close: async () => {},
+    };
+  };
 }
 
 /** A private bucket, full at the start, on the system clock. */

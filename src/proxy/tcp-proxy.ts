@@ -4,6 +4,7 @@ import { TokenBucket } from "../core/token-bucket.js";
 import { type TurnDecision, TurnQueue } from "../core/turn-queue.js";
 import { BucketPool, type BucketScope, type ByteBucketSpec, type ConnectionBuckets, type Direction, type LimiterFactory } from "./bucket-pool.js";
 import { BytePump } from "./byte-pump.js";
+import { ConnectionSlots, type SlotOpener } from "./connection-slots.js";
 import type { HostPort } from "./host-port.js";
 import { idlest } from "./idlest.js";
 import { listenOn } from "./listen.js";
@@ -33,6 +34,16 @@ export interface TcpProxyOptions {
   idleTimeoutMs?: number;
   connections?: ConnectionLimit;
   /**
+   * At most `n` connections open at once per scope (`per`: the link, or each
+   * client address); one over it waits for a slot, first come first served,
+   * up to `maxWaitMs` (less what it waited for `connections`), then is
+   * closed and counted as refused. A client that leaves while it waits
+   * gives its place up at once.
+   */
+  concurrency?: { n: number; maxWaitMs: number };
+  /** Opens each scope key's slots; default: private slots. */
+  openSlots?: SlotOpener;
+  /**
    * Connections held open at most (each costs two descriptors). A new one
    * past it closes the connection idle the longest, as a server closes idle
    * keep-alive connections, so idle clients cannot lock new ones out; when
@@ -48,8 +59,8 @@ export interface TcpProxyOptions {
 export interface TcpProxyObserver {
   /** A connection was let through, after waiting `waitMs` for the connection limit. */
   admitted(waitMs: number): void;
-  /** A connection over the connection limit was closed. */
-  refused(): void;
+  /** A connection over the connection limit (`connections`) or the slots (`concurrency`) was closed. */
+  refused(limit?: "connections" | "concurrency"): void;
   /** A connection over the connection limit is being held. */
   queued(): void;
   /** A held connection's client left before its turn (those behind it moved up a turn each). */
@@ -68,8 +79,10 @@ export interface TcpProxyStats {
   /** Connections open now. */
   open: number;
   accepted: number;
-  /** Refused by --connections, or closed because `maxConnections` were open and busy. */
+  /** Refused by --connections or --concurrency, or closed because `maxConnections` were open and busy. */
   refused: number;
+  /** Of those, how many each limit refused. */
+  refusedBy: { connections: number; concurrency: number };
   /** Idle connections closed to make room for new ones past `maxConnections`. */
   evicted: number;
   /** Connections still open when the drain time ran out: reset, so neither side takes them for finished. */
@@ -126,7 +139,10 @@ export async function startTcpProxy(options: TcpProxyOptions): Promise<TcpProxy>
   const turns = limit
     ? new TurnQueue({ bucket: new TokenBucket({ rate: limit.perSecond, burst: limit.burst, clock }), maxWaitMs: limit.maxWaitMs, clock })
     : undefined;
-  const stats: TcpProxyStats = { open: 0, accepted: 0, refused: 0, evicted: 0, cut: 0, bytesUp: 0, bytesDown: 0 };
+  const slots = options.concurrency
+    ? new ConnectionSlots({ scope: options.per, n: options.concurrency.n, maxWaitMs: options.concurrency.maxWaitMs, open: options.openSlots, clock })
+    : undefined;
+  const stats: TcpProxyStats = { open: 0, accepted: 0, refused: 0, refusedBy: { connections: 0, concurrency: 0 }, evicted: 0, cut: 0, bytesUp: 0, bytesDown: 0 };
   const live = new Set<LiveConnection>();
   const maxConnections = options.maxConnections ?? Infinity;
 
@@ -148,32 +164,84 @@ export async function startTcpProxy(options: TcpProxyOptions): Promise<TcpProxy>
     observer.bytes(direction, count);
   };
 
-  const admit = async (client: Socket): Promise<boolean> => {
-    if (!turns) return true;
+  const refuse = (limit: "connections" | "concurrency") => {
+    stats.refused++;
+    stats.refusedBy[limit]++;
+    observer.refused(limit);
+  };
+
+  /**
+   * Lets a connection through --connections, then --concurrency, within one
+   * --max-wait: false when refused or gone (its client left while held).
+   * Resolves to the release of its slot, when it took one.
+   */
+  const admit = async (client: Socket): Promise<{ ok: boolean; release?: () => void }> => {
+    if (!turns && !slots) {
+      observer.admitted(0);
+      return { ok: true };
+    }
     const startedMs = clock.now();
     const gone = new AbortController();
-    const turn = turns.take(AbortSignal.any([closing.signal, gone.signal]));
-    let decision: TurnDecision;
-    if (turn instanceof Promise) {
-      observer.queued();
-      const release = watchWhileHeld(client, () => gone.abort());
-      decision = (await turn).decision;
-      release();
-    } else {
-      decision = turn;
-    }
-    // A client gone while held is neither let through nor refused: it left.
-    if (gone.signal.aborted || client.destroyed) {
+    const held = AbortSignal.any([closing.signal, gone.signal]);
+    let watching: (() => void) | undefined;
+    let queued = false;
+    const hold = (wait: boolean) => {
+      if (wait && !queued) {
+        queued = true;
+        observer.queued();
+      }
+      watching ??= watchWhileHeld(client, () => gone.abort());
+    };
+    const left = () => {
+      watching?.();
+      watching = undefined;
       observer.cancelled?.();
-      return false;
+      return { ok: false };
+    };
+    if (turns) {
+      const turn = turns.take(held);
+      let decision: TurnDecision;
+      if (turn instanceof Promise) {
+        hold(true);
+        decision = (await turn).decision;
+      } else {
+        decision = turn;
+      }
+      // A client gone while held is neither let through nor refused: it left.
+      if (gone.signal.aborted || client.destroyed) return left();
+      if (decision === "refused" || decision === "cancelled") {
+        watching?.();
+        refuse("connections");
+        return { ok: false };
+      }
     }
-    if (decision === "refused" || decision === "cancelled") {
-      stats.refused++;
-      observer.refused();
-      return false;
+    let release: (() => void) | undefined;
+    if (slots) {
+      // Watched from the start: a slot wait has no instant to know it will wait.
+      if (options.concurrency!.maxWaitMs > 0) hold(false);
+      let slot;
+      try {
+        slot = await slots.acquire(client.remoteAddress ?? "", held, clock.now() - startedMs);
+      } catch (error) {
+        if (held.aborted || client.destroyed) return left();
+        watching?.();
+        throw error;
+      }
+      if (gone.signal.aborted || client.destroyed) {
+        if (slot.ok) slot.release();
+        return left();
+      }
+      if (!slot.ok) {
+        watching?.();
+        refuse("concurrency");
+        return { ok: false };
+      }
+      release = slot.release;
+      if (slot.waitMs >= 1) hold(true);
     }
+    watching?.();
     observer.admitted(clock.now() - startedMs);
-    return true;
+    return { ok: true, release };
   };
 
   const server: Server = createServer({ allowHalfOpen: true, pauseOnConnect: true }, (client) => {
@@ -192,12 +260,22 @@ export async function startTcpProxy(options: TcpProxyOptions): Promise<TcpProxy>
     };
     live.add(connection);
     stats.open++;
+    let releaseSlot: (() => void) | undefined;
     connection.settled = (async () => {
-      if (!(await admit(client))) {
+      let admitted;
+      try {
+        admitted = await admit(client);
+      } catch {
+        // The slots' store failed.
+        observer.storeError();
+        client.resetAndDestroy();
+        return;
+      }
+      releaseSlot = admitted.release;
+      if (!admitted.ok) {
         client.destroy();
         return;
       }
-      if (!turns) observer.admitted(0);
       stats.accepted++;
       let buckets: ConnectionBuckets;
       try {
@@ -213,6 +291,7 @@ export async function startTcpProxy(options: TcpProxyOptions): Promise<TcpProxy>
         buckets.release();
       }
     })().finally(() => {
+      releaseSlot?.();
       stats.open--;
       live.delete(connection);
     });
@@ -224,7 +303,7 @@ export async function startTcpProxy(options: TcpProxyOptions): Promise<TcpProxy>
     address,
     stats,
     get liveKeys() {
-      return pool.liveKeys;
+      return pool.liveKeys + (slots?.liveKeys ?? 0);
     },
     async close(drainMs) {
       closing.abort();
@@ -246,6 +325,7 @@ export async function startTcpProxy(options: TcpProxyOptions): Promise<TcpProxy>
       await Promise.race([closed, new Promise((resolve) => setTimeout(resolve, CLOSE_CAP_MS).unref())]);
       await Promise.race([stopped, new Promise((resolve) => setTimeout(resolve, CLOSE_CAP_MS).unref())]);
       await pool.close();
+      await slots?.close();
     },
   };
 }

@@ -1,6 +1,6 @@
 // The one grammar of a command's limits (--rate/--burst, --window, --concurrency), parsed in-process.
 import { describe, expect, it } from "vitest";
-import { checkKeyedLimits, type LimitGrammar, needsLimitSet, parseLimitOptions } from "../../src/cli/limit-options.js";
+import { type LimitGrammar, needsLimitSet, parseLimitOptions } from "../../src/cli/limit-options.js";
 import { limitFlagsOf } from "../helpers/limit-flags.js";
 
 /** Parses `args` as commander does for a command with the limit options, then resolves them. */
@@ -98,15 +98,10 @@ describe("parseLimitOptions", () => {
     expect(usageOf(["--window", "1mb/1s"], { units: "count" })).toBe(`UsageError: --window: "1mb/1s" is a window of bytes, not of counts; try "100/1m", "1000/h" or "10/1.5s"`);
   });
 
-  it("needs a set beyond one bucket, which a key refuses with what works today", () => {
+  it("needs a set beyond one bucket", () => {
     const one = limitsOf(["--rate", "5"], LAUNCHES).limits;
     const two = limitsOf(["--rate", "5", "--window", "100/m"], LAUNCHES).limits;
     const window = limitsOf(["--window", "100/m"], LAUNCHES).limits;
     expect([needsLimitSet(one), needsLimitSet(two), needsLimitSet(window)]).toEqual([false, true, true]);
-    expect(() => checkKeyedLimits(one, "api")).not.toThrow();
-    expect(() => checkKeyedLimits(two, undefined)).not.toThrow();
-    expect(() => checkKeyedLimits(two, "api")).toThrow(
-      `--key: a shared key holds one rate and burst for now (sets of limits in a store come next), not "--rate 5 --window 100/m"; give --key one --rate (and --burst), or drop --key to apply these 2 limits in this process alone`,
-    );
   });
 });

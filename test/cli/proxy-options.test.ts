@@ -20,9 +20,9 @@ describe("parseProxyOptions", () => {
       mode: "tcp",
       listen: { host: "127.0.0.1", port: 8080 },
       to: { host: "127.0.0.1", port: 5432 },
-      upBytesPerSecond: 1024 * 1024,
-      downBytesPerSecond: 5 * 1024 * 1024,
-      burstBytes: undefined,
+      up: [{ kind: "bucket", unit: "bytes", rate: 1024 * 1024, burst: 104857 }],
+      down: [{ kind: "bucket", unit: "bytes", rate: 5 * 1024 * 1024, burst: 524288 }],
+      concurrency: undefined,
       per: "link",
       idleTimeoutMs: Infinity,
       drainMs: 10_000,
@@ -86,8 +86,8 @@ describe("parseProxyOptions", () => {
     [{ listen: "1", rate: "1mb" }, `--to: missing; try`],
     [{ listen: "1", to: "127.0.0.1:2", rate: "1mb", burst: "1mb", per: "connection", key: "k" }, `--per connection: a connection's bucket is its own`],
     [{ listen: "1", to: "127.0.0.1:2", burst: "1mb", connections: "5/s" }, `--burst: sizes the byte buckets, and no byte rate is given`],
-    [{ listen: "1", to: "127.0.0.1:2", rate: "1mb", maxWait: "1s" }, `--max-wait: holds connections over --connections, which is not given`],
-    [{ listen: "1", to: "127.0.0.1:2", key: "link" }, `--key: TCP mode sets its keys (link:up, link:down) from --rate, --up or --down`],
+    [{ listen: "1", to: "127.0.0.1:2", rate: "1mb", maxWait: "1s" }, `--max-wait: holds connections over --connections or --concurrency, and neither is given; add e.g. "--concurrency 20 --max-wait 2s" or "--connections 10/s --max-wait 2s"`],
+    [{ listen: "1", to: "127.0.0.1:2", key: "link" }, `--key: TCP mode sets its keys (link:up, link:down) from --rate, --up, --down or --window, and link:connections from --concurrency; add one, e.g. "--key link --down 1mb"`],
     [{ listen: "1", to: "http://127.0.0.1:2" }, `--rate: missing; HTTP mode limits requests`],
     [{ listen: "1", to: "127.0.0.1:2", rate: "1mb", key: "k", onStoreError: "open" }, `--on-store-error: "open" lets HTTP requests through while the store is away, and --to 127.0.0.1:2 is TCP; try "fail" or "local"`],
     [{ listen: "0.0.0.0:9000", to: "localhost:9000", rate: "1mb" }, `--to localhost:9000: is where the proxy listens (--listen 0.0.0.0:9000), so it would connect to itself`],
@@ -148,23 +148,55 @@ describe("parseProxyOptions: a set of limits per client in HTTP mode", () => {
     expect(() => parseProxyOptions({ listen: "1", to: "http://127.0.0.1:2", drain: "10s", onStoreError: "fail", ...flags })).toThrow(message);
   });
 
+  const tcp = (flags: Partial<ProxyFlags>) => parseProxyOptions({ listen: "1", to: "127.0.0.1:2", drain: "10s", onStoreError: "fail", ...flags });
+  const bucket = (rate: number, burst: number) => ({ kind: "bucket", unit: "bytes", rate, burst });
+  const KiB = 1024;
+  const MiB = 1024 * 1024;
+
   it("reads byte windows in TCP mode, each direction its own, with or without a rate", () => {
-    const base = { listen: "1", to: "127.0.0.1:2", drain: "10s", onStoreError: "fail" as const };
-    expect(parseProxyOptions({ ...base, rate: placed("1mb"), window: placed("10mb/1s", "1gb/h") })).toMatchObject({
-      upBytesPerSecond: 1024 * 1024,
-      windows: [
-        { kind: "window", unit: "bytes", n: 10 * 1024 * 1024, windowMs: 1000 },
-        { kind: "window", unit: "bytes", n: 1024 ** 3, windowMs: 3_600_000 },
-      ],
-    });
-    expect(parseProxyOptions({ ...base, window: placed("64k/1s") })).toMatchObject({ upBytesPerSecond: undefined, windows: [{ n: 65536, windowMs: 1000 }] });
+    const windows = [
+      { kind: "window", unit: "bytes", n: 10 * MiB, windowMs: 1000 },
+      { kind: "window", unit: "bytes", n: 1024 ** 3, windowMs: 3_600_000 },
+    ];
+    expect(tcp({ rate: placed("1mb"), window: placed("10mb/1s", "1gb/h") })).toMatchObject({ up: [bucket(MiB, 104857), ...windows], down: [bucket(MiB, 104857), ...windows] });
+    expect(tcp({ window: placed("64k/1s") })).toMatchObject({ up: [{ n: 65536, windowMs: 1000 }], down: [{ n: 65536, windowMs: 1000 }] });
   });
 
-  it.each<[ProxyFlags, string]>([
-    [{ rate: placed("1mb"), window: placed("10/1s"), key: "k" }, `--key: a shared key holds one rate and burst for now`],
-    [{ down: "1mb", concurrency: placed("2") }, `--concurrency: is for HTTP mode (requests under way), and --to 127.0.0.1:2 is TCP; drop it, or limit new connections with --connections`],
-    [{ rate: placed("1mb", "2mb") }, `--rate: given 2 times, and TCP mode shapes bytes with one --rate each way`],
-  ])("refuses a set in TCP mode: %j", (flags, message) => {
-    expect(() => parseProxyOptions({ listen: "1", to: "127.0.0.1:2", drain: "10s", onStoreError: "fail", ...flags })).toThrow(message);
+  it("reads --rate repeated, the i-th --burst with the i-th rate, in command-line order each way", () => {
+    const both = [bucket(MiB, 64 * KiB), bucket(256 * KiB, 256 * KiB), { kind: "window", n: 10 * MiB, windowMs: 60_000 }];
+    const config = tcp({ rate: [{ text: "1mb", position: 0 }, { text: "256k", position: 2 }], burst: ["64k", "256k"], window: [{ text: "10mb/1m", position: 1 }] });
+    // A window placed between the rates on the command line stands between them in the set.
+    expect(config).toMatchObject({ up: [both[0], both[2], both[1]], down: [both[0], both[2], both[1]], concurrency: undefined });
+  });
+
+  it("--up and --down replace the first --rate's bucket that way, with its --burst; alone, they take the one --burst", () => {
+    expect(tcp({ rate: placed("1mb", "256k"), burst: ["64k"], down: "4mb" })).toMatchObject({
+      up: [bucket(MiB, 64 * KiB), bucket(256 * KiB, 26214)],
+      down: [bucket(4 * MiB, 64 * KiB), bucket(256 * KiB, 26214)],
+    });
+    expect(tcp({ rate: placed("1mb"), up: "2mb" })).toMatchObject({ up: [bucket(2 * MiB, 209715)], down: [bucket(MiB, 104857)] });
+    expect(tcp({ down: "1mb", burst: ["256k"], window: placed("1gb/d") })).toMatchObject({ up: [{ kind: "window" }], down: [bucket(MiB, 256 * KiB), { kind: "window" }] });
+    expect(tcp({ up: "1mb" })).toMatchObject({ up: [bucket(MiB, 104857)], down: undefined });
+  });
+
+  it("reads --concurrency with --max-wait, per link or client, with or without a key", () => {
+    expect(tcp({ concurrency: placed("20") })).toMatchObject({ concurrency: { n: 20, maxWaitMs: 0 }, up: undefined, down: undefined, per: "link" });
+    expect(tcp({ concurrency: placed("2"), maxWait: "1.5s", per: "client", down: "1mb", key: "db" })).toMatchObject({ concurrency: { n: 2, maxWaitMs: 1500 }, per: "client", shared: { key: "db" } });
+    // One --max-wait holds both connection limits.
+    expect(tcp({ concurrency: placed("2"), connections: "5/s", maxWait: "2s" })).toMatchObject({ concurrency: { maxWaitMs: 2000 }, connections: { maxWaitMs: 2000 } });
+  });
+
+  it("keeps a set on a key: --rate repeated, --window", () => {
+    expect(tcp({ rate: placed("1mb", "256k"), window: [{ text: "10mb/1m", position: 2 }], key: "k" })).toMatchObject({ shared: { key: "k" }, up: [{ rate: MiB }, { rate: 256 * KiB }, { n: 10 * MiB }] });
+  });
+
+  it.each<[Partial<ProxyFlags>, string]>([
+    [{ down: "1mb", concurrency: placed("2"), per: "connection" }, `--concurrency: counts the connections open at once per --per scope, and --per connection is one connection each; use --per link (all) or --per client`],
+    [{ concurrency: placed("2", "3") }, `--concurrency: given 2 times; give it once, e.g. "--concurrency 4"`],
+    [{ concurrency: placed("x") }, `--concurrency: "x"`],
+    [{ rate: placed("1mb"), burst: ["1k", "2k"] }, `--burst: 2 bursts for 1 rate; each --burst goes with a --rate (the i-th burst with the i-th rate), so give its --rate too or drop the --burst`],
+    [{ down: "1mb", burst: ["1k", "2k"] }, `--burst: given 2 times, and without --rate one --burst sizes --up and --down both; give it once, or add a --rate for each`],
+  ])("refuses %j in TCP mode", (flags, message) => {
+    expect(() => tcp(flags)).toThrow(message);
   });
 });

@@ -35,7 +35,7 @@ describe("tbucket proxy's progress line", () => {
     let bytesDown = 0;
     const steps: TcpProxyStats[] = perSecond.map((rate, at) => {
       bytesDown += rate;
-      return { open: [1, 9, 10, 3, 12, 0][at]!, accepted: 12 + at, refused: 0, evicted: 0, cut: 0, bytesUp: 100 * at, bytesDown };
+      return { open: [1, 9, 10, 3, 12, 0][at]!, accepted: 12 + at, refused: 0, refusedBy: { connections: 0, concurrency: 0 }, evicted: 0, cut: 0, bytesUp: 100 * at, bytesDown };
     });
     for (const width of [30, 39, 46, 60, 80, 100]) {
       const redraws = await redrawsOf(steps, (read, clock) => describeTcpProgress(read, clock), width);

@@ -2,9 +2,9 @@ import { beforeEach, describe, expect, it } from "vitest";
 import { FakeClock } from "../../src/core/clock.js";
 import { TokenBucket } from "../../src/core/token-bucket.js";
 import { LimitSetLimiter } from "../../src/core/limit-set-limiter.js";
-import { BucketPool, type LimiterFactory, privateBuckets } from "../../src/proxy/bucket-pool.js";
+import { BucketPool, byteBucket, type LimiterFactory, privateBuckets, singleBucket } from "../../src/proxy/bucket-pool.js";
 
-const spec = { bytesPerSecond: 1000, burstBytes: 100 };
+const spec = byteBucket(1000, 100);
 
 describe("BucketPool", () => {
   let clock: FakeClock;
@@ -13,7 +13,7 @@ describe("BucketPool", () => {
   const open: LimiterFactory = (key, direction, bucket) => {
     opened.push(`${direction}:${key}`);
     return {
-      limiter: new TokenBucket({ rate: bucket.bytesPerSecond, burst: bucket.burstBytes, clock }),
+      limiter: new TokenBucket({ rate: singleBucket(bucket)!.rate, burst: singleBucket(bucket)!.burst, clock }),
       close: async () => void closed.push(`${direction}:${key}`),
     };
   };
@@ -119,7 +119,7 @@ describe("BucketPool", () => {
 describe("BucketPool with byte windows", () => {
   it("gives each direction a set of its bucket and the windows, and keeps a client's until every window is empty", async () => {
     const clock = new FakeClock();
-    const windowed = { bytesPerSecond: 1000, burstBytes: 100, windows: [{ kind: "window" as const, unit: "bytes" as const, n: 150, windowMs: 1000 }] };
+    const windowed = { limits: [...byteBucket(1000, 100).limits, { kind: "window" as const, unit: "bytes" as const, n: 150, windowMs: 1000 }] };
     const pool = new BucketPool({ scope: "client", up: windowed, down: windowed, open: privateBuckets(clock), clock });
     const buckets = await pool.acquire("127.0.0.1");
     const down = buckets.down as LimitSetLimiter;

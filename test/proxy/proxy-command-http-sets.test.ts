@@ -73,13 +73,4 @@ describe("tbucket proxy --to http://... with a set of limits per client", () => 
     expect((await fetch(`http://127.0.0.1:${proxy.port}/`)).status).toBe(200);
     expect((await stopProxy(proxy)).code).toBe(0);
   });
-
-  it("refuses --concurrency and a repeated --rate in TCP mode, in one line with exit 2", async () => {
-    const tcp = await runCli(["proxy", "--listen", "0", "--to", "127.0.0.1:9", "--rate", "1mb", "--concurrency", "2"]);
-    expect(tcp.code).toBe(2);
-    expect(tcp.stderr).toBe("tbucket: --concurrency: is for HTTP mode (requests under way), and --to 127.0.0.1:9 is TCP; drop it, or limit new connections with --connections\n");
-    const twice = await runCli(["proxy", "--listen", "0", "--to", "127.0.0.1:9", "--rate", "1mb", "--rate", "2mb"]);
-    expect(twice.code).toBe(2);
-    expect(twice.stderr).toBe("tbucket: --rate: given 2 times, and TCP mode shapes bytes with one --rate each way; give it once (--up and --down set each way)\n");
-  });
 });

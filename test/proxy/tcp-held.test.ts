@@ -1,7 +1,7 @@
 import { connect, type Socket } from "node:net";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { FakeClock } from "../../src/core/clock.js";
-import { type LimiterFactory, type OpenedLimiter, openPrivateBucket } from "../../src/proxy/bucket-pool.js";
+import { byteBucket, type LimiterFactory, type OpenedLimiter, openPrivateBucket } from "../../src/proxy/bucket-pool.js";
 import { startTcpProxy, type TcpProxy } from "../../src/proxy/tcp-proxy.js";
 import { startBackend } from "../helpers/proxy.js";
 
@@ -39,7 +39,7 @@ async function start(openBucket?: LimiterFactory) {
   proxy = await startTcpProxy({
     listen: { host: "127.0.0.1", port: 0 },
     to: { host: "127.0.0.1", port: backend.port },
-    up: { bytesPerSecond: 1e6, burstBytes: 1e6 },
+    up: byteBucket(1e6, 1e6),
     per: "connection",
     openBucket,
     connections: { perSecond: 1, burst: 1, maxWaitMs: 1000 },

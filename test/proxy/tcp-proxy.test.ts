@@ -378,7 +378,7 @@ describe("tbucket proxy: failures to start", () => {
     [["--listen", "99999", "--to", "127.0.0.1:9", "--rate", "1mb"], `tbucket: --listen: "99999": "99999" is not a port (0 to 65535); try "--listen 8080" or "--listen 127.0.0.1:8080"\n`],
     [["--listen", "0", "--to", "http://127.0.0.1:3000", "--rate", "5/s", "--down", "1mb"], `tbucket: --down: is for TCP mode, and --to http://127.0.0.1:3000 is HTTP (HOST:PORT selects TCP); drop --down or change --to\n`],
     [["--listen", "0", "--to", "127.0.0.1:9", "--rate", "1mb", "--policy", "queue"], `tbucket: --policy: is for HTTP mode, and --to 127.0.0.1:9 is TCP (http://HOST:PORT selects HTTP); drop --policy or change --to\n`],
-    [["--listen", "0", "--to", "127.0.0.1:9"], `tbucket: no limit given: add --rate (both ways), --up or --down, --window, or --connections; try "tbucket proxy --listen 5433 --to 127.0.0.1:5432 --down 2mb"\n`],
+    [["--listen", "0", "--to", "127.0.0.1:9"], `tbucket: no limit given: add --rate (both ways), --up or --down, --window, --concurrency or --connections; try "tbucket proxy --listen 5433 --to 127.0.0.1:5432 --down 2mb"\n`],
     [["--listen", "0", "--to", "127.0.0.1:9", "--rate", "fast"], `tbucket: --rate: "fast" is not a byte rate; try "1mb", "512k/s" or "10mbit"\n`],
     [["--listen", "0", "--to", "127.0.0.1:9", "--rate", "1mb", "--idle-timeout", "0"], `tbucket: --idle-timeout: "0" must be more than zero; try "30s" or "5m", or leave it out for no timeout\n`],
     [["--listen", "8080", "--to", "localhost:8080", "--rate", "1mb"], `tbucket: --to localhost:8080: is where the proxy listens (--listen 127.0.0.1:8080), so it would connect to itself; give the backend's address\n`],

@@ -14,7 +14,7 @@ describe("tbucket proxy in TCP mode with a byte window, in real time", () => {
       feed();
     });
     const proxy = await startProxy(["--to", `127.0.0.1:${backend.port}`, "--down", "10mb", "--window", "64k/500ms"]);
-    expect(proxy.running.stderr()).toContain("(TCP, up at most 64.00 KiB (65536 B) in any 500 ms, down 10.00 MiB/s (10485760 B/s), burst 1.00 MiB (1048576 B), at most 64.00 KiB (65536 B) in any 500 ms, per link)");
+    expect(proxy.running.stderr()).toContain("(TCP, up at most 64.00 KiB (65536 B) in any 500 ms, down 10.00 MiB/s (10485760 B/s), burst 1.00 MiB (1048576 B) and at most 64.00 KiB (65536 B) in any 500 ms, per link)");
     const originMs = performance.now();
     const socket = await connectTo(proxy.port);
     const receiving = receiveAll(socket);

@@ -6,8 +6,9 @@ import { formatHostPort, type HostPort, parseHostPort } from "../../proxy/host-p
 import { parseOption, UsageError } from "../errors.js";
 import { parseReportOptions, type ReportFlags, type ReportOptions } from "../report-options.js";
 import { parseSharedBucketOptions, type SharedBucketFlags, type SharedBucketOptions } from "../shared-options.js";
-import { checkKeyedLimits, type LimitFlags, needsLimitSet, type ParsedLimit, parseLimitOptions } from "../limit-options.js";
-import type { WindowSpec } from "../../core/limit-spec.js";
+import { type LimitFlags, needsLimitSet, type ParsedLimit, parseLimitOptions } from "../limit-options.js";
+import { defaultBurst } from "../../core/default-burst.js";
+import type { ByteLimit } from "../../proxy/bucket-pool.js";
 
 /** What both modes share. */
 interface CommonProxyConfig extends ReportOptions {
@@ -21,12 +22,15 @@ interface CommonProxyConfig extends ReportOptions {
 
 export interface TcpProxyConfig extends CommonProxyConfig {
   mode: "tcp";
-  /** Bytes per second each way; undefined: that direction is not limited (or, with --key, the key's). */
-  upBytesPerSecond: number | undefined;
-  downBytesPerSecond: number | undefined;
-  burstBytes: number | undefined;
-  /** --window N/W of bytes: each direction holds its own (at most N bytes each way in any W). */
-  windows: WindowSpec[];
+  /**
+   * Each direction's limits of bytes, in command-line order: every --rate
+   * (the first replaced by --up or --down that way) and --window, each
+   * direction its own set; undefined: that direction is not limited.
+   */
+  up: ByteLimit[] | undefined;
+  down: ByteLimit[] | undefined;
+  /** --concurrency: connections open at once per --per scope, and how long one over it waits (--max-wait). */
+  concurrency: { n: number; maxWaitMs: number } | undefined;
   per: BucketScope;
   idleTimeoutMs: number;
   connections: { perSecond: number; burst: number; maxWaitMs: number } | undefined;
@@ -154,54 +158,63 @@ function parseAddress(text: string, flag: string, listener: boolean, example?: s
 }
 
 function parseTcpOptions(flags: ProxyFlags, common: CommonProxyConfig): TcpProxyConfig {
-  if (flags.concurrency !== undefined) {
-    throw new UsageError(`--concurrency: is for HTTP mode (requests under way), and --to ${formatHostPort(common.to)} is TCP; drop it, or limit new connections with --connections`);
-  }
-  for (const [name, flag] of [["rate", "--rate"], ["burst", "--burst"]] as const) {
-    if ((flags[name]?.length ?? 0) > 1) throw new UsageError(`${flag}: given ${flags[name]!.length} times, and TCP mode shapes bytes with one ${flag} each way; give it once (--up and --down set each way)`);
-  }
-  const rateText = flags.rate?.[0]?.text;
-  const burstText = flags.burst?.[0];
   const keyed = common.shared.key !== undefined;
-  const windowLimits = parseLimitOptions({ window: flags.window }, { units: "bytes" }).limits;
-  checkKeyedLimits(windowLimits, common.shared.key);
-  const windows = windowLimits.map((limit) => limit.spec as WindowSpec);
-  const byteRate = (flag: string, text: string | undefined) =>
-    text === undefined ? undefined : parseOption(flag, text, (value) => parseByteRate(value, { allowZero: keyed }));
-  const both = byteRate("--rate", rateText);
-  const upBytesPerSecond = byteRate("--up", flags.up) ?? both;
-  const downBytesPerSecond = byteRate("--down", flags.down) ?? both;
+  const rates = flags.rate ?? [];
+  const bursts = flags.burst ?? [];
+  const directed = flags.up !== undefined || flags.down !== undefined;
+  if (rates.length === 0 && bursts.length > 0 && !directed) {
+    throw new UsageError(`--burst: sizes the byte buckets, and no byte rate is given; add --rate, --up or --down (e.g. "--down 1mb --burst 256k")`);
+  }
+  // Without --rate, one --burst sizes --up's and --down's buckets (as it always has).
+  if (rates.length === 0 && bursts.length > 1) {
+    throw new UsageError(`--burst: given ${bursts.length} times, and without --rate one --burst sizes --up and --down both; give it once, or add a --rate for each`);
+  }
+  const { limits } = parseLimitOptions({ ...flags, burst: rates.length === 0 ? undefined : flags.burst }, { units: "bytes", keyed });
+  const byteLimits = limits.filter((limit) => limit.spec.kind !== "concurrency");
+  const slots = limits.find((limit) => limit.spec.kind === "concurrency");
+  const directionBurst = rates.length === 0 && bursts.length === 1 ? parseOption("--burst", bursts[0]!, parseByteSize) : undefined;
+  const direction = (flag: "--up" | "--down", text: string | undefined): ByteLimit[] | undefined => {
+    const specs = byteLimits.map((limit) => limit.spec as ByteLimit);
+    if (text === undefined) return specs.length > 0 ? specs : undefined;
+    const rate = parseOption(flag, text, (value) => parseByteRate(value, { allowZero: keyed }));
+    // --up/--down replace the first --rate that way, with its --burst (else the default burst of the new rate).
+    const first = byteLimits.findIndex((limit) => limit.spec.kind === "bucket");
+    const replaced = byteLimits[first];
+    const burst = !replaced ? directionBurst : replaced.burstGiven && replaced.spec.kind === "bucket" ? replaced.spec.burst : undefined;
+    const bucket: ByteLimit = { kind: "bucket", unit: "bytes", rate, burst: burst ?? defaultBurst("bytes", rate) };
+    if (first === -1) return [bucket, ...specs];
+    specs[first] = bucket;
+    return specs;
+  };
+  const up = direction("--up", flags.up);
+  const down = direction("--down", flags.down);
   const per: BucketScope | undefined = flags.per === undefined ? DEFAULT_TCP_SCOPE : findTcpScope(flags.per);
   if (per === undefined) throw new UsageError(`--per: "${flags.per}" is not a TCP scope; try ${scopeHints("tcp")}`);
   if (keyed && TCP_SCOPES[per].ownBuckets) {
     throw new UsageError(`--per ${per}: a connection's bucket is its own, so --key has nothing to share; use ${sharedTcpScopes()} with --key`);
   }
-  const rated = upBytesPerSecond !== undefined || downBytesPerSecond !== undefined;
-  const limited = rated || windows.length > 0;
-  if (keyed && !limited) {
-    throw new UsageError(`--key: TCP mode sets its keys (${common.shared.key}:up, ${common.shared.key}:down) from --rate, --up or --down; add one, e.g. "--key ${common.shared.key} --down 1mb"`);
+  if (slots && TCP_SCOPES[per].ownBuckets) {
+    throw new UsageError(`--concurrency: counts the connections open at once per --per scope, and --per ${per} is one connection each; use --per link (all) or --per client`);
   }
-  if (burstText !== undefined && !rated) {
-    throw new UsageError(`--burst: sizes the byte buckets, and no byte rate is given; add --rate, --up or --down (e.g. "--down 1mb --burst 256k")`);
+  const limited = up !== undefined || down !== undefined || slots !== undefined;
+  if (keyed && !limited) {
+    const key = common.shared.key;
+    throw new UsageError(`--key: TCP mode sets its keys (${key}:up, ${key}:down) from --rate, --up, --down or --window, and ${key}:connections from --concurrency; add one, e.g. "--key ${key} --down 1mb"`);
   }
   if (!limited && flags.connections === undefined) {
-    throw new UsageError(`no limit given: add --rate (both ways), --up or --down, --window, or --connections; try "${TCP_EXAMPLE}"`);
+    throw new UsageError(`no limit given: add --rate (both ways), --up or --down, --window, --concurrency or --connections; try "${TCP_EXAMPLE}"`);
   }
-  let connections: TcpProxyConfig["connections"];
-  if (flags.connections !== undefined) {
-    const perSecond = parseOption("--connections", flags.connections, (text) => parseCountRate(text));
-    const maxWaitMs = flags.maxWait === undefined ? 0 : parseOption("--max-wait", flags.maxWait, parseDuration);
-    connections = { perSecond, burst: 1, maxWaitMs };
-  } else if (flags.maxWait !== undefined) {
-    throw new UsageError(`--max-wait: holds connections over --connections, which is not given; add e.g. "--connections 10/s --max-wait 2s"`);
+  if (flags.maxWait !== undefined && flags.connections === undefined && !slots) {
+    throw new UsageError(`--max-wait: holds connections over --connections or --concurrency, and neither is given; add e.g. "--concurrency 20 --max-wait 2s" or "--connections 10/s --max-wait 2s"`);
   }
+  const maxWaitMs = flags.maxWait === undefined ? 0 : parseOption("--max-wait", flags.maxWait, parseDuration);
+  const connections = flags.connections === undefined ? undefined : { perSecond: parseOption("--connections", flags.connections, (text) => parseCountRate(text)), burst: 1, maxWaitMs };
   return {
     ...common,
     mode: "tcp",
-    upBytesPerSecond,
-    downBytesPerSecond,
-    burstBytes: burstText === undefined ? undefined : parseOption("--burst", burstText, parseByteSize),
-    windows,
+    up,
+    down,
+    concurrency: slots && { n: (slots.spec as { n: number }).n, maxWaitMs },
     per,
     idleTimeoutMs: flags.idleTimeout === undefined ? Infinity : parseOption("--idle-timeout", flags.idleTimeout, parsePositiveDuration),
     connections,

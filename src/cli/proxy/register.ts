@@ -12,6 +12,7 @@ A port alone listens on 127.0.0.1; name a wider address to listen on it.
 Examples:
   tbucket proxy --listen 5433 --to 127.0.0.1:5432 --down 2mb           # a slow link to test on
   tbucket proxy --listen 9000 --to 10.0.0.7:9000 --rate 5mb --per client --connections 20/s
+  tbucket proxy --listen 5433 --to 10.0.0.7:5432 --rate 10mb --window 50gb/d --concurrency 20 --max-wait 5s --key db
   tbucket proxy --listen 8080 --to http://127.0.0.1:3000 --rate 50/s --burst 10 --per ip
   tbucket proxy --listen 8080 --to http://127.0.0.1:3000 --rate 10/s --window 1000/h --concurrency 20
   tbucket proxy --listen 8080 --to http://127.0.0.1:3000 --rate 50/s --key api --store redis://10.0.0.5:6379
@@ -24,18 +25,18 @@ export function registerProxy(program: Command, onExit: (code: number) => void):
     .option("--listen <[host:]port>", "where to accept connections (host: 127.0.0.1 unless given; port 0: any free port)")
     .option("--to <host:port|http://host:port>", "the backend: HOST:PORT for TCP mode, http://HOST:PORT for HTTP mode");
   addLimitOptions(command, {
-    rate: "TCP: byte rate each way (1mb, 10mbit); HTTP: requests per time (50/s, 600/m), repeatable: every rate holds",
+    rate: "TCP: byte rate each way (1mb, 10mbit); HTTP: requests per time (50/s, 600/m); repeatable: every rate holds",
     burst: "bucket capacity: bytes in TCP mode (default 100 ms of the rate), requests in HTTP mode (default 1); the i-th --burst goes with the i-th --rate",
     window: "at most n in any interval w, sliding, repeatable: HTTP: requests per key (1000/h); TCP: bytes each way (50gb/d)",
-    concurrency: "HTTP: at most n requests per key (--per) under way at once",
+    concurrency: "at most n at once per --per scope: HTTP requests under way; TCP connections open (--per link or client), one over it closed, or held up to --max-wait",
   });
   command
-    .option("--up <rate>", "TCP: byte rate from clients to the backend (instead of --rate)")
-    .option("--down <rate>", "TCP: byte rate from the backend to clients (instead of --rate)")
+    .option("--up <rate>", "TCP: byte rate from clients to the backend, in place of the first --rate that way (with its --burst)")
+    .option("--down <rate>", "TCP: byte rate from the backend to clients, in place of the first --rate that way (with its --burst)")
     .option(`--per ${perPlaceholder()}`, perHelp())
     .option("--idle-timeout <d>", "TCP: close a connection that moves no byte for d")
     .option("--connections <rate>", "TCP: accept at most this many connections per time (10/s)")
-    .option("--max-wait <d>", "TCP: hold a connection over --connections up to d, then close it (default 0); HTTP: --policy queue's longest wait")
+    .option("--max-wait <d>", "TCP: hold a connection over --connections or --concurrency up to d, then close it (default 0); HTTP: --policy queue's longest wait")
     .option("--trust-proxy <cidrs>", "HTTP: read X-Forwarded-For/Forwarded only from these addresses (127.0.0.1,10.0.0.0/8)")
     .option("--ipv6-prefix <bits>", "HTTP: key IPv6 clients by their network of this many bits (default 56; 128: each address)")
     .option("--policy <drop|queue>", "HTTP: drop (429 at once, the default) or queue (wait up to --max-wait)")

@@ -1,15 +1,17 @@
 import { defaultBurst } from "../../core/default-burst.js";
-import type { LimitSpec, WindowSpec } from "../../core/limit-spec.js";
+import type { LimitSpec } from "../../core/limit-spec.js";
 import type { RequestLimit } from "../../http/rate-limit.js";
 import { describeRate, describeSize, humanDuration } from "../../core/format.js";
 import { untrustedProxyLine } from "../../http/trusted-proxies.js";
-import type { ByteBucketSpec } from "../../proxy/bucket-pool.js";
+import type { ByteBucketSpec, ByteLimit } from "../../proxy/bucket-pool.js";
 import { formatHostPort, type HostPort } from "../../proxy/host-port.js";
 import type { HttpProxyObserver, RunningHttpProxy } from "../../proxy/http-proxy.js";
 import { describeHttpScope } from "../../proxy/key-scopes.js";
 import { ListenError } from "../../proxy/listen.js";
 import { ProxyMetrics } from "../../proxy/metrics.js";
 import { startTcpProxy, type TcpProxy } from "../../proxy/tcp-proxy.js";
+import { openPrivateBucket } from "../../proxy/bucket-pool.js";
+import { countingWaits, directionWaits } from "./set-waits.js";
 import { EXIT } from "../errors.js";
 import { writeStandardError } from "../standard-streams.js";
 import { describeStoreFailure } from "../store-failure.js";
@@ -31,23 +33,22 @@ export async function runProxy(config: ProxyConfig): Promise<number> {
 
 const defaultBurstBytes = (bytesPerSecond: number) => defaultBurst("bytes", bytesPerSecond);
 
-/** A direction's limits: its rate (unlimited when only windows limit it) and the windows; none when neither is given. */
-function bucketSpec(bytesPerSecond: number | undefined, burstBytes: number | undefined, windows: readonly WindowSpec[]): ByteBucketSpec | undefined {
-  if (bytesPerSecond === undefined && windows.length === 0) return undefined;
-  const rate = bytesPerSecond ?? Infinity;
-  return { bytesPerSecond: rate, burstBytes: burstBytes ?? defaultBurstBytes(rate), ...(windows.length > 0 ? { windows } : {}) };
+/** A direction's limits as the proxy takes them; none when that way is not limited. */
+function bucketSpec(limits: readonly ByteLimit[] | undefined): ByteBucketSpec | undefined {
+  return limits && { limits };
 }
 
 async function runTcpProxy(config: TcpProxyConfig): Promise<number> {
   let proxy: TcpProxy | undefined;
   const metrics = new ProxyMetrics({ liveKeys: () => proxy?.liveKeys ?? 0, openConnections: () => proxy?.stats.open ?? 0, sharedStore: config.shared.key !== undefined });
-  const up = bucketSpec(config.upBytesPerSecond, config.burstBytes, config.windows);
-  const down = bucketSpec(config.downBytesPerSecond, config.burstBytes, config.windows);
+  const up = bucketSpec(config.up);
+  const down = bucketSpec(config.down);
   const stopper = new Stopper();
+  const waits = directionWaits(up, down);
   let buckets: StoreBuckets | undefined;
   if (config.shared.key !== undefined) {
     const { openStoreBuckets } = await import("./store-buckets.js");
-    buckets = await openStoreBuckets(config.shared, { storeError: () => metrics.storeError(), storeBack: () => metrics.storeBack() });
+    buckets = await openStoreBuckets(config.shared, { storeError: () => metrics.storeError(), storeBack: () => metrics.storeBack() }, waits);
   }
   const closeBuckets = async () => buckets?.close();
   const maxConnections = connectionsWithinDescriptorLimit();
@@ -60,13 +61,16 @@ async function runTcpProxy(config: TcpProxyConfig): Promise<number> {
         up,
         down,
         per: config.per,
-        openBucket: buckets?.open,
+        openBucket: countingWaits(buckets?.open ?? openPrivateBucket, waits),
         idleTimeoutMs: config.idleTimeoutMs,
         connections: config.connections,
+        concurrency: config.concurrency,
+        openSlots: buckets?.openSlots,
         maxConnections,
         observer: {
           admitted: (waitMs) => metrics.admitted(waitMs),
           refused: () => metrics.refused(),
+          // The connection limits' refusals are told apart in --stats (refusedBy), not in the metrics' limit numbers, which are a set's.
           queued: () => metrics.queued(),
           cancelled: () => metrics.cancelled(),
           bytes: (direction, count) => metrics.bytes(direction, count),
@@ -97,7 +101,7 @@ async function runTcpProxy(config: TcpProxyConfig): Promise<number> {
     throw error;
   });
   if (config.progress !== "off") {
-    const limits = [describeDirection("up", up), describeDirection("down", down)].filter(Boolean).join(", ");
+    const limits = [describeDirection("up", up), describeDirection("down", down), describeConcurrency(config)].filter(Boolean).join(", ");
     writeStandardError(
       `tbucket proxy: listening on ${formatHostPort(running.address)}, forwarding to ${formatHostPort(config.to)} (TCP${limits ? `, ${limits}` : ""}, per ${config.per})` +
         (metricsServer ? `; metrics on http://${formatHostPort(metricsServer.address)}/metrics` : "") +
@@ -113,7 +117,8 @@ async function runTcpProxy(config: TcpProxyConfig): Promise<number> {
   });
   await metricsServer?.close();
   await closeBuckets();
-  if (config.stats) writeStandardError(formatTcpStats(running.stats, performance.now() - startedMs, config.stats));
+  const limits = { up: waits.up?.reports(), down: waits.down?.reports() };
+  if (config.stats) writeStandardError(formatTcpStats(running.stats, performance.now() - startedMs, config.stats, limits));
   return EXIT.ok;
 }
 
@@ -150,11 +155,25 @@ function fullWarning(maxConnections: number): void {
   );
 }
 
+/** `down 1.00 MiB/s (1048576 B/s), burst 64.00 KiB (65536 B) and at most 1.00 GiB (…) in any 24h00m00s`: every limit that way, in order. */
 function describeDirection(direction: "up" | "down", spec: ByteBucketSpec | undefined): string {
   if (!spec) return "";
-  const windows = (spec.windows ?? []).map((window) => `, at most ${describeSize("bytes", window.n)} in any ${humanDuration(window.windowMs)}`).join("");
-  if (spec.bytesPerSecond === Infinity) return `${direction} ${windows === "" ? "unlimited" : windows.slice(2)}`;
-  return `${direction} ${describeRate("bytes", spec.bytesPerSecond)}, burst ${describeSize("bytes", spec.burstBytes)}${windows}`;
+  const each = spec.limits.map((limit) =>
+    limit.kind === "window"
+      ? `at most ${describeSize("bytes", limit.n)} in any ${humanDuration(limit.windowMs)}`
+      : limit.rate === Infinity
+        ? "unlimited"
+        : `${describeRate("bytes", limit.rate)}, burst ${describeSize("bytes", limit.burst)}`,
+  );
+  return `${direction} ${each.join(" and ")}`;
+}
+
+/** `at most 20 connections at once (each client), waiting up to 2 s`. */
+function describeConcurrency(config: TcpProxyConfig): string {
+  if (!config.concurrency) return "";
+  const { n, maxWaitMs } = config.concurrency;
+  const scope = config.per === "client" ? " (each client)" : "";
+  return `at most ${n} connection${n === 1 ? "" : "s"} at once${scope}${maxWaitMs > 0 ? `, waiting up to ${humanDuration(maxWaitMs)}` : ""}`;
 }
 
 async function runHttpProxy(config: HttpProxyConfig): Promise<number> {

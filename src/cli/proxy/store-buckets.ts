@@ -1,16 +1,23 @@
+import { systemClock } from "../../core/clock.js";
 import { humanDuration } from "../../core/format.js";
 import { type BucketConfig, type BucketStore, StoreError } from "../../store/bucket-store.js";
 import { closeQuietly, KeyBuckets, keyName } from "../../store/key-buckets.js";
-import type { LimiterFactory } from "../../proxy/bucket-pool.js";
+import type { LimitSpec } from "../../core/limit-spec.js";
+import { type LimiterFactory, singleBucket } from "../../proxy/bucket-pool.js";
+import { type SlotOpener, waitWithin } from "../../proxy/connection-slots.js";
+import { isLimitSetStore, type LimitSetStore, type SetState } from "../../store/limit-set-store.js";
 import type { SharedHttpBuckets } from "../../proxy/http-proxy.js";
 import { RuntimeError } from "../errors.js";
 import type { SharedBucketOptions } from "../shared-options.js";
 import { writeStandardError } from "../standard-streams.js";
 import { describeStoreFailure } from "../store-failure.js";
 import { openCommandStore, storeLocation } from "../store-opener.js";
+import type { DirectionWaits } from "./set-waits.js";
 
 export interface StoreBuckets {
   open: LimiterFactory;
+  /** --concurrency's slots on the store: `NAME:connections`, `NAME:connections:<client address>`. */
+  openSlots: SlotOpener;
   close(): Promise<void>;
 }
 
@@ -28,12 +35,17 @@ export interface StoreBucketHooks {
  * keeps settings a `tbucket key set` gave it, else takes the command line's,
  * and is then made with `expireWhenFull`: the store forgets it once full again
  * (a full bucket is a new one), so the clients ever seen do not pile up.
+ * A direction limited by more than one limit (--rate repeated, --window) is
+ * a set on the same key, taken as one step in the store; --concurrency's
+ * slots are a set of one concurrency limit, `NAME:connections` for the link
+ * and `NAME:connections:<client address>` per client, each slot held under a
+ * lease the proxy renews while its connection is open.
  *
  * A store lost mid-run is said once, and asked again until it answers (said
  * once more): meanwhile transfers wait, or with --on-store-error local go on
  * with private buckets; then every key is shared again. The proxy stays up.
  */
-export async function openStoreBuckets(shared: SharedBucketOptions, hooks: StoreBucketHooks): Promise<StoreBuckets> {
+export async function openStoreBuckets(shared: SharedBucketOptions, hooks: StoreBucketHooks, waits: DirectionWaits = {}): Promise<StoreBuckets> {
   const name = shared.key!;
   const local = shared.onStoreError === "local";
   const store = await openProxyStore(shared, hooks);
@@ -52,8 +64,18 @@ export async function openStoreBuckets(shared: SharedBucketOptions, hooks: Store
     whileLost: local ? { mode: "local" } : { mode: "wait", timeoutMs: Infinity, giveUp: (error) => error },
   });
   const open: LimiterFactory = async (client, direction, spec) => {
-    const settings: BucketConfig = { rate: spec.bytesPerSecond, burst: spec.burstBytes, kind: "bytes" };
     const key = client === "" ? keyName(name, direction) : keyName(name, direction, client);
+    const bucket = singleBucket(spec);
+    if (!bucket) {
+      const limiter = await keys.openSet(key, {
+        unit: "bytes",
+        limits: spec.limits,
+        setUp: setUpSet(store, key, spec.limits, client === ""),
+        onWait: (limitedBy, waitMs) => waits[direction]?.add(limitedBy, waitMs),
+      });
+      return { limiter, close: () => limiter.close().catch(() => {}) };
+    }
+    const settings: BucketConfig = { rate: bucket.rate, burst: bucket.burst, kind: "bytes" };
     const limiter = await keys.open(
       key,
       client === ""
@@ -64,7 +86,38 @@ export async function openStoreBuckets(shared: SharedBucketOptions, hooks: Store
     );
     return { limiter, close: () => limiter.close().catch(() => {}) };
   };
-  return { open, close: () => keys.close() };
+  const openSlots: SlotOpener = async (client, n) => {
+    const key = client === "" ? keyName(name, "connections") : keyName(name, "connections", client);
+    const limits: LimitSpec[] = [{ kind: "concurrency", n }];
+    const slots = await keys.openSet(key, { unit: "count", limits, setUp: setUpSet(store, key, limits, client === "") });
+    return {
+      async acquire(maxWaitMs, signal) {
+        // A bounded wait for a slot is the store's "no" at once (SharedSetLimiter): the time limit is this timer's.
+        const release = await waitWithin(maxWaitMs, signal, systemClock, (within) => slots.acquire(ONE_CONNECTION, maxWaitMs === 0 ? 0 : Infinity, within));
+        return release && (() => void release().catch(() => {}));
+      },
+      close: () => slots.close().catch(() => {}),
+    };
+  };
+  return { open, openSlots, close: () => keys.close() };
+}
+
+const ONE_CONNECTION = { count: 1 } as const;
+
+/**
+ * How a key holding a set is set up: the link's from the command line; a
+ * client's as the store holds it when a user set it (`tbucket key set`),
+ * else made from the command line with `expireWhenFull`.
+ */
+function setUpSet(store: BucketStore | StoreError, key: string, limits: readonly LimitSpec[], link: boolean): (sets: LimitSetStore) => Promise<SetState> {
+  if (!(store instanceof StoreError) && !isLimitSetStore(store)) {
+    throw new RuntimeError(`--key: ${store.url} holds one rate and burst a key, not a set of limits; use a SQLite or Redis store, or give one --rate each way`);
+  }
+  if (link) return (sets) => sets.configureSet(key, limits);
+  return async (sets) => {
+    const stored = await sets.readSet(key);
+    return stored && !stored.expiresWhenFull ? stored : sets.configureSet(key, limits, { expireWhenFull: true });
+  };
 }
 
 /** The HTTP mode's store: the middleware watches it and opens each client's `NAME:<client>`; without one (see openProxyStore) every client's bucket is private. */
