@@ -168,6 +168,15 @@ export function throttleWaitMs(response: ServerResponse): number | undefined {
   return waitMs;
 }
 
+/**
+ * The job's real costs: those of the last `tbucket-cost` line in the report,
+ * whichever response it fell in (a job may write it before curl runs, or
+ * after). Undefined when the job wrote none: its estimate stands.
+ */
+export function settledCosts(report: ServerReport): number[] | undefined {
+  return report.responses.findLast((response) => response.costs.length > 0)?.costs;
+}
+
 interface Field {
   name: string;
   value: string;

@@ -2,7 +2,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { rateLimitSetPolicy, rateLimitSetState } from "../../src/http/rate-limit-fields.js";
-import { MAX_REPORT_BYTES, parseServerReport, readServerReport, throttleWaitMs } from "../../src/run/server-report.js";
+import { MAX_REPORT_BYTES, parseServerReport, readServerReport, settledCosts, throttleWaitMs } from "../../src/run/server-report.js";
 import { tempDirs } from "../helpers/temp-dir.js";
 
 const tempDir = tempDirs("server-report");
@@ -232,6 +232,12 @@ describe("parseServerReport: responses, costs and lines", () => {
     ]);
     // A cost the job appends after curl belongs to the last response.
     expect(responses[3]).toEqual({ status: 200, throttled: false, retryAfterMs: undefined, limits: [{ name: "requests", remaining: 41 }], costs: [120, 40] });
+  });
+
+  it("settles with the last tbucket-cost line, before curl's headers or after them", () => {
+    expect(settledCosts(parseServerReport("tbucket-cost: 7\nHTTP/1.1 200 OK\nx: y\n", NOW))).toEqual([7]);
+    expect(settledCosts(parseServerReport("tbucket-cost: 7\nHTTP/1.1 200 OK\ntbucket-cost: 8, 9\n", NOW))).toEqual([8, 9]);
+    expect(settledCosts(parseServerReport("HTTP/1.1 200 OK\n", NOW))).toBeUndefined();
   });
 
   it("keeps the lines before any status line as a response without one", () => {
