@@ -1,0 +1,132 @@
+/**
+ * A job's cost from its item (`--cost`, DESIGN 13), one of:
+ *
+ *   {.max_tokens}   a field of the item read as JSON (a JSONL line); `.a.b` goes
+ *                   into objects, a numeric step (`.choices.0`) into arrays
+ *   {2}             the 2nd whitespace-separated field of the item, from 1
+ *   {}              the whole item
+ *   250             the same cost for every job
+ *
+ * The template is parsed once; each item is then read by `costOf`. A cost
+ * is a finite number from 0 to 2^53 (beyond it, counts are no longer exact);
+ * a field written as a JSON string of digits (`"120"`) counts as its number.
+ */
+export type CostTemplate =
+  | { readonly kind: "number"; readonly source: string; readonly value: number }
+  | { readonly kind: "item"; readonly source: string }
+  | { readonly kind: "field"; readonly source: string; readonly field: number }
+  | { readonly kind: "json"; readonly source: string; readonly path: readonly string[] };
+
+/** Why an item has no cost: a stable code, and a message of one line naming the template and what was wrong. */
+export type CostErrorCode = "not-json" | "missing" | "not-a-number" | "negative" | "too-large";
+
+/** An item the template cannot take a cost from; the caller adds the item's line. */
+export class CostError extends Error {
+  readonly code: CostErrorCode;
+  constructor(code: CostErrorCode, message: string) {
+    super(message);
+    this.name = "CostError";
+    this.code = code;
+  }
+}
+
+/** The largest cost: 2^53, the last integer a double holds exactly. */
+export const MAX_COST = 2 ** 53;
+
+/** A plain decimal, signed so that `-3` is said to be negative rather than not a number. */
+const DECIMAL = /^[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?$/;
+
+/** Parses a template (see CostTemplate); a RangeError names what is wrong with it. */
+export function parseCostTemplate(source: string): CostTemplate {
+  const text = source.trim();
+  if (text === "{}") return { kind: "item", source };
+  const field = /^\{(\d+)\}$/.exec(text);
+  if (field) {
+    const index = Number(field[1]);
+    if (index >= 1 && Number.isSafeInteger(index)) return { kind: "field", source, field: index };
+    throw new RangeError(`cost template ${JSON.stringify(source)}: fields count from 1, as in {1}`);
+  }
+  const json = /^\{\.([^{}]*)\}$/.exec(text);
+  if (json) {
+    const path = json[1]!.split(".");
+    if (path.every((step) => step !== "")) return { kind: "json", source, path };
+    throw new RangeError(`cost template ${JSON.stringify(source)}: a JSON field is like {.max_tokens} or {.usage.input}, without empty steps`);
+  }
+  if (DECIMAL.test(text)) {
+    const value = Number(text);
+    if (value >= 0 && value <= MAX_COST) return { kind: "number", source, value };
+    throw new RangeError(`cost template ${JSON.stringify(source)}: a cost is a number from 0 to 2^53`);
+  }
+  throw new RangeError(`cost template ${JSON.stringify(source)} is not a number, {N} (a whitespace field, from 1), {.field} (a field of a JSON item) or {} (the whole item)`);
+}
+
+/** The cost of one item, or a CostError. */
+export function costOf(template: CostTemplate, item: string): number {
+  return costsOf([template], item)[0]!;
+}
+
+/** The costs of one item under several templates, reading its JSON once. */
+export function costsOf(templates: readonly CostTemplate[], item: string): number[] {
+  let parsed: { value: unknown } | undefined;
+  let fields: string[] | undefined;
+  return templates.map((template) => {
+    switch (template.kind) {
+      case "number":
+        return template.value;
+      case "item":
+        return numberFrom(item, "the item", template.source);
+      case "field": {
+        fields ??= item.trim() === "" ? [] : item.trim().split(/\s+/);
+        const value = fields[template.field - 1];
+        if (value === undefined) {
+          throw new CostError("missing", `cost ${template.source}: the item has ${fields.length} field${fields.length === 1 ? "" : "s"}, not ${template.field}`);
+        }
+        return numberFrom(value, `field ${template.field}`, template.source);
+      }
+      case "json": {
+        if (!parsed) {
+          try {
+            parsed = { value: JSON.parse(item) };
+          } catch {
+            throw new CostError("not-json", `cost ${template.source}: the item is not JSON`);
+          }
+        }
+        return numberAt(parsed.value, template);
+      }
+    }
+  });
+}
+
+function numberAt(root: unknown, template: CostTemplate & { kind: "json" }): number {
+  let value = root;
+  const where = `.${template.path.join(".")}`;
+  for (const step of template.path) {
+    const holder = value;
+    value = undefined;
+    if (Array.isArray(holder)) {
+      if (/^\d+$/.test(step)) value = holder[Number(step)];
+    } else if (typeof holder === "object" && holder !== null && Object.hasOwn(holder, step)) {
+      value = (holder as Record<string, unknown>)[step];
+    }
+    if (value === undefined) throw new CostError("missing", `cost ${template.source}: the item has no field ${where}`);
+  }
+  if (typeof value === "number") return checkCost(value, String(value), template.source);
+  if (typeof value === "string") return numberFrom(value, where, template.source);
+  throw new CostError("not-a-number", `cost ${template.source}: ${where} is ${shown(JSON.stringify(value))}, not a number`);
+}
+
+function numberFrom(text: string, what: string, source: string): number {
+  if (!DECIMAL.test(text.trim())) throw new CostError("not-a-number", `cost ${source}: ${what} is ${shown(JSON.stringify(text))}, not a number`);
+  return checkCost(Number(text), text.trim(), source);
+}
+
+function checkCost(value: number, written: string, source: string): number {
+  if (value < 0) throw new CostError("negative", `cost ${source}: ${shown(written)} is negative`);
+  if (!(value <= MAX_COST)) throw new CostError("too-large", `cost ${source}: ${shown(written)} is above 2^53 (${MAX_COST})`);
+  return value;
+}
+
+/** A value as an error shows it: short, since an item may hold anything. */
+function shown(text: string): string {
+  return text.length > 40 ? `${text.slice(0, 40)}…` : text;
+}
