@@ -39,27 +39,33 @@ interface Signalled {
 
 /**
  * Runs a bash `pipeline` in which `{tbucket}` stands for tbucket (braces, which no temporary
- * path holds), sends `signal` to tbucket after `afterMs`, and waits for the pipeline to end.
- * tbucket reports its pid on descriptor 3, and the pipeline its status.
+ * path holds), sends `signal` to tbucket `afterMs` after its signal handlers are in, and waits
+ * for the pipeline to end. tbucket reports its pid on descriptor 3, and the pipeline its status.
+ * `{signalled}` in the pipeline is a file made once the signal is sent: a stalled reader or writer
+ * waits for it, so it stalls for as long as the test needs, however slowly the machine starts Node.
  */
 async function signalDuring(pipeline: string, signal: NodeJS.Signals, afterMs: number, env: NodeJS.ProcessEnv = {}): Promise<Signalled> {
   const position = pipeline.split("|").findIndex((command) => command.includes("{tbucket}"));
   const tb = `sh -c 'echo "pid $$" >&3; exec "$0" "$@"' "${process.execPath}" "${TBUCKET}"`;
-  const script = `${pipeline.replaceAll("{tbucket}", () => tb)}; echo "status \${PIPESTATUS[${position}]}" >&3`;
+  const marker = join(dir, `signalled-${++signalledFiles}`);
+  const script = `${pipeline.replaceAll("{tbucket}", () => tb).replaceAll("{signalled}", marker)}; echo "status \${PIPESTATUS[${position}]}" >&3`;
   const child = spawn("bash", ["-c", script], { stdio: ["ignore", "ignore", "pipe", "pipe"], env: { ...process.env, ...env } });
   let said = "";
   let stderr = "";
   child.stdio[3]!.on("data", (chunk) => (said += chunk));
   child.stderr!.on("data", (chunk) => (stderr += chunk));
   const closed = new Promise<void>((resolve) => child.on("close", () => resolve()));
-  await new Promise((resolve) => setTimeout(resolve, afterMs));
+  for (let i = 0; i < 1000 && !/pid \d+/.test(said); i++) await new Promise((resolve) => setTimeout(resolve, 10));
   const pid = Number(/pid (\d+)/.exec(said)?.[1]);
   expect(pid, `no pid in "${said}"; stderr: ${stderr}`).toBeGreaterThan(0);
-  // A loaded machine may still be starting Node after afterMs: a signal before tbucket takes it would
-  // end it by the signal's default, with no --stats, which is not what is under test.
-  for (let i = 0; i < 1000 && !catches(pid, signal); i++) await new Promise((resolve) => setTimeout(resolve, 10));
+  // A signal before tbucket takes it would end it by Node's own handler, with no --stats, which is not
+  // what is under test. Node catches SIGINT and SIGTERM from its start (to reset the terminal), so
+  // SIGHUP, which only tbucket's handlers take, says when they are in.
+  for (let i = 0; i < 2000 && !catches(pid, "SIGHUP"); i++) await new Promise((resolve) => setTimeout(resolve, 10));
+  await new Promise((resolve) => setTimeout(resolve, afterMs));
   const sentMs = performance.now();
   process.kill(pid, signal);
+  writeFileSync(marker, "");
   let ms = Infinity;
   for (let i = 0; i < 10_000; i++) {
     try {
@@ -73,6 +79,10 @@ async function signalDuring(pipeline: string, signal: NodeJS.Signals, afterMs: n
   await closed;
   return { status: Number(/status (\d+)/.exec(said)?.[1]), ms, stderr };
 }
+
+/** A shell loop that waits for the `{signalled}` file. */
+const UNTIL_SIGNALLED = `while [ ! -e "{signalled}" ]; do sleep 0.05; done`;
+let signalledFiles = 0;
 
 /** Whether process `pid` has a handler for `signal` (the SigCgt mask of /proc/PID/status). */
 function catches(pid: number, signal: NodeJS.Signals): boolean {
@@ -119,8 +129,8 @@ describe.each([
     [", the progress line still moving", ["--progress"]],
   ])("while blocked writing to a reader that stalled (| sleep)%s", async (_title, progress) => {
     const out = join(dir, `stalled-reader-${signal}-${progress.length}`);
-    // The reader sleeps, then keeps what was in the pipe: tbucket blocks in write(2) meanwhile.
-    const result = await signalDuring(`{tbucket} --rate 100mb ${progress.join(" ")} --stats-format json < "${inputPath}" | (sleep 3.5; cat > "${out}")`, signal, 1700);
+    // The reader waits until the signal, then keeps what was in the pipe: tbucket blocks in write(2) meanwhile.
+    const result = await signalDuring(`{tbucket} --rate 100mb ${progress.join(" ")} --stats-format json < "${inputPath}" | (${UNTIL_SIGNALLED}; cat > "${out}")`, signal, 1700);
     expect(result.status).toBe(status);
     expect(result.ms).toBeLessThan(WITHIN_MS);
     // One plain progress line a second while blocked, and one more with the stats.
@@ -139,7 +149,7 @@ describe.each([
 
   it("while blocked reading a pipe whose writer stalled", async () => {
     const out = join(dir, `stalled-writer-${signal}`);
-    const result = await signalDuring(`(printf abc; sleep 2) | {tbucket} --rate inf --stats-format json > "${out}"`, signal, 700);
+    const result = await signalDuring(`(printf abc; ${UNTIL_SIGNALLED}) | {tbucket} --rate inf --stats-format json > "${out}"`, signal, 700);
     expect(result.status).toBe(status);
     expect(result.ms).toBeLessThan(WITHIN_MS);
     expect(statsBytes(result.stderr)).toBe(3);
