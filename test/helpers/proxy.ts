@@ -123,3 +123,12 @@ export async function stopProxy(proxy: RunningProxy): Promise<Awaited<Running["e
   proxy.running.signal("SIGTERM");
   return proxy.running.exited;
 }
+
+/**
+ * The Retry-After (whole seconds) a refusal by a window of `windowMs` may give, when the window's
+ * oldest admission was the first request and the refused one came after it: the server took them at
+ * instants the client can only bound by when it sent each and when it had the answer.
+ */
+export function windowRetryAfterRange(windowMs: number, first: { sentMs: number; answeredMs: number }, refused: { sentMs: number; answeredMs: number }): [number, number] {
+  return [Math.ceil((windowMs - (refused.answeredMs - first.sentMs)) / 1000), Math.ceil((windowMs - (refused.sentMs - first.answeredMs)) / 1000)];
+}
