@@ -119,7 +119,7 @@ export class ClassSimulator implements DecisionView {
   #serveUntil(untilMs: number): void {
     for (;;) {
       let next = -1;
-      for (let c = 0; c < this.#retryMs.length; c++) if (this.#retryMs[c]! <= untilMs && (next < 0 || this.#retryMs[c]! < this.#retryMs[next]!)) next = c;
+      for (let c = 0; c < this.#retryMs.length; c++) if (this.#retryMs[c]! <= untilMs && this.#retryMs[c]! < Infinity && (next < 0 || this.#retryMs[c]! < this.#retryMs[next]!)) next = c;
       if (next < 0) return;
       this.#serveClass(next, this.#retryMs[next]!);
     }

@@ -66,6 +66,18 @@ export function renderSummaryText(summary: Summary, options: SummaryTextOptions 
       lines.push([index === 0 ? "most refused" : "", `${tally.key}: ${tally.refused} of ${tally.arrived} refused`]);
     });
   }
+  if (summary.classes) {
+    summary.classes.forEach((c, index) => {
+      const ceil = c.ceil === summary.rate ? "" : `, ceil ${describeRate(unit, c.ceil)}`;
+      const weight = c.weight === c.rate ? "" : `, weight ${c.weight}`;
+      const refused = summary.policy === "drop" || c.refused > 0 ? `, refused ${c.refused}` : "";
+      const wait = c.wait === null ? "" : `, wait p50 ${humanWait(c.wait.p50 * 1000)}, max ${humanWait(c.wait.max * 1000)}`;
+      lines.push([
+        index === 0 ? "classes" : "",
+        `${c.name} (${describeRate(unit, c.rate)}${ceil}, prio ${c.prio}${weight}): admitted ${c.admitted} of ${c.events}, ${percent(c.share)} of what was admitted, ${describeThroughput(unit, c.throughput)}${refused}${wait}`,
+      ]);
+    });
+  }
   if (summary.trace) {
     const t = summary.trace;
     if (t.skipped > 0) {
