@@ -243,7 +243,12 @@ export class ClassScheduler {
           }
           if (askedUntil > t) nextChangeMs = Math.min(nextChangeMs, askedUntil + 1e-6);
         }
-        if (d !== c && markedUntil > t) nextChangeMs = Math.min(nextChangeMs, markedUntil + 1e-6, this.#ceilings[d]!.earliestAt(t, this.#markCost[d]!));
+        if (d !== c && markedUntil > t) {
+          nextChangeMs = Math.min(nextChangeMs, markedUntil + 1e-6);
+          // A ceiling filling up to its class's ask puts that class ahead again.
+          const ableMs = this.#ceilings[d]!.earliestAt(t, this.#markCost[d]!);
+          if (ableMs > t) nextChangeMs = Math.min(nextChangeMs, ableMs);
+        }
       }
       const byGrowthMs = growth > 0 ? t + (deficit / growth) * 1000 : Infinity;
       const next = Math.min(byGrowthMs, nextChangeMs);

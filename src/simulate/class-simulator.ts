@@ -133,14 +133,16 @@ export class ClassSimulator implements DecisionView {
       const head = line[this.#heads[c]!]!;
       this.#setCosts(head.cost);
       const deadlineMs = head.timeMs + this.options.maxWaitMs;
-      if (this.scheduler.allowAt(atMs, c, this.#costs)) {
+      if (atMs > deadlineMs) {
+        this.#decide(head.seq, false, atMs);
+      } else if (this.scheduler.allowAt(atMs, c, this.#costs)) {
         this.#decide(head.seq, true, atMs);
       } else {
         const earliestMs = this.scheduler.earliestAt(atMs, c, this.#costs);
         if (earliestMs <= deadlineMs) {
           // A step that does not move (rounding) moves a nanosecond: the line never asks twice at one instant.
-          this.#retryMs[c] = earliestMs > atMs ? earliestMs : atMs + 1e-6;
-          break;
+          this.#retryMs[c] = earliestMs > atMs ? earliestMs : Math.min(atMs + 1e-6, deadlineMs);
+          if (this.#retryMs[c]! > atMs) break;
         }
         this.#decide(head.seq, false, atMs);
       }
