@@ -26,7 +26,7 @@ async function usage(args: string[], message: string, input = TRACE): Promise<vo
 describe("tbucket simulate --class: drop", () => {
   it("decides each event by the rules, naming its class", async () => {
     // At 0.05 batch's guarantee holds 0.8 and the key 1.5, of which web (asking) keeps 0.7: nothing to lend.
-    // At 0.2 web's guarantee holds 0.6 and the key 1, of which batch keeps 0.6 + ... : refused likewise.
+    // At 0.2 the key holds 1 and the guarantee buckets of the two (both asking) 0.6 and 0.4: refused likewise.
     expect(await ok(["--format", "jsonl"])).toBe(
       [
         `{"t":0,"class":"web","cost":1,"admitted":true,"wait":0,"tokens":3}`,
