@@ -46,7 +46,7 @@ describe("tbucket simulate --class: drop", () => {
   it("sums up what each class got", async () => {
     expect(await ok(["--format", "summary"])).toBe(
       [
-        "bucket        rate 10/s, burst 4, drop (Allow), one bucket",
+        "bucket        rate 10/s, burst 4, drop (Allow), one bucket shared by 2 classes",
         "arrivals      9 over 0.3 s (30/s)",
         "admitted      6  (66.67%)",
         "refused       3  (33.33%), the first at 0.05 s",
@@ -81,7 +81,7 @@ describe("tbucket simulate --class: queue", () => {
   it("serves each class's line by the rules, and reports waits per class", async () => {
     expect(await ok(["--policy", "queue", "--format", "summary"])).toBe(
       [
-        "bucket         rate 10/s, burst 4, queue (Reserve), one bucket",
+        "bucket         rate 10/s, burst 4, queue (Reserve), one bucket shared by 2 classes",
         "arrivals       9 over 0.3 s (30/s)",
         "admitted       9  (100.00%)",
         "refused        0  (0.00%)",

@@ -45,7 +45,7 @@ export function registerSimulate(program: Command, onExit: (code: number) => voi
     .addOption(
       repeatableOption(
         "--class <name=rate,...>",
-        "a class sharing the limits: NAME=GUARANTEE[,ceil=RATE][,prio=N][,weight=W][,burst=SIZE], in the unit of --rate; repeatable",
+        "a class sharing the limits: NAME=GUARANTEE, then any of ceil=RATE, prio=N, weight=W, burst=SIZE, joined by commas (amounts in the unit of --rate); repeatable",
         (text: string, previous: string[] = []) => [...previous, text],
       ),
     )

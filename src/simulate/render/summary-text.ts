@@ -29,13 +29,19 @@ export function renderSummaryText(summary: Summary, options: SummaryTextOptions 
   const lines: Array<[string, string]> = [];
   const share = (n: number) => (summary.events === 0 ? "" : `  (${percent(n / summary.events)})`);
   if (summary.limits.length > 1) {
-    const sets = summary.perKey ? `one set per key${summary.maxKeys === null ? "" : `, at most ${summary.maxKeys}`}` : "one set";
+    const sets = summary.perKey
+      ? `one set per key${summary.maxKeys === null ? "" : `, at most ${summary.maxKeys}`}`
+      : summary.classes
+        ? `one set shared by ${summary.classes.length} classes`
+        : "one set";
     lines.push(["limits", `${summary.limits.length}, admitted as one, ${describePolicy(summary)}, ${sets}`]);
     for (const limit of summary.limits) lines.push([`limit ${limit.limit}`, describeLimitBound(limit, unit, summary.policy === "queue")]);
   } else {
     const bucket = summary.perKey
       ? `one bucket per key${summary.maxKeys === null ? "" : `, at most ${summary.maxKeys}`}`
-      : "one bucket";
+      : summary.classes
+        ? `one bucket shared by ${summary.classes.length} classes`
+        : "one bucket";
     lines.push(["bucket", `rate ${describeRate(unit, summary.rate)}, burst ${describeSize(unit, summary.burst)}, ${describePolicy(summary)}, ${bucket}`]);
   }
   const pace = summary.duration > 0 ? ` (${describeThroughput("count", summary.events / summary.duration)})` : "";
