@@ -112,6 +112,10 @@ export class ClassSimulator implements DecisionView {
   finish(emit: ClassDecisionListener): void {
     this.#emit = emit;
     this.#serveUntil(Infinity);
+    // Whoever still waits would wait for ever (a class whose ceil is 0): refused.
+    this.#lines.forEach((line, c) => {
+      for (; this.#heads[c]! < line.length; this.#heads[c]!++) this.#decide(line[this.#heads[c]!]!.seq, false, line[this.#heads[c]!]!.timeMs);
+    });
     this.#flush();
   }
 
@@ -139,7 +143,8 @@ export class ClassSimulator implements DecisionView {
         this.#decide(head.seq, true, atMs);
       } else {
         const earliestMs = this.scheduler.earliestAt(atMs, c, this.#costs);
-        if (earliestMs <= deadlineMs) {
+        // Never (a cost past a burst) is refused at once, wait limit or not.
+        if (earliestMs !== Infinity && earliestMs <= deadlineMs) {
           // A step that does not move (rounding) moves a nanosecond: the line never asks twice at one instant.
           this.#retryMs[c] = earliestMs > atMs ? earliestMs : Math.min(atMs + 1e-6, deadlineMs);
           if (this.#retryMs[c]! > atMs) break;

@@ -65,4 +65,16 @@ describe("ClassSimulator", () => {
     expect(seen.map(([t]) => t)).toEqual(Array.from({ length: 100 }, (_, i) => i * 10));
     expect(seen.filter(([, name]) => name === "b")).toHaveLength(50);
   });
+
+  it("queue: an event that can never be admitted (more than the burst) is refused at once, and those after it are still decided", () => {
+    const simulator = new ClassSimulator({ ratePerSecond: 40, burst: 8, policy: "queue", maxWaitMs: Infinity, perKey: false, maxKeys: Infinity, classes: CLASSES.slice(0, 2) });
+    const seen: Array<[number, boolean]> = [];
+    const emit = (timeMs: number) => seen.push([timeMs, simulator.admitted]);
+    simulator.offer(0, 1, "a", emit);
+    simulator.offer(10, 30, "a", emit);
+    simulator.offer(20, 1, "a", emit);
+    simulator.offer(30, 1, "b", emit);
+    simulator.finish(emit);
+    expect(seen).toEqual([[0, true], [10, false], [20, true], [30, true]]);
+  });
 });
