@@ -1,7 +1,7 @@
 import { FakeClock } from "../core/clock.js";
 import { durationMsFromTokens, TokenBucket } from "../core/token-bucket.js";
 import { KeyTallies } from "./key-tallies.js";
-import type { Simulator } from "./simulator.js";
+import type { DecisionView } from "./simulator.js";
 import { type Step, Timeline } from "./timeline.js";
 import { WaitStats } from "./wait-stats.js";
 
@@ -37,6 +37,8 @@ export class Recorder {
   /** Per limit (by index): the arrivals it refused, and the admitted ones whose wait it set. */
   readonly refusedBy: Float64Array;
   readonly delayedBy: Float64Array;
+  /** With classes: what each class asked for and got, by class name in definition order. */
+  readonly classes = new Map<string, ClassTally>();
 
   /** When admitted, still-waiting arrivals may act: a FIFO with one bucket, a binary min-heap per key. */
   #queue = new Float64Array(1024);
@@ -47,9 +49,11 @@ export class Recorder {
   #previousTokens: number;
   #previousCost = 1;
   readonly #queueMode: boolean;
+  /** Times to act do not follow arrival order (one set per key, or classes served by their rules): the queue is a heap. */
+  readonly #outOfOrder: boolean;
 
   constructor(
-    readonly simulator: Simulator,
+    readonly simulator: DecisionView,
     stepMs?: number,
   ) {
     this.timeline = new Timeline(stepMs);
@@ -57,6 +61,8 @@ export class Recorder {
     this.delayedBy = new Float64Array(simulator.limits.length);
     this.#previousTokens = simulator.options.burst;
     this.#queueMode = simulator.options.policy === "queue";
+    this.#outOfOrder = simulator.options.perKey || simulator.options.classes !== undefined;
+    for (const spec of simulator.options.classes ?? []) this.classes.set(spec.name, new ClassTally());
   }
 
   /** Records the decision the simulator just made about this arrival. */
@@ -88,6 +94,7 @@ export class Recorder {
     if (this.#queueMode) this.#trackQueue(timeMs, admitted ? timeMs + simulator.waitMs : timeMs);
     this.lastMs = timeMs;
     this.timeline.record(timeMs, cost, admitted, simulator.waitMs, simulator.tokens);
+    if (simulator.className !== undefined) this.classes.get(simulator.className)?.add(cost, admitted, simulator.waitMs);
     if (key !== undefined) {
       if (simulator.evictedKey !== undefined) this.keys.retire(simulator.evictedKey);
       this.keys.add(key, admitted);
@@ -126,7 +133,7 @@ export class Recorder {
   }
 
   #trackQueue(nowMs: number, actMs: number): void {
-    if (this.simulator.options.perKey) {
+    if (this.#outOfOrder) {
       const heap = this.#queue;
       // Arrivals whose time to act has come have left the queue.
       while (this.#queueLength > 0 && heap[0]! <= nowMs) this.#popQueue();
@@ -185,5 +192,27 @@ export class Recorder {
       i = child;
     }
     heap[i] = last;
+  }
+}
+
+/** What one class asked for and got. */
+export class ClassTally {
+  arrived = 0;
+  admitted = 0;
+  refused = 0;
+  admittedCost = 0;
+  refusedCost = 0;
+  readonly waits = new WaitStats();
+
+  add(cost: number, admitted: boolean, waitMs: number): void {
+    this.arrived++;
+    if (admitted) {
+      this.admitted++;
+      this.admittedCost += cost;
+      this.waits.add(waitMs);
+    } else {
+      this.refused++;
+      this.refusedCost += cost;
+    }
   }
 }

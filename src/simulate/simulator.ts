@@ -2,6 +2,7 @@ import { FakeClock } from "../core/clock.js";
 import type { TokenKind } from "../core/format.js";
 import { KeyTable } from "../core/key-table.js";
 import { LimitSet } from "../core/limit-set.js";
+import type { ClassSpec } from "../core/class-spec.js";
 import type { LimitSpec } from "../core/limit-spec.js";
 
 export type Policy = "drop" | "queue";
@@ -27,6 +28,30 @@ export interface SimulatorOptions {
   perKey: boolean;
   /** With perKey: at most this many sets, the least recently used evicted. */
   maxKeys: number;
+  /** Classes sharing the set (class-simulator.ts runs them); an event's key names its class. */
+  classes?: readonly ClassSpec[];
+  /** With classes: the class of an event that names none. */
+  defaultClass?: string;
+}
+
+/**
+ * What the recorder and the renderers read of the last decision: the
+ * simulator of one set (or one set per key), or of classes sharing one set.
+ */
+export interface DecisionView {
+  readonly options: SimulatorOptions;
+  readonly limits: readonly LimitSpec[];
+  readonly capacity: number;
+  readonly admitted: boolean;
+  readonly waitMs: number;
+  readonly tokens: number;
+  readonly limitedByMask: number;
+  readonly evictedKey: string | undefined;
+  readonly evictions: number;
+  readonly keyCount: number;
+  /** With classes: the class of the last decided event. */
+  readonly className?: string;
+  levelAt(timeMs: number, index: number): number;
 }
 
 /**
@@ -42,7 +67,7 @@ export interface SimulatorOptions {
  * and `limitedByMask` rather than returned as an object, to keep a
  * ten-million-event run free of garbage.
  */
-export class Simulator {
+export class Simulator implements DecisionView {
   readonly options: SimulatorOptions;
   /** The limits of every set, in order. */
   readonly limits: readonly LimitSpec[];

@@ -1,3 +1,4 @@
+import { resolveClasses } from "../core/class-spec.js";
 import { msToSeconds, round9 } from "../core/format.js";
 import type { KeyTally } from "./key-tallies.js";
 import type { Recorder } from "./recorder.js";
@@ -20,6 +21,23 @@ export type LimitSummary =
   | { limit: number; kind: "bucket"; rate: number; burst: number; refused: number; delayed: number }
   | { limit: number; kind: "window"; n: number; window: number; refused: number; delayed: number }
   | { limit: number; kind: "concurrency"; n: number; refused: number; delayed: number };
+
+/** A class and what it got: `share` of all admitted cost, `throughput` its admitted cost per second over the summary's `throughputOver`. */
+export interface ClassSummary {
+  name: string;
+  rate: number;
+  ceil: number;
+  prio: number;
+  weight: number;
+  burst: number;
+  events: number;
+  admitted: number;
+  refused: number;
+  admittedCost: number;
+  share: number;
+  throughput: number;
+  wait: { p50: number; p99: number; max: number } | null;
+}
 
 /** The summary as data: seconds for times, shares from 0 to 1. JSON prints it as is. */
 export interface Summary {
@@ -51,6 +69,8 @@ export interface Summary {
   emptyShare: number | null;
   /** `seen` is an estimate within about 1 % when `seenExact` is false (past 100,000 keys, once buckets were evicted). */
   keys: { seen: number; seenExact: boolean; evicted: number; mostRefused: KeyTally[] } | null;
+  /** With classes, each in definition order. */
+  classes: ClassSummary[] | null;
   trace: { lines: number; skipped: number; skippedExamples: string[]; outOfOrder: number } | null;
 }
 
@@ -96,6 +116,7 @@ export function buildSummary(recorder: Recorder, context: SummaryContext): Summa
     longestQueue: queue ? recorder.longestQueue : null,
     emptyShare: emptyShare === undefined ? null : round9(emptyShare),
     keys: options.perKey ? keysSummary(recorder) : null,
+    classes: options.classes === undefined ? null : classesSummary(recorder, servedSeconds, queue),
     trace: context.trace
       ? {
           lines: context.trace.lines,
@@ -114,6 +135,28 @@ function limitsSummary(recorder: Recorder): LimitSummary[] {
     if (spec.kind === "bucket") return { limit, kind: "bucket", rate: spec.rate, burst: spec.burst, ...bound };
     if (spec.kind === "window") return { limit, kind: "window", n: spec.n, window: msToSeconds(spec.windowMs), ...bound };
     return { limit, kind: "concurrency", n: spec.n, ...bound };
+  });
+}
+
+function classesSummary(recorder: Recorder, servedSeconds: number, queue: boolean): ClassSummary[] {
+  const { ratePerSecond, burst, classes = [] } = recorder.simulator.options;
+  return resolveClasses(classes, ratePerSecond, burst).map((spec) => {
+    const tally = recorder.classes.get(spec.name)!;
+    return {
+      name: spec.name,
+      rate: spec.rate,
+      ceil: spec.ceil,
+      prio: spec.prio,
+      weight: round9(spec.weight),
+      burst: round9(spec.burst),
+      events: tally.arrived,
+      admitted: tally.admitted,
+      refused: tally.refused,
+      admittedCost: round9(tally.admittedCost),
+      share: recorder.admittedCost > 0 ? round9(tally.admittedCost / recorder.admittedCost) : 0,
+      throughput: servedSeconds > 0 ? round9(tally.admittedCost / servedSeconds) : 0,
+      wait: queue ? { p50: msToSeconds(tally.waits.quantileMs(0.5)), p99: msToSeconds(tally.waits.quantileMs(0.99)), max: msToSeconds(tally.waits.maxMs) } : null,
+    };
   });
 }
 

@@ -1,4 +1,5 @@
 import { DEFAULT_IPV6_PREFIX, parseIpv6Prefix } from "../../core/address-key.js";
+import type { ClassSpec } from "../../core/class-spec.js";
 import type { LimitSpec } from "../../core/limit-spec.js";
 import { parseCount, parseDuration } from "../../core/units.js";
 import { parsePattern, patternDurationMs, type Segment } from "../../simulate/arrival-pattern.js";
@@ -6,6 +7,7 @@ import type { CostUnit } from "../../simulate/simulator.js";
 import type { Policy } from "../../simulate/simulator.js";
 import { parseTarget, type Target } from "../../simulate/target.js";
 import { parseOption, UsageError } from "../errors.js";
+import { describeUnknownClass, parseClassOptions } from "../class-options.js";
 import { isAutoRate, type LimitFlags, parseLimitOptions } from "../limit-options.js";
 
 export type SimulateFormat = "summary" | "table" | "csv" | "jsonl" | "json";
@@ -37,6 +39,12 @@ export interface SimulateConfig {
   ipv6Prefix: number;
   costField: number | undefined;
   keyField: number | undefined;
+  /** Classes sharing the limits (--class), in definition order; undefined without. */
+  classes: ClassSpec[] | undefined;
+  /** --class-field: the field naming each event's class. */
+  classField: number | undefined;
+  /** The class of an event that names none: --default-class, else the first class. */
+  defaultClass: string | undefined;
   skipBad: boolean;
   /** undefined: summary and chart on a terminal, else table. */
   format: SimulateFormat | undefined;
@@ -54,6 +62,9 @@ export interface SimulateFlags extends LimitFlags {
   cost?: string;
   costField?: string;
   keyField?: string;
+  class?: string[];
+  classField?: string;
+  defaultClass?: string;
   skipBad?: boolean;
   policy?: string;
   maxWait?: string;
@@ -161,6 +172,8 @@ export function parseSimulateOptions(flags: SimulateFlags): SimulateConfig {
   const costField = field("--cost-field", flags.costField);
   const keyField = field("--key-field", flags.keyField);
 
+  const { classes, classField, defaultClass } = parseClasses(flags, source, costUnit, ratePerSecond, suggest);
+
   const format = flags.format as SimulateFormat | undefined;
   const chart = Boolean(flags.chart);
   if (chart && (format === "csv" || format === "json" || format === "jsonl")) {
@@ -198,6 +211,9 @@ export function parseSimulateOptions(flags: SimulateFlags): SimulateConfig {
     ipv6Prefix,
     costField,
     keyField,
+    classes,
+    classField,
+    defaultClass,
     skipBad: Boolean(flags.skipBad),
     format,
     stepMs,
@@ -205,4 +221,30 @@ export function parseSimulateOptions(flags: SimulateFlags): SimulateConfig {
     svgPath: flags.svg,
     suggest: target,
   };
+}
+
+/** --class, --class-field and --default-class: classes share the limits, an event names its class or gets the default. */
+function parseClasses(
+  flags: SimulateFlags,
+  source: SimulateSource,
+  costUnit: CostUnit,
+  ratePerSecond: number | "auto",
+  suggest: boolean,
+): Pick<SimulateConfig, "classes" | "classField" | "defaultClass"> {
+  const texts = flags.class ?? [];
+  if (texts.length === 0) {
+    if (flags.classField !== undefined) throw new UsageError(`--class-field: only with --class, which defines the classes it names; e.g. "--class web=60/s --class batch=40/s --class-field 2"`);
+    if (flags.defaultClass !== undefined) throw new UsageError(`--default-class: only with --class, which defines the classes; e.g. "--class web=60/s --class batch=40/s --default-class batch"`);
+    return { classes: undefined, classField: undefined, defaultClass: undefined };
+  }
+  if (suggest) throw new UsageError(`--class: not with --suggest, which tunes one bucket; tune the key's rate and burst first, then simulate its classes`);
+  if (flags.perKey) throw new UsageError(`--class: not with --per-key yet; simulate the classes of one key, without --per-key`);
+  if (flags.classField !== undefined && source.kind !== "trace") throw new UsageError(`--class-field: only with --trace; a pattern's arrivals all go to the --default-class (or the first class)`);
+  if (flags.classField !== undefined && flags.keyField !== undefined) throw new UsageError(`--key-field: not with --class-field; simulate the classes of one key`);
+  const classes = parseClassOptions(texts, costUnit, ratePerSecond as number);
+  const classField = flags.classField === undefined ? undefined : parseOption("--class-field", flags.classField, (t) => parseCount(t));
+  const names = classes.map((spec) => spec.name);
+  const defaultClass = flags.defaultClass;
+  if (defaultClass !== undefined && !names.includes(defaultClass)) throw new UsageError(describeUnknownClass(defaultClass, names, "--default-class"));
+  return { classes, classField, defaultClass };
 }

@@ -1,6 +1,7 @@
 import type { Command } from "commander";
 import { choiceOption } from "../choice-option.js";
 import { addLimitOptions } from "../limit-options.js";
+import { repeatableOption } from "../repeatable-option.js";
 import { COST_UNITS, FORMATS, parseSimulateOptions, POLICIES, type SimulateFlags } from "./options.js";
 
 const EXAMPLES = `
@@ -18,7 +19,8 @@ Examples:
   tbucket simulate -r 2mb -b 8mb --cost bytes --trace access.log                 # bytes served, not requests
   tbucket simulate -r 20 --trace access.log --suggest --target "reject<=1%"      # smallest burst that refuses <= 1%
   tbucket simulate -r auto -b 40 --policy queue --trace access.log --suggest --target "p99wait<=500ms"
-  tbucket simulate -r 10/s -b 20 --window 1000/h --trace access.log --format jsonl    # a set: 10/s and 1000 an hour`;
+  tbucket simulate -r 10/s -b 20 --window 1000/h --trace access.log --format jsonl    # a set: 10/s and 1000 an hour
+  tbucket simulate -r 100/s -b 20 --class web=60/s,prio=0 --class batch=20/s,prio=1 --trace events.txt --class-field 2`;
 
 /** Declares `tbucket simulate`; the simulator loads only when it runs. */
 export function registerSimulate(program: Command, onExit: (code: number) => void): void {
@@ -40,6 +42,15 @@ export function registerSimulate(program: Command, onExit: (code: number) => voi
     )
     .option("--cost-field <n>", "with --trace: the field (from 1) holding each event's cost")
     .option("--key-field <n>", "with --trace: the field (from 1) holding each event's key, for --per-key")
+    .addOption(
+      repeatableOption(
+        "--class <name=rate,...>",
+        "a class sharing the limits: NAME=GUARANTEE, then any of ceil=RATE, prio=N, weight=W, burst=SIZE, joined by commas (amounts in the unit of --rate); repeatable",
+        (text: string, previous: string[] = []) => [...previous, text],
+      ),
+    )
+    .option("--class-field <n>", "with --class and --trace: the field (from 1) naming each event's class")
+    .option("--default-class <name>", "with --class: the class of an event that names none (default: the first --class)")
     .option("--skip-bad", "skip trace lines that cannot be read, and report how many (default: stop with exit 2)")
     .addOption(choiceOption("--policy <policy>", "drop (Allow: refuse what does not fit) or queue (Reserve: wait in order) (default: drop)", POLICIES, "a policy"))
     .option("--max-wait <duration>", "with queue: refuse an arrival that would wait longer (implies --policy queue)")

@@ -17,6 +17,8 @@ import { checkRowCount, chooseStepMs, rowCount, TooManyRowsError } from "../../s
 import { createTraceReport, TraceError, TraceOptionError, type TraceReport, traceArrivals } from "../../simulate/trace-reader.js";
 import type { SimulateConfig } from "./options.js";
 import { RuntimeError, UsageError } from "../errors.js";
+import { UnknownClassError } from "../../core/class-spec.js";
+import { describeUnknownClass } from "../class-options.js";
 import { describeFileError } from "../file-errors.js";
 import { describeSkippedLine, describeTooManyRows, describeTraceError, describeTraceOptionError, SKIP_BAD_FLAG } from "./errors.js";
 import { HeapGuard } from "./heap-guard.js";
@@ -154,7 +156,17 @@ async function runSuggest(config: SimulateConfig, source: ArrivalSource, output:
 export function simulatorOptions(config: SimulateConfig, ratePerSecond: number, burst: number): SimulatorOptions {
   // Bounded as the proxy's and the middleware's key tables are: a trace of millions of clients fits any heap.
   const maxKeys = config.perKey ? (config.maxKeys ?? DEFAULT_MAX_KEYS) : Infinity;
-  return { ratePerSecond, burst, limits: config.limits, policy: config.policy, maxWaitMs: config.maxWaitMs, perKey: config.perKey, maxKeys };
+  return {
+    ratePerSecond,
+    burst,
+    limits: config.limits,
+    policy: config.policy,
+    maxWaitMs: config.maxWaitMs,
+    perKey: config.perKey,
+    maxKeys,
+    classes: config.classes,
+    defaultClass: config.defaultClass,
+  };
 }
 
 /** What evictions do to the decisions, once, on standard error. */
@@ -197,11 +209,12 @@ export function openArrivals(config: SimulateConfig, seed: number, trace: TraceR
     readingTrace(input, path),
     {
       costField: config.costField,
-      keyField: config.keyField,
+      // An event's class travels as its key (classes and --per-key do not go together yet).
+      keyField: config.classField ?? config.keyField,
       costBytes: config.costUnit === "bytes",
-      wantKeys: config.perKey,
-      withKeys: config.perKey,
-      ipv6Prefix: config.ipv6Prefix,
+      wantKeys: config.perKey || config.classField !== undefined,
+      withKeys: config.perKey || config.classField !== undefined,
+      ipv6Prefix: config.perKey ? config.ipv6Prefix : undefined,
       skipBad: config.skipBad,
       batchSize,
     },
@@ -280,8 +293,16 @@ function reportTraceNotes(trace: TraceReport): void {
 
 function translateError(error: unknown, config: SimulateConfig): unknown {
   const name = config.source.kind === "trace" ? (config.source.path === "-" ? "standard input" : config.source.path) : "";
-  if (error instanceof TraceError) return new UsageError(`--trace ${name}: ${describeTraceError(error)}`);
-  if (error instanceof TraceOptionError) return new UsageError(describeTraceOptionError(error));
+  if (error instanceof UnknownClassError) return new UsageError(describeUnknownClass(error.className, error.defined, `--trace ${name} (--class-field ${config.classField})`));
+  // The class field is read as the key field: name the flag the user gave.
+  const classFlag = (text: string) => (config.classField === undefined ? text : text.replaceAll("--key-field", "--class-field"));
+  if (error instanceof TraceError) return new UsageError(classFlag(`--trace ${name}: ${describeTraceError(error)}`));
+  if (error instanceof TraceOptionError) {
+    if (config.classField !== undefined && error.option === "keyField") {
+      return new UsageError(`--class-field: not with an access log, whose fields are known; its events go to --default-class (or the first class)`);
+    }
+    return new UsageError(describeTraceOptionError(error));
+  }
   if (error instanceof TooManyRowsError) return new UsageError(describeTooManyRows(error));
   if (error instanceof TraceReadError) return new RuntimeError(describeTraceReadError(error));
   if (error instanceof OutputStreamError) return new RuntimeError(`standard output: cannot write: ${describeWriteError(error.failure)}`);

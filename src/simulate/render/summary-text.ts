@@ -29,13 +29,19 @@ export function renderSummaryText(summary: Summary, options: SummaryTextOptions 
   const lines: Array<[string, string]> = [];
   const share = (n: number) => (summary.events === 0 ? "" : `  (${percent(n / summary.events)})`);
   if (summary.limits.length > 1) {
-    const sets = summary.perKey ? `one set per key${summary.maxKeys === null ? "" : `, at most ${summary.maxKeys}`}` : "one set";
+    const sets = summary.perKey
+      ? `one set per key${summary.maxKeys === null ? "" : `, at most ${summary.maxKeys}`}`
+      : summary.classes
+        ? `one set shared by ${summary.classes.length} classes`
+        : "one set";
     lines.push(["limits", `${summary.limits.length}, admitted as one, ${describePolicy(summary)}, ${sets}`]);
     for (const limit of summary.limits) lines.push([`limit ${limit.limit}`, describeLimitBound(limit, unit, summary.policy === "queue")]);
   } else {
     const bucket = summary.perKey
       ? `one bucket per key${summary.maxKeys === null ? "" : `, at most ${summary.maxKeys}`}`
-      : "one bucket";
+      : summary.classes
+        ? `one bucket shared by ${summary.classes.length} classes`
+        : "one bucket";
     lines.push(["bucket", `rate ${describeRate(unit, summary.rate)}, burst ${describeSize(unit, summary.burst)}, ${describePolicy(summary)}, ${bucket}`]);
   }
   const pace = summary.duration > 0 ? ` (${describeThroughput("count", summary.events / summary.duration)})` : "";
@@ -64,6 +70,18 @@ export function renderSummaryText(summary: Summary, options: SummaryTextOptions 
     lines.push(["keys", `${k.seenExact ? "" : "about "}${k.seen} seen${summary.maxKeys === null ? "" : `, ${k.evicted} evictions`}`]);
     k.mostRefused.forEach((tally, index) => {
       lines.push([index === 0 ? "most refused" : "", `${tally.key}: ${tally.refused} of ${tally.arrived} refused`]);
+    });
+  }
+  if (summary.classes) {
+    summary.classes.forEach((c, index) => {
+      const ceil = c.ceil === summary.rate ? "" : `, ceil ${describeRate(unit, c.ceil)}`;
+      const weight = c.weight === c.rate ? "" : `, weight ${c.weight}`;
+      const refused = summary.policy === "drop" || c.refused > 0 ? `, refused ${c.refused}` : "";
+      const wait = c.wait === null ? "" : `, wait p50 ${humanWait(c.wait.p50 * 1000)}, max ${humanWait(c.wait.max * 1000)}`;
+      lines.push([
+        index === 0 ? "classes" : "",
+        `${c.name} (${describeRate(unit, c.rate)}${ceil}, prio ${c.prio}${weight}): admitted ${c.admitted} of ${c.events}, ${percent(c.share)} of what was admitted, ${describeThroughput(unit, c.throughput)}${refused}${wait}`,
+      ]);
     });
   }
   if (summary.trace) {
