@@ -25,6 +25,9 @@ export {
 export { LimitReservation, LimitSet } from "./core/limit-set.js";
 /** A private LimitSet behind the Limiter interface, so a ThrottleStream or a runner waits on a set as on one bucket. */
 export { LimitSetLimiter } from "./core/limit-set-limiter.js";
+/** Classes under a key's set (DESIGN section 12): a guarantee and a ceiling each, the rest lent by prio, then weight; explicit time. */
+export { ClassScheduler, type ClassSchedulerOptions } from "./core/class-scheduler.js";
+export { type ClassSpec, ClassDefinitionError, UnknownClassError } from "./core/class-spec.js";
 /** The limits of a set as data (bucket, window, concurrency), and an item's cost in each unit. */
 export type { BucketSpec, ConcurrencySpec, CostUnit, Costs, LimitSpec, WindowSpec } from "./core/limit-spec.js";
 /** At most n units in any interval of a given length, sliding and exact: the window limit on its own. */
