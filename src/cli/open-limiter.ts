@@ -118,6 +118,7 @@ async function openSharedLimiter(request: LimiterRequest, key: string): Promise<
     });
     limiter = setUpNoting
       ? (setBucket = await keys.openSet(key, {
+          required: true,
           unit: request.kind,
           limits: request.limits ?? [],
           setUp: setUpNoting,

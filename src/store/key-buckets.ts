@@ -85,9 +85,13 @@ export interface SetKeyRequest {
   /**
    * How the key's set is first set up on the store (the command line's
    * limits, or the set the store holds): resolves to its state after. It
-   * must succeed now: a failure is thrown rather than left to `whileLost`.
+   * stands until it is done once: a key opened while the store is lost is
+   * served as `whileLost` says (`limits` as its settings), and set up once
+   * the store is back.
    */
   setUp: (store: LimitSetStore) => Promise<SetState>;
+  /** The set-up must succeed now (a command's own key at its start): a failure is thrown rather than left to `whileLost`. */
+  required?: boolean;
   /** The limits of a private set when there is no store. */
   limits: readonly LimitSpec[];
   /** Told of each take's wait on the store and the limits (numbered from 1) that set it: for --stats. */
@@ -171,18 +175,32 @@ export class KeyBuckets {
       if (poll) latest.startPolling();
       return latest;
     };
-    const primary = open(await request.setUp(watch));
     const lastLimits = (): readonly LimitSpec[] => (latest ? latest.limits : limits);
+    let setUp: SetKeyRequest["setUp"] | undefined = request.setUp;
     const reopen = async (): Promise<StoreBackedLimiter> => {
+      if (setUp) {
+        const state = await setUp(watch);
+        setUp = undefined;
+        return open(state);
+      }
       limits = lastLimits();
       return open((await watch.readSet(key)) ?? (await watch.configureSet(key, limits)));
     };
+    // As open() does: a key opened while the store is lost waits for it (or goes local) with its own limits.
+    let primary: StoreBackedLimiter | undefined;
+    if (!watch.lost || request.required) {
+      try {
+        primary = await reopen();
+      } catch (error) {
+        if (!isStoreFailure(error) || request.required) throw error;
+      }
+    }
     const settingsOf = (specs: readonly LimitSpec[]): BucketConfig => ({ rate: lowestRate(specs, request.unit), burst: mostAtOnce(specs, request.unit), kind: request.unit });
     let privateSet: LimitSetLimiter | undefined;
     const failover = new FailoverLimiter({
       watch,
       key,
-      settings: settingsOf(primary.limits),
+      settings: settingsOf(lastLimits()),
       primary,
       reopen,
       whileLost,

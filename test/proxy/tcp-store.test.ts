@@ -70,11 +70,14 @@ describe("tbucket proxy (TCP) --key", () => {
   });
 
   // A lost store stopped the proxy (exit 1), and nothing brought it back.
-  it("when the store is lost mid-run the proxy stays up: local serves with private buckets, the default holds transfers until the store is back; each end said once, counted", async () => {
+  it.each([
+    ["one bucket a way", ["--down", "1mb"]],
+    ["a set each way", ["--rate", "1mb", "--window", "10mb/1s"]],
+  ])("when the store is lost mid-run the proxy stays up (%s): local serves with private buckets, the default holds transfers until the store is back; each end said once, counted", async (_limits, limits) => {
     const backend = await startBackend((socket) => socket.end("hello"));
     const redis = await startRedisServer();
     try {
-      const args = ["--to", `127.0.0.1:${backend.port}`, "--down", "1mb", "--per", "client", "--key", "lost", "--store", redis.url, "--metrics", "127.0.0.1:0"];
+      const args = ["--to", `127.0.0.1:${backend.port}`, ...limits, "--per", "client", "--key", "lost", "--store", redis.url, "--metrics", "127.0.0.1:0"];
       const local = await startProxy([...args, "--on-store-error", "local"]);
       const failing = await startProxy(args);
       for (const proxy of [local, failing]) expect((await receiveAll(await connectTo(proxy.port, "127.0.0.2"))).data.toString()).toBe("hello");
