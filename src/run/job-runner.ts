@@ -18,6 +18,8 @@ export interface JobRecord {
   readonly attempts: number;
   /** Never started: the token would have taken longer than --max-wait. */
   readonly skipped: boolean;
+  /** Never started: its item could not be run (a class not defined), this line says why. It counts as failed. */
+  readonly badItem?: string;
 }
 
 /** Counters, for progress and the summary. */
@@ -74,6 +76,12 @@ export interface JobRunnerOptions {
   clock?: Clock;
   /** An attempt is about to start (attempt 1 is the job's start); `askedMs`: when its token was asked for, no later than its grant. */
   onLaunch?(job: JobSpec, attempt: number, atMs: number, askedMs: number): void;
+  /**
+   * The limiter a job takes its tokens from (its class's line), instead of
+   * `limiter`; throwing marks the item bad: the job never starts, and counts
+   * as failed with the error's message as its `badItem`.
+   */
+  limiterOf?(job: JobSpec): Limiter;
   /** A job is over: finished, failed for good, or skipped. */
   onJobEnd?(record: JobRecord): void;
 }
@@ -182,8 +190,19 @@ export class JobRunner {
       while (!stopSignal.aborted) {
         const next = await untilAborted(iterator.next(), stopSignal);
         if (next === ABORTED || next.done) break;
+        let limiter: Limiter;
+        try {
+          limiter = this.#options.limiterOf?.(next.value) ?? this.#options.limiter;
+        } catch (error) {
+          this.#counts.failed++;
+          this.#options.onJobEnd?.({
+            number: next.value.number, item: next.value.item, startMs: undefined, endMs: this.#clock.now(),
+            waitMs: 0, exit: undefined, attempts: 0, skipped: false, badItem: (error as Error).message,
+          });
+          continue;
+        }
         if (!(await this.#takeSlot(stopSignal))) break;
-        const token = await this.#takeToken(stopSignal);
+        const token = await this.#takeToken(stopSignal, limiter);
         // A token granted in the same moment as a stop must not start a job after the signal went out.
         if (token === ABORTED || token === FAILED || stopSignal.aborted) {
           if (token !== ABORTED && token !== FAILED) await token.release?.();
@@ -206,7 +225,7 @@ export class JobRunner {
           });
           continue;
         }
-        const job = this.#runJob(next.value, token).finally(() => running.delete(job));
+        const job = this.#runJob(next.value, token, limiter).finally(() => running.delete(job));
         running.add(job);
         // Observed by Promise.all below; this only keeps an early failure from counting as unhandled.
         job.catch(() => {});
@@ -234,7 +253,7 @@ export class JobRunner {
   }
 
   /** Runs one job to its end, retrying failures; the job holds its slot throughout. */
-  async #runJob(job: JobSpec, firstToken: { waitMs: number; askedMs: number; release?: () => Promise<void> }): Promise<void> {
+  async #runJob(job: JobSpec, firstToken: { waitMs: number; askedMs: number; release?: () => Promise<void> }, limiter: Limiter): Promise<void> {
     let release = firstToken.release;
     let waitMs = firstToken.waitMs;
     let askedMs = firstToken.askedMs;
@@ -266,7 +285,7 @@ export class JobRunner {
           break;
         }
         if (succeeded(exit) || attempts > this.#retries || this.#stopLaunching.signal.aborted) break;
-        const token = await this.#takeToken(this.#stopLaunching.signal);
+        const token = await this.#takeToken(this.#stopLaunching.signal, limiter);
         if (token === ABORTED || token === FAILED) break;
         waitMs += token.waitMs;
         if (!token.ok) break;
@@ -313,8 +332,11 @@ export class JobRunner {
    * The run's wait counts every wait, one cut short by a stop (a signal while
    * the key is paused) too.
    */
-  async #takeToken(signal: AbortSignal): Promise<{ ok: boolean; waitMs: number; askedMs: number; release?: () => Promise<void> } | typeof ABORTED | typeof FAILED> {
-    const { limiter, sharedSlots } = this.#options;
+  async #takeToken(
+    signal: AbortSignal,
+    limiter: Limiter,
+  ): Promise<{ ok: boolean; waitMs: number; askedMs: number; release?: () => Promise<void> } | typeof ABORTED | typeof FAILED> {
+    const { sharedSlots } = this.#options;
     const beforeMs = this.#clock.now();
     try {
       if (sharedSlots) {
