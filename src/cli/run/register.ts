@@ -19,7 +19,7 @@ Examples:
   tbucket run -r 2 -b 10 --input urls.txt --tag --joblog log.jsonl -- curl -s -o /dev/null -w '%{http_code}\\n' {}
   tbucket run --rate 10/s --window 1000/h --concurrency 20 -- ./call-api.sh  # an API's three limits
   tbucket run -r 1/10s --duration 1h -- ./poll-status.sh             # poll every 10 s for an hour
-  tbucket run -r 20/s --class web=15/s,prio=0 --class batch=5/s,prio=1 --class-of {.priority} --input jobs.jsonl -- ./call.sh {}
+  tbucket run -r 20/s --class web=15/s --class batch=5/s,prio=1 --class-of {2} -- ./call.sh {}  # web, batch share 20/s
   ls *.wav | tbucket run -r 1 --shell -- 'ffmpeg -i {} {#}.mp3 2>/dev/null'`;
 
 /** Declares `tbucket run`; the launching code loads only when it runs. */
