@@ -1,3 +1,4 @@
+import { setMaxListeners } from "node:events";
 import { type Clock, systemClock } from "../core/clock.js";
 import type { Costs } from "../core/limit-spec.js";
 import type { Limiter } from "../core/limiter.js";
@@ -133,6 +134,9 @@ export class JobRunner {
   /** Aborted when the run is over: cancels a pending --kill-after. */
   readonly #runOver = new AbortController();
   #killScheduled = false;
+  /** With classes: jobs waiting for their token while the next items are read, and a wake-up when one has it. */
+  #waitingTokens = 0;
+  #tokenTaken: (() => void) | undefined;
 
   constructor(options: JobRunnerOptions) {
     if (!(options.concurrency >= 1)) {
@@ -142,6 +146,8 @@ export class JobRunner {
     this.#clock = options.clock ?? systemClock;
     this.#maxWaitMs = options.maxWaitMs ?? Infinity;
     this.#retries = options.retries ?? 0;
+    // With classes, up to READ_AHEAD waits listen to it at once.
+    setMaxListeners(0, this.#stopLaunching.signal);
   }
 
   /** A snapshot of the counters. */
@@ -202,33 +208,23 @@ export class JobRunner {
           continue;
         }
         if (!(await this.#takeSlot(stopSignal))) break;
-        const token = await this.#takeToken(stopSignal, limiter);
-        // A token granted in the same moment as a stop must not start a job after the signal went out.
-        if (token === ABORTED || token === FAILED || stopSignal.aborted) {
-          if (token !== ABORTED && token !== FAILED) await token.release?.();
-          this.#releaseSlot();
-          break;
-        }
-        // Past --duration by the clock, though its timer has not fired yet (a busy machine wakes timers late).
-        if (this.#clock.now() - startMs >= durationMs) {
-          this.stop("duration");
-          await token.release?.();
-          this.#releaseSlot();
-          break;
-        }
-        if (!token.ok) {
-          this.#releaseSlot();
-          this.#counts.skipped++;
-          this.#options.onJobEnd?.({
-            number: next.value.number, item: next.value.item, startMs: undefined, endMs: this.#clock.now(),
-            waitMs: token.waitMs, exit: undefined, attempts: 0, skipped: true,
+        const launch = this.#launch(next.value, limiter, stopSignal, startMs, durationMs, running);
+        if (this.#options.limiterOf === undefined) {
+          if (!(await launch)) break;
+        } else {
+          // Classes: each job waits in its class's line while the next items are read, so that one
+          // class's wait does not hold up another's; at most READ_AHEAD wait at once.
+          this.#waitingTokens++;
+          const waiting: Promise<void> = launch.then(() => {}).finally(() => {
+            this.#waitingTokens--;
+            this.#tokenTaken?.();
           });
-          continue;
+          running.add(waiting);
+          void waiting.finally(() => running.delete(waiting)).catch(() => {});
+          while (this.#waitingTokens >= READ_AHEAD && !stopSignal.aborted) {
+            await untilAborted(new Promise<void>((resolve) => (this.#tokenTaken = resolve)), stopSignal);
+          }
         }
-        const job = this.#runJob(next.value, token, limiter).finally(() => running.delete(job));
-        running.add(job);
-        // Observed by Promise.all below; this only keeps an early failure from counting as unhandled.
-        job.catch(() => {});
         // Let finished jobs be reaped and their output read even when launches are never throttled.
         await yieldToEventLoop();
       }
@@ -236,7 +232,13 @@ export class JobRunner {
       timerStop.abort();
       void Promise.resolve(iterator.return?.()).catch(() => {});
       // Every job ends before the run does, even when one of them failed the run.
-      const ends = await Promise.allSettled(running);
+      // Jobs still waiting for their tokens (classes) start more jobs as they get them: until none is left.
+      const ends: PromiseSettledResult<void>[] = [];
+      while (running.size > 0) {
+        const now = [...running];
+        ends.push(...(await Promise.allSettled(now)));
+        for (const promise of now) running.delete(promise);
+      }
       this.#runOver.abort();
       const failure = ends.find((end) => end.status === "rejected");
       if (failure) throw failure.reason;
@@ -250,6 +252,41 @@ export class JobRunner {
       slotWaitMs: this.#slotWaitMs,
       limiterError: this.#limiterError,
     };
+  }
+
+  /**
+   * Takes a job's token (its slot is taken) and starts it; false when launching must stop (a stop,
+   * the limiter failed, --duration passed), the slot given back.
+   */
+  async #launch(job: JobSpec, limiter: Limiter, stopSignal: AbortSignal, startMs: number, durationMs: number, running: Set<Promise<void>>): Promise<boolean> {
+    const token = await this.#takeToken(stopSignal, limiter);
+    // A token granted in the same moment as a stop must not start a job after the signal went out.
+    if (token === ABORTED || token === FAILED || stopSignal.aborted) {
+      if (token !== ABORTED && token !== FAILED) await token.release?.();
+      this.#releaseSlot();
+      return false;
+    }
+    // Past --duration by the clock, though its timer has not fired yet (a busy machine wakes timers late).
+    if (this.#clock.now() - startMs >= durationMs) {
+      this.stop("duration");
+      await token.release?.();
+      this.#releaseSlot();
+      return false;
+    }
+    if (!token.ok) {
+      this.#releaseSlot();
+      this.#counts.skipped++;
+      this.#options.onJobEnd?.({
+        number: job.number, item: job.item, startMs: undefined, endMs: this.#clock.now(),
+        waitMs: token.waitMs, exit: undefined, attempts: 0, skipped: true,
+      });
+      return true;
+    }
+    const run = this.#runJob(job, token, limiter).finally(() => running.delete(run));
+    running.add(run);
+    // Observed by Promise.all below; this only keeps an early failure from counting as unhandled.
+    run.catch(() => {});
+    return true;
   }
 
   /** Runs one job to its end, retrying failures; the job holds its slot throughout. */
@@ -357,6 +394,9 @@ export class JobRunner {
     }
   }
 }
+
+/** With classes, how many jobs may wait for their tokens at once (items read ahead of their launch). */
+const READ_AHEAD = 1000;
 
 /** A launch costs one in the limiter's unit, whatever else the limiter counts. */
 const LAUNCH_COSTS: Costs = { count: 1 };

@@ -23,16 +23,16 @@ describe("run --class and --class-of", () => {
   it("takes the classes, the first as every job's class by default", () => {
     const config = parseRunOptions(["true"], flags(["-r", "20/s"], { class: ["a=15/s,prio=0", "b=5/s,prio=1,weight=2"] }));
     expect(config.classes).toEqual([
-      // A guarantee bucket holds at least one launch: 1 × 15/20 could never admit one.
-      { name: "a", rate: 15, prio: 0, burst: 1 },
-      { name: "b", rate: 5, prio: 1, weight: 2, burst: 1 },
+      // A guarantee bucket holds two launches at least: 1 × 15/20 could never admit one.
+      { name: "a", rate: 15, prio: 0, burst: 2 },
+      { name: "b", rate: 5, prio: 1, weight: 2, burst: 2 },
     ]);
     expect(config.classOf).toEqual({ kind: "name", name: "a" });
   });
 
-  it("keeps a class's burst when given, and the default when it holds a launch", () => {
-    const config = parseRunOptions(["true"], flags(["-r", "20/s", "-b", "10"], { class: ["a=10/s", "b=5/s,burst=7"] }));
-    expect(config.classes!.map((c) => c.burst)).toEqual([5, 7]);
+  it("keeps a class's burst when given, and the default when it holds two launches", () => {
+    const config = parseRunOptions(["true"], flags(["-r", "20/s", "-b", "10"], { class: ["a=10/s", "b=5/s,burst=1", "c=2/s"] }));
+    expect(config.classes!.map((c) => c.burst)).toEqual([5, 1, 2]);
   });
 
   it("reads --class-of as a field of the item or one name", () => {

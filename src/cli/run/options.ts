@@ -130,6 +130,9 @@ export function parseRunOptions(words: string[], flags: RunFlags): RunConfig {
   };
 }
 
+/** The least a class's guarantee bucket holds by default, in launches. */
+const CLASS_BURST = 2;
+
 /**
  * --class and --class-of: classes share the launch limits (the first bucket's rate), private to
  * this run; each job's class is read from its item or named once for all.
@@ -145,8 +148,9 @@ function parseRunClasses(flags: RunFlags, limits: readonly ParsedLimit[], shared
   const keyRate = key?.kind === "bucket" ? key.rate : Infinity;
   const classes = parseClassOptions(texts, "count", keyRate);
   if (key?.kind === "bucket") {
-    // A launch costs one: a guarantee bucket holding less (1 × 15/20 by default) could never admit one.
-    for (const spec of classes) if (spec.burst === undefined && spec.rate > 0) spec.burst = Math.max(1, (key.burst * spec.rate) / key.rate);
+    // A launch costs one: a guarantee bucket holding less (1 × 15/20 by default) could never admit one, and one
+    // holding just one loses what accrues while its launch waits for the shared bucket. It holds two at least.
+    for (const spec of classes) if (spec.burst === undefined && spec.rate > 0) spec.burst = Math.max(CLASS_BURST, (key.burst * spec.rate) / key.rate);
   }
   const names = classes.map((spec) => spec.name);
   if (flags.classOf === undefined) return { classes, classOf: { kind: "name", name: names[0]! } };
