@@ -18,7 +18,7 @@ export type CostTemplate =
   | { readonly kind: "json"; readonly source: string; readonly path: readonly string[] };
 
 /** Why an item has no cost: a stable code, and a message of one line naming the template and what was wrong. */
-export type CostErrorCode = "not-json" | "missing" | "not-a-number" | "negative" | "too-large";
+export type CostErrorCode = "not-json" | "missing" | "not-a-number" | "not-text" | "negative" | "too-large";
 
 /** An item the template cannot take a cost from; the caller adds the item's line. */
 export class CostError extends Error {
@@ -67,37 +67,69 @@ export function costOf(template: CostTemplate, item: string): number {
 
 /** The costs of one item under several templates, reading its JSON once. */
 export function costsOf(templates: readonly CostTemplate[], item: string): number[] {
-  let parsed: { value: unknown } | undefined;
-  let fields: string[] | undefined;
+  const read = new ItemReader(item, "cost");
   return templates.map((template) => {
-    switch (template.kind) {
-      case "number":
-        return template.value;
-      case "item":
-        return numberFrom(item, "the item", template.source);
-      case "field": {
-        fields ??= item.trim() === "" ? [] : item.trim().split(/\s+/);
-        const value = fields[template.field - 1];
-        if (value === undefined) {
-          throw new CostError("missing", `cost ${template.source}: the item has ${fields.length} field${fields.length === 1 ? "" : "s"}, not ${template.field}`);
-        }
-        return numberFrom(value, `field ${template.field}`, template.source);
-      }
-      case "json": {
-        if (!parsed) {
-          try {
-            parsed = { value: JSON.parse(item) };
-          } catch {
-            throw new CostError("not-json", `cost ${template.source}: the item is not JSON`);
-          }
-        }
-        return numberAt(parsed.value, template);
-      }
-    }
+    if (template.kind === "number") return template.value;
+    const { value, where } = read.at(template);
+    if (typeof value === "number") return checkCost(value, String(value), template.source);
+    if (typeof value === "string") return numberFrom(value, where, template.source);
+    throw new CostError("not-a-number", `cost ${template.source}: ${where} is ${shown(JSON.stringify(value))}, not a number`);
   });
 }
 
-function numberAt(root: unknown, template: CostTemplate & { kind: "json" }): number {
+/**
+ * The text a template reads from an item (`--class-of {2}`, `{.priority}`):
+ * a whitespace field, a JSON field that is a string (a number counts as
+ * its digits) or the whole item; `what` names the option in errors. A number
+ * template reads as its text. A CostError when the item has no such field.
+ */
+export function textOf(template: CostTemplate, item: string, what: string): string {
+  if (template.kind === "number") return template.source.trim();
+  const { value, where } = new ItemReader(item, what).at(template);
+  if (typeof value === "string") return value;
+  if (typeof value === "number") return String(value);
+  throw new CostError("not-text", `${what} ${template.source}: ${where} is ${shown(JSON.stringify(value))}, not a string`);
+}
+
+/** Reads fields of one item, splitting it or parsing its JSON once for every template. */
+class ItemReader {
+  #parsed: { value: unknown } | undefined;
+  #fields: string[] | undefined;
+  constructor(
+    readonly item: string,
+    /** The option, for errors: "cost". */
+    readonly what: string,
+  ) {}
+
+  /** The value a template names, and how to name it in an error. */
+  at(template: Exclude<CostTemplate, { kind: "number" }>): { value: unknown; where: string } {
+    const { item, what } = this;
+    switch (template.kind) {
+      case "item":
+        return { value: item, where: "the item" };
+      case "field": {
+        const fields = (this.#fields ??= item.trim() === "" ? [] : item.trim().split(/\s+/));
+        const value = fields[template.field - 1];
+        if (value === undefined) {
+          throw new CostError("missing", `${what} ${template.source}: the item has ${fields.length} field${fields.length === 1 ? "" : "s"}, not ${template.field}`);
+        }
+        return { value, where: `field ${template.field}` };
+      }
+      case "json": {
+        if (!this.#parsed) {
+          try {
+            this.#parsed = { value: JSON.parse(item) };
+          } catch {
+            throw new CostError("not-json", `${what} ${template.source}: the item is not JSON`);
+          }
+        }
+        return { value: jsonAt(this.#parsed.value, template, what), where: `.${template.path.join(".")}` };
+      }
+    }
+  }
+}
+
+function jsonAt(root: unknown, template: CostTemplate & { kind: "json" }, what: string): unknown {
   let value = root;
   const where = `.${template.path.join(".")}`;
   for (const step of template.path) {
@@ -108,11 +140,9 @@ function numberAt(root: unknown, template: CostTemplate & { kind: "json" }): num
     } else if (typeof holder === "object" && holder !== null && Object.hasOwn(holder, step)) {
       value = (holder as Record<string, unknown>)[step];
     }
-    if (value === undefined) throw new CostError("missing", `cost ${template.source}: the item has no field ${where}`);
+    if (value === undefined) throw new CostError("missing", `${what} ${template.source}: the item has no field ${where}`);
   }
-  if (typeof value === "number") return checkCost(value, String(value), template.source);
-  if (typeof value === "string") return numberFrom(value, where, template.source);
-  throw new CostError("not-a-number", `cost ${template.source}: ${where} is ${shown(JSON.stringify(value))}, not a number`);
+  return value;
 }
 
 function numberFrom(text: string, what: string, source: string): number {

@@ -4,7 +4,8 @@ import type { JobRecord } from "./job-runner.js";
  * One line of `--joblog`: a JSON object per job, in the order jobs end.
  * Times are Unix epoch seconds and `wait` is seconds spent waiting for tokens;
  * `exit` and `signal` are the last attempt's; a skipped job has `skipped: true`,
- * no start and no attempts.
+ * no start and no attempts; an item that could not be run (a class not defined) has
+ * `error: "bad-item"`, no start and no attempts.
  */
 export function formatJobLogLine(record: JobRecord, toEpochMs: (clockMs: number) => number): string {
   const seconds = (ms: number) => Math.round(ms) / 1000;
@@ -19,6 +20,7 @@ export function formatJobLogLine(record: JobRecord, toEpochMs: (clockMs: number)
     attempts: record.attempts,
     ...(record.skipped ? { skipped: true } : {}),
     ...(record.exit?.spawnError ? { error: record.exit.spawnError.code } : {}),
+    ...(record.badItem !== undefined ? { error: "bad-item" } : {}),
   };
   return `${JSON.stringify(line)}\n`;
 }

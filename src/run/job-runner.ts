@@ -1,3 +1,4 @@
+import { setMaxListeners } from "node:events";
 import { type Clock, systemClock } from "../core/clock.js";
 import type { Costs } from "../core/limit-spec.js";
 import type { Limiter } from "../core/limiter.js";
@@ -18,6 +19,8 @@ export interface JobRecord {
   readonly attempts: number;
   /** Never started: the token would have taken longer than --max-wait. */
   readonly skipped: boolean;
+  /** Never started: its item could not be run (a class not defined), this line says why. It counts as failed. */
+  readonly badItem?: string;
 }
 
 /** Counters, for progress and the summary. */
@@ -74,6 +77,12 @@ export interface JobRunnerOptions {
   clock?: Clock;
   /** An attempt is about to start (attempt 1 is the job's start); `askedMs`: when its token was asked for, no later than its grant. */
   onLaunch?(job: JobSpec, attempt: number, atMs: number, askedMs: number): void;
+  /**
+   * The limiter a job takes its tokens from (its class's line), instead of
+   * `limiter`; throwing marks the item bad: the job never starts, and counts
+   * as failed with the error's message as its `badItem`.
+   */
+  limiterOf?(job: JobSpec): Limiter;
   /** A job is over: finished, failed for good, or skipped. */
   onJobEnd?(record: JobRecord): void;
 }
@@ -125,6 +134,9 @@ export class JobRunner {
   /** Aborted when the run is over: cancels a pending --kill-after. */
   readonly #runOver = new AbortController();
   #killScheduled = false;
+  /** With classes: jobs waiting for their token while the next items are read, and a wake-up when one has it. */
+  #waitingTokens = 0;
+  #tokenTaken: (() => void) | undefined;
 
   constructor(options: JobRunnerOptions) {
     if (!(options.concurrency >= 1)) {
@@ -134,6 +146,8 @@ export class JobRunner {
     this.#clock = options.clock ?? systemClock;
     this.#maxWaitMs = options.maxWaitMs ?? Infinity;
     this.#retries = options.retries ?? 0;
+    // With classes, up to READ_AHEAD waits listen to it at once.
+    setMaxListeners(0, this.#stopLaunching.signal);
   }
 
   /** A snapshot of the counters. */
@@ -182,34 +196,35 @@ export class JobRunner {
       while (!stopSignal.aborted) {
         const next = await untilAborted(iterator.next(), stopSignal);
         if (next === ABORTED || next.done) break;
-        if (!(await this.#takeSlot(stopSignal))) break;
-        const token = await this.#takeToken(stopSignal);
-        // A token granted in the same moment as a stop must not start a job after the signal went out.
-        if (token === ABORTED || token === FAILED || stopSignal.aborted) {
-          if (token !== ABORTED && token !== FAILED) await token.release?.();
-          this.#releaseSlot();
-          break;
-        }
-        // Past --duration by the clock, though its timer has not fired yet (a busy machine wakes timers late).
-        if (this.#clock.now() - startMs >= durationMs) {
-          this.stop("duration");
-          await token.release?.();
-          this.#releaseSlot();
-          break;
-        }
-        if (!token.ok) {
-          this.#releaseSlot();
-          this.#counts.skipped++;
+        let limiter: Limiter;
+        try {
+          limiter = this.#options.limiterOf?.(next.value) ?? this.#options.limiter;
+        } catch (error) {
+          this.#counts.failed++;
           this.#options.onJobEnd?.({
             number: next.value.number, item: next.value.item, startMs: undefined, endMs: this.#clock.now(),
-            waitMs: token.waitMs, exit: undefined, attempts: 0, skipped: true,
+            waitMs: 0, exit: undefined, attempts: 0, skipped: false, badItem: (error as Error).message,
           });
           continue;
         }
-        const job = this.#runJob(next.value, token).finally(() => running.delete(job));
-        running.add(job);
-        // Observed by Promise.all below; this only keeps an early failure from counting as unhandled.
-        job.catch(() => {});
+        if (!(await this.#takeSlot(stopSignal))) break;
+        const launch = this.#launch(next.value, limiter, stopSignal, startMs, durationMs, running);
+        if (this.#options.limiterOf === undefined) {
+          if (!(await launch)) break;
+        } else {
+          // Classes: each job waits in its class's line while the next items are read, so that one
+          // class's wait does not hold up another's; at most READ_AHEAD wait at once.
+          this.#waitingTokens++;
+          const waiting: Promise<void> = launch.then(() => {}).finally(() => {
+            this.#waitingTokens--;
+            this.#tokenTaken?.();
+          });
+          running.add(waiting);
+          void waiting.finally(() => running.delete(waiting)).catch(() => {});
+          while (this.#waitingTokens >= READ_AHEAD && !stopSignal.aborted) {
+            await untilAborted(new Promise<void>((resolve) => (this.#tokenTaken = resolve)), stopSignal);
+          }
+        }
         // Let finished jobs be reaped and their output read even when launches are never throttled.
         await yieldToEventLoop();
       }
@@ -217,7 +232,13 @@ export class JobRunner {
       timerStop.abort();
       void Promise.resolve(iterator.return?.()).catch(() => {});
       // Every job ends before the run does, even when one of them failed the run.
-      const ends = await Promise.allSettled(running);
+      // Jobs still waiting for their tokens (classes) start more jobs as they get them: until none is left.
+      const ends: PromiseSettledResult<void>[] = [];
+      while (running.size > 0) {
+        const now = [...running];
+        ends.push(...(await Promise.allSettled(now)));
+        for (const promise of now) running.delete(promise);
+      }
       this.#runOver.abort();
       const failure = ends.find((end) => end.status === "rejected");
       if (failure) throw failure.reason;
@@ -233,8 +254,43 @@ export class JobRunner {
     };
   }
 
+  /**
+   * Takes a job's token (its slot is taken) and starts it; false when launching must stop (a stop,
+   * the limiter failed, --duration passed), the slot given back.
+   */
+  async #launch(job: JobSpec, limiter: Limiter, stopSignal: AbortSignal, startMs: number, durationMs: number, running: Set<Promise<void>>): Promise<boolean> {
+    const token = await this.#takeToken(stopSignal, limiter);
+    // A token granted in the same moment as a stop must not start a job after the signal went out.
+    if (token === ABORTED || token === FAILED || stopSignal.aborted) {
+      if (token !== ABORTED && token !== FAILED) await token.release?.();
+      this.#releaseSlot();
+      return false;
+    }
+    // Past --duration by the clock, though its timer has not fired yet (a busy machine wakes timers late).
+    if (this.#clock.now() - startMs >= durationMs) {
+      this.stop("duration");
+      await token.release?.();
+      this.#releaseSlot();
+      return false;
+    }
+    if (!token.ok) {
+      this.#releaseSlot();
+      this.#counts.skipped++;
+      this.#options.onJobEnd?.({
+        number: job.number, item: job.item, startMs: undefined, endMs: this.#clock.now(),
+        waitMs: token.waitMs, exit: undefined, attempts: 0, skipped: true,
+      });
+      return true;
+    }
+    const run = this.#runJob(job, token, limiter).finally(() => running.delete(run));
+    running.add(run);
+    // Observed by Promise.all below; this only keeps an early failure from counting as unhandled.
+    run.catch(() => {});
+    return true;
+  }
+
   /** Runs one job to its end, retrying failures; the job holds its slot throughout. */
-  async #runJob(job: JobSpec, firstToken: { waitMs: number; askedMs: number; release?: () => Promise<void> }): Promise<void> {
+  async #runJob(job: JobSpec, firstToken: { waitMs: number; askedMs: number; release?: () => Promise<void> }, limiter: Limiter): Promise<void> {
     let release = firstToken.release;
     let waitMs = firstToken.waitMs;
     let askedMs = firstToken.askedMs;
@@ -266,7 +322,7 @@ export class JobRunner {
           break;
         }
         if (succeeded(exit) || attempts > this.#retries || this.#stopLaunching.signal.aborted) break;
-        const token = await this.#takeToken(this.#stopLaunching.signal);
+        const token = await this.#takeToken(this.#stopLaunching.signal, limiter);
         if (token === ABORTED || token === FAILED) break;
         waitMs += token.waitMs;
         if (!token.ok) break;
@@ -313,8 +369,11 @@ export class JobRunner {
    * The run's wait counts every wait, one cut short by a stop (a signal while
    * the key is paused) too.
    */
-  async #takeToken(signal: AbortSignal): Promise<{ ok: boolean; waitMs: number; askedMs: number; release?: () => Promise<void> } | typeof ABORTED | typeof FAILED> {
-    const { limiter, sharedSlots } = this.#options;
+  async #takeToken(
+    signal: AbortSignal,
+    limiter: Limiter,
+  ): Promise<{ ok: boolean; waitMs: number; askedMs: number; release?: () => Promise<void> } | typeof ABORTED | typeof FAILED> {
+    const { sharedSlots } = this.#options;
     const beforeMs = this.#clock.now();
     try {
       if (sharedSlots) {
@@ -335,6 +394,9 @@ export class JobRunner {
     }
   }
 }
+
+/** With classes, how many jobs may wait for their tokens at once (items read ahead of their launch). */
+const READ_AHEAD = 1000;
 
 /** A launch costs one in the limiter's unit, whatever else the limiter counts. */
 const LAUNCH_COSTS: Costs = { count: 1 };

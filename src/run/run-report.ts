@@ -1,4 +1,4 @@
-import { alignColumns, describeThroughput, humanDuration, plural } from "../core/format.js";
+import { alignColumns, describeThroughput, humanDuration, percent, plural } from "../core/format.js";
 import { formatCountRate } from "../core/units.js";
 import type { RunCounts, RunResult } from "./job-runner.js";
 
@@ -77,11 +77,30 @@ export function runStats(
   };
 }
 
+/** A class's part of the launches (--class): how many, and their share of all (null when none launched). */
+export interface ClassShare {
+  name: string;
+  launches: number;
+  share: number | null;
+}
+
+/** Each class's launches (retries included) and its share of them all. */
+export function classShares(names: readonly string[], launches: ArrayLike<number>): ClassShare[] {
+  let total = 0;
+  for (let i = 0; i < names.length; i++) total += launches[i]!;
+  return names.map((name, i) => ({ name, launches: launches[i]!, share: total > 0 ? Math.round((launches[i]! / total) * 10_000) / 10_000 : null }));
+}
+
+/** `web 45 (75%), batch 15 (25%)`. */
+export function formatClassesText(shares: readonly ClassShare[]): string {
+  return shares.map((c) => `${c.name} ${c.launches}${c.share === null ? "" : ` (${percent(c.share)})`}`).join(", ");
+}
+
 /**
  * `--stats text`: a few aligned lines. With a set of limits, `limits` describes
  * them (one line) and the launches line points to it instead of naming one rate.
  */
-export function formatStatsText(stats: RunStats, limits?: string): string {
+export function formatStatsText(stats: RunStats, limits?: string, classes?: readonly ClassShare[]): string {
   const launchRate = limits === undefined ? describeLaunchRate(stats) : stats.launches > 0 ? " (limits below)" : "";
   const rows = [
     ["jobs:", formatSummary({ ...stats, running: 0 })],
@@ -89,6 +108,7 @@ export function formatStatsText(stats: RunStats, limits?: string): string {
     ["waited:", `${humanDuration(stats.waitSeconds * 1000)} for tokens in total`],
     ...(stats.lostBytes > 0 ? [["lost:", describeLostOutput({ lines: stats.lostLines, bytes: stats.lostBytes })]] : []),
     ...(limits === undefined ? [] : [["limits:", limits]]),
+    ...(classes === undefined ? [] : [["classes:", formatClassesText(classes)]]),
   ];
   return alignColumns(rows, { gap: " " }).join("\n") + "\n";
 }

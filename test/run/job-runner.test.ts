@@ -330,3 +330,49 @@ describe("JobRunner shared slots", () => {
     expect(records.every((record) => record.skipped)).toBe(true);
   });
 });
+
+describe("JobRunner with a limiter per job (classes)", () => {
+  async function classRun(items: string[]) {
+    const clock = new FakeClock(1000);
+    const { ClassLimiter } = await import("../../src/core/class-limiter.js");
+    // a: 9/s guaranteed, first; b: 1/s. The key: 10/s.
+    const classes = new ClassLimiter([{ kind: "bucket", unit: "count", rate: 10, burst: 1 }], [
+      { name: "a", rate: 9, prio: 0, burst: 2 },
+      { name: "b", rate: 1, prio: 1, burst: 2 },
+    ], { clock });
+    const fake = fakeLaunches(clock, () => ({ runMs: 0 }));
+    const records: JobRecord[] = [];
+    const runner = new JobRunner({
+      limiter: classes.limiterFor("a"),
+      clock,
+      jobs: jobSource({ items: (async function* () { yield* items; })(), count: Infinity }),
+      launch: fake.launch,
+      concurrency: Infinity,
+      limiterOf: (job) => {
+        if (job.item === "c") throw new Error(`line ${job.number}: no class "c"`);
+        return classes.limiterFor(job.item!);
+      },
+      onJobEnd: (record) => records.push(record),
+    });
+    const result = await drive(clock, runner.run());
+    classes.close();
+    return { result, records, takenBy: classes.takenBy };
+  }
+
+  it("a class's wait does not hold up another's: the items are read on while one waits", async () => {
+    // b's items come first (two at once, then 1/s: to 3 s); a's after them go at a's 9/s, not behind b's.
+    const items = ["b", "b", "b", "b", "b", ...Array.from({ length: 18 }, () => "a")];
+    const { records } = await classRun(items);
+    const aEnd = Math.max(...records.filter((r) => r.item === "a").map((r) => r.startMs! - 1000));
+    const bEnd = Math.max(...records.filter((r) => r.item === "b").map((r) => r.startMs! - 1000));
+    expect(aEnd).toBeLessThan(bEnd);
+    expect(aEnd).toBeLessThanOrEqual(2300);
+  });
+
+  it("an item the limiter refuses is failed, never started, with its line", async () => {
+    const { result, records } = await classRun(["a", "c", "b"]);
+    expect(result.counts).toMatchObject({ started: 2, succeeded: 2, failed: 1 });
+    const bad = records.find((r) => r.item === "c")!;
+    expect(bad).toMatchObject({ number: 2, attempts: 0, startMs: undefined, skipped: false, badItem: `line 2: no class "c"` });
+  });
+});

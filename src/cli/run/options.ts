@@ -1,7 +1,10 @@
+import type { ClassSpec } from "../../core/class-spec.js";
 import { parseCount, parseDuration } from "../../core/units.js";
+import { type ClassOf, parseClassOf } from "../../run/class-of.js";
 import { takesItems } from "../../run/command-template.js";
 import { parseShellTemplate, ShellTemplateError } from "../../run/shell-quote.js";
 import type { OutputMode } from "../../run/job-output.js";
+import { describeUnknownClass, parseClassOptions } from "../class-options.js";
 import { parseOption, UsageError } from "../errors.js";
 import { type LimitFlags, needsLimitSet, type ParsedLimit, parseLimitOptions } from "../limit-options.js";
 import { parseReportOptions, type ReportFlags, type ReportOptions } from "../report-options.js";
@@ -34,6 +37,10 @@ export interface RunConfig extends ReportOptions {
   /** --force: job output that looks binary goes to a terminal too. */
   force: boolean;
   shared: SharedBucketOptions;
+  /** Classes sharing the launch limits (--class), in definition order; undefined without. */
+  classes: ClassSpec[] | undefined;
+  /** Each job's class (--class-of; default the first class); undefined without classes. */
+  classOf: ClassOf | undefined;
 }
 
 /** The run's flags as commander hands them over. */
@@ -50,6 +57,8 @@ export interface RunFlags extends ReportFlags, SharedBucketFlags, LimitFlags {
   joblog?: string;
   shell?: boolean;
   force?: boolean;
+  class?: string[];
+  classOf?: string;
 }
 
 /** --output's values. */
@@ -93,6 +102,7 @@ export function parseRunOptions(words: string[], flags: RunFlags): RunConfig {
     throw new UsageError(`--input: no argument of the command holds {}; write {} where the item goes, e.g. "curl -s {}"`);
   }
   if (flags.shell) checkShellScript(words.join(" "));
+  const { classes, classOf } = parseRunClasses(flags, limits, shared, items);
   const { progress, stats, name } = parseReportOptions(flags);
   return {
     command: words,
@@ -115,7 +125,41 @@ export function parseRunOptions(words: string[], flags: RunFlags): RunConfig {
     stats,
     name,
     shared,
+    classes,
+    classOf,
   };
+}
+
+/** The least a class's guarantee bucket holds by default, in launches. */
+const CLASS_BURST = 2;
+
+/**
+ * --class and --class-of: classes share the launch limits (the first bucket's rate), private to
+ * this run; each job's class is read from its item or named once for all.
+ */
+function parseRunClasses(flags: RunFlags, limits: readonly ParsedLimit[], shared: SharedBucketOptions, items: boolean): Pick<RunConfig, "classes" | "classOf"> {
+  const texts = flags.class ?? [];
+  if (texts.length === 0) {
+    if (flags.classOf !== undefined) throw new UsageError(`--class-of: only with --class, which defines the classes; e.g. "--class web=15/s,prio=0 --class batch=5/s,prio=1 --class-of {2}"`);
+    return { classes: undefined, classOf: undefined };
+  }
+  if (shared.key !== undefined) throw new UsageError(`--class: classes on a shared key come next; drop --key to use them in this process`);
+  const key = limits.find((limit) => limit.spec.kind === "bucket")?.spec;
+  const keyRate = key?.kind === "bucket" ? key.rate : Infinity;
+  const classes = parseClassOptions(texts, "count", keyRate);
+  if (key?.kind === "bucket") {
+    // A launch costs one: a guarantee bucket holding less (1 × 15/20 by default) could never admit one, and one
+    // holding just one loses what accrues while its launch waits for the shared bucket. It holds two at least.
+    for (const spec of classes) if (spec.burst === undefined && spec.rate > 0) spec.burst = Math.max(CLASS_BURST, (key.burst * spec.rate) / key.rate);
+  }
+  const names = classes.map((spec) => spec.name);
+  if (flags.classOf === undefined) return { classes, classOf: { kind: "name", name: names[0]! } };
+  const classOf = parseOption("--class-of", flags.classOf, parseClassOf);
+  if (classOf.kind === "name" && !names.includes(classOf.name)) throw new UsageError(describeUnknownClass(classOf.name, names, "--class-of"));
+  if (classOf.kind === "field" && !items) {
+    throw new UsageError(`--class-of ${flags.classOf}: the jobs have no items (no {} in the command) to read a class from; name one class for all, e.g. "--class-of ${names[0]}"`);
+  }
+  return { classes, classOf };
 }
 
 function positiveDuration(text: string): number {

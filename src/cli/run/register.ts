@@ -2,6 +2,7 @@ import type { Command } from "commander";
 import { choiceOption } from "../choice-option.js";
 import { addLimitOptions } from "../limit-options.js";
 import { addReportOptions } from "../report-options.js";
+import { repeatableOption } from "../repeatable-option.js";
 import { addSharedBucketOptions } from "../shared-options.js";
 import { OUTPUT_MODES, parseRunOptions, type RunFlags } from "./options.js";
 
@@ -18,6 +19,7 @@ Examples:
   tbucket run -r 2 -b 10 --input urls.txt --tag --joblog log.jsonl -- curl -s -o /dev/null -w '%{http_code}\\n' {}
   tbucket run --rate 10/s --window 1000/h --concurrency 20 -- ./call-api.sh  # an API's three limits
   tbucket run -r 1/10s --duration 1h -- ./poll-status.sh             # poll every 10 s for an hour
+  tbucket run -r 20/s --class web=15/s --class batch=5/s,prio=1 --class-of {2} -- ./call.sh {}  # web, batch share 20/s
   ls *.wav | tbucket run -r 1 --shell -- 'ffmpeg -i {} {#}.mp3 2>/dev/null'`;
 
 /** Declares `tbucket run`; the launching code loads only when it runs. */
@@ -46,7 +48,15 @@ export function registerRun(program: Command, onExit: (code: number) => void): v
     .option("--tag", "prefix each output line with the job's item (or number) and a tab")
     .option("--force", "write to a terminal even job output that looks binary (refused otherwise, with line and group output)")
     .option("--joblog <file>", "write one JSON line per finished job to <file>")
-    .option("--shell", "run the command with /bin/sh -c; items are shell-quoted");
+    .option("--shell", "run the command with /bin/sh -c; items are shell-quoted")
+    .addOption(
+      repeatableOption(
+        "--class <name=rate,...>",
+        "a class sharing the launch rate: NAME=GUARANTEE, then any of ceil=RATE, prio=N, weight=W, burst=N, joined by commas; repeatable (not with --key yet)",
+        (text: string, previous: string[] = []) => [...previous, text],
+      ),
+    )
+    .option("--class-of <template>", "each job's class: {2} (a whitespace field of its item), {.priority} (a JSON field) or NAME for all (default: the first --class)");
   addReportOptions(command);
   addSharedBucketOptions(command)
     .addHelpText("after", EXAMPLES)

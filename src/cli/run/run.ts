@@ -10,7 +10,12 @@ import { OutputLock } from "../../run/output-lock.js";
 import { OutputSink } from "../../run/output-sink.js";
 import { ProcessGroups } from "../../run/process-groups.js";
 import { createProcessLauncher } from "../../run/process-launcher.js";
-import { describeLostOutput, formatStatsText, formatSummary, runStats } from "../../run/run-report.js";
+import { classShares, describeLostOutput, formatStatsText, formatSummary, runStats } from "../../run/run-report.js";
+import { ClassLimiter } from "../../core/class-limiter.js";
+import { classOfItem } from "../../run/class-of.js";
+import { CostError } from "../../run/cost-template.js";
+import type { JobSpec } from "../../run/job-source.js";
+import { describeUnknownClass } from "../class-options.js";
 import { LaunchRateMeter } from "../../run/launch-rate-meter.js";
 import { startRunProgress } from "./progress.js";
 import type { RunConfig } from "./options.js";
@@ -46,6 +51,14 @@ export async function runRun(config: RunConfig): Promise<number> {
   try {
     // Concurrency is the runner's (config.jobs, the lower of --jobs and --concurrency): a job holds its slot across its retries.
     const launchLimits = config.limits.filter((limit) => limit.spec.kind !== "concurrency").map((limit) => limit.spec);
+    if (config.classes !== undefined) {
+      const classes = new ClassLimiter(launchLimits, config.classes);
+      try {
+        return await launchAll(config, classes.limiterFor(classes.classNames[0]!), items, jobLog, () => undefined, undefined, classesOf(config, classes));
+      } finally {
+        classes.close();
+      }
+    }
     const { limiter, set, report, sharedSlots, close } = await openLimiter({
       kind: "count",
       rate: config.rate,
@@ -151,6 +164,7 @@ async function launchAll(
   jobLog: JobLog | undefined,
   limitsOf: (slotWaitMs: number) => LimitReport[] | undefined,
   sharedSlots: SharedSlots | undefined,
+  classes?: RunClasses,
 ): Promise<number> {
   // The meter gives --stats its rate after the burst, and the progress line its recent rate.
   const meter = new LaunchRateMeter(limiter.rate === Infinity ? 1 : limiter.burst);
@@ -193,10 +207,12 @@ async function launchAll(
     retries: config.retries,
     durationMs: config.durationMs,
     killAfterMs: config.killAfterMs,
+    limiterOf: classes?.limiterOf,
     onLaunch: (_job, _attempt, atMs, askedMs) => meter.record(atMs, askedMs),
     onJobEnd: (record) => {
       // A job log that cannot be written stops launching: jobs would run unrecorded.
       if (jobLog && !jobLog.write(formatJobLogLine(record, toEpochMs))) runner.stop("output-error");
+      if (record.badItem !== undefined) stderr.writeLine(`tbucket: run: ${record.badItem}\n`);
       const spawnError = record.exit?.spawnError;
       if (spawnError && !isFatalSpawnError(spawnError.code) && !warned.has(spawnError.code)) {
         warned.add(spawnError.code);
@@ -253,8 +269,10 @@ async function launchAll(
     const lost = { bytes: stdout.lostBytes + stderr.lostBytes, lines: stdout.lostLines + stderr.lostLines };
     const stats = runStats(result, limiter.rate, limiter.burst, meter.steadyPerSecond(), lost);
     const limits = limitsOf(result.slotWaitMs ?? 0);
-    if (config.stats === "json") say(`${JSON.stringify(limits ? { ...stats, limits, limitedBy: limitedBy(limits) } : stats)}\n`);
-    else say(formatStatsText(stats, limits && formatLimitsText(limits)));
+    const shares = classes?.shares();
+    const json = { ...stats, ...(limits ? { limits, limitedBy: limitedBy(limits) } : {}), ...(shares ? { classes: shares } : {}) };
+    if (config.stats === "json") say(`${JSON.stringify(json)}\n`);
+    else say(formatStatsText(stats, limits && formatLimitsText(limits), shares));
   }
   // A store lost mid-run: after the stats, the one line that says so.
   if (result.limiterError) {
@@ -303,6 +321,35 @@ async function launchAll(
     return EXIT.failure;
   }
   return EXIT.ok;
+}
+
+/** A run's classes: each job's line, and what each class launched. */
+interface RunClasses {
+  limiterOf(job: JobSpec): Limiter;
+  shares(): ReturnType<typeof classShares>;
+}
+
+/** Each job waits in its class's line; an item naming no defined class is bad (one line, naming its line). */
+function classesOf(config: RunConfig, classes: ClassLimiter): RunClasses {
+  const names = classes.classNames;
+  const lines = new Map(names.map((name) => [name, classes.limiterFor(name)]));
+  return {
+    limiterOf(job) {
+      // Items are numbered by line, from 1.
+      const where = `line ${job.number}`;
+      let name: string;
+      try {
+        name = classOfItem(config.classOf!, job.item);
+      } catch (error) {
+        if (error instanceof CostError) throw new Error(`${where}: ${error.message}`);
+        throw error;
+      }
+      const line = lines.get(name);
+      if (line === undefined) throw new Error(describeUnknownClass(name, names, where));
+      return line;
+    },
+    shares: () => classShares(names, classes.takenBy),
+  };
 }
 
 /**
