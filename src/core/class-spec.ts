@@ -16,7 +16,7 @@ export interface ClassSpec {
   prio?: number;
   /** Its share of what is lent within its prio, in the guarantee's units. Default the guarantee. */
   weight?: number;
-  /** Its guarantee bucket's capacity. Default the key's burst × rate / the key's rate. */
+  /** Its guarantee bucket's capacity. Default the key's burst × rate / the key's rate, at least 1 (one unit). */
   burst?: number;
 }
 
@@ -85,7 +85,9 @@ export function resolveClasses(classes: readonly ClassSpec[], keyRate: number, k
     if (ceil < rate) throw new ClassDefinitionError(`Class "${name}"'s ceil (${ceil}) is below its guarantee (${rate}); a ceil is at least the guarantee`);
     const prio = number("prio", spec.prio ?? 0, (n) => Number.isInteger(n) && n >= 0, "a whole number from 0");
     const weight = number("weight", spec.weight ?? (rate > 0 ? rate : keyRate / 1000), (n) => n > 0 && Number.isFinite(n), "a positive number");
-    const burst = number("burst", spec.burst ?? (keyBurst * rate) / keyRate, (n) => n >= 0 && Number.isFinite(n), "a non-negative size");
+    // Scaled from the key's, but never below one unit: a guarantee bucket that can never hold a whole item serves nothing.
+    const scaledBurst = rate > 0 ? Math.max(1, (keyBurst * rate) / keyRate) : 0;
+    const burst = number("burst", spec.burst ?? scaledBurst, (n) => n >= 0 && Number.isFinite(n), "a non-negative size");
     return { name, rate, burst, ceil, ceilBurst: Math.max(burst, (keyBurst * Math.min(ceil, keyRate)) / keyRate), prio, weight };
   });
   const total = resolved.reduce((sum, c) => sum + c.rate, 0);

@@ -169,6 +169,8 @@ describe("ClassScheduler: the two ways to consume", () => {
 describe("classes: definitions", () => {
   it("fill in the defaults: burst scaled from the key's, ceil the key's rate, weight the guarantee, prio 0", () => {
     expect(resolveClasses([{ name: "x", rate: 25 }], 100, 20)).toEqual([{ name: "x", rate: 25, burst: 5, ceil: 100, ceilBurst: 20, prio: 0, weight: 25 }]);
+    // A key of burst 1 scales to less than an item: each guarantee bucket holds one at least, else it would serve nothing.
+    expect(resolveClasses([{ name: "a", rate: 15 }, { name: "b", rate: 5 }], 20, 1).map((c) => c.burst)).toEqual([1, 1]);
   });
 
   it("refuse guarantees past the key's rate, a ceil below the guarantee, a name given twice", () => {
