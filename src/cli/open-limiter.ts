@@ -132,7 +132,7 @@ async function openSharedLimiter(request: LimiterRequest, key: string): Promise<
   }
   const opened = limiter;
   const slots = setLimits?.some((limit) => limit.kind === "concurrency") ? setBucket : undefined;
-  const sharedSlots: SharedSlots | undefined = slots && { acquire: (maxWaitMs, signal) => slots.acquire(LAUNCH_COSTS, maxWaitMs, signal) };
+  const sharedSlots: SharedSlots | undefined = slots && { acquire: (maxWaitMs, signal, costs) => slots.acquire(costs, maxWaitMs, signal) };
   // The limiter first gives back a lease still waiting, then the store closes.
   const report = setLimits && { specs: setLimits, waitedMsBy: (index: number) => waitedMsBy[index] ?? 0 };
   return { limiter: opened, report, sharedSlots, close: () => keys.close([opened]) };
@@ -141,9 +141,6 @@ async function openSharedLimiter(request: LimiterRequest, key: string): Promise<
 function privateReport(set: LimitSetLimiter): SetReport {
   return { specs: set.set.specs, waitedMsBy: (index) => set.waitedMs(index), refusedBy: (index) => set.refusedBy[index]! };
 }
-
-/** A launch costs one launch in every limit counting them. */
-const LAUNCH_COSTS = { count: 1 } as const;
 
 /** What a command did when its store was lost mid-way. */
 const STOPPED: Record<LimiterRequest["command"], string> = {

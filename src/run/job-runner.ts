@@ -83,6 +83,11 @@ export interface JobRunnerOptions {
    * as failed with the error's message as its `badItem`.
    */
   limiterOf?(job: JobSpec): Limiter;
+  /**
+   * What a job's launch costs in each unit (a launch is `{ count: 1 }`; `--cost` adds the item's
+   * `cost`); throwing marks the item bad, as limiterOf does.
+   */
+  costsOf?(job: JobSpec): Costs;
   /** A job is over: finished, failed for good, or skipped. */
   onJobEnd?(record: JobRecord): void;
 }
@@ -90,7 +95,7 @@ export interface JobRunnerOptions {
 /** Launches that hold a slot of a limit shared with other processes while they run. */
 export interface SharedSlots {
   /** Waits for a launch and a slot, as Limiter.tryWait (Infinity: as long as it takes); resolves to the slot's release, or undefined when refused. */
-  acquire(maxWaitMs: number, signal: AbortSignal): Promise<(() => Promise<void>) | undefined>;
+  acquire(maxWaitMs: number, signal: AbortSignal, costs: Costs): Promise<(() => Promise<void>) | undefined>;
 }
 
 const FATAL_SPAWN_ERRORS = new Set(["ENOENT", "EACCES", "ENOTDIR", "EISDIR", "ENOINTERP"]);
@@ -197,8 +202,10 @@ export class JobRunner {
         const next = await untilAborted(iterator.next(), stopSignal);
         if (next === ABORTED || next.done) break;
         let limiter: Limiter;
+        let costs: Costs;
         try {
           limiter = this.#options.limiterOf?.(next.value) ?? this.#options.limiter;
+          costs = this.#options.costsOf?.(next.value) ?? LAUNCH_COSTS;
         } catch (error) {
           this.#counts.failed++;
           this.#options.onJobEnd?.({
@@ -208,7 +215,7 @@ export class JobRunner {
           continue;
         }
         if (!(await this.#takeSlot(stopSignal))) break;
-        const launch = this.#launch(next.value, limiter, stopSignal, startMs, durationMs, running);
+        const launch = this.#launch(next.value, limiter, costs, stopSignal, startMs, durationMs, running);
         if (this.#options.limiterOf === undefined) {
           if (!(await launch)) break;
         } else {
@@ -258,8 +265,8 @@ export class JobRunner {
    * Takes a job's token (its slot is taken) and starts it; false when launching must stop (a stop,
    * the limiter failed, --duration passed), the slot given back.
    */
-  async #launch(job: JobSpec, limiter: Limiter, stopSignal: AbortSignal, startMs: number, durationMs: number, running: Set<Promise<void>>): Promise<boolean> {
-    const token = await this.#takeToken(stopSignal, limiter);
+  async #launch(job: JobSpec, limiter: Limiter, costs: Costs, stopSignal: AbortSignal, startMs: number, durationMs: number, running: Set<Promise<void>>): Promise<boolean> {
+    const token = await this.#takeToken(stopSignal, limiter, costs);
     // A token granted in the same moment as a stop must not start a job after the signal went out.
     if (token === ABORTED || token === FAILED || stopSignal.aborted) {
       if (token !== ABORTED && token !== FAILED) await token.release?.();
@@ -282,7 +289,7 @@ export class JobRunner {
       });
       return true;
     }
-    const run = this.#runJob(job, token, limiter).finally(() => running.delete(run));
+    const run = this.#runJob(job, token, limiter, costs).finally(() => running.delete(run));
     running.add(run);
     // Observed by Promise.all below; this only keeps an early failure from counting as unhandled.
     run.catch(() => {});
@@ -290,7 +297,7 @@ export class JobRunner {
   }
 
   /** Runs one job to its end, retrying failures; the job holds its slot throughout. */
-  async #runJob(job: JobSpec, firstToken: { waitMs: number; askedMs: number; release?: () => Promise<void> }, limiter: Limiter): Promise<void> {
+  async #runJob(job: JobSpec, firstToken: { waitMs: number; askedMs: number; release?: () => Promise<void> }, limiter: Limiter, costs: Costs): Promise<void> {
     let release = firstToken.release;
     let waitMs = firstToken.waitMs;
     let askedMs = firstToken.askedMs;
@@ -322,7 +329,7 @@ export class JobRunner {
           break;
         }
         if (succeeded(exit) || attempts > this.#retries || this.#stopLaunching.signal.aborted) break;
-        const token = await this.#takeToken(this.#stopLaunching.signal, limiter);
+        const token = await this.#takeToken(this.#stopLaunching.signal, limiter, costs);
         if (token === ABORTED || token === FAILED) break;
         waitMs += token.waitMs;
         if (!token.ok) break;
@@ -372,17 +379,18 @@ export class JobRunner {
   async #takeToken(
     signal: AbortSignal,
     limiter: Limiter,
+    costs: Costs,
   ): Promise<{ ok: boolean; waitMs: number; askedMs: number; release?: () => Promise<void> } | typeof ABORTED | typeof FAILED> {
     const { sharedSlots } = this.#options;
     const beforeMs = this.#clock.now();
     try {
       if (sharedSlots) {
-        const release = await sharedSlots.acquire(this.#maxWaitMs, signal);
+        const release = await sharedSlots.acquire(this.#maxWaitMs, signal, costs);
         return { ok: release !== undefined, waitMs: this.#clock.now() - beforeMs, askedMs: beforeMs, release };
       }
       let ok = true;
-      if (!Number.isFinite(this.#maxWaitMs)) await limiter.wait(1, signal, LAUNCH_COSTS);
-      else ok = await limiter.tryWait(1, this.#maxWaitMs, signal, LAUNCH_COSTS);
+      if (!Number.isFinite(this.#maxWaitMs)) await limiter.wait(1, signal, costs);
+      else ok = await limiter.tryWait(1, this.#maxWaitMs, signal, costs);
       return { ok, waitMs: this.#clock.now() - beforeMs, askedMs: beforeMs };
     } catch (error) {
       if (signal.aborted) return ABORTED;

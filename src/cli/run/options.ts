@@ -9,12 +9,16 @@ import { parseOption, UsageError } from "../errors.js";
 import { type LimitFlags, needsLimitSet, type ParsedLimit, parseLimitOptions } from "../limit-options.js";
 import { parseReportOptions, type ReportFlags, type ReportOptions } from "../report-options.js";
 import { parseSharedBucketOptions, type SharedBucketFlags, type SharedBucketOptions } from "../shared-options.js";
+import type { CostTemplate } from "../../run/cost-template.js";
+import { type CostFlags, parseCostOptions } from "./cost-options.js";
 
 export interface RunConfig extends ReportOptions {
   /** The command and its arguments, `{}` and `{#}` still in them. */
   command: string[];
-  /** Every limit, in command-line order: one bucket, or a set (see needsLimitSet); none: from --key. */
+  /** Every limit, in command-line order (the cost limits after the launch limits): one bucket, or a set (see needsLimitSet); none: from --key. */
   limits: ParsedLimit[];
+  /** --cost: each job's cost from its item, counted by the --cost-rate and --cost-window limits. */
+  cost: CostTemplate | undefined;
   /** With one bucket: launches per second; undefined: from --key, or a set. */
   rate: number | undefined;
   /** With one bucket, as given (undefined: its default), or with --key alone the key's new burst. */
@@ -44,7 +48,7 @@ export interface RunConfig extends ReportOptions {
 }
 
 /** The run's flags as commander hands them over. */
-export interface RunFlags extends ReportFlags, SharedBucketFlags, LimitFlags {
+export interface RunFlags extends ReportFlags, SharedBucketFlags, LimitFlags, CostFlags {
   jobs: string;
   input?: string;
   count?: string;
@@ -78,10 +82,13 @@ export function parseRunOptions(words: string[], flags: RunFlags): RunConfig {
     throw new UsageError(`run: the command name is empty; name the program to run, e.g. "tbucket run --rate 5 -- curl -s https://example.com"`);
   }
   // 0 pauses a shared key; a private bucket at 0 would never launch.
-  const { limits, loneBurst } = parseLimitOptions(flags, { units: "count", keyed: shared.key !== undefined, byteRateHint: BYTE_RATE_HINT });
-  if (!limits.some((limit) => limit.spec.kind !== "concurrency") && shared.key === undefined) {
+  const launchLimits = parseLimitOptions(flags, { units: "count", keyed: shared.key !== undefined, byteRateHint: BYTE_RATE_HINT });
+  const { loneBurst } = launchLimits;
+  if (!launchLimits.limits.some((limit) => limit.spec.kind !== "concurrency") && shared.key === undefined) {
     throw new UsageError(`--rate: missing; try "tbucket run --rate 5 -- <command>", or --key to use a shared bucket`);
   }
+  const costs = parseCostOptions(flags, shared.key !== undefined);
+  const limits = [...launchLimits.limits, ...costs.limits];
   const single = needsLimitSet(limits) ? undefined : limits[0];
   const rate = single?.spec.kind === "bucket" ? single.spec.rate : undefined;
   const burst = single?.spec.kind === "bucket" ? (single.burstGiven ? single.spec.burst : undefined) : loneBurst;
@@ -103,6 +110,12 @@ export function parseRunOptions(words: string[], flags: RunFlags): RunConfig {
   }
   if (flags.shell) checkShellScript(words.join(" "));
   const { classes, classOf } = parseRunClasses(flags, limits, shared, items);
+  if (costs.template !== undefined) {
+    if (classes !== undefined) throw new UsageError(`--cost: classes do not count costs yet; drop --class, or --cost and its limits`);
+    if (costs.template.kind !== "number" && !items) {
+      throw new UsageError(`--cost ${flags.cost}: the jobs have no items (no {} in the command) to read a cost from; give a number for all, e.g. "--cost 100"`);
+    }
+  }
   const { progress, stats, name } = parseReportOptions(flags);
   return {
     command: words,
@@ -127,6 +140,7 @@ export function parseRunOptions(words: string[], flags: RunFlags): RunConfig {
     shared,
     classes,
     classOf,
+    cost: costs.template,
   };
 }
 

@@ -53,10 +53,14 @@ export function registerRun(program: Command, onExit: (code: number) => void): v
       repeatableOption(
         "--class <name=rate,...>",
         "a class sharing the launch rate: NAME=GUARANTEE, then any of ceil=RATE, prio=N, weight=W, burst=N, joined by commas; repeatable (not with --key yet)",
-        (text: string, previous: string[] = []) => [...previous, text],
+        collectText,
       ),
     )
-    .option("--class-of <template>", "each job's class: {2} (a whitespace field of its item), {.priority} (a JSON field) or NAME for all (default: the first --class)");
+    .option("--class-of <template>", "each job's class: {2} (a whitespace field of its item), {.priority} (a JSON field) or NAME for all (default: the first --class)")
+    .option("--cost <template>", "each job's cost, counted by --cost-rate and --cost-window: {.max_tokens} (a JSON field of its item), {2} (a whitespace field) or a number")
+    .addOption(repeatableOption("--cost-rate <rate>", "at most this much cost per time (90000/m); repeatable: every rate holds", collectText))
+    .addOption(repeatableOption("--cost-burst <n>", "cost that may go at once, for the --cost-rate before it (default: what the rate allows in its period: 90000/m holds 90000)", collectText))
+    .addOption(repeatableOption("--cost-window <n/w>", "at most n of cost in any interval w, sliding and exact (1000000/d); repeatable", collectText));
   addReportOptions(command);
   addSharedBucketOptions(command)
     .addHelpText("after", EXAMPLES)
@@ -65,4 +69,9 @@ export function registerRun(program: Command, onExit: (code: number) => void): v
       const { runRun } = await import("./run.js");
       onExit(await runRun(config));
     });
+}
+
+/** Keeps every value of a repeatable option, in order. */
+function collectText(text: string, previous: string[] = []): string[] {
+  return [...previous, text];
 }

@@ -13,7 +13,9 @@ import { createProcessLauncher } from "../../run/process-launcher.js";
 import { classShares, describeLostOutput, formatStatsText, formatSummary, runStats } from "../../run/run-report.js";
 import { ClassLimiter } from "../../core/class-limiter.js";
 import { classOfItem } from "../../run/class-of.js";
-import { CostError } from "../../run/cost-template.js";
+import { CostError, type CostTemplate, costOf } from "../../run/cost-template.js";
+import type { Costs } from "../../core/limit-spec.js";
+import { COST_UNIT } from "./cost-options.js";
 import type { JobSpec } from "../../run/job-source.js";
 import { describeUnknownClass } from "../class-options.js";
 import { LaunchRateMeter } from "../../run/launch-rate-meter.js";
@@ -25,7 +27,7 @@ import { describeFileError, describeWriteError, writeErrorReason } from "../file
 import { openLimiter } from "../open-limiter.js";
 import { needsLimitSet } from "../limit-options.js";
 import { formatLimitsText, type LimitReport, limitedBy, limitReports } from "../../core/limit-report.js";
-import type { LimitSetLimiter } from "../../core/limit-set-limiter.js";
+import { LimitSetLimiter } from "../../core/limit-set-limiter.js";
 
 /** The signal jobs get when tbucket receives one: a hang-up ends them as SIGTERM would (some jobs take SIGHUP as "reload"). */
 const FORWARDED: Partial<Record<NodeJS.Signals, NodeJS.Signals>> = { SIGHUP: "SIGTERM" };
@@ -198,7 +200,7 @@ async function launchAll(
   const toEpochMs = (clockMs: number) => performance.timeOrigin + clockMs;
   const warned = new Set<string>();
   const runner = new JobRunner({
-    limiter,
+    limiter: config.cost && limiter instanceof LimitSetLimiter ? inDebtAboveBurst(limiter, stderr) : limiter,
     jobs: jobSource({ items: items?.lines, count: config.count }),
     launch,
     concurrency: config.jobs,
@@ -208,6 +210,7 @@ async function launchAll(
     durationMs: config.durationMs,
     killAfterMs: config.killAfterMs,
     limiterOf: classes?.limiterOf,
+    costsOf: config.cost && costsOfJob(config.cost),
     onLaunch: (_job, _attempt, atMs, askedMs) => meter.record(atMs, askedMs),
     onJobEnd: (record) => {
       // A job log that cannot be written stops launching: jobs would run unrecorded.
@@ -321,6 +324,48 @@ async function launchAll(
     return EXIT.failure;
   }
   return EXIT.ok;
+}
+
+/**
+ * A private set whose jobs may cost more than a cost bucket's burst: such a job waits for full
+ * buckets and runs them into debt (LimitSetLimiter.waitInDebt), as the pipe's long lines do, said
+ * once; later jobs wait while the debt is paid. With --max-wait (tryWait) it is refused as one
+ * the burst can never take. A shared key refuses it so too: its store takes no debt past a burst.
+ */
+function inDebtAboveBurst(set: LimitSetLimiter, stderr: { writeLine(line: string): void }): Limiter {
+  const most = set.mostAtOnce(COST_UNIT, { windows: false });
+  let said = false;
+  return {
+    get rate() {
+      return set.rate;
+    },
+    get burst() {
+      return set.burst;
+    },
+    tokens: () => set.tokens(),
+    tryWait: (n, maxWaitMs, signal, costs) => set.tryWait(n, maxWaitMs, signal, costs),
+    wait(n, signal, costs) {
+      const cost = costs?.[COST_UNIT] ?? 0;
+      if (cost <= most) return set.wait(n, signal, costs);
+      if (!said) {
+        said = true;
+        stderr.writeLine(`tbucket: run: a job costs ${cost}, more than a cost limit's burst (${most}): it waits for full buckets and runs them into debt\n`);
+      }
+      return set.waitInDebt(costs!, signal);
+    },
+  };
+}
+
+/** A job's launch and its --cost; an item without one is bad (one line, naming its line). */
+function costsOfJob(template: CostTemplate): (job: JobSpec) => Costs {
+  return (job) => {
+    try {
+      return { count: 1, [COST_UNIT]: costOf(template, job.item ?? "") };
+    } catch (error) {
+      if (error instanceof CostError) throw new Error(`line ${job.number}: ${error.message}`);
+      throw error;
+    }
+  };
 }
 
 /** A run's classes: each job's line, and what each class launched. */
