@@ -414,8 +414,10 @@ export class HttpProxy implements RunningHttpProxy {
     });
     // A proxy passes 1xx on (RFC 9110 15.2), but not to HTTP/1.0, nor a 100 Continue: the proxy answered Expect itself.
     if (req.httpVersion !== "1.0") backendReq.on("information", (info) => info.statusCode !== 100 && writeInformational(res, info));
+    let answer: IncomingMessage | undefined;
     backendReq.once("response", (backendRes) => {
       clearTimeout(timer);
+      answer = backendRes;
       try {
         const status = backendRes.statusCode ?? 502;
         const headers = endToEndRawHeaders(backendRes.rawHeaders);
@@ -467,7 +469,9 @@ export class HttpProxy implements RunningHttpProxy {
     backendReq.on("error", (error) => {
       clearTimeout(timer);
       if (res.headersSent) {
-        res.destroy();
+        // A backend that answered whole before reading the body (a 413) resets the connection on close, the
+        // unread body still in it: its answer is complete, and goes on to the client to its end.
+        if (!answer?.complete) res.destroy();
         return;
       }
       if (error instanceof ClientTimeout) {

@@ -142,7 +142,9 @@ describe("the HTTP proxy against hostile clients and backends", () => {
       client.write(chunk);
       await sleep(5);
     }
-    await until(() => client.text().includes("too large\n"), "the backend's 413 at the client");
+    await until(() => client.text().includes("too large\n"), "the backend's 413 at the client").catch((error: Error) => {
+      throw new Error(`${error.message}; it has ${JSON.stringify(client.text().slice(0, 200))}`);
+    });
     expect(client.text()).toMatch(/^HTTP\/1\.1 413 Payload Too Large\r\n/);
   });
 
