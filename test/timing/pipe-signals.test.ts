@@ -41,8 +41,8 @@ interface Signalled {
  * Runs a bash `pipeline` in which `{tbucket}` stands for tbucket (braces, which no temporary
  * path holds), sends `signal` to tbucket `afterMs` after its signal handlers are in, and waits
  * for the pipeline to end. tbucket reports its pid on descriptor 3, and the pipeline its status.
- * `{signalled}` in the pipeline is a file made once the signal is sent: a stalled reader or writer
- * waits for it, so it stalls for as long as the test needs, however slowly the machine starts Node.
+ * `{signalled}` in the pipeline is a file made once tbucket has ended: a stalled reader or writer
+ * waits for it, so it stalls for as long as the test needs, however slowly the machine runs Node.
  */
 async function signalDuring(pipeline: string, signal: NodeJS.Signals, afterMs: number, env: NodeJS.ProcessEnv = {}): Promise<Signalled> {
   const position = pipeline.split("|").findIndex((command) => command.includes("{tbucket}"));
@@ -65,7 +65,6 @@ async function signalDuring(pipeline: string, signal: NodeJS.Signals, afterMs: n
   await new Promise((resolve) => setTimeout(resolve, afterMs));
   const sentMs = performance.now();
   process.kill(pid, signal);
-  writeFileSync(marker, "");
   let ms = Infinity;
   for (let i = 0; i < 10_000; i++) {
     try {
@@ -76,6 +75,8 @@ async function signalDuring(pipeline: string, signal: NodeJS.Signals, afterMs: n
     }
     await new Promise((resolve) => setTimeout(resolve, 2));
   }
+  // Only now does the stalled side move (a writer that ended sooner would be an end of input, not a signal).
+  writeFileSync(marker, "");
   await closed;
   return { status: Number(/status (\d+)/.exec(said)?.[1]), ms, stderr };
 }
