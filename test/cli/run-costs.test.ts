@@ -25,6 +25,11 @@ describe("tbucket run --cost", () => {
     expect([result.code, result.stderr, result.stdout.toString()]).toEqual([2, stderr, ""]);
   });
 
+  it("takes an unlimited cost rate (it limits nothing) as an unlimited launch rate is taken", async () => {
+    const result = await runCli(["run", "--rate", "inf", "--count", "2", "--cost", "3", "--cost-rate", "inf", "--", "true"]);
+    expect([result.code, result.stderr]).toEqual([0, ""]);
+  });
+
   it("refuses a cost read from items when the command takes none", async () => {
     const result = await runCli(["run", "--rate", "5", "--count", "1", "--cost", "{.n}", "--cost-rate", "10/s", "--", "true"]);
     expect([result.code, result.stderr]).toEqual([2, `tbucket: --cost {.n}: the jobs have no items (no {} in the command) to read a cost from; give a number for all, e.g. "--cost 100"\n`]);

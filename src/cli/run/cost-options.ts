@@ -58,8 +58,9 @@ export function parseCostOptions(flags: CostFlags, keyed: boolean): { template: 
   return { template, limits };
 }
 
-/** What a rate allows in the period it was written with: 90000/m → 90,000; 1500/s, 1500 → 1,500; inf → inf. */
+/** What a rate allows in the period it was written with: 90000/m → 90,000; 1500/s, 1500 → 1,500; inf → 1 (no limit needs no burst). */
 function writtenAmount(text: string, perSecond: number): number {
   const amount = Number(/^\s*([\d.]+)/.exec(text)?.[1]);
-  return Number.isFinite(amount) && amount > 0 ? amount : perSecond;
+  if (Number.isFinite(amount) && amount > 0) return amount;
+  return Number.isFinite(perSecond) ? perSecond : 1;
 }
