@@ -132,3 +132,54 @@ export async function stopProxy(proxy: RunningProxy): Promise<Awaited<Running["e
 export function windowRetryAfterRange(windowMs: number, first: { sentMs: number; answeredMs: number }, refused: { sentMs: number; answeredMs: number }): [number, number] {
   return [Math.ceil((windowMs - (refused.answeredMs - first.sentMs)) / 1000), Math.ceil((windowMs - (refused.sentMs - first.answeredMs)) / 1000)];
 }
+
+/** The arrivals of several sockets as one stream, in time order. */
+export function mergedArrivals(received: Received[]): Received["arrivals"] {
+  const chunks = received.flatMap((one) => one.arrivals.map((arrival, index) => ({ atMs: arrival.atMs, bytes: arrival.total - (one.arrivals[index - 1]?.total ?? 0) })));
+  chunks.sort((a, b) => a.atMs - b.atMs);
+  let total = 0;
+  return chunks.map((chunk) => ({ atMs: chunk.atMs, total: (total += chunk.bytes) }));
+}
+
+/**
+ * Every run of arrivals holds at most burst + rate × its span for each bucket, with a tolerance
+ * of 100 ms of the rate (a reader that wakes late on a loaded machine sees a bunch, far below what
+ * an unshaped link would show) and `slackBytes` (the leases other processes hold). A run spans
+ * from the read before it (its bytes were sent after that read took what was there; for the
+ * first, from `originMs`, before connecting; by default the first arrival): a reader that wakes late gets what was sent
+ * meanwhile, never more.
+ */
+export function expectArrivalsInside(arrivals: Received["arrivals"], buckets: ReadonlyArray<{ rate: number; burst: number }>, originMs = arrivals[0]?.atMs ?? 0, slackBytes = 0): void {
+  for (let from = 0; from < arrivals.length; from++) {
+    const before = from === 0 ? 0 : arrivals[from - 1]!.total;
+    const startMs = from === 0 ? originMs : arrivals[from - 1]!.atMs;
+    for (let to = from; to < arrivals.length; to++) {
+      const bytes = arrivals[to]!.total - before;
+      const seconds = (arrivals[to]!.atMs - startMs) / 1000;
+      for (const { rate, burst } of buckets) {
+        if (bytes > burst + rate * seconds + rate * 0.1 + slackBytes) throw new Error(`${bytes} bytes in ${seconds.toFixed(3)} s, above ${burst} + ${rate} × t`);
+      }
+    }
+  }
+}
+
+/** A backend that writes to each connection as fast as it will take it, for as long as it is open. */
+export function endlessBackend(): Promise<Backend> {
+  const block = Buffer.alloc(64 * 1024, 0x62);
+  return startBackend((socket) => {
+    const feed = () => {
+      while (!socket.destroyed && socket.write(block));
+    };
+    socket.on("drain", feed);
+    socket.on("data", () => {});
+    feed();
+  });
+}
+
+/** Reads from `sockets` together for `ms`, then closes them, and returns what each received. */
+export async function download(sockets: Socket[], ms: number): Promise<Received[]> {
+  const receiving = sockets.map((socket) => receiveAll(socket));
+  await sleep(ms);
+  for (const socket of sockets) socket.destroy();
+  return Promise.all(receiving);
+}
