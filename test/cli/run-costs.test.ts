@@ -58,6 +58,16 @@ describe("tbucket run --cost", () => {
     expect(result.stderr).toBe("tbucket: run: a job costs 500, more than a cost limit's burst (400): it waits for full buckets and runs them into debt\n");
   });
 
+  it("a job costing more than a shared key's cost burst ends the run with one line saying what to raise", async () => {
+    const dir = tempDir();
+    const input = items(['{"c":500}', '{"c":10}']);
+    const result = await runCli(["run", "--key", "api", "--store", `sqlite:${join(dir, "buckets.db")}`, "--rate", "100/s", "--cost", "{.c}", "--cost-rate", "400/s", "--input", input, "--", "echo", "{}"], { env: { XDG_STATE_HOME: dir } });
+    expect([result.code, result.stdout.toString()]).toEqual([1, ""]);
+    expect(result.stderr).toBe(
+      "tbucket: run: a job costs 500, more than a limit can take at once (400), and a shared key or --max-wait cannot run into debt; raise --cost-burst (or the window's n) to 500 at least\n",
+    );
+  });
+
   it("on a shared key the cost limit is part of the key's set (SQLite)", async () => {
     const dir = tempDir();
     const store = `sqlite:${join(dir, "buckets.db")}`;

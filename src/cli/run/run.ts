@@ -22,6 +22,7 @@ import { LaunchRateMeter } from "../../run/launch-rate-meter.js";
 import { startRunProgress } from "./progress.js";
 import type { RunConfig } from "./options.js";
 import { EXIT, RuntimeError } from "../errors.js";
+import { ExceedsBurstError } from "../../core/token-bucket.js";
 import { onStopSignal, signalExitStatus } from "../signals.js";
 import { describeFileError, describeWriteError, writeErrorReason } from "../file-errors.js";
 import { openLimiter } from "../open-limiter.js";
@@ -280,7 +281,12 @@ async function launchAll(
   // A store lost mid-run: after the stats, the one line that says so.
   if (result.limiterError) {
     say("");
-    throw result.limiterError.error;
+    const { error } = result.limiterError;
+    // A job's --cost past what a limit can ever take: a shared key's store runs no bucket into debt past its burst.
+    if (config.cost && error instanceof ExceedsBurstError) {
+      throw new RuntimeError(`run: a job costs ${error.n}, more than a limit can take at once (${error.burst}), and a shared key or --max-wait cannot run into debt; raise --cost-burst (or the window's n) to ${error.n} at least`);
+    }
+    throw error;
   }
 
   const outputFailure = stdout.failure;
