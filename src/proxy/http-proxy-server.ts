@@ -1,5 +1,4 @@
 import {
-  Agent,
   createServer,
   type IncomingMessage,
   type InformationEvent,
@@ -20,6 +19,7 @@ import { addressKey, DEFAULT_IPV6_PREFIX, plainAddress } from "../core/address-k
 import { clientAddress, TrustedProxies, untrustedForwarder } from "../http/trusted-proxies.js";
 import { ThrottleStream } from "../stream/throttle-stream.js";
 import { accessLogLine } from "./access-log.js";
+import { BackendAgent } from "./backend-agent.js";
 import { backendRequestHeaders, backendRequestRawHeaders, endToEndHeaders, endToEndRawHeaders, framingProblem, rawHasBody, transferCodingProblem } from "./forward-headers.js";
 import type { HttpProxyOptions, RunningHttpProxy } from "./http-proxy-options.js";
 import { parseHttpTarget } from "./http-target.js";
@@ -70,7 +70,7 @@ export class HttpProxy implements RunningHttpProxy {
   readonly #target: URL;
   readonly #clock: Clock;
   readonly #server: Server;
-  readonly #agent: Agent;
+  readonly #agent: BackendAgent;
   readonly #limit: RateLimitMiddleware;
   readonly #trusted: TrustedProxies | undefined;
   readonly #records = new WeakMap<IncomingMessage, RequestRecord>();
@@ -141,7 +141,7 @@ export class HttpProxy implements RunningHttpProxy {
     this.#accessLog?.on("error", () => {
       this.#accessLog = undefined;
     });
-    this.#agent = new Agent({ keepAlive: true, maxFreeSockets: 256, scheduling: "lifo" });
+    this.#agent = new BackendAgent({ keepAlive: true, maxFreeSockets: 256, scheduling: "lifo" });
     const headersTimeoutMs = options.headersTimeoutMs ?? DEFAULT_HEADERS_TIMEOUT_MS;
     this.#server = createServer({
       headersTimeout: headersTimeoutMs,
