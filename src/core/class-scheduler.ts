@@ -1,8 +1,8 @@
 import { type Clock, systemClock } from "./clock.js";
 import { type ClassSpec, resolveClasses, type ResolvedClass, UnknownClassError } from "./class-spec.js";
-import { LimitSet } from "./limit-set.js";
+import { LimitSet, type LimitSetState } from "./limit-set.js";
 import type { CostUnit, Costs, LimitSpec } from "./limit-spec.js";
-import { TokenBucket } from "./token-bucket.js";
+import { TokenBucket, type TokenBucketState } from "./token-bucket.js";
 
 /** How a class was last served, or why not. */
 export type ClassPath = "guarantee" | "borrow";
@@ -19,6 +19,34 @@ export interface ClassSchedulerOptions {
   activeMs?: number;
   /** The time constant of the counters of what each class borrowed. Default 1 s. */
   decayMs?: number;
+  /**
+   * A scheduler's `state()`, to go on from it (a store keeps it between
+   * steps). A class is matched by name: one new to the classes starts
+   * afresh (its buckets full, no asks), one no longer defined is dropped.
+   */
+  state?: ClassSchedulerState;
+}
+
+/** One class's state: its two buckets, its last ask, its mark, and its counter of what it borrowed. */
+export interface ClassState {
+  name: string;
+  guarantee: TokenBucketState;
+  ceiling: TokenBucketState;
+  askedMs: number;
+  markMs: number;
+  markCost: number;
+  borrowed: number;
+  borrowedMs: number;
+  /** The decaying counter of all it was admitted (what `key show` and --stats give as its share). */
+  used: number;
+  usedMs: number;
+}
+
+/** All a ClassScheduler holds besides its settings, as plain data. */
+export interface ClassSchedulerState {
+  lastMs: number;
+  parent: LimitSetState;
+  classes: ClassState[];
 }
 
 /** Rounding slack on comparisons of token amounts. */
@@ -78,11 +106,14 @@ export class ClassScheduler {
   readonly #markCost: Float64Array;
   readonly #borrowed: Float64Array;
   readonly #borrowedMs: Float64Array;
+  readonly #used: Float64Array;
+  readonly #usedMs: Float64Array;
   #lastMs: number;
 
   constructor(limits: readonly LimitSpec[], classes: readonly ClassSpec[], options: ClassSchedulerOptions = {}) {
     this.clock = options.clock ?? systemClock;
-    this.parent = new LimitSet(limits, { clock: this.clock });
+    const state = options.state;
+    this.parent = new LimitSet(limits, { clock: this.clock, ...(state && { state: state.parent }) });
     this.#keyIndex = this.parent.specs.findIndex((spec) => spec.kind === "bucket");
     const key = this.parent.specs[this.#keyIndex];
     if (key === undefined || key.kind !== "bucket") throw new RangeError("Expected the limits of a key with classes to hold a bucket: its rate is what the classes share");
@@ -92,16 +123,41 @@ export class ClassScheduler {
     this.classes = Object.freeze(resolveClasses(classes, key.rate, key.burst).map((c) => Object.freeze(c)));
     this.activeMs = options.activeMs ?? Math.max(1000, (2000 * key.burst) / key.rate);
     this.decayMs = options.decayMs ?? 1000;
-    const count = this.classes.length;
     this.classes.forEach((c, i) => this.#names.set(c.name, i));
-    this.#guarantees = this.classes.map((c) => new TokenBucket({ rate: c.rate, burst: c.burst, clock: this.clock }));
-    this.#ceilings = this.classes.map((c) => new TokenBucket({ rate: c.ceil, burst: c.ceilBurst, clock: this.clock }));
-    this.#askedMs = new Float64Array(count).fill(-Infinity);
-    this.#markMs = new Float64Array(count).fill(-Infinity);
-    this.#markCost = new Float64Array(count);
-    this.#borrowed = new Float64Array(count);
-    this.#borrowedMs = new Float64Array(count);
-    this.#lastMs = this.clock.now();
+    const stateOf = new Map(state?.classes.map((c) => [c.name, c]));
+    const was = this.classes.map((c) => stateOf.get(c.name));
+    // A class whose burst shrank (the key's did, or its own) keeps at most its new burst.
+    const capped = (state: TokenBucketState | undefined, burst: number) => state && { state: { ...state, tokens: Math.min(state.tokens, burst) } };
+    this.#guarantees = this.classes.map((c, i) => new TokenBucket({ rate: c.rate, burst: c.burst, clock: this.clock, ...capped(was[i]?.guarantee, c.burst) }));
+    this.#ceilings = this.classes.map((c, i) => new TokenBucket({ rate: c.ceil, burst: c.ceilBurst, clock: this.clock, ...capped(was[i]?.ceiling, c.ceilBurst) }));
+    this.#askedMs = Float64Array.from(was, (w) => w?.askedMs ?? -Infinity);
+    this.#markMs = Float64Array.from(was, (w) => w?.markMs ?? -Infinity);
+    this.#markCost = Float64Array.from(was, (w) => w?.markCost ?? 0);
+    this.#borrowed = Float64Array.from(was, (w) => w?.borrowed ?? 0);
+    this.#borrowedMs = Float64Array.from(was, (w) => w?.borrowedMs ?? 0);
+    this.#used = Float64Array.from(was, (w) => w?.used ?? 0);
+    this.#usedMs = Float64Array.from(was, (w) => w?.usedMs ?? 0);
+    this.#lastMs = state?.lastMs ?? this.clock.now();
+  }
+
+  /** The scheduler's state, to make it again with the `state` option. */
+  state(): ClassSchedulerState {
+    return {
+      lastMs: this.#lastMs,
+      parent: this.parent.state(),
+      classes: this.classes.map((c, i) => ({
+        name: c.name,
+        guarantee: this.#guarantees[i]!.state(),
+        ceiling: this.#ceilings[i]!.state(),
+        askedMs: this.#askedMs[i]!,
+        markMs: this.#markMs[i]!,
+        markCost: this.#markCost[i]!,
+        borrowed: this.#borrowed[i]!,
+        borrowedMs: this.#borrowedMs[i]!,
+        used: this.#used[i]!,
+        usedMs: this.#usedMs[i]!,
+      })),
+    };
   }
 
   /** The index of the class named `name`; an UnknownClassError naming the defined ones if none. */
@@ -126,6 +182,7 @@ export class ClassScheduler {
     if (guarantee.tokensAt(t) >= n - EPSILON && this.parent.allowAt(t, costs)) {
       guarantee.takeAt(t, t, n);
       ceiling.takeAt(t, t, n);
+      this.#use(t, c, n);
       this.lastPath = "guarantee";
       this.lastRefusal = undefined;
       return true;
@@ -138,6 +195,7 @@ export class ClassScheduler {
     ceiling.takeAt(t, t, n);
     this.#borrowed[c] = this.borrowedAt(t, c) + n;
     this.#borrowedMs[c] = t;
+    this.#use(t, c, n);
     this.lastPath = "borrow";
     this.lastRefusal = undefined;
     return true;
@@ -178,9 +236,21 @@ export class ClassScheduler {
 
   /** Class c's counter of what it borrowed, decayed to `t`. */
   borrowedAt(t: number, c: number): number {
-    const amount = this.#borrowed[c]!;
-    if (amount === 0) return 0;
-    return amount * Math.exp(-Math.max(0, t - this.#borrowedMs[c]!) / this.decayMs);
+    return this.#decayed(this.#borrowed[c]!, this.#borrowedMs[c]!, t);
+  }
+
+  /** What class c was admitted lately, in units a second: its decaying counter over the decay's time constant. */
+  usedRateAt(t: number, c: number): number {
+    return (this.#decayed(this.#used[c]!, this.#usedMs[c]!, t) * 1000) / this.decayMs;
+  }
+
+  #use(t: number, c: number, n: number): void {
+    this.#used[c] = this.#decayed(this.#used[c]!, this.#usedMs[c]!, t) + n;
+    this.#usedMs[c] = t;
+  }
+
+  #decayed(amount: number, sinceMs: number, t: number): number {
+    return amount === 0 ? 0 : amount * Math.exp(-Math.max(0, t - sinceMs) / this.decayMs);
   }
 
   /** Class c's guarantee bucket level and ceiling bucket level at `t`. */

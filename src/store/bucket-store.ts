@@ -195,7 +195,8 @@ export type StoreFailure =
   | "failed"
   | "deleted"
   | "closed"
-  | "holds-a-set";
+  | "holds-a-set"
+  | "classes";
 
 export interface StoreErrorDetails {
   /** The store's address as shown to users (password hidden). */

@@ -1,4 +1,6 @@
+import type { ClassSpec } from "../core/class-spec.js";
 import type { Costs, LimitSpec } from "../core/limit-spec.js";
+import type { ClassLevel, ClassTakeResult } from "./class-math.js";
 import { type BucketStore, type ConfigureOptions, StoreError } from "./bucket-store.js";
 
 /**
@@ -63,6 +65,22 @@ export interface LimitSetStore {
    * its lease ran out and its slots went back.
    */
   renewSet(key: string, reservation: SetReservation, leaseMs?: number): Promise<boolean | undefined>;
+  /**
+   * Defines the classes that share the key's rate (design section 12; null:
+   * none). A class already defined keeps its state. A ClassDefinitionError
+   * for classes that do not fit the key's limits; `undefined` when the key
+   * is not configured. A store that keeps no classes has none of this.
+   */
+  configureClasses?(key: string, classes: readonly ClassSpec[] | null): Promise<SetState | undefined>;
+  /**
+   * Class `className`'s ask for `costs`, one atomic step for all the
+   * processes sharing the key: admitted now, or refused with how long until
+   * it could be (ask again then). An UnknownClassError for a class the key
+   * does not define, a StoreError ("classes") for a key without classes;
+   * `undefined` when the key is not configured. takeSet refuses a key with
+   * classes the same way: every take names its class.
+   */
+  takeClass?(key: string, className: string, costs: Costs): Promise<ClassTakeResult | undefined>;
   /** Each limit of the key's set with its level now, without changing anything; `undefined` when unknown. */
   readSet(key: string): Promise<SetState | undefined>;
   /** Every key, each as a set (a one-bucket key as a set of one), sorted by key. */
@@ -134,6 +152,8 @@ export interface SetState {
   updatedAtMs: number;
   /** Set when the key was made with `expireWhenFull` and may be forgotten once full. */
   expiresWhenFull?: true;
+  /** The classes sharing the key's rate, with their use, when it has any. */
+  classes?: ClassLevel[];
 }
 
 /** Checks a take's arguments the same way in every store. */

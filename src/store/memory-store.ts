@@ -37,6 +37,8 @@ import {
   takeSetAt,
 } from "./set-math.js";
 import type { StoreBackend } from "./store-backend.js";
+import type { ClassSpec } from "../core/class-spec.js";
+import { classesError, type ClassTakeResult, configureClassesAt, takeClassAt } from "./class-math.js";
 import { StoreUrlError } from "./store-url-error.js";
 
 /** Wall-clock milliseconds: stores shared between processes need a clock they all read alike. */
@@ -112,7 +114,7 @@ export class MemoryStore implements BucketStore, LimitSetStore {
   /** The key's bucket; a key of another set is refused. */
   #bucket(key: string): StoredBucket | undefined {
     const set = this.#sets.get(key);
-    if (set) throw heldAsSetError(this.url, key, set.limits.length);
+    if (set) throw set.classes ? classesError(this.url, key, set.classes.specs.map((c) => c.name)) : heldAsSetError(this.url, key, set.limits.length);
     return this.#buckets.get(key);
   }
 
@@ -149,9 +151,29 @@ export class MemoryStore implements BucketStore, LimitSetStore {
     checkSetTake(costs, options);
     const stored = this.#set(key);
     if (!stored) return undefined;
+    if (stored.classes) throw classesError(this.url, key, stored.classes.specs.map((c) => c.name));
     const { result, next } = takeSetAt(stored, this.#clock.now(), costs, options);
     if (next) this.#store(key, next);
     return result;
+  }
+
+  async configureClasses(key: string, classes: readonly ClassSpec[] | null): Promise<SetState | undefined> {
+    const stored = this.#set(key);
+    if (!stored) return undefined;
+    const nowMs = this.#clock.now();
+    const next = configureClassesAt(stored, nowMs, classes);
+    this.#store(key, next);
+    return setStateOf(key, next, nowMs, this.#implicit.has(key));
+  }
+
+  async takeClass(key: string, className: string, costs: Costs): Promise<ClassTakeResult | undefined> {
+    checkSetTake(costs, undefined);
+    const stored = this.#set(key);
+    if (!stored) return undefined;
+    const taken = takeClassAt(stored, this.#clock.now(), className, costs);
+    if (!taken) throw classesError(this.url, key, undefined);
+    this.#store(key, taken.next);
+    return taken.result;
   }
 
   async cancelSet(key: string, reservation: SetReservation): Promise<true | undefined> {

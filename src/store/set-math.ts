@@ -5,6 +5,7 @@ import type { Costs, LimitSpec } from "../core/limit-spec.js";
 import { durationMsFromTokens, TokenBucket } from "../core/token-bucket.js";
 import type { RateKind } from "../core/units.js";
 import type { StoredBucket } from "./bucket-math.js";
+import { checkKeptClasses, classLevelsOf, type StoredClasses } from "./class-math.js";
 import {
   DEFAULT_SLOT_LEASE_MS,
   type LimitLevel,
@@ -28,6 +29,8 @@ export interface StoredSet {
   state: LimitSetState;
   /** For each limit (by index; empty but for concurrency): each holder's id and when its lease ends, in ms. */
   holders: Array<Array<[string, number]>>;
+  /** The classes sharing the key's rate, when it has any (class-math.ts). */
+  classes?: StoredClasses;
 }
 
 /** A clock that stands still: the store's steps all give their time. */
@@ -199,7 +202,12 @@ export function configureSetAt(stored: StoredSet | undefined, nowMs: number, lim
     return old;
   });
   const keptHolders = limits.map((_, i) => (match[i]! >= 0 ? holders[match[i]!]! : []));
-  return withHolders(limits, { lastMs: Math.max(stored.state.lastMs, nowMs), limits: kept }, keptHolders);
+  const next = withHolders(limits, { lastMs: Math.max(stored.state.lastMs, nowMs), limits: kept }, keptHolders);
+  if (!stored.classes) return next;
+  // The classes stay, and must fit the new limits (a lower rate below their guarantees is refused).
+  const withClasses = { ...next, classes: stored.classes };
+  checkKeptClasses(withClasses);
+  return withClasses;
 }
 
 /** Each limit and its level at `nowMs`, read without changing anything. */
@@ -208,6 +216,8 @@ export function setStateOf(key: string, stored: StoredSet, nowMs: number, expire
   const limits = stored.limits.map((spec, i): LimitLevel => ({ ...spec, level: set.levelAt(nowMs, i) }));
   const state: SetState = { key, limits, updatedAtMs: stored.state.lastMs };
   if (expiresWhenFull) state.expiresWhenFull = true;
+  const classes = classLevelsOf(stored, nowMs);
+  if (classes) state.classes = classes;
   return state;
 }
 
@@ -246,8 +256,9 @@ export function setOfBucket(bucket: StoredBucket): StoredSet {
 
 const RATE_KINDS: readonly RateKind[] = ["bytes", "count"];
 
-/** The one bucket a set stands for when it is one bucket counting bytes or counts (stored as BucketStore keeps it); undefined otherwise. */
+/** The one bucket a set stands for when it is one bucket counting bytes or counts, and has no classes (stored as BucketStore keeps it); undefined otherwise. */
 export function bucketOfSet(stored: StoredSet): StoredBucket | undefined {
+  if (stored.classes) return undefined;
   const [spec, ...others] = stored.limits;
   const limit = stored.state.limits[0];
   if (others.length > 0 || spec?.kind !== "bucket" || limit?.kind !== "bucket") return undefined;

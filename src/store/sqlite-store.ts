@@ -45,6 +45,8 @@ import {
   type StoredSet,
   takeSetAt,
 } from "./set-math.js";
+import type { ClassSpec } from "../core/class-spec.js";
+import { classesError, type ClassTakeResult, configureClassesAt, type StoredClasses, takeClassAt } from "./class-math.js";
 
 /**
  * The schema this release writes; a file with a higher version came from a
@@ -95,6 +97,8 @@ interface SetRow {
   /** When the key is as a new one would be (fullAtMs): a key made with expireWhenFull may be swept from then on. */
   full_at_ms: number;
   expire_when_full: number;
+  /** The classes sharing the key's rate (StoredClasses as JSON), or null. */
+  classes: string | null;
 }
 
 /** A key as a set step finds it, in either table, and whether it was made with expireWhenFull. */
@@ -162,12 +166,12 @@ export class SqliteStore implements BucketStore, LimitSetStore {
        ON CONFLICT (key) DO UPDATE SET kind = excluded.kind, rate = excluded.rate, burst = excluded.burst,
          tokens = excluded.tokens, last_ms = excluded.last_ms`,
     );
-    this.#selectSet = db.prepare<[string], SetRow>("SELECT key, limits, state, holders, full_at_ms, expire_when_full FROM limit_sets WHERE key = ?");
+    this.#selectSet = db.prepare<[string], SetRow>("SELECT key, limits, state, holders, full_at_ms, expire_when_full, classes FROM limit_sets WHERE key = ?");
     const upsertSet = db.prepare<[SetRow]>(
-      `INSERT INTO limit_sets (key, limits, state, holders, full_at_ms, expire_when_full)
-       VALUES (@key, @limits, @state, @holders, @full_at_ms, @expire_when_full)
+      `INSERT INTO limit_sets (key, limits, state, holders, full_at_ms, expire_when_full, classes)
+       VALUES (@key, @limits, @state, @holders, @full_at_ms, @expire_when_full, @classes)
        ON CONFLICT (key) DO UPDATE SET limits = excluded.limits, state = excluded.state, holders = excluded.holders,
-         full_at_ms = excluded.full_at_ms, expire_when_full = excluded.expire_when_full`,
+         full_at_ms = excluded.full_at_ms, expire_when_full = excluded.expire_when_full, classes = excluded.classes`,
     );
     const deleteSet = db.prepare<[string]>("DELETE FROM limit_sets WHERE key = ?");
     const deleteBucket = db.prepare<[string]>("DELETE FROM buckets WHERE key = ?");
@@ -309,7 +313,9 @@ export class SqliteStore implements BucketStore, LimitSetStore {
   /** BucketStore's answer for a key it has no bucket for: unknown, or held as a set it cannot take from. */
   #refuseSet(key: string): undefined {
     const set = this.#selectSet.get(key);
-    if (set) throw heldAsSetError(this.url, key, (JSON.parse(set.limits) as unknown[]).length);
+    if (!set) return undefined;
+    const stored = storedSetOf(set);
+    throw stored.classes ? classesError(this.url, key, stored.classes.specs.map((c) => c.name)) : heldAsSetError(this.url, key, stored.limits.length);
     return undefined;
   }
 
@@ -352,8 +358,31 @@ export class SqliteStore implements BucketStore, LimitSetStore {
   async takeSet(key: string, costs: Costs, options?: SetTakeOptions): Promise<SetTakeResult | undefined> {
     checkSetTake(costs, options);
     return this.#setStep(key, (stored, nowMs) => {
+      if (stored.classes) throw classesError(this.url, key, stored.classes.specs.map((c) => c.name));
       const { result, next } = takeSetAt(stored, nowMs, costs, options);
       return { value: result, next };
+    });
+  }
+
+  async configureClasses(key: string, classes: readonly ClassSpec[] | null): Promise<SetState | undefined> {
+    return this.#guard(() =>
+      this.#inTransaction(() => {
+        const found = this.#findSet(key);
+        if (!found) return undefined;
+        const nowMs = this.#clock.now();
+        const next = configureClassesAt(found.stored, nowMs, classes);
+        this.#saveSet(key, next, found.marked);
+        return setStateOf(key, next, nowMs, found.marked);
+      }),
+    );
+  }
+
+  async takeClass(key: string, className: string, costs: Costs): Promise<ClassTakeResult | undefined> {
+    checkSetTake(costs, undefined);
+    return this.#setStep(key, (stored, nowMs) => {
+      const taken = takeClassAt(stored, nowMs, className, costs);
+      if (!taken) throw classesError(this.url, key, undefined);
+      return { value: taken.result, next: taken.next };
     });
   }
 
@@ -399,7 +428,7 @@ export class SqliteStore implements BucketStore, LimitSetStore {
     return this.#guard(() => {
       const nowMs = this.#clock.now();
       const buckets = this.#db.prepare<[], MarkedRow>("SELECT key, kind, rate, burst, tokens, last_ms, expire_when_full FROM buckets").all();
-      const sets = this.#db.prepare<[], SetRow>("SELECT key, limits, state, holders, full_at_ms, expire_when_full FROM limit_sets").all();
+      const sets = this.#db.prepare<[], SetRow>("SELECT key, limits, state, holders, full_at_ms, expire_when_full, classes FROM limit_sets").all();
       const states = [
         ...buckets.map((row) => setStateOf(row.key, setOfBucket(storedOf(row)), nowMs, row.expire_when_full === 1)),
         ...sets.map((row) => setStateOf(row.key, storedSetOf(row), nowMs, row.expire_when_full === 1)),
@@ -551,6 +580,9 @@ function migrate(db: BetterSqlite3.Database, url: string): void {
     if (!columns.some((column) => column.name === "expire_when_full")) {
       db.exec("ALTER TABLE buckets ADD COLUMN expire_when_full INTEGER NOT NULL DEFAULT 0");
     }
+    // Classes the same way: a release before them takes from such a key as from its set, and keeps the column.
+    const setColumns = db.prepare<[], { name: string }>("PRAGMA table_info(limit_sets)").all();
+    if (!setColumns.some((column) => column.name === "classes")) db.exec("ALTER TABLE limit_sets ADD COLUMN classes TEXT");
   }).immediate();
 }
 
@@ -566,12 +598,14 @@ function decode<T>(text: string): T {
   }) as T;
 }
 
-function setRowOf(stored: StoredSet): Pick<SetRow, "limits" | "state" | "holders"> {
-  return { limits: encode(stored.limits), state: encode(stored.state), holders: encode(stored.holders) };
+function setRowOf(stored: StoredSet): Pick<SetRow, "limits" | "state" | "holders" | "classes"> {
+  return { limits: encode(stored.limits), state: encode(stored.state), holders: encode(stored.holders), classes: stored.classes ? encode(stored.classes) : null };
 }
 
 function storedSetOf(row: SetRow): StoredSet {
-  return { limits: decode<LimitSpec[]>(row.limits), state: decode<StoredSet["state"]>(row.state), holders: decode<StoredSet["holders"]>(row.holders) };
+  const stored: StoredSet = { limits: decode<LimitSpec[]>(row.limits), state: decode<StoredSet["state"]>(row.state), holders: decode<StoredSet["holders"]>(row.holders) };
+  if (row.classes) stored.classes = decode<StoredClasses>(row.classes);
+  return stored;
 }
 
 function storedOf(row: Row): StoredBucket {

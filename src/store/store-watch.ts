@@ -3,7 +3,7 @@ import { type BucketStore, StoreError } from "./bucket-store.js";
 import { isLimitSetStore, type LimitSetStore } from "./limit-set-store.js";
 
 /** Failures of one key or one limiter, not of the store: the others go on asking. */
-const KEY_FAILURES: ReadonlySet<string> = new Set(["deleted", "closed", "holds-a-set"]);
+const KEY_FAILURES: ReadonlySet<string> = new Set(["deleted", "closed", "holds-a-set", "classes"]);
 
 /** True for a failure of the store itself (lost, locked, refused), which every key shares; false for one key's (deleted, closed, holds-a-set). */
 export function isStoreFailure(error: unknown): error is StoreError {

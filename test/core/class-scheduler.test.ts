@@ -166,6 +166,44 @@ describe("ClassScheduler: the two ways to consume", () => {
   });
 });
 
+describe("ClassScheduler: its state, as a store keeps it between steps", () => {
+  /** JSON as a store writes it: a non-finite number as a string. */
+  const roundTrip = <T>(value: T): T =>
+    JSON.parse(JSON.stringify(value, (_k, v: unknown) => (typeof v === "number" && !Number.isFinite(v) ? String(v) : v)), (_k, v: unknown) =>
+      v === "Infinity" ? Infinity : v === "-Infinity" ? -Infinity : v,
+    ) as T;
+
+  it("answers every ask as a scheduler kept in memory does, rebuilt from its state at each step", () => {
+    const kept = new ClassScheduler(KEY, CLASSES, { clock: new FakeClock(0) });
+    let state = new ClassScheduler(KEY, CLASSES, { clock: new FakeClock(0) }).state();
+    let differ = 0;
+    let admitted = 0;
+    for (let t = 0; t < 3000; t += 0.7) {
+      const c = Math.floor(t * 13) % CLASSES.length;
+      const stepped = new ClassScheduler(KEY, CLASSES, { clock: new FakeClock(t), state: roundTrip(state) });
+      const answer = stepped.allowAt(t, c, ONE);
+      const earliest = answer ? 0 : stepped.earliestAt(t, c, ONE);
+      state = stepped.state();
+      if (answer !== kept.allowAt(t, c, ONE) || earliest !== (answer ? 0 : kept.earliestAt(t, c, ONE))) differ++;
+      if (answer) admitted++;
+    }
+    expect(differ).toBe(0);
+    // Saturating: the key's 100/s over 3 s and its burst of 20.
+    expect(admitted).toBeGreaterThan(290);
+    expect(admitted).toBeLessThanOrEqual(320);
+  });
+
+  it("keeps a class's state by name when the classes change; a new class starts full", () => {
+    const scheduler = new ClassScheduler(KEY, CLASSES, { clock: new FakeClock(0) });
+    while (scheduler.allowAt(0, 0, ONE));
+    const changed = [{ name: "new", rate: 10 }, CLASSES[0]!];
+    const after = new ClassScheduler(KEY, changed, { clock: new FakeClock(0), state: scheduler.state() });
+    expect(after.guaranteeLevelAt(0, 1)).toBe(scheduler.guaranteeLevelAt(0, 0));
+    expect(after.guaranteeLevelAt(0, 0)).toBe(after.classes[0]!.burst);
+    expect(after.keyLevelAt(0)).toBe(scheduler.keyLevelAt(0));
+  });
+});
+
 describe("classes: definitions", () => {
   it("fill in the defaults: burst scaled from the key's, ceil the key's rate, weight the guarantee, prio 0", () => {
     expect(resolveClasses([{ name: "x", rate: 25 }], 100, 20)).toEqual([{ name: "x", rate: 25, burst: 5, ceil: 100, ceilBurst: 20, prio: 0, weight: 25 }]);

@@ -10,6 +10,7 @@ import { type RedisServer, startRedisServer } from "../helpers/redis-server.js";
 import type { BucketStore } from "../../src/store/bucket-store.js";
 import type { LimitSetStore } from "../../src/store/limit-set-store.js";
 import { describeStoreConformance } from "./conformance.js";
+import { describeClassConformance } from "./class-conformance.js";
 import { describeSetConformance } from "./set-conformance.js";
 
 /** How the suite gets a fresh, empty store of a backend: its address, and what to remove afterwards. */
@@ -80,5 +81,11 @@ for (const backend of STORE_BACKENDS) {
     const sets = limitSetStoreOf(store);
     if (!sets) throw new Error(`the ${backend.type} store keeps no limit sets`);
     return { store, sets, clock, cleanup, bucketStoreKnowsSets: limitSetStoreOf(store) !== undefined };
+  });
+  describeClassConformance(backend.type, async () => {
+    const { url, cleanup } = await fixture.fresh();
+    const clock = new FakeClock();
+    const store = await openStore(parseStoreLocation(url), { clock });
+    return { store, sets: limitSetStoreOf(store)!, clock, cleanup };
   });
 }
