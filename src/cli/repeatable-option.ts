@@ -14,3 +14,8 @@ export function repeatableOption<T>(flags: string, description: string, collect:
 export function isRepeatable(option: Option): boolean {
   return option.variadic || repeatable.has(option);
 }
+
+/** Keeps every value of a repeatable option, in order. */
+export function collectText(text: string, previous: string[] = []): string[] {
+  return [...previous, text];
+}

@@ -4,6 +4,7 @@ import { UsageError } from "../errors.js";
 import { nearestName } from "../mistyped-command.js";
 import { addLimitOptions } from "../limit-options.js";
 import { STORE_HELP } from "../shared-options.js";
+import { collectText, repeatableOption } from "../repeatable-option.js";
 import { checkKey, type KeyFlags, type KeyRequest, KINDS, parseKeySet } from "./options.js";
 
 const EXAMPLES = `
@@ -16,6 +17,7 @@ Examples:
   tbucket key set api --rate 600/m --burst 10        # a launch quota for tbucket run --key api
   tbucket key set backups --rate 0                   # pause every pipe and run on the key; set a rate to resume
   tbucket key set api --rate 10/s --burst 20 --window 1000/h --concurrency 20   # a set of limits, all held
+  tbucket key set uplink --rate 20mb --class interactive=5mb,prio=0 --class backup=10mb,prio=1   # classes share it
   tbucket key list --store redis://10.0.0.5:6379
   tbucket key show backups --json
   tbucket key delete backups`;
@@ -72,6 +74,13 @@ export function registerKey(program: Command, onExit: (code: number) => void): v
     concurrency: "at most N at once across every process on the key (run's jobs)",
   });
   setCommand
+    .addOption(
+      repeatableOption(
+        "--class <name=rate,...>",
+        "a class sharing the key's rate: NAME=GUARANTEE, then any of ceil=RATE, prio=N, weight=W, burst=SIZE; repeatable; replaces the key's classes (none: drop them)",
+        collectText,
+      ),
+    )
     .addOption(choiceOption("--kind <kind>", "bytes or count, when the rate alone does not say (a bare number is a count for a new key)", KINDS, "a kind"))
     .option("--store <url>", STORE_HELP)
     .option("--json", "print the bucket as a JSON object")

@@ -8,7 +8,13 @@ import { isLimitSetStore, type LimitLevel, type SetState } from "../../store/lim
 import { writeStandardOutput } from "../standard-streams.js";
 import { describeStoreFailure } from "../store-failure.js";
 import { openCommandStore, storeLocation } from "../store-opener.js";
-import { type KeyRequest, parseKeyBurst, parseKeyRate } from "./options.js";
+import { type ClassTexts, type KeyRequest, parseKeyBurst, parseKeyRate } from "./options.js";
+import { ClassDefinitionError } from "../../core/class-spec.js";
+import type { LimitSpec } from "../../core/limit-spec.js";
+import type { ClassLevel } from "../../store/class-math.js";
+import type { LimitSetStore } from "../../store/limit-set-store.js";
+import { parseClassOptions } from "../class-options.js";
+import { describeRate } from "../../core/format.js";
 
 /** Runs `tbucket key ...`; resolves to the exit status. */
 export async function runKey(request: KeyRequest): Promise<number> {
@@ -42,7 +48,7 @@ async function act(store: BucketStore, request: KeyRequest): Promise<number> {
     }
     case "show": {
       const set = isLimitSetStore(store) ? await store.readSet(request.key) : undefined;
-      if (set && isSet(set.limits)) {
+      if (set && (isSet(set.limits) || set.classes)) {
         print(request.json ? JSON.stringify(setJson(set, store), null, 2) : formatSet(set, store));
         return EXIT.ok;
       }
@@ -62,7 +68,9 @@ async function act(store: BucketStore, request: KeyRequest): Promise<number> {
       return EXIT.ok;
     }
     case "set": {
-      const existing = await store.read(request.key);
+      // A key with classes is kept as a set (its classes with it): read and changed as one.
+      const classed = isLimitSetStore(store) ? await store.readSet(request.key) : undefined;
+      const existing = classed?.classes ? bucketOfClassedSet(classed) : await store.read(request.key);
       const kind: RateKind = request.kind ?? existing?.kind ?? (request.rate !== undefined ? parseOption("--rate", request.rate, (text) => parseAnyRate(text, { allowZero: true })).kind : "count");
       if (request.rate === undefined && !existing) {
         throw new UsageError(`--rate: a new key needs a rate; try "tbucket key set ${request.key} --rate ${kind === "bytes" ? "20mb" : "5/s"}"`);
@@ -73,17 +81,81 @@ async function act(store: BucketStore, request: KeyRequest): Promise<number> {
       // A rate change keeps the stored burst, as pv -R changes only the rate.
       const burst =
         request.burst !== undefined ? parseKeyBurst(request.burst, kind) : keepRate !== undefined ? existing!.burst : defaultBurst(kind, rate);
+      const bucket: LimitSpec = { kind: "bucket", unit: kind, rate, burst };
+      if (request.classes !== undefined || classed?.classes) {
+        if (!isLimitSetStore(store)) throw new UsageError(`--class: ${store.url} keeps no classes; use a SQLite store`);
+        const set = await setWithClasses(store, request.key, [bucket], request.classes, request.rate !== undefined || request.burst !== undefined || !existing);
+        print(request.json ? JSON.stringify(setJson(set, store), null, 2) : formatSet(set, store));
+        return EXIT.ok;
+      }
       const state = await store.configure(request.key, { rate, burst, kind });
       print(request.json ? JSON.stringify(toJson(state, store), null, 2) : formatState(state, store));
       return EXIT.ok;
     }
     case "set-limits": {
       if (!isLimitSetStore(store)) throw new UsageError(`key set: ${store.url} holds one rate and burst a key, not a set of limits; use a SQLite store, or give one --rate (and --burst)`);
-      const set = await store.configureSet(request.key, request.limits);
+      const set = await setWithClasses(store, request.key, request.limits, request.classes, true);
       print(request.json ? JSON.stringify(setJson(set, store), null, 2) : formatSet(set, store));
       return EXIT.ok;
     }
   }
+}
+
+/** The one bucket of a key with classes, as `key set` changes a bucket; a set of more limits is changed as a set. */
+function bucketOfClassedSet(set: SetState): BucketState {
+  const [first, ...others] = set.limits;
+  if (others.length > 0 || first?.kind !== "bucket" || (first.unit !== "bytes" && first.unit !== "count")) {
+    throw new UsageError(`key set ${set.key}: the key holds a set of ${set.limits.length} limits shared by classes; give each of its limits again (--rate, --window, ...)`);
+  }
+  return { key: set.key, kind: first.unit === "bytes" ? "bytes" : "count", rate: first.rate, burst: first.burst, tokens: first.level, updatedAtMs: set.updatedAtMs };
+}
+
+/**
+ * Sets a key's limits (when `setLimits`) and its classes (when given: null
+ * drops them), classes read in the unit and against the rate of the key's
+ * first bucket. Limits the kept classes no longer fit, with new classes
+ * that fit them, are set with the old classes dropped first.
+ */
+async function setWithClasses(store: BucketStore & LimitSetStore, key: string, limits: LimitSpec[], texts: ClassTexts | undefined, setLimits: boolean): Promise<SetState> {
+  if (texts !== undefined && (!store.configureClasses || !store.takeClass)) throw new UsageError(`--class: ${store.url} keeps no classes yet; use a SQLite store`);
+  const share = limits.find((limit) => limit.kind === "bucket");
+  const specs = texts ? (share ? parseClassOptions(texts, share.unit === "bytes" ? "bytes" : "count", share.rate) : noRateToShare()) : texts;
+  let set: SetState | undefined;
+  if (setLimits) {
+    try {
+      set = await store.configureSet(key, limits);
+    } catch (error) {
+      if (!(error instanceof ClassDefinitionError)) throw error;
+      if (specs === undefined) {
+        const kept = (await store.readSet(key))?.classes ?? [];
+        const kind: RateKind = share?.unit === "bytes" ? "bytes" : "count";
+        const total = kept.reduce((sum, c) => sum + c.rate, 0);
+        const why = share && total > share.rate ? `the classes' guarantees add up to ${describeRate(kind, total)}, more than the rate of ${describeRate(kind, share.rate)}` : classMismatch(error);
+        throw new UsageError(`key set ${key}: ${why}; lower the classes with --class, drop them with --class none, or keep a higher rate`);
+      }
+      await store.configureClasses!(key, null);
+      set = await store.configureSet(key, limits);
+    }
+  }
+  if (specs !== undefined) {
+    try {
+      set = await store.configureClasses!(key, specs);
+    } catch (error) {
+      if (error instanceof ClassDefinitionError) throw new UsageError(`--class: ${classMismatch(error)}`);
+      throw error;
+    }
+  }
+  if (!set) throw new RuntimeError(`key "${key}": not set in ${store.url}; give it a --rate first`);
+  return set;
+}
+
+function noRateToShare(): never {
+  throw new UsageError(`--class: classes share a rate, and the key has none; give it a --rate`);
+}
+
+/** The class definition's complaint as part of a line: a lower-case start, no full stop. */
+function classMismatch(error: Error): string {
+  return error.message.charAt(0).toLowerCase() + error.message.slice(1).replace(/\.$/, "");
 }
 
 /** `key show --json`'s limits: `{kind, unit, rate, burst | n, window | n, level}`, rates a second, windows in seconds, unlimited as null. */
@@ -93,7 +165,14 @@ function setJson(set: SetState, store: BucketStore) {
     if (limit.kind === "window") return { kind: limit.kind, unit: limit.unit, n: limit.n, window: limit.windowMs / 1000, level: limit.level };
     return { kind: limit.kind, n: limit.n, level: limit.level };
   });
-  return { key: set.key, store: store.url, limits, updatedAt: new Date(set.updatedAtMs).toISOString(), ...(set.expiresWhenFull ? { expiresWhenFull: true } : {}) };
+  return {
+    key: set.key,
+    store: store.url,
+    limits,
+    ...(set.classes && { classes: set.classes }),
+    updatedAt: new Date(set.updatedAtMs).toISOString(),
+    ...(set.expiresWhenFull ? { expiresWhenFull: true } : {}),
+  };
 }
 
 /** A set limit's level: a bucket's tokens, a window's room left, a concurrency limit's free slots. */
@@ -111,9 +190,19 @@ function formatSet(set: SetState, store: BucketStore): string {
     ["key", set.key],
     ["store", store.url],
     ...set.limits.map((limit, index): [string, string] => [`limit ${index + 1}`, `${describeLimits([limit])}; level ${formatLimitLevel(limit)}`]),
+    ...(set.classes ?? []).map((c): [string, string] => [`class ${c.name}`, describeClassLevel(c, set.limits)]),
     ["updated", new Date(set.updatedAtMs).toISOString()],
   ];
   return alignColumns(rows.map(([name, value]) => [`${name}:`, value]), { gap: " " }).join("\n");
+}
+
+/** A class's definition and its use: `5 MiB/s guaranteed, ceil 20 MiB/s, prio 1, weight 5 MiB/s; using 4.98 MiB/s (25%)`. */
+function describeClassLevel(c: ClassLevel, limits: readonly LimitLevel[]): string {
+  const share = limits.find((limit) => limit.kind === "bucket");
+  const kind: RateKind = share?.kind === "bucket" && share.unit === "bytes" ? "bytes" : "count";
+  const keyRate = share?.kind === "bucket" ? share.rate : Infinity;
+  const percent = keyRate > 0 && Number.isFinite(keyRate) ? ` (${Math.round((c.usedRate / keyRate) * 100)}%)` : "";
+  return `${humanRate(kind, c.rate)} guaranteed, ceil ${humanRate(kind, c.ceil)}, prio ${c.prio}, weight ${humanRate(kind, c.weight)}; using ${c.usedRate > 0 ? humanRate(kind, c.usedRate) : "nothing"}${percent}`;
 }
 
 function notSet(key: string, store: BucketStore): RuntimeError {

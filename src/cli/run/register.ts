@@ -2,7 +2,7 @@ import type { Command } from "commander";
 import { choiceOption } from "../choice-option.js";
 import { addLimitOptions } from "../limit-options.js";
 import { addReportOptions } from "../report-options.js";
-import { repeatableOption } from "../repeatable-option.js";
+import { collectText, repeatableOption } from "../repeatable-option.js";
 import { addSharedBucketOptions } from "../shared-options.js";
 import { OUTPUT_MODES, parseRunOptions, type RunFlags } from "./options.js";
 
@@ -69,9 +69,4 @@ export function registerRun(program: Command, onExit: (code: number) => void): v
       const { runRun } = await import("./run.js");
       onExit(await runRun(config));
     });
-}
-
-/** Keeps every value of a repeatable option, in order. */
-function collectText(text: string, previous: string[] = []): string[] {
-  return [...previous, text];
 }

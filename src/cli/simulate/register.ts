@@ -1,7 +1,7 @@
 import type { Command } from "commander";
 import { choiceOption } from "../choice-option.js";
 import { addLimitOptions } from "../limit-options.js";
-import { repeatableOption } from "../repeatable-option.js";
+import { collectText, repeatableOption } from "../repeatable-option.js";
 import { COST_UNITS, FORMATS, parseSimulateOptions, POLICIES, type SimulateFlags } from "./options.js";
 
 const EXAMPLES = `
@@ -46,7 +46,7 @@ export function registerSimulate(program: Command, onExit: (code: number) => voi
       repeatableOption(
         "--class <name=rate,...>",
         "a class sharing the limits: NAME=GUARANTEE, then any of ceil=RATE, prio=N, weight=W, burst=SIZE, joined by commas (amounts in the unit of --rate); repeatable",
-        (text: string, previous: string[] = []) => [...previous, text],
+        collectText,
       ),
     )
     .option("--class-field <n>", "with --class and --trace: the field (from 1) naming each event's class")
