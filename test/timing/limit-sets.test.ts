@@ -107,7 +107,9 @@ describe("limit sets: timing from outside", () => {
     expect(code).toBe(0);
     expect(output.equals(input)).toBe(true);
     // Lines: burst 1 + 100 a second; bytes: burst 6,553 (100 ms of the rate) + 65,536 a second.
-    expect(worstBucketExcess(arrivals, 100, 1, READER_LATE_MS, (arrival) => arrival.lines)).toBeLessThanOrEqual(1e-9);
+    // A reader later than READER_LATE_MS makes the line it read look early by a fraction of a line (seen: 0.04 on a
+    // loaded machine); a limit that did not hold shows whole lines.
+    expect(worstBucketExcess(arrivals, 100, 1, READER_LATE_MS, (arrival) => arrival.lines)).toBeLessThan(0.5);
     expect(worstBucketExcess(arrivals, 65_536, 6553, READER_LATE_MS, (arrival) => arrival.bytes)).toBeLessThanOrEqual(1e-9);
     // Each bound in its turn: 100 short lines take about 1 s of the line rate, 120,000 bytes about 1.7 s of the byte rate.
     expect(arrivals.at(-1)!.atMs - arrivals[0]!.atMs).toBeGreaterThanOrEqual(2500);
