@@ -28,6 +28,8 @@ export interface LimiterRequest {
   shared: SharedBucketOptions;
   /** Who asks: what stops when a shared store is lost, for the message (a stream, or launches). */
   command: "pipe" | "run";
+  /** With a key shared by classes: the class every take names (`--class`). */
+  className?: string;
 }
 
 export interface SetReport {
@@ -61,6 +63,7 @@ export interface OpenLimiter {
  * the stored settings are used.
  */
 export async function openLimiter(request: LimiterRequest): Promise<OpenLimiter> {
+  if (request.shared.key !== undefined && request.className !== undefined) return openClassLimiter(request, request.shared.key, request.className);
   if (request.shared.key !== undefined) return openSharedLimiter(request, request.shared.key);
   if (request.limits !== undefined) {
     const set = new LimitSetLimiter(request.limits, { unit: request.kind });
@@ -99,17 +102,7 @@ async function openSharedLimiter(request: LimiterRequest, key: string): Promise<
   let setBucket: SetKeyBucket | undefined;
   let setLimits: LimitSpec[] | undefined;
   const waitedMsBy: number[] = [];
-  const keys: KeyBuckets = new KeyBuckets({
-    store,
-    poll: true,
-    // Mid-run the offer of a private bucket comes after what stopped; with local, both ends of an outage are said.
-    ...(local && {
-      onLost: (error: StoreError) => limiter && warn(`${describeStoreFailure(error, { offerLocal: false })}; going on with a private bucket at ${describeConfig(limiter)} until it is back`),
-      onBack: (lostForMs: number) => limiter && say(`store ${keys.url}: back after ${humanDuration(lostForMs)}; key "${key}" is shared again`),
-    }),
-    keyFailure: (error) => new RuntimeError(`${describeStoreFailure(error, { offerLocal: false })}; ${STOPPED[request.command]}`),
-    whileLost: local ? { mode: "local" } : { mode: "wait", timeoutMs: request.shared.storeTimeoutMs, giveUp: (error, lostForMs) => gaveUp(error, lostForMs, request.command) },
-  });
+  const keys = keyBucketsFor(store, key, request, () => limiter);
   try {
     const setUpNoting = setUp && (async (sets: LimitSetStore) => {
       const state = await setUp(sets);
@@ -127,6 +120,8 @@ async function openSharedLimiter(request: LimiterRequest, key: string): Promise<
       : await keys.open(key, privateSettings ? { settings: privateSettings } : { required: true, setUp: (store) => configureKey(store, key, request) });
   } catch (error) {
     await keys.close();
+    // A key shared by classes is taken from as one of them: naming none is the command line's mistake.
+    if (error instanceof StoreError && error.failure === "classes") throw new UsageError(error.message);
     if (error instanceof StoreError) throw new RuntimeError(describeStoreFailure(error, { offerLocal: !local }));
     throw error;
   }
@@ -140,6 +135,75 @@ async function openSharedLimiter(request: LimiterRequest, key: string): Promise<
 
 function privateReport(set: LimitSetLimiter): SetReport {
   return { specs: set.set.specs, waitedMsBy: (index) => set.waitedMs(index), refusedBy: (index) => set.refusedBy[index]! };
+}
+
+/** The keys of a command's store, its outages said and handled as --on-store-error says; `current` is the key's limiter once open. */
+function keyBucketsFor(store: BucketStore | StoreError, key: string, request: LimiterRequest, current: () => { rate: number; burst: number; kind: RateKind } | undefined): KeyBuckets {
+  const local = request.shared.onStoreError === "local";
+  const keys: KeyBuckets = new KeyBuckets({
+    store,
+    poll: true,
+    // Mid-run the offer of a private bucket comes after what stopped; with local, both ends of an outage are said.
+    ...(local && {
+      onLost: (error: StoreError) => {
+        const limiter = current();
+        if (limiter) warn(`${describeStoreFailure(error, { offerLocal: false })}; going on with a private bucket at ${describeConfig(limiter)} until it is back`);
+      },
+      onBack: (lostForMs: number) => current() && say(`store ${keys.url}: back after ${humanDuration(lostForMs)}; key "${key}" is shared again`),
+    }),
+    keyFailure: (error) => new RuntimeError(`${describeStoreFailure(error, { offerLocal: false })}; ${STOPPED[request.command]}`),
+    whileLost: local ? { mode: "local" } : { mode: "wait", timeoutMs: request.shared.storeTimeoutMs, giveUp: (error, lostForMs) => gaveUp(error, lostForMs, request.command) },
+  });
+  return keys;
+}
+
+/**
+ * A key shared by classes, taken from as class `className` (`--key K --class
+ * NAME`): the key and its classes come from the store, set by `tbucket key
+ * set K --class ...`; the command line gives no limits of its own.
+ */
+async function openClassLimiter(request: LimiterRequest, key: string, className: string): Promise<OpenLimiter> {
+  if (request.limits !== undefined || request.rate !== undefined || request.burst !== undefined) {
+    throw new UsageError(`--class: the key's limits and classes are set with "tbucket key set ${key} --rate ... --class ..."; give --key ${key} --class ${className} without --rate, --burst or --window`);
+  }
+  let store: BucketStore;
+  try {
+    store = await openCommandStore(storeLocation(request.shared.store));
+  } catch (error) {
+    if (!(error instanceof StoreError)) throw error;
+    // A private stand-in needs the key's classes, which only the store has.
+    throw new RuntimeError(describeStoreFailure(error, { offerLocal: false }));
+  }
+  let state: SetState | undefined;
+  try {
+    if (!isLimitSetStore(store) || typeof store.takeClass !== "function") throw new UsageError(`--class: ${store.url} keeps no classes yet; use a SQLite store`);
+    state = await store.readSet(key);
+    const example = `tbucket key set ${key} --rate ${request.kind === "bytes" ? "20mb" : "10/s"} --class ${className}=${request.kind === "bytes" ? "5mb" : "2/s"}`;
+    if (!state) throw new UsageError(`--key: "${key}" is not set in ${store.url}; define it and its classes first: ${example}`);
+    if (!state.classes) throw new UsageError(`--class: key "${key}" has no classes; define them first: ${example}`);
+    const names = state.classes.map((c) => c.name);
+    if (!names.includes(className)) {
+      throw new UsageError(`--class: key "${key}" has no class "${className}"; its classes are ${names.join(", ")} (name one of them, or define it with tbucket key set ${key} --class, giving every class)`);
+    }
+    const share = state.limits.find((limit) => limit.kind === "bucket");
+    if (share?.kind === "bucket" && share.unit !== request.kind) {
+      const want = request.kind === "bytes" ? "bytes" : "a count";
+      throw new UsageError(`--class: key "${key}"'s classes share ${describeLimits([share])}, which does not count ${want}; use another key`);
+    }
+  } catch (error) {
+    await store.close();
+    throw error instanceof StoreError ? new RuntimeError(describeStoreFailure(error, { offerLocal: false })) : error;
+  }
+  let limiter: KeyBucket | undefined;
+  const keys = keyBucketsFor(store, key, request, () => limiter);
+  try {
+    limiter = await keys.openClass(key, { unit: request.kind, className, state });
+  } catch (error) {
+    await keys.close();
+    throw error instanceof StoreError ? new RuntimeError(describeStoreFailure(error, { offerLocal: false })) : error;
+  }
+  const opened = limiter;
+  return { limiter: opened, close: () => keys.close([opened]) };
 }
 
 /** What a command did when its store was lost mid-way. */
@@ -180,6 +244,7 @@ async function keySetUp(store: BucketStore, key: string, request: LimiterRequest
   }
   if (request.rate !== undefined || request.burst !== undefined) return undefined;
   const stored = await store.readSet(key);
+  if (stored?.classes) throw new UsageError(`--key: key "${key}" is shared by classes (${stored.classes.map((c) => c.name).join(", ")}); name one with --class`);
   if (!stored || !isSet(stored.limits)) return undefined;
   if (!stored.limits.some((limit) => limit.kind !== "concurrency" && limit.unit === request.kind)) {
     const want = request.kind === "bytes" ? "bytes" : "a count";

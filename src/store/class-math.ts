@@ -3,7 +3,7 @@ import { ClassDefinitionError, type ClassSpec } from "../core/class-spec.js";
 import type { Clock } from "../core/clock.js";
 import type { Costs, LimitSpec } from "../core/limit-spec.js";
 import { StoreError } from "./bucket-store.js";
-import type { StoredSet } from "./set-math.js";
+import type { LimitSetState } from "../core/limit-set.js";
 
 /**
  * Classes kept on a shared key (design section 12), as the memory and
@@ -18,6 +18,13 @@ export interface StoredClasses {
   specs: ClassSpec[];
   lastMs: number;
   states: ClassState[];
+}
+
+/** What of a key's stored set the classes use (set-math's StoredSet, which holds them). */
+interface StoredSet {
+  limits: LimitSpec[];
+  state: LimitSetState;
+  classes?: StoredClasses;
 }
 
 /** A class as `key show` and readSet report it: its definition, resolved, and its use now. */
@@ -73,10 +80,10 @@ function checkClassesOn(limits: readonly LimitSpec[], specs: readonly ClassSpec[
  * already defined keeps its state, a new one starts full. Throws
  * ClassDefinitionError for classes that do not fit the key's limits.
  */
-export function configureClassesAt(stored: StoredSet, nowMs: number, classes: readonly ClassSpec[] | null): StoredSet {
+export function configureClassesAt<S extends StoredSet>(stored: S, nowMs: number, classes: readonly ClassSpec[] | null): S {
   if (classes === null) {
     const { classes: _dropped, ...rest } = stored;
-    return rest;
+    return rest as S;
   }
   checkClassesOn(stored.limits, classes);
   const specs = classes.map((spec) => ({ ...spec }));
@@ -102,7 +109,7 @@ export function checkKeptClasses(stored: StoredSet): void {
  * UnknownClassError for a class the key does not define; undefined when the
  * key has no classes.
  */
-export function takeClassAt(stored: StoredSet, nowMs: number, name: string, costs: Costs): { result: ClassTakeResult; next: StoredSet } | undefined {
+export function takeClassAt<S extends StoredSet>(stored: S, nowMs: number, name: string, costs: Costs): { result: ClassTakeResult; next: S } | undefined {
   const classes = stored.classes;
   if (!classes) return undefined;
   const scheduler = schedulerAt(stored, classes, nowMs);
@@ -117,7 +124,7 @@ export function takeClassAt(stored: StoredSet, nowMs: number, name: string, cost
     limits: stored.limits.map((spec) => ({ ...spec })),
     classes: classes.specs.map((spec) => ({ ...spec })),
   };
-  const next: StoredSet = { ...stored, state: state.parent, classes: { specs: classes.specs, lastMs: state.lastMs, states: state.classes } };
+  const next: S = { ...stored, state: state.parent, classes: { specs: classes.specs, lastMs: state.lastMs, states: state.classes } };
   return { result, next };
 }
 

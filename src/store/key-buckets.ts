@@ -8,6 +8,8 @@ import { FailoverLimiter, type StoreBackedLimiter, type WhileLost } from "./fail
 import type { LimitSetStore, SetState } from "./limit-set-store.js";
 import { openSharedKey, sharedKeyLimiter } from "./shared-key.js";
 import { SharedSetLimiter } from "./shared-set-limiter.js";
+import { SharedClassLimiter } from "./shared-class-limiter.js";
+import { ClassLimiter } from "../core/class-limiter.js";
 import { isStoreFailure, StoreWatch } from "./store-watch.js";
 
 /**
@@ -96,6 +98,14 @@ export interface SetKeyRequest {
   limits: readonly LimitSpec[];
   /** Told of each take's wait on the store and the limits (numbered from 1) that set it: for --stats. */
   onWait?: (limitedBy: readonly number[], waitMs: number) => void;
+}
+
+/** How a key shared by classes is opened (`openClass`). */
+export interface ClassKeyRequest {
+  unit: RateKind;
+  className: string;
+  /** The key with its classes, as read at the start. */
+  state: SetState;
 }
 
 /** Closing gives up after this long: a store that went away must not hold a program's exit. */
@@ -225,6 +235,40 @@ export class KeyBuckets {
         signal,
       );
     return Object.assign(failover, { acquire });
+  }
+
+  /**
+   * Opens a key shared by classes, taking as class `className`: a
+   * SharedClassLimiter with failover. The key and its classes must be in the
+   * store now (`state`, read at the start). While the store is lost,
+   * `local` goes on with a private ClassLimiter of the key's limits and
+   * classes as last read, this process's class alone in it.
+   */
+  async openClass(key: string, request: ClassKeyRequest): Promise<KeyBucket> {
+    const watch = this.#watch;
+    const { clock, keyFailure, whileLost } = this.#options;
+    if (!watch) throw new Error(`KeyBuckets: key "${key}" is shared by classes and needs a store`);
+    let latest = new SharedClassLimiter({ store: watch, key, className: request.className, state: request.state, unit: request.unit, clock });
+    const limitsOf = (state: SetState) => state.limits.map(({ level: _level, ...spec }) => spec as LimitSpec);
+    let limits = limitsOf(request.state);
+    const reopen = async (): Promise<StoreBackedLimiter> => {
+      const state = await watch.readSet(key);
+      if (!state) throw new StoreError("deleted", `key "${key}": deleted from ${watch.url} while in use`, { storeUrl: watch.url, key });
+      limits = limitsOf(state);
+      latest = new SharedClassLimiter({ store: watch, key, className: request.className, state, unit: request.unit, clock });
+      return latest;
+    };
+    return new FailoverLimiter({
+      watch,
+      key,
+      settings: { rate: latest.rate, burst: latest.burst, kind: request.unit },
+      primary: latest,
+      reopen,
+      whileLost,
+      keyFailure,
+      clock,
+      makePrivate: () => new ClassLimiter(limits, latest.classes, { clock }).limiterFor(request.className),
+    });
   }
 
   /** Stops watching the store, leaving it open (it is someone else's to close). */

@@ -119,6 +119,18 @@ export class StoreWatch implements BucketStore, LimitSetStore {
   readSet: LimitSetStore["readSet"] = (key) => this.#guard(key, () => this.#sets.readSet(key));
   listSets: LimitSetStore["listSets"] = () => this.#guard(undefined, () => this.#sets.listSets());
   deleteSet: LimitSetStore["deleteSet"] = (key) => this.#guard(key, () => this.#sets.deleteSet(key));
+  configureClasses: NonNullable<LimitSetStore["configureClasses"]> = (key, classes) => this.#guard(key, () => this.#classes.configureClasses!(key, classes));
+  takeClass: NonNullable<LimitSetStore["takeClass"]> = (key, className, costs) => this.#guard(key, () => this.#classes.takeClass!(key, className, costs));
+
+  /** Whether the store keeps classes (the callers check before they name one). */
+  get keepsClasses(): boolean {
+    return isLimitSetStore(this.#store) && typeof this.#store.takeClass === "function";
+  }
+
+  get #classes(): LimitSetStore {
+    if (!this.keepsClasses) throw new TypeError(`StoreWatch: the store ${this.url} keeps no classes`);
+    return this.#sets;
+  }
 
   /** The store's limit sets; a backend without them is refused before (the callers check isLimitSetStore). */
   get #sets(): LimitSetStore {

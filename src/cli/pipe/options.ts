@@ -8,6 +8,8 @@ import { parseReportOptions, type ReportFlags, type ReportOptions } from "../rep
 import { parseSharedBucketOptions, type SharedBucketFlags, type SharedBucketOptions } from "../shared-options.js";
 
 export interface PipeConfig extends ReportOptions {
+  /** With --key: the class of the key every slice takes as (--class). */
+  className?: string;
   /** The sources in order, `-` for standard input; none named on the command line is standard input alone, as for cat. */
   files: string[];
   /** Every limit, in command-line order: one bucket, or a set (see needsLimitSet); none: from --key. */
@@ -35,6 +37,7 @@ export interface PipeFlags extends ReportFlags, SharedBucketFlags, LimitFlags {
   size?: string;
   pipeSize?: string;
   force?: boolean;
+  class?: string;
 }
 
 /** Linux's smallest pipe is one page, its largest 2 GiB (to root, past /proc/sys/fs/pipe-max-size). */
@@ -50,6 +53,7 @@ function parsePipeSize(text: string): number {
 /** Turns the pipe's flags into a checked configuration; every mistake is a UsageError. */
 export function parsePipeOptions(files: string[], flags: PipeFlags): PipeConfig {
   const shared = parseSharedBucketOptions(flags);
+  const className = flags.class === undefined ? undefined : parseClassName(flags.class, shared.key);
   const lines = Boolean(flags.lines || flags.null);
   const { limits, loneBurst } = parseLimitOptions(flags, { units: lines ? "any" : "bytes", keyed: shared.key !== undefined });
   if (limits.length === 0 && shared.key === undefined) {
@@ -76,6 +80,14 @@ export function parsePipeOptions(files: string[], flags: PipeFlags): PipeConfig 
     stats,
     name,
     shared,
+    ...(className !== undefined && { className }),
     force: Boolean(flags.force),
   };
+}
+
+/** --class NAME names a class of the shared key; without --key there are no classes to take from. */
+function parseClassName(name: string, key: string | undefined): string {
+  if (key === undefined) throw new UsageError(`--class: needs --key, whose classes are set with "tbucket key set KEY --rate 20mb --class ${name}=5mb"`);
+  if (!/^[A-Za-z0-9_][A-Za-z0-9_.-]*$/.test(name)) throw new UsageError(`--class: "${name}" is not a class name (letters, digits, "_", "." and "-")`);
+  return name;
 }

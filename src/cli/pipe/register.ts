@@ -33,6 +33,7 @@ export function registerPipe(program: Command, onExit: (code: number) => void): 
     .option("-0, --null", "records end with NUL instead of newline (implies --lines)")
     .option("-s, --size <size>", "expected total bytes, for the percentage and ETA of --progress")
     .option("--force", "write to a terminal even input that looks binary")
+    .option("--class <name>", "with --key: take as this class of the key's classes (set by tbucket key set --class)")
     .option("--pipe-size <size>", "capacity to ask for the pipes on standard input and output, up to 1m unprivileged (default: 1m from 50mb/s on, else as they are)");
   addReportOptions(command);
   return addSharedBucketOptions(command)

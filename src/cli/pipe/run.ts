@@ -37,6 +37,7 @@ export async function runPipe(config: PipeConfig): Promise<number> {
     limits: needsLimitSet(config.limits) ? config.limits.map((limit) => limit.spec) : undefined,
     shared: config.shared,
     command: "pipe",
+    ...(config.className !== undefined && { className: config.className }),
   });
   const startedMs = performance.now();
   let unreadable = false;
