@@ -70,6 +70,8 @@ export class SharedClassLimiter implements StoreBackedLimiter {
     return Math.min(this.#class.ceil, lowestRate(this.#limits, this.kind));
   }
 
+  // The guarantee's whole burst: a smaller slice lets a lower prio borrow in the few ms a waiting higher prio
+  // wakes late (measured with bench/class-pipes.mjs), which costs the higher prio its loans.
   get burst(): number {
     const own = this.#class.burst > 0 ? this.#class.burst : this.#class.ceilBurst;
     return Math.min(own, mostAtOnce(this.#limits, this.kind));
