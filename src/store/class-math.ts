@@ -66,13 +66,16 @@ function schedulerAt(stored: StoredSet, classes: StoredClasses, nowMs: number): 
   });
 }
 
-/** Checks that a set can carry classes: a bucket first to share, no concurrency limit (its slots are not the classes'). */
-function checkClassesOn(limits: readonly LimitSpec[], specs: readonly ClassSpec[]): void {
+/**
+ * Checks that a set can carry classes: a bucket first to share, no concurrency limit (its slots are not the
+ * classes'). The scheduler they make on it, with the classes resolved (what the Redis store keeps).
+ */
+export function checkClassesOn(limits: readonly LimitSpec[], specs: readonly ClassSpec[]): ClassScheduler {
   if (limits.some((spec) => spec.kind === "concurrency")) {
     throw new ClassDefinitionError("Classes share rates and windows; a key with a concurrency limit cannot have classes");
   }
   // The scheduler resolves them against the key's rate: Σ guarantees, ceils, names.
-  new ClassScheduler(limits, specs, { clock: standingAt(0) });
+  return new ClassScheduler(limits, specs, { clock: standingAt(0) });
 }
 
 /**

@@ -45,7 +45,12 @@ end
 local exists = h[1] ~= false and h[1] ~= nil
 -- A set of several limits (redis-set-script.ts) keeps no rate: not a bucket to take from, but one to set anew.
 local setLimits = (not exists) and redis.call("HGET", key, "count")
-if setLimits and op ~= "configure" then return redis.error_reply("TBUCKET_SET " .. setLimits) end
+if setLimits and op ~= "configure" then
+  -- A set with classes says so: a take names its class.
+  local classes = redis.call("HGET", key, "classes")
+  if classes then return redis.error_reply("TBUCKET_CLASSES " .. classes) end
+  return redis.error_reply("TBUCKET_SET " .. setLimits)
+end
 if op == "open" then
   -- Read when held with tokens of the wanted kind (the settings it holds stand), else made as configure makes it.
   if exists and h[3] == ARGV[7] then op = "read" else op = "configure" end

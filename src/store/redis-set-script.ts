@@ -1,3 +1,4 @@
+import { CLASS_SCRIPT } from "./redis-class-script.js";
 import { SCRIPT_PRELUDE } from "./redis-layout.js";
 /**
  * The Lua script behind every Redis operation on a key's limit set
@@ -20,7 +21,8 @@ import { SCRIPT_PRELUDE } from "./redis-layout.js";
  * (unit), "a<i>" (rate or n), "b<i>" (burst or window ms), its state in
  * "t<i>", "l<i>", "e<i>" (a bucket's level, last update, latest time to act)
  * or "c<i>", "s<i>" (a window's present and running sum), and "slast" (the
- * set's latest time).
+ * set's latest time); a key with classes is always a set, and keeps them in
+ * the fields "classes", "cspecs", "cdefs", "cstate" (redis-class-script.ts).
  * A window's sorted set holds one member "<cost>@<time>" per record, scored
  * by its time, read only as far as a step needs (the latest, the oldest few
  * as they leave), so a take costs the same for a window of 10 or 10,000; a
@@ -33,13 +35,25 @@ import { SCRIPT_PRELUDE } from "./redis-layout.js";
  * cancel:    [6] time to act, [7] holder, [8] r, 4r spec fields, 4r numbers (amounts, rates, taken, levels by limit)
  * settle:    as cancel, then m, m pairs unit, cost
  * release:   [6] holder; renew: [6] holder, [7] lease ms
- * configure: [6] "1" for expireWhenFull, [7] count, 4 spec fields per limit
+ * configure: [6] "1" for expireWhenFull, [7] count, 4 spec fields per limit, then the "cspecs" of the key's
+ *            classes as the caller checked them against these limits ("" when it knows of none) and their
+ *            "cdefs" resolved against them
+ * class:     [6] class name, [7] m, then m pairs unit, cost (a class's ask: ClassScheduler's allowAt, and
+ *            its earliestAt when refused)
+ * classes:   [6] "cspecs" ("" to remove the classes), [7] names, [8] "cdefs", [9] r, the 4r spec fields
+ *            of the limits they were resolved against
  * Replies (nil when the key is unknown, but for configure):
  * {"stale", count, specs...} when fewer limit keys were passed than the set
  *   has, or a reservation's set is not the key's (the caller maps it, and asks again);
- * take {"ok", ok, waitMs, timeToActMs, limitedBy "1,3", noSlot, count, specs..., [amount, rate, taken, level] per limit when ok};
+ * take {"ok", ok, waitMs, timeToActMs, limitedBy "1,3", noSlot, count, specs..., [amount, rate, taken, level] per limit when ok},
+ *   {"hasclasses", names} for a key with classes (a take names its class);
  * cancel {"ok"}; settle {"ok", [amount, taken, level] per limit};
- * release, renew {"ok", "1" | "0"}; read, configure {"ok", slast, implicit, count, specs..., levels...}.
+ * release, renew {"ok", "1" | "0"};
+ * read, configure, classes {"ok", slast, implicit, count, specs..., levels..., names ("" for none), cdefs, [level, usedRate] per class};
+ * configure {"checkclasses", cspecs} when the key's classes are not those the caller checked (nothing written:
+ *   it checks them against the new limits, and asks again);
+ * class {"ok", ok, waitMs, path or refusal, count, specs..., cspecs}, {"noclasses"}, {"unknown", names};
+ * classes {"limits", count, specs...} when the limits are not those the caller resolved against (nothing written).
  */
 export const SET_SCRIPT = `${SCRIPT_PRELUDE}
 local main = KEYS[1]
@@ -67,6 +81,9 @@ local setLast = now
 local legacy = false
 local exists = false
 local implicit = false
+-- The classes sharing the key's rate: their names (nil: none), and the hash's other class fields as text.
+local classNames = nil
+local classSpecs, classDefs, classState = nil, nil, nil
 
 local function limitKey(i) return KEYS[1 + i] end
 
@@ -99,7 +116,7 @@ end
 local function written(i) W[i].cache = {} end
 
 local function load()
-  local h = redis.call("HMGET", main, "rate", "burst", "kind", "tokens", "last", "implicit", "count", "slast")
+  local h = redis.call("HMGET", main, "rate", "burst", "kind", "tokens", "last", "implicit", "count", "slast", "classes")
   if h[1] then
     legacy = true
     exists = true
@@ -125,6 +142,12 @@ local function load()
     end
   end
   implicit = exists and h[6] == "1"
+  if h[9] then classNames = h[9] end
+end
+
+local function readClassFields()
+  local f = redis.call("HMGET", main, "cspecs", "cdefs", "cstate")
+  classSpecs, classDefs, classState = f[1], f[2], f[3]
 end
 
 local function loadLimitState(mutating)
@@ -404,6 +427,35 @@ local function decide(nowT, maxWait)
   return ok, t, waitMs, table.concat(numbers, ","), noSlot
 end
 
+-- What a window pruned goes (a step that writes the key).
+local function flushWindows()
+  for i = 1, count do
+    if kind[i] == "window" then flushPruned(i) end
+  end
+end
+
+-- LimitSet's takeAll: every limit takes the item's cost at nowT, for an item acting at act (a concurrency
+-- limit's slot held by holder until leaseMs past act); what each bucket's level went down by.
+local function takeAll(nowT, act, holder, leaseMs)
+  local taken = {}
+  setLast = nowT
+  flushWindows()
+  for i = 1, count do
+    local c = cost[i]
+    if kind[i] == "bucket" then
+      taken[i] = takeAtB(i, nowT, act, c)
+    elseif kind[i] == "window" then
+      recordW(i, act, c)
+    else
+      inuse[i] = inuse[i] + 1
+      local untilMs = now
+      if act < INF and act > now then untilMs = act end
+      redis.call("ZADD", limitKey(i), str(untilMs + leaseMs), holder)
+    end
+  end
+  return taken
+end
+
 -- When the key is as a new one would be (set-math's fullAtMs).
 local function fullAt()
   local at = setLast
@@ -463,16 +515,23 @@ local function dropHolder(holder)
   return found
 end
 
+-- Whether the set given from ARGV[at] (its count r, then 4r spec fields) is the key's.
+local function sameSet(at)
+  local r = tonumber(ARGV[at])
+  if r ~= count then return false end
+  for i = 1, r do
+    local base = at + 4 * (i - 1)
+    local k, u, a, b = ARGV[base + 1], ARGV[base + 2], num(ARGV[base + 3]), ARGV[base + 4]
+    if k ~= kind[i] or A[i] ~= a then return false end
+    if k ~= "concurrency" and (u ~= unit[i] or B[i] ~= num(b)) then return false end
+  end
+  return true
+end
+
 -- A reservation handed back: its set must be the key's (else the caller maps it and asks again).
 local function readReservation()
-  local r = tonumber(ARGV[8])
-  if r ~= count then return nil end
-  for i = 1, r do
-    local base = 8 + 4 * (i - 1)
-    local k, u, a, b = ARGV[base + 1], ARGV[base + 2], num(ARGV[base + 3]), ARGV[base + 4]
-    if k ~= kind[i] or A[i] ~= a then return nil end
-    if k ~= "concurrency" and (u ~= unit[i] or B[i] ~= num(b)) then return nil end
-  end
+  if not sameSet(8) then return nil end
+  local r = count
   local res = { act = num(ARGV[6]), holder = ARGV[7], amounts = {}, rates = {}, taken = {}, levels = {}, next = 9 + 8 * r }
   local base = 8 + 4 * r
   for i = 1, r do
@@ -487,10 +546,34 @@ local function touch()
   return setLast
 end
 
+-- Writes the key's hash anew from what is loaded: a one-bucket key counting bytes or counts and without
+-- classes as BucketStore keeps it, any other as a set; its flag, its classes, its state.
+local function writeKey()
+  redis.call("DEL", main)
+  legacy = count == 1 and kind[1] == "bucket" and (unit[1] == "bytes" or unit[1] == "count") and not classNames
+  if not legacy then
+    redis.call("HSET", main, "count", tostring(count))
+    for i = 1, count do
+      local k, u, a, b = specFields(i)
+      redis.call("HSET", main, "k" .. i, k, "u" .. i, u, "a" .. i, a, "b" .. i, b)
+    end
+  end
+  if implicit then redis.call("HSET", main, "implicit", "1") end
+  if classNames then redis.call("HSET", main, "classes", classNames, "cspecs", classSpecs, "cdefs", classDefs, "cstate", classState) end
+  save()
+end
+${CLASS_SCRIPT}
 local function stateReply()
   local reply = { "ok", str(setLast), implicit and "1" or "0" }
   pushSpecs(reply)
   for i = 1, count do table.insert(reply, str(levelOf(i, now))) end
+  if not classNames then
+    table.insert(reply, "")
+    return reply
+  end
+  table.insert(reply, classNames)
+  table.insert(reply, classDefs)
+  pushClassLevels(reply)
   return reply
 end
 
@@ -504,13 +587,19 @@ if op == "configure" then
     local base = 7 + 4 * (i - 1)
     nk[i] = ARGV[base + 1]; nu[i] = ARGV[base + 2]; na[i] = num(ARGV[base + 3]); nb[i] = num(ARGV[base + 4])
   end
+  -- The classes stay, resolved anew against the new limits by a caller that checked they fit them.
+  if classNames then
+    readClassFields()
+    if ARGV[8 + 4 * n] ~= classSpecs then return { "checkclasses", classSpecs } end
+    classDefs = ARGV[9 + 4 * n]
+  end
   -- matchLimits: the same limit first, then one of the same kind and unit; each old limit once, in order.
-  local match, used = {}, {}
+  local match, matched = {}, {}
   local function pass(same)
     for i = 1, n do
       if not match[i] then
         for j = 1, count do
-          if not used[j] and same(i, j) then match[i] = j; used[j] = true; break end
+          if not matched[j] and same(i, j) then match[i] = j; matched[j] = true; break end
         end
       end
     end
@@ -545,7 +634,6 @@ if op == "configure" then
   end
   local lastMs = now
   if exists then lastMs = math.max(setLast, now) end
-  redis.call("DEL", main)
   for i = 1, passed do redis.call("DEL", limitKey(i)) end
   implicit = newImplicit
   count = n
@@ -568,17 +656,8 @@ if op == "configure" then
       inuse[i] = redis.call("ZCARD", limitKey(i))
     end
   end
-  if n == 1 and kind[1] == "bucket" and (unit[1] == "bytes" or unit[1] == "count") then
-    legacy = true
-  else
-    redis.call("HSET", main, "count", tostring(n))
-    for i = 1, n do
-      local k, u, a, b = specFields(i)
-      redis.call("HSET", main, "k" .. i, k, "u" .. i, u, "a" .. i, a, "b" .. i, b)
-    end
-  end
-  if implicit then redis.call("HSET", main, "implicit", "1") end
-  save()
+  writeKey()
+  if classNames then loadClasses(classNames, classDefs, classState, classNames) end
   return stateReply()
 end
 
@@ -588,12 +667,17 @@ if not legacy and count > passed then return stale() end
 
 if op == "read" then
   loadLimitState(false)
+  if classNames then
+    readClassFields()
+    loadClasses(classNames, classDefs, classState, classNames)
+  end
   return stateReply()
 end
 
 loadLimitState(true)
 
 if op == "take" then
+  if classNames then return { "hasclasses", classNames } end
   local maxWait = num(ARGV[6])
   local holder = ARGV[7]
   local leaseMs = tonumber(ARGV[8])
@@ -604,24 +688,7 @@ if op == "take" then
   local reply = { "ok", ok and "1" or "0", ok and str(waitMs) or "inf", ok and str(act) or "inf", limitedBy, noSlot and "1" or "0" }
   pushSpecs(reply)
   if not ok then return reply end
-  local taken = {}
-  setLast = nowT
-  for i = 1, count do
-    if kind[i] == "window" then flushPruned(i) end
-  end
-  for i = 1, count do
-    local c = cost[i]
-    if kind[i] == "bucket" then
-      taken[i] = takeAtB(i, nowT, act, c)
-    elseif kind[i] == "window" then
-      recordW(i, act, c)
-    else
-      inuse[i] = inuse[i] + 1
-      local untilMs = now
-      if act < INF and act > now then untilMs = act end
-      redis.call("ZADD", limitKey(i), str(untilMs + leaseMs), holder)
-    end
-  end
+  local taken = takeAll(nowT, act, holder, leaseMs)
   for i = 1, count do table.insert(reply, str(cost[i])) end
   for i = 1, count do table.insert(reply, kind[i] == "bucket" and str(A[i]) or "0") end
   for i = 1, count do table.insert(reply, kind[i] == "bucket" and str(taken[i]) or "0") end
@@ -682,6 +749,44 @@ elseif op == "cancel" or op == "settle" then
   for i = 1, count do table.insert(reply, str(res.taken[i])) end
   for i = 1, count do table.insert(reply, str(res.levels[i])) end
   return reply
+elseif op == "class" then
+  if not classNames then return { "noclasses" } end
+  readClassFields()
+  loadClasses(classNames, classDefs, classState, classNames)
+  local c = nil
+  for j = 1, ncls do
+    if cnames[j] == ARGV[6] then c = j end
+  end
+  if not c then return { "unknown", classNames } end
+  readCosts(7)
+  -- The scheduler goes on from the latest time of the classes and of the set.
+  if setLast > classLast then classLast = setLast end
+  local ok, how = classAllowAt(now, c)
+  local waitMs = 0
+  if not ok then waitMs = math.max(0, classEarliestAt(now, c) - now) end
+  flushWindows()
+  save()
+  redis.call("HSET", main, "cstate", classStateText())
+  local reply = { "ok", ok and "1" or "0", str(waitMs), how }
+  pushSpecs(reply)
+  table.insert(reply, classSpecs)
+  return reply
+elseif op == "classes" then
+  if ARGV[6] == "" then
+    if classNames then
+      classNames = nil
+      writeKey()
+    end
+    return stateReply()
+  end
+  if not sameSet(9) then return pushSpecs({ "limits" }) end
+  local before = classNames
+  if before then readClassFields() end
+  loadClasses(ARGV[7], ARGV[8], classState, before)
+  classNames, classSpecs, classDefs = ARGV[7], ARGV[6], ARGV[8]
+  classState = classStateText()
+  writeKey()
+  return stateReply()
 elseif op == "release" then
   local found = dropHolder(ARGV[6])
   if found then expire() end

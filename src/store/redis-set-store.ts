@@ -1,8 +1,11 @@
 import { createHash, randomUUID } from "node:crypto";
 import type { Cluster, Redis as RedisClient } from "ioredis";
+import type { ClassPath, ClassRefusal } from "../core/class-scheduler.js";
+import { type ClassSpec, UnknownClassError } from "../core/class-spec.js";
 import type { Clock } from "../core/clock.js";
 import { checkLimitSpecs, type Costs, type LimitSpec, MAX_LIMITS } from "../core/limit-spec.js";
 import { type ConfigureOptions, FULL_KEY_MARGIN_MS, StoreError } from "./bucket-store.js";
+import { checkClassesOn, classesError, type ClassTakeResult } from "./class-math.js";
 import {
   checkLease,
   checkSetReservation,
@@ -17,6 +20,7 @@ import {
   type SetTakeOptions,
   type SetTakeResult,
 } from "./limit-set-store.js";
+import { classDefsText, classLevelsOfReply, classNamesText } from "./redis-class-script.js";
 import { SET_SCRIPT } from "./redis-set-script.js";
 import { DEFAULT_IDLE_EXPIRY_MS, redisKeyOf, scanTbucketKeys, writeRefusal } from "./redis-layout.js";
 
@@ -79,19 +83,64 @@ export class RedisSetStore implements LimitSetStore {
     this.#keyOf = options.keyOf ?? redisKeyOf;
   }
 
+  /**
+   * Sets the key's limits. A key with classes keeps them: the script names them (nothing written), they
+   * are checked against the new limits here (a ClassDefinitionError when they no longer fit), and the
+   * call is made again with them resolved, the script writing only if the classes are still those.
+   */
   async configureSet(key: string, limits: readonly LimitSpec[], options?: ConfigureOptions): Promise<SetState> {
     checkLimitSpecs(limits);
-    const reply = await this.#run(key, MAX_LIMITS, ["configure", options?.expireWhenFull ? "1" : "0", String(limits.length), ...specFields(limits)]);
-    return this.#stateOf(key, reply as string[]);
+    let classes = ["", ""];
+    for (let attempt = 0; ; attempt++) {
+      const reply = (await this.#run(key, MAX_LIMITS, ["configure", options?.expireWhenFull ? "1" : "0", String(limits.length), ...specFields(limits), ...classes])) as string[];
+      if (reply[0] !== "checkclasses") return this.#stateOf(key, reply);
+      if (attempt > 2) throw this.#failed(key, "its classes kept changing while its limits were set");
+      const specs = reply[1]!;
+      classes = [specs, classDefsText(checkClassesOn(limits, JSON.parse(specs) as ClassSpec[]))];
+    }
+  }
+
+  /**
+   * Defines the key's classes (null: none). They are resolved against the key's limits, which the
+   * script names first (nothing written); it writes them only if the limits are still those.
+   */
+  async configureClasses(key: string, classes: readonly ClassSpec[] | null): Promise<SetState | undefined> {
+    if (classes === null) {
+      const reply = await this.#ask(key, () => ["classes", ""]);
+      return reply && this.#stateOf(key, reply);
+    }
+    const specs = JSON.stringify(classes);
+    let args = ["classes", specs, "", "", "0"];
+    for (let attempt = 0; ; attempt++) {
+      const reply = await this.#ask(key, () => args);
+      if (reply === undefined) return undefined;
+      if (reply[0] !== "limits") return this.#stateOf(key, reply);
+      if (attempt > 2) throw this.#failed(key, "its limits kept changing while its classes were set");
+      const { limits } = specsOf(reply, 1);
+      const scheduler = checkClassesOn(limits, classes);
+      args = ["classes", specs, classNamesText(scheduler), classDefsText(scheduler), String(limits.length), ...specFields(limits)];
+    }
+  }
+
+  async takeClass(key: string, className: string, costs: Costs): Promise<ClassTakeResult | undefined> {
+    checkSetTake(costs, undefined);
+    const reply = await this.#ask(key, () => ["class", className, ...costFields(costs)]);
+    if (reply === undefined) return undefined;
+    if (reply[0] === "noclasses") throw classesError(this.url, key, undefined);
+    if (reply[0] === "unknown") throw new UnknownClassError(className, reply[1]!.split(","));
+    const [, ok, waitMs, how] = reply;
+    const { limits, next } = specsOf(reply, 4);
+    const served = ok === "1" ? { path: how as ClassPath } : { refusal: how as ClassRefusal };
+    return { ok: ok === "1", waitMs: numberOf(waitMs!), ...served, limits, classes: JSON.parse(reply[next]!) as ClassSpec[] };
   }
 
   async takeSet(key: string, costs: Costs, options: SetTakeOptions = {}): Promise<SetTakeResult | undefined> {
     checkSetTake(costs, options);
     const holder = options.holder ?? randomUUID();
-    const pairs = Object.entries(costs).flatMap(([unit, cost]) => [unit, numberText(cost!)]);
-    const args = ["take", numberText(options.maxWaitMs ?? Infinity), holder, String(options.leaseMs ?? DEFAULT_SLOT_LEASE_MS), String(pairs.length / 2), ...pairs];
+    const args = ["take", numberText(options.maxWaitMs ?? Infinity), holder, String(options.leaseMs ?? DEFAULT_SLOT_LEASE_MS), ...costFields(costs)];
     const reply = await this.#ask(key, () => args);
     if (reply === undefined) return undefined;
+    if (reply[0] === "hasclasses") throw classesError(this.url, key, reply[1]!.split(","));
     const [, ok, waitMs, timeToActMs, limitedBy, noSlot] = reply;
     const { limits, next } = specsOf(reply, 6);
     const result: SetTakeResult = {
@@ -117,8 +166,7 @@ export class RedisSetStore implements LimitSetStore {
   async settleSet(key: string, reservation: SetReservation, actualCosts: Costs): Promise<SetReservation | undefined> {
     checkSetReservation(reservation);
     checkSetTake(actualCosts, undefined);
-    const pairs = Object.entries(actualCosts).flatMap(([unit, cost]) => [unit, numberText(cost!)]);
-    const answer = await this.#handBack(key, reservation, "settle", [String(pairs.length / 2), ...pairs]);
+    const answer = await this.#handBack(key, reservation, "settle", costFields(actualCosts));
     if (!answer) return undefined;
     const { reply, from } = answer;
     const count = from.length;
@@ -228,7 +276,7 @@ export class RedisSetStore implements LimitSetStore {
       throw this.#error(error, key);
     }
     // Takes, reads and configures answer with the key's set: its size is what to pass next time.
-    const sizeAt = operation === "take" ? 6 : operation === "read" || operation === "configure" ? 3 : undefined;
+    const sizeAt = operation === "take" ? 6 : operation === "class" ? 4 : operation === "read" || operation === "configure" || operation === "classes" ? 3 : undefined;
     if (sizeAt !== undefined && Array.isArray(reply) && reply[0] === "ok") this.#remember(key, Number(reply[sizeAt]));
     return reply;
   }
@@ -249,6 +297,8 @@ export class RedisSetStore implements LimitSetStore {
       updatedAtMs: numberOf(lastMs!),
     };
     if (implicit === "1") state.expiresWhenFull = true;
+    const classes = classLevelsOfReply(reply, next + limits.length);
+    if (classes) state.classes = classes;
     return state;
   }
 
@@ -269,6 +319,12 @@ const SIZES_KEPT = 10_000;
 
 function isStale(reply: unknown): reply is string[] {
   return Array.isArray(reply) && reply[0] === "stale";
+}
+
+/** An item's costs as the script reads them: how many, then unit and cost. */
+function costFields(costs: Costs): string[] {
+  const pairs = Object.entries(costs).flatMap(([unit, cost]) => [unit, numberText(cost!)]);
+  return [String(pairs.length / 2), ...pairs];
 }
 
 /** A set as the script takes and gives it: four fields a limit (kind, unit, rate or n, burst or window ms). */

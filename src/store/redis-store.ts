@@ -17,7 +17,9 @@ import {
   type TakeRequest,
   type TakeResult,
 } from "./bucket-store.js";
+import type { ClassSpec } from "../core/class-spec.js";
 import type { Costs, LimitSpec } from "../core/limit-spec.js";
+import { classesError, type ClassTakeResult } from "./class-math.js";
 import { heldAsSetError, type LimitSetStore, type SetReservation, type SetState, type SetTakeOptions, type SetTakeResult } from "./limit-set-store.js";
 import { BUCKET_SCRIPT } from "./redis-script.js";
 import { DEFAULT_IDLE_EXPIRY_MS, legacyRedisKeyOf, reason, redisKeyOf, scanTbucketKeys, writeRefusal } from "./redis-layout.js";
@@ -187,8 +189,9 @@ export class RedisStore implements BucketStore, LimitSetStore {
     } catch (error) {
       throw this.#error(error);
     }
-    // A key holding a set of several limits is listed by listSets, not here.
-    const readBucket = (key: string) => this.read(key).catch((error) => (error instanceof StoreError && error.failure === "holds-a-set" ? undefined : Promise.reject(error)));
+    // A key holding a set of several limits, or classes, is listed by listSets, not here.
+    const setsOnly = (error: unknown) => error instanceof StoreError && (error.failure === "holds-a-set" || error.failure === "classes");
+    const readBucket = (key: string) => this.read(key).catch((error) => (setsOnly(error) ? undefined : Promise.reject(error)));
     const states = await Promise.all(keys.map(readBucket));
     return states.filter((state): state is BucketState => state !== undefined);
   }
@@ -225,6 +228,14 @@ export class RedisStore implements BucketStore, LimitSetStore {
 
   renewSet(key: string, reservation: SetReservation, leaseMs?: number): Promise<boolean | undefined> {
     return this.#sets.renewSet(key, reservation, leaseMs);
+  }
+
+  configureClasses(key: string, classes: readonly ClassSpec[] | null): Promise<SetState | undefined> {
+    return this.#sets.configureClasses(key, classes);
+  }
+
+  takeClass(key: string, className: string, costs: Costs): Promise<ClassTakeResult | undefined> {
+    return this.#sets.takeClass(key, className, costs);
   }
 
   readSet(key: string): Promise<SetState | undefined> {
@@ -280,6 +291,8 @@ export class RedisStore implements BucketStore, LimitSetStore {
     const failed = (error: unknown): never => {
       const held = /^TBUCKET_SET (\d+)/.exec(String((error as Error)?.message));
       if (held) throw heldAsSetError(this.url, key, Number(held[1]));
+      const shared = /^TBUCKET_CLASSES (\S+)/.exec(String((error as Error)?.message));
+      if (shared) throw classesError(this.url, key, shared[1]!.split(","));
       throw this.#error(error);
     };
     return this.#client.evalsha(this.#sha, keys.length, ...keys, ...argv).then(answered, (error: unknown) => {

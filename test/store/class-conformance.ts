@@ -4,6 +4,7 @@ import { ClassDefinitionError, type ClassSpec, UnknownClassError } from "../../s
 import { FakeClock } from "../../src/core/clock.js";
 import type { LimitSpec } from "../../src/core/limit-spec.js";
 import { StoreError } from "../../src/store/bucket-store.js";
+import { seeded } from "../helpers/limit-set-trace.js";
 import type { SetStoreFixture } from "./set-conformance.js";
 
 const T0 = 1_700_000_000_000;
@@ -80,6 +81,63 @@ export function describeClassConformance(name: string, setup: () => Promise<SetS
       expect(admitted).toBeLessThanOrEqual(20 + 100 * 1.5 + 1);
       const used = (await sets().readSet("uplink"))!.classes!;
       expect(used.every((c) => c.usedRate > 0)).toBe(true);
+    });
+
+    it("answers a seeded trace as ClassScheduler does: random costs, a window first, a second unit, long pauses, classes changed live", async () => {
+      // The key's rate is its second limit; the window often binds, the bytes bucket sometimes.
+      const limits: LimitSpec[] = [
+        { kind: "window", unit: "count", n: 40, windowMs: 500 },
+        { kind: "bucket", unit: "count", rate: 80, burst: 10 },
+        { kind: "bucket", unit: "bytes", rate: 4000, burst: 1500 },
+      ];
+      const before: ClassSpec[] = [
+        { name: "a", rate: 30, ceil: 50, prio: 0 },
+        { name: "b", rate: 20, prio: 1, weight: 5 },
+        { name: "c", rate: 10, prio: 1, burst: 3.5 },
+        { name: "d", rate: 0, prio: 2 },
+      ];
+      // Live: b dropped, a's guarantee lowered, e new and ahead of the rest.
+      const after: ClassSpec[] = [{ name: "e", rate: 15, ceil: 30, prio: 0, weight: 2 }, { name: "a", rate: 20, ceil: 50, prio: 1 }, before[2]!, before[3]!];
+      await sets().configureSet("mixed", limits);
+      await sets().configureClasses("mixed", before);
+      const fake = new FakeClock(T0);
+      let oracle = new ClassScheduler(limits, before, { clock: fake });
+      let specs = before;
+      const next = seeded(7);
+      const mismatches: string[] = [];
+      const seen = new Set<string>();
+      let t = T0;
+      for (let step = 0; step < 1200; step++) {
+        const r = next();
+        t += r < 0.02 ? 300 + next() * 2700 : r < 0.2 ? 0 : next() * 6;
+        clock.set(t);
+        fake.set(t);
+        if (step === 600) {
+          await sets().configureClasses("mixed", after);
+          oracle = new ClassScheduler(limits, after, { clock: fake, state: oracle.state() });
+          specs = after;
+        }
+        const c = Math.floor(next() * specs.length);
+        const costs = { count: next() < 0.1 ? 0 : Math.round((0.25 + next() * 4) * 100) / 100, bytes: Math.floor(next() * 400) };
+        const got = await sets().takeClass("mixed", specs[c]!.name, costs);
+        const ok = oracle.allowAt(t, c, costs);
+        const how = ok ? oracle.lastPath : oracle.lastRefusal;
+        const waitMs = ok ? 0 : Math.max(0, oracle.earliestAt(t, c, costs) - t);
+        seen.add(how!);
+        const gotHow = got?.ok ? got.path : got?.refusal;
+        const close = got !== undefined && (got.waitMs === waitMs || Math.abs(got.waitMs - waitMs) <= 1e-6);
+        if (got?.ok !== ok || gotHow !== how || !close) mismatches.push(`${step}: got ${got?.ok} ${gotHow} ${got?.waitMs}, expected ${ok} ${how} ${waitMs}`);
+        if (step % 100 === 99) {
+          const levels = (await sets().readSet("mixed"))!.classes!;
+          levels.forEach((level, i) => {
+            const want = [oracle.guaranteeLevelAt(t, i), oracle.usedRateAt(t, i)];
+            if (Math.abs(level.level - want[0]!) > 1e-9 || Math.abs(level.usedRate - want[1]!) > 1e-9) mismatches.push(`${step}: ${level.name} reads ${level.level} ${level.usedRate}, expected ${want}`);
+          });
+        }
+      }
+      expect(mismatches.slice(0, 5)).toEqual([]);
+      // The trace went every way a take goes.
+      expect([...seen].sort()).toEqual(["borrow", "ceil", "guarantee", "lending", "parent"]);
     });
 
     it("says how it served a take, and how long a refused one waits", async () => {

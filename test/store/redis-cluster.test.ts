@@ -60,6 +60,27 @@ describe("RedisStore on a Redis Cluster", () => {
     await store.close();
   });
 
+  it("keeps a key's classes in the slot of its name: a class's ask is one script call there", async () => {
+    await flushCluster();
+    const store = await RedisStore.open(cluster.url);
+    await store.configureSet("uplink", [
+      { kind: "bucket", unit: "count", rate: 100, burst: 20 },
+      { kind: "window", unit: "count", n: 50, windowMs: 1000 },
+    ]);
+    await store.configureClasses("uplink", [
+      { name: "interactive", rate: 60, prio: 0 },
+      { name: "bulk", rate: 10, prio: 1 },
+    ]);
+    expect(await store.takeClass("uplink", "interactive", { count: 2 })).toMatchObject({ ok: true, path: "guarantee" });
+    expect(await store.takeClass("uplink", "bulk", { count: 5 })).toMatchObject({ ok: true, path: "borrow" });
+    expect((await store.readSet("uplink"))!.classes!.map((c) => c.name)).toEqual(["interactive", "bulk"]);
+    // The hash and the window's records, on one master.
+    const placed = await placement();
+    expect([...placed.keys()].sort()).toEqual(["tbucket-set:{uplink}:2", "tbucket:{uplink}"]);
+    expect(new Set(placed.values()).size).toBe(1);
+    await store.close();
+  });
+
   it("refuses a database other than 0 in one line: a cluster has no other", async () => {
     await expect(RedisStore.open(`${cluster.url}/2`)).rejects.toThrow(
       `store ${cluster.url}/2: Redis Cluster has database 0 only; write the address without a database, as in ${cluster.url}`,
