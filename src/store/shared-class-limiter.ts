@@ -8,6 +8,9 @@ import type { StoreBackedLimiter } from "./failover-limiter.js";
 import type { LimitSetStore, SetState } from "./limit-set-store.js";
 import { WaitLine } from "./wait-line.js";
 
+/** How much sooner than the store's instant a refused wait asks again: about what a busy process wakes late by. */
+const WAKE_EARLY_MS = 3;
+
 export interface SharedClassLimiterOptions {
   /** A store that keeps classes (takeClass). */
   store: LimitSetStore;
@@ -111,7 +114,8 @@ export class SharedClassLimiter implements StoreBackedLimiter {
       if (result.ok) return true;
       if (result.waitMs === Infinity || this.#clock.now() + result.waitMs > deadlineMs) return false;
       try {
-        await this.#clock.sleep(Math.max(1, Math.min(result.waitMs, this.#maxSleepMs)), stop);
+        // Waking a little early and asking again costs a round trip; waking late lets a lower prio borrow first.
+        await this.#clock.sleep(Math.max(1, Math.min(result.waitMs - WAKE_EARLY_MS, this.#maxSleepMs)), stop);
       } catch (error) {
         if (signal?.aborted) throw signal.reason;
         if (this.#closed.signal.aborted) throw this.#closedError();
