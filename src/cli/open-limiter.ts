@@ -28,7 +28,7 @@ export interface LimiterRequest {
   shared: SharedBucketOptions;
   /** Who asks: what stops when a shared store is lost, for the message (a stream, or launches). */
   command: "pipe" | "run";
-  /** With a key shared by classes: the class every take names (`--class`). */
+  /** With a key shared by classes: the class every take names (`--class`), or `*` for a limiter per class (run's --class-of). */
   className?: string;
 }
 
@@ -41,6 +41,8 @@ export interface SetReport {
 
 export interface OpenLimiter {
   limiter: Limiter;
+  /** With a key shared by classes: a limiter for each of the key's classes, by name, in the key's order. */
+  byClass?: Map<string, Limiter>;
   /** The same limiter, when it is a private set: for its per-limit statistics. */
   set?: LimitSetLimiter;
   /**
@@ -182,7 +184,7 @@ async function openClassLimiter(request: LimiterRequest, key: string, className:
     if (!state) throw new UsageError(`--key: "${key}" is not set in ${store.url}; define it and its classes first: ${example}`);
     if (!state.classes) throw new UsageError(`--class: key "${key}" has no classes; define them first: ${example}`);
     const names = state.classes.map((c) => c.name);
-    if (!names.includes(className)) {
+    if (className !== ALL_CLASSES && !names.includes(className)) {
       throw new UsageError(`--class: key "${key}" has no class "${className}"; its classes are ${names.join(", ")} (name one of them, or define it with tbucket key set ${key} --class, giving every class)`);
     }
     const share = state.limits.find((limit) => limit.kind === "bucket");
@@ -196,15 +198,20 @@ async function openClassLimiter(request: LimiterRequest, key: string, className:
   }
   let limiter: KeyBucket | undefined;
   const keys = keyBucketsFor(store, key, request, () => limiter);
+  const names = className === ALL_CLASSES ? state.classes!.map((c) => c.name) : [className];
+  const byClass = new Map<string, KeyBucket>();
   try {
-    limiter = await keys.openClass(key, { unit: request.kind, className, state });
+    for (const name of names) byClass.set(name, await keys.openClass(key, { unit: request.kind, className: name, state }));
   } catch (error) {
-    await keys.close();
+    await keys.close([...byClass.values()]);
     throw error instanceof StoreError ? new RuntimeError(describeStoreFailure(error, { offerLocal: false })) : error;
   }
-  const opened = limiter;
-  return { limiter: opened, close: () => keys.close([opened]) };
+  limiter = byClass.get(names[0]!)!;
+  return { limiter, byClass, close: () => keys.close([...byClass.values()]) };
 }
+
+/** `className` for a limiter per class of the key (run's --class-of, whose items name them). */
+export const ALL_CLASSES = "*";
 
 /** What a command did when its store was lost mid-way. */
 const STOPPED: Record<LimiterRequest["command"], string> = {

@@ -89,3 +89,29 @@ describe("tbucket --key K --class NAME", () => {
     expect([plain.code, plain.stderr]).toEqual([2, `tbucket: --class: key "plain" has no classes; define them first: tbucket key set plain --rate 20mb --class bulk=5mb\n`]);
   });
 });
+
+describe("tbucket run --key K --class-of", () => {
+  it("launches each job as the class its item names; --stats counts each class", async () => {
+    const store = ["--store", `sqlite:${join(tempDir(), "k.db")}`];
+    await runCli(["key", "set", "api", "--rate", "100/s", "--burst", "10", "--class", "web=60/s,prio=0", "--class", "batch=20/s,prio=1", ...store]);
+    const result = await runCli(["run", "--key", "api", "--class-of", "{2}", "-j", "1", "--stats-format", "json", "--input", "-", ...store, "--", "echo", "{}"], {
+      input: "1 web\n2 batch\n3 web\n",
+    });
+    expect([result.code, result.stdout.toString()]).toEqual([0, "1 web\n2 batch\n3 web\n"]);
+    expect(JSON.parse(result.stderr).classes).toEqual([
+      { name: "web", launches: 2, share: 0.6667 },
+      { name: "batch", launches: 1, share: 0.3333 },
+    ]);
+  });
+
+  it.each([
+    [["--class-of", "video", "--count", "1"], `tbucket: --class-of: key "api" has no class "video"; its classes are web, batch (name one of them, or define it with tbucket key set api --class, giving every class)\n`],
+    [["--class", "a=1/s", "--count", "1"], `tbucket: --class: a shared key's classes are set with "tbucket key set api --class NAME=RATE ..."; with --key, choose each job's with --class-of\n`],
+    [["--count", "1"], `tbucket: --key: key "api" is shared by classes (web, batch); name one with --class\n`],
+  ])("refuses %j with one line, exit 2", async (args, stderr) => {
+    const store = ["--store", `sqlite:${join(tempDir(), "k.db")}`];
+    await runCli(["key", "set", "api", "--rate", "100/s", "--class", "web=60/s", "--class", "batch=20/s", ...store]);
+    const result = await runCli(["run", "--key", "api", ...args, ...store, "--", "true"]);
+    expect([result.code, result.stderr]).toEqual([2, stderr]);
+  });
+});

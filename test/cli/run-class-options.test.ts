@@ -45,10 +45,10 @@ describe("run --class and --class-of", () => {
   it("refuses what cannot work, in one line", () => {
     const two = { class: ["a=15/s", "b=5/s"] };
     expect(usage(() => parseRunOptions(["true"], flags(["-r", "20/s"], { ...two, key: "k" })))).toBe(
-      "--class: classes on a shared key come next; drop --key to use them in this process",
+      `--class: a shared key's classes are set with "tbucket key set k --class NAME=RATE ..."; with --key, choose each job's with --class-of`,
     );
     expect(usage(() => parseRunOptions(["true"], flags(["-r", "20/s"], { classOf: "a" })))).toBe(
-      `--class-of: only with --class, which defines the classes; e.g. "--class web=15/s,prio=0 --class batch=5/s,prio=1 --class-of {2}"`,
+      `--class-of: only with --class, which defines the classes (or --key, whose classes are the key's); e.g. "--class web=15/s,prio=0 --class batch=5/s,prio=1 --class-of {2}"`,
     );
     expect(usage(() => parseRunOptions(["true"], flags(["-r", "20/s"], { ...two, classOf: "c" })))).toBe(
       `--class-of: no class "c"; the classes are a, b (define it with --class c=RATE, or name one of them)`,

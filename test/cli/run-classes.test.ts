@@ -9,8 +9,8 @@ const TWO = ["-r", "20/s", "--class", "a=15/s,prio=0", "--class", "b=5/s,prio=1"
 
 describe("tbucket run --class: usage errors exit 2 with one line", () => {
   const cases: Array<[string[], string]> = [
-    [["run", ...TWO, "--key", "k", "--", "true"], "tbucket: --class: classes on a shared key come next; drop --key to use them in this process\n"],
-    [["run", "-r", "20/s", "--class-of", "a", "--", "true"], `tbucket: --class-of: only with --class, which defines the classes; e.g. "--class web=15/s,prio=0 --class batch=5/s,prio=1 --class-of {2}"\n`],
+    [["run", ...TWO, "--key", "k", "--", "true"], `tbucket: --class: a shared key's classes are set with "tbucket key set k --class NAME=RATE ..."; with --key, choose each job's with --class-of\n`],
+    [["run", "-r", "20/s", "--class-of", "a", "--", "true"], `tbucket: --class-of: only with --class, which defines the classes (or --key, whose classes are the key's); e.g. "--class web=15/s,prio=0 --class batch=5/s,prio=1 --class-of {2}"\n`],
     [["run", ...TWO, "--class-of", "c", "--", "true"], `tbucket: --class-of: no class "c"; the classes are a, b (define it with --class c=RATE, or name one of them)\n`],
     [
       ["run", ...TWO, "--class-of", "{2}", "--", "true"],

@@ -153,11 +153,22 @@ const CLASS_BURST = 2;
  */
 function parseRunClasses(flags: RunFlags, limits: readonly ParsedLimit[], shared: SharedBucketOptions, items: boolean): Pick<RunConfig, "classes" | "classOf"> {
   const texts = flags.class ?? [];
+  if (shared.key !== undefined) {
+    // A shared key's classes are the key's, set by `tbucket key set`; the run only says which each job takes as.
+    if (texts.length > 0) {
+      throw new UsageError(`--class: a shared key's classes are set with "tbucket key set ${shared.key} --class NAME=RATE ..."; with --key, choose each job's with --class-of`);
+    }
+    if (flags.classOf === undefined) return { classes: undefined, classOf: undefined };
+    const classOf = parseOption("--class-of", flags.classOf, parseClassOf);
+    if (classOf.kind === "field" && !items) {
+      throw new UsageError(`--class-of ${flags.classOf}: the jobs have no items (no {} in the command) to read a class from; name one class for all`);
+    }
+    return { classes: undefined, classOf };
+  }
   if (texts.length === 0) {
-    if (flags.classOf !== undefined) throw new UsageError(`--class-of: only with --class, which defines the classes; e.g. "--class web=15/s,prio=0 --class batch=5/s,prio=1 --class-of {2}"`);
+    if (flags.classOf !== undefined) throw new UsageError(`--class-of: only with --class, which defines the classes (or --key, whose classes are the key's); e.g. "--class web=15/s,prio=0 --class batch=5/s,prio=1 --class-of {2}"`);
     return { classes: undefined, classOf: undefined };
   }
-  if (shared.key !== undefined) throw new UsageError(`--class: classes on a shared key come next; drop --key to use them in this process`);
   const key = limits.find((limit) => limit.spec.kind === "bucket")?.spec;
   const keyRate = key?.kind === "bucket" ? key.rate : Infinity;
   const classes = parseClassOptions(texts, "count", keyRate);

@@ -52,7 +52,7 @@ export function registerRun(program: Command, onExit: (code: number) => void): v
     .addOption(
       repeatableOption(
         "--class <name=rate,...>",
-        "a class sharing the launch rate: NAME=GUARANTEE, then any of ceil=RATE, prio=N, weight=W, burst=N, joined by commas; repeatable (not with --key yet)",
+        "a class sharing the launch rate: NAME=GUARANTEE, then any of ceil=RATE, prio=N, weight=W, burst=N, joined by commas; repeatable (a shared key's classes are set by tbucket key set --class)",
         collectText,
       ),
     )

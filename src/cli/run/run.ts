@@ -21,11 +21,11 @@ import { describeUnknownClass } from "../class-options.js";
 import { LaunchRateMeter } from "../../run/launch-rate-meter.js";
 import { startRunProgress } from "./progress.js";
 import type { RunConfig } from "./options.js";
-import { EXIT, RuntimeError } from "../errors.js";
+import { EXIT, RuntimeError, UsageError } from "../errors.js";
 import { ExceedsBurstError } from "../../core/token-bucket.js";
 import { onStopSignal, signalExitStatus } from "../signals.js";
 import { describeFileError, describeWriteError, writeErrorReason } from "../file-errors.js";
-import { openLimiter } from "../open-limiter.js";
+import { ALL_CLASSES, openLimiter } from "../open-limiter.js";
 import { needsLimitSet } from "../limit-options.js";
 import { formatLimitsText, type LimitReport, limitedBy, limitReports } from "../../core/limit-report.js";
 import { LimitSetLimiter } from "../../core/limit-set-limiter.js";
@@ -57,12 +57,14 @@ export async function runRun(config: RunConfig): Promise<number> {
     if (config.classes !== undefined) {
       const classes = new ClassLimiter(launchLimits, config.classes);
       try {
-        return await launchAll(config, classes.limiterFor(classes.classNames[0]!), items, jobLog, () => undefined, undefined, classesOf(config, classes));
+        const names = classes.classNames;
+        const lines = new Map(names.map((name) => [name, classes.limiterFor(name)]));
+        return await launchAll(config, lines.get(names[0]!)!, items, jobLog, () => undefined, undefined, classesOf(config, lines, classes.takenBy));
       } finally {
         classes.close();
       }
     }
-    const { limiter, set, report, sharedSlots, close } = await openLimiter({
+    const { limiter, set, report, sharedSlots, byClass, close } = await openLimiter({
       kind: "count",
       rate: config.rate,
       burst: config.burst,
@@ -70,8 +72,18 @@ export async function runRun(config: RunConfig): Promise<number> {
       limits: needsLimitSet(config.limits) ? (config.shared.key !== undefined ? config.limits.map((limit) => limit.spec) : launchLimits) : undefined,
       shared: config.shared,
       command: "run",
+      // A shared key's classes: a limiter for each, every job taking as the one its item names.
+      ...(config.classOf !== undefined && { className: ALL_CLASSES }),
     });
     try {
+      if (byClass) {
+        if (config.classOf?.kind === "name" && !byClass.has(config.classOf.name)) {
+          const names = [...byClass.keys()];
+          throw new UsageError(`--class-of: key "${config.shared.key}" has no class "${config.classOf.name}"; its classes are ${names.join(", ")} (name one of them, or define it with tbucket key set ${config.shared.key} --class, giving every class)`);
+        }
+        const counted = countedLaunches(byClass);
+        return await launchAll(config, limiter, items, jobLog, () => undefined, undefined, classesOf(config, counted.lines, counted.launches));
+      }
       // A private set's concurrency is the runner's; a shared key's set reports every limit from the store's takes.
       const limitsOf = (slotWaitMs: number) =>
         set ? runLimitReports(config, set, slotWaitMs) : report && limitReports(report.specs, report.waitedMsBy, config.limits.map((limit) => limit.flag), report.refusedBy);
@@ -380,10 +392,36 @@ interface RunClasses {
   shares(): ReturnType<typeof classShares>;
 }
 
+/** Each class's limiter, counting the launches it admitted (a shared key's classes count in the store, not here). */
+function countedLaunches(byClass: Map<string, Limiter>): { lines: Map<string, Limiter>; launches: Float64Array } {
+  const launches = new Float64Array(byClass.size);
+  const lines = new Map<string, Limiter>();
+  [...byClass].forEach(([name, limiter], i) => {
+    lines.set(name, {
+      get rate() {
+        return limiter.rate;
+      },
+      get burst() {
+        return limiter.burst;
+      },
+      tokens: () => limiter.tokens(),
+      wait: async (n, signal, costs) => {
+        await limiter.wait(n, signal, costs);
+        launches[i] = launches[i]! + n;
+      },
+      tryWait: async (n, maxWaitMs, signal, costs) => {
+        const admitted = await limiter.tryWait(n, maxWaitMs, signal, costs);
+        if (admitted) launches[i] = launches[i]! + n;
+        return admitted;
+      },
+    });
+  });
+  return { lines, launches };
+}
+
 /** Each job waits in its class's line; an item naming no defined class is bad (one line, naming its line). */
-function classesOf(config: RunConfig, classes: ClassLimiter): RunClasses {
-  const names = classes.classNames;
-  const lines = new Map(names.map((name) => [name, classes.limiterFor(name)]));
+function classesOf(config: RunConfig, lines: Map<string, Limiter>, launches: ArrayLike<number>): RunClasses {
+  const names = [...lines.keys()];
   return {
     limiterOf(job) {
       // Items are numbered by line, from 1.
@@ -399,7 +437,7 @@ function classesOf(config: RunConfig, classes: ClassLimiter): RunClasses {
       if (line === undefined) throw new Error(describeUnknownClass(name, names, where));
       return line;
     },
-    shares: () => classShares(names, classes.takenBy),
+    shares: () => classShares(names, launches),
   };
 }
 
