@@ -42,7 +42,7 @@ export interface FailoverLimiterOptions {
   /** Opens the key's limiter on the store again (after an outage), making the key with `settings` if the store lacks it. */
   reopen: (settings: BucketConfig) => Promise<StoreBackedLimiter>;
   whileLost: WhileLost;
-  /** What a failure of the key itself (deleted while in use) is thrown as; by default the StoreError. */
+  /** What a failure of the key itself (deleted while in use, its classes dropped) is thrown as; by default the StoreError. */
   keyFailure?: (error: StoreError) => unknown;
   /**
    * The private limiter of an outage (`local`), `full` for a key first met
@@ -206,7 +206,8 @@ export class FailoverLimiter implements Limiter {
 
   /** Throws what is not the store's failure (or what the caller gave up); drops `primary`, stopped on a store's failure. */
   #dropOnStoreFailure(error: unknown, primary: StoreBackedLimiter, signal: AbortSignal | undefined): void {
-    if (error instanceof StoreError && error.failure === "deleted" && this.#keyFailure) throw this.#keyFailure(error);
+    // The key itself changed under the taker (deleted, its classes dropped): said as the program says it.
+    if (error instanceof StoreError && (error.failure === "deleted" || error.failure === "classes") && this.#keyFailure) throw this.#keyFailure(error);
     if (!isStoreFailure(error) || signal?.aborted) throw error;
     // This limiter has stopped on the failure: the key is opened afresh once the store answers.
     this.#drop(primary);

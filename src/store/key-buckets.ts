@@ -252,7 +252,12 @@ export class KeyBuckets {
     const limitsOf = (state: SetState) => state.limits.map(({ level: _level, ...spec }) => spec as LimitSpec);
     let limits = limitsOf(request.state);
     const reopen = async (): Promise<StoreBackedLimiter> => {
-      const state = await watch.readSet(key);
+      // A store restarted empty gets the key again, as it was last read: its limits and its classes.
+      let state = await watch.readSet(key);
+      if (!state) {
+        await watch.configureSet(key, limits);
+        state = await watch.configureClasses(key, latest.classes);
+      }
       if (!state) throw new StoreError("deleted", `key "${key}": deleted from ${watch.url} while in use`, { storeUrl: watch.url, key });
       limits = limitsOf(state);
       latest = new SharedClassLimiter({ store: watch, key, className: request.className, state, unit: request.unit, clock });

@@ -1,6 +1,7 @@
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { runCli } from "../helpers/cli.js";
+import { runCli, startCli } from "../helpers/cli.js";
+import { startRedisServer } from "../helpers/redis-server.js";
 import { tempDirs } from "../helpers/temp-dir.js";
 
 const tempDir = tempDirs("key-classes");
@@ -113,5 +114,51 @@ describe("tbucket run --key K --class-of", () => {
     await runCli(["key", "set", "api", "--rate", "100/s", "--class", "web=60/s", "--class", "batch=20/s", ...store]);
     const result = await runCli(["run", "--key", "api", ...args, ...store, "--", "true"]);
     expect([result.code, result.stderr]).toEqual([2, stderr]);
+  });
+});
+
+describe("tbucket --key K --class NAME when things go wrong", () => {
+  it("Redis lost mid-pipe and back empty 2 s later: the pipe waits, makes the key and its classes again, and ends whole", async () => {
+    const server = await startRedisServer();
+    try {
+      const store = ["--store", server.url];
+      await runCli(["key", "set", "uplink", "--rate", "1mb", "--class", "interactive=500kb,prio=0", "--class", "bulk=100kb,prio=1", ...store]);
+      const input = Buffer.from(Array.from({ length: 2 * 1024 * 1024 }, (_, i) => i % 251));
+      const pipe = startCli(["--key", "uplink", "--class", "bulk", ...store], { input });
+      await pipe.waitForBytes(1);
+      await server.stop("SIGKILL");
+      await new Promise((resolve) => setTimeout(resolve, 2000));
+      await server.start();
+      const result = await pipe.exited;
+      expect([result.code, result.stderr]).toEqual([0, ""]);
+      expect(result.stdout.equals(input)).toBe(true);
+      const shown = JSON.parse((await runCli(["key", "show", "uplink", "--json", ...store])).stdout.toString());
+      expect(shown.classes.map((c: { name: string }) => c.name)).toEqual(["interactive", "bulk"]);
+    } finally {
+      await server.stop();
+    }
+  }, 30_000);
+
+  it("SIGTERM while a class waits: ends at once and quietly, by the signal", async () => {
+    const store = ["--store", `sqlite:${join(tempDir(), "k.db")}`];
+    await runCli(["key", "set", "slow", "--rate", "10kb", "--burst", "1kb", "--class", "a=5kb", ...store]);
+    const pipe = startCli(["--key", "slow", "--class", "a", ...store], { stdin: "endless" });
+    await pipe.waitForBytes(1);
+    pipe.signal("SIGTERM");
+    const result = await pipe.exited;
+    expect([result.code ?? result.signal, result.stderr]).toEqual(["SIGTERM", ""]);
+  });
+
+  it("its classes dropped while it runs: one line saying so, exit 1, what was written intact", async () => {
+    const store = ["--store", `sqlite:${join(tempDir(), "k.db")}`];
+    await runCli(["key", "set", "live", "--rate", "20kb", "--burst", "2kb", "--class", "a=5kb", ...store]);
+    const pipe = startCli(["--key", "live", "--class", "a", ...store], { stdin: "endless" });
+    await pipe.waitForBytes(1);
+    await runCli(["key", "set", "live", "--class", "none", ...store]);
+    const result = await pipe.exited;
+    expect(result.code).toBe(1);
+    expect(result.stderr).toBe(
+      `tbucket: store ${store[1]}: key live has no classes; define them with tbucket key set live --class NAME=RATE, or take without --class; stopped, and what was written so far is intact\n`,
+    );
   });
 });
