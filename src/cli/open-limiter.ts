@@ -43,6 +43,8 @@ export interface OpenLimiter {
   limiter: Limiter;
   /** With a key shared by classes: a limiter for each of the key's classes, by name, in the key's order. */
   byClass?: Map<string, Limiter>;
+  /** With a key shared by classes: the rate its classes share, as read at the start (what a class's share is of). */
+  sharedRate?: number;
   /** The same limiter, when it is a private set: for its per-limit statistics. */
   set?: LimitSetLimiter;
   /**
@@ -207,7 +209,8 @@ async function openClassLimiter(request: LimiterRequest, key: string, className:
     throw error instanceof StoreError ? new RuntimeError(describeStoreFailure(error, { offerLocal: false })) : error;
   }
   limiter = byClass.get(names[0]!)!;
-  return { limiter, byClass, close: () => keys.close([...byClass.values()]) };
+  const share = state.limits.find((limit) => limit.kind === "bucket");
+  return { limiter, byClass, sharedRate: share?.kind === "bucket" ? share.rate : undefined, close: () => keys.close([...byClass.values()]) };
 }
 
 /** `className` for a limiter per class of the key (run's --class-of, whose items name them). */

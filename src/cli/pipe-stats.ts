@@ -23,6 +23,8 @@ export interface PipeStats {
   smallestSteadyBurst?: number;
   /** A set of limits: each one's settings and waits (rate, burst and kind are then its main unit's). */
   limits?: LimitReport[];
+  /** A class of a shared key (`--class`): its name and the rate the key's classes share. */
+  class?: { name: string; sharedRate: number };
 }
 
 /**
@@ -67,6 +69,7 @@ export function formatPipeStats(stats: PipeStats, format: StatsFormat): string {
       zeroCopy: stats.zeroCopy ?? false,
       ...(stats.smallestSteadyBurst === undefined ? {} : { burstBelowTimerTick: true, smallestSteadyBurst: stats.smallestSteadyBurst }),
       ...(stats.limits === undefined ? {} : { limits: stats.limits, limitedBy: limitedBy(stats.limits) }),
+      ...(stats.class === undefined ? {} : { class: stats.class.name, share: round(classShare(stats, averageBytesPerSecond, linesPerSecond), 4) }),
     })}\n`;
   }
   const limit =
@@ -90,11 +93,20 @@ export function formatPipeStats(stats: PipeStats, format: StatsFormat): string {
     (stats.records === undefined ? " " : `, ${stats.records.toLocaleString("en-US")} lines `) +
     `in ${humanDuration(stats.elapsedMs)}, average ${lineRate}${humanByteRate(averageBytesPerSecond)}` +
     ` (${exactByteRate(averageBytesPerSecond)})${pastBurst}; waited ${humanDuration(stats.waitedMs)} for tokens; ${limit}` +
+    (stats.class === undefined
+      ? ""
+      : `; class ${stats.class.name}, ${(classShare(stats, averageBytesPerSecond, linesPerSecond) * 100).toFixed(1)}% of the ${stats.kind === "bytes" ? humanByteRate(stats.class.sharedRate) : humanCountRate(stats.class.sharedRate)} the classes share`) +
     (stats.smallestSteadyBurst === undefined
       ? ""
       : `; burst smaller than one timer tick of the rate, which it may not keep: --burst ${Math.ceil(stats.smallestSteadyBurst / 1024)}k can`) +
     "\n"
   );
+}
+
+/** What the class's pipe moved on average, as a fraction of the rate the key's classes share. */
+function classShare(stats: PipeStats, bytesPerSecond: number, linesPerSecond: number | undefined): number {
+  const rate = stats.kind === "bytes" ? bytesPerSecond : (linesPerSecond ?? 0);
+  return stats.class && stats.class.sharedRate > 0 ? rate / stats.class.sharedRate : 0;
 }
 
 function round(value: number, digits: number): number {

@@ -77,7 +77,8 @@ export class SharedClassLimiter implements StoreBackedLimiter {
   // wakes late (measured with bench/class-pipes.mjs), which costs the higher prio its loans.
   get burst(): number {
     const own = this.#class.burst > 0 ? this.#class.burst : this.#class.ceilBurst;
-    return Math.min(own, mostAtOnce(this.#limits, this.kind));
+    // Whole units: a scaled burst (the key's × guarantee / rate) is seldom whole, and a slice is.
+    return Math.min(Math.max(Math.min(1, own), Math.floor(own)), mostAtOnce(this.#limits, this.kind));
   }
 
   /** Nothing is held here: every slice is asked of the store. */

@@ -60,12 +60,17 @@ describe("tbucket key set --class", () => {
 });
 
 describe("tbucket --key K --class NAME", () => {
-  it("passes its input whole as its class", async () => {
+  it("passes its input whole as its class; --stats names the class and its share", async () => {
     const store = await storeWithUplink();
     const input = Buffer.alloc(300_000, 7);
-    const result = await runCli(["--key", "uplink", "--class", "bulk", ...store], { input });
+    const result = await runCli(["--key", "uplink", "--class", "bulk", "--stats-format", "json", ...store], { input });
     expect(result.code).toBe(0);
     expect(result.stdout.equals(input)).toBe(true);
+    const stats = JSON.parse(result.stderr);
+    expect(stats).toMatchObject({ class: "bulk", burst: Math.floor((2 * 2 ** 20 * 1) / 20) });
+    expect(stats.share).toBeCloseTo(stats.averageBytesPerSecond / (20 * 2 ** 20), 3);
+    const text = await runCli(["--key", "uplink", "--class", "bulk", "--stats", ...store], { input: "x" });
+    expect(text.stderr).toMatch(/; class bulk, \d+\.\d% of the 20\.00 MiB\/s the classes share\n$/);
     const json = JSON.parse((await runCli(["key", "show", "uplink", "--json", ...store])).stdout.toString());
     expect(json.classes.find((c: { name: string }) => c.name === "bulk").usedRate).toBeGreaterThan(0);
   });

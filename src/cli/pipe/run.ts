@@ -30,7 +30,7 @@ const PIPE_BUFFER_BYTES = 64 * 1024;
 
 /** Copies the sources to standard output through the bucket; resolves to the exit status. */
 export async function runPipe(config: PipeConfig): Promise<number> {
-  const { limiter, report, close } = await openLimiter({
+  const { limiter, report, sharedRate, close } = await openLimiter({
     kind: config.kind,
     rate: config.rate,
     burst: config.burst,
@@ -80,8 +80,10 @@ export async function runPipe(config: PipeConfig): Promise<number> {
     burst: limiter.burst,
     kind: config.kind,
     zeroCopy: path.kind === "splice",
-    smallestSteadyBurst: burstBelowTimerTick(throttle, config.kind, report?.specs),
+    // A class's burst is the key's, scaled: --burst is no advice to give it.
+    smallestSteadyBurst: config.className === undefined ? burstBelowTimerTick(throttle, config.kind, report?.specs) : undefined,
     limits: report && limitReports(report.specs, report.waitedMsBy, config.limits.map((limit) => limit.flag), report.refusedBy),
+    ...(config.className !== undefined && sharedRate !== undefined && { class: { name: config.className, sharedRate } }),
   });
   const progress = await startProgress(config, limiter, snapshot);
   // Once only: a signal may arrive while the copy is finishing, and the stats are said once.
