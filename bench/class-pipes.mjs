@@ -9,14 +9,9 @@
 // after interactive stopped the others took all the key's rate (98 %) again.
 // Usage: node bench/class-pipes.mjs [sqlite|redis] [seconds=24]
 import { spawn } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { openBenchStore, TBUCKET as bin, tbucket } from "./bench-store.mjs";
 
-const root = fileURLToPath(new URL("..", import.meta.url));
-const bin = `${root}bin/tbucket`;
 const storeKind = process.argv[2] ?? "sqlite";
 const seconds = Number(process.argv[3] ?? 24);
 const MiB = 2 ** 20;
@@ -28,17 +23,10 @@ const CLASSES = [
 const SETTLE_S = 2;
 const BIN_MS = 100;
 
-const dir = mkdtempSync(join(tmpdir(), "tbucket-bench-"));
-let redis;
-let store = `sqlite:${join(dir, "k.db")}`;
+const opened = await openBenchStore(storeKind);
+const { dir, url: store } = opened;
 try {
-  if (storeKind === "redis") {
-    const port = await freePort();
-    redis = spawn("redis-server", ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"], { stdio: "ignore" });
-    await waitForPort(port);
-    store = `redis://127.0.0.1:${port}`;
-  }
-  await run(["key", "set", "uplink", "--rate", "20mb", "--burst", "2mb", ...CLASSES.flatMap((c) => ["--class", c.flag]), "--store", store]);
+  await tbucket(["key", "set", "uplink", "--rate", "20mb", "--burst", "2mb", ...CLASSES.flatMap((c) => ["--class", c.flag]), "--store", store]);
   const startMs = performance.now();
   const bins = CLASSES.map(() => new Float64Array(Math.ceil((seconds * 1000) / BIN_MS) + 10));
   const pipes = CLASSES.map((c, i) => {
@@ -89,39 +77,10 @@ try {
   }
   console.log(`  freed share lent within ${lentMs === Infinity ? "never" : `${(lentMs / 1000).toFixed(1)} s`} of interactive stopping`);
 } finally {
-  redis?.kill();
-  rmSync(dir, { recursive: true, force: true });
+  opened.close();
 }
 
-function run(args) {
-  return new Promise((resolve, reject) => {
-    const child = spawn(bin, args, { stdio: ["ignore", "ignore", "inherit"] });
-    child.once("close", (code) => (code === 0 ? resolve() : reject(new Error(`tbucket ${args.join(" ")}: exit ${code}`))));
-  });
-}
 
 function sleep(ms) {
   return new Promise((resolve) => setTimeout(resolve, ms));
-}
-
-function freePort() {
-  return new Promise((resolve) => {
-    const server = createServer().listen(0, "127.0.0.1", () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-async function waitForPort(port) {
-  for (let i = 0; i < 100; i++) {
-    const ok = await new Promise((resolve) => {
-      const socket = createServer().listen(port, "127.0.0.1");
-      socket.once("listening", () => socket.close(() => resolve(false)));
-      socket.once("error", () => resolve(true));
-    });
-    if (ok) return;
-    await sleep(50);
-  }
-  throw new Error(`redis-server did not listen on ${port}`);
 }

@@ -7,15 +7,10 @@
 //   bulk    5/s, prio 2  -> 5/s (guarantees before lending)
 // Prints each class's launches a second from its joblog (its first 2 s left out) beside the rule's.
 // Usage: node bench/class-runs.mjs [sqlite|redis] [seconds=12]
-import { spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
-import { tmpdir } from "node:os";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { openBenchStore, tbucket } from "./bench-store.mjs";
 
-const root = fileURLToPath(new URL("..", import.meta.url));
-const bin = `${root}bin/tbucket`;
 const storeKind = process.argv[2] ?? "sqlite";
 const seconds = Number(process.argv[3] ?? 12);
 const CLASSES = [
@@ -25,20 +20,13 @@ const CLASSES = [
 ];
 const SETTLE_S = 2;
 
-const dir = mkdtempSync(join(tmpdir(), "tbucket-bench-"));
-let redis;
-let store = `sqlite:${join(dir, "k.db")}`;
+const opened = await openBenchStore(storeKind);
+const { dir, url: store } = opened;
 try {
-  if (storeKind === "redis") {
-    const port = await freePort();
-    redis = spawn("redis-server", ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"], { stdio: "ignore" });
-    await waitForRedis(port);
-    store = `redis://127.0.0.1:${port}`;
-  }
-  await run(["key", "set", "api", "--rate", "100/s", "--burst", "10", ...CLASSES.flatMap((c) => ["--class", c.flag]), "--store", store]);
+  await tbucket(["key", "set", "api", "--rate", "100/s", "--burst", "10", ...CLASSES.flatMap((c) => ["--class", c.flag]), "--store", store]);
   const startS = Date.now() / 1000;
   await Promise.all(
-    CLASSES.map((c) => run(["run", "--key", "api", "--class-of", c.name, "--store", store, "-j", "0", "--duration", `${seconds}s`, "--joblog", join(dir, c.name), "--", "true"])),
+    CLASSES.map((c) => tbucket(["run", "--key", "api", "--class-of", c.name, "--store", store, "-j", "0", "--duration", `${seconds}s`, "--joblog", join(dir, c.name), "--", "true"])),
   );
   console.log(`${storeKind}: three runs for ${seconds} s, launches a second from ${SETTLE_S} s on (node ${process.version})`);
   console.log(`  ${"class".padEnd(8)} ${"got/s".padStart(8)} ${"rule/s".padStart(8)} ${"off".padStart(8)}`);
@@ -49,35 +37,6 @@ try {
     console.log(`  ${c.name.padEnd(8)} ${got.toFixed(2).padStart(8)} ${c.rule.toFixed(2).padStart(8)} ${`${(((got - c.rule) / c.rule) * 100).toFixed(2)}%`.padStart(8)}`);
   }
 } finally {
-  redis?.kill();
-  rmSync(dir, { recursive: true, force: true });
+  opened.close();
 }
 
-function run(args) {
-  return new Promise((resolve, reject) => {
-    const child = spawn(bin, args, { stdio: ["ignore", "ignore", "inherit"] });
-    child.once("close", (code) => (code === 0 ? resolve() : reject(new Error(`tbucket ${args.join(" ")}: exit ${code}`))));
-  });
-}
-
-function freePort() {
-  return new Promise((resolve) => {
-    const server = createServer().listen(0, "127.0.0.1", () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-async function waitForRedis(port) {
-  for (let i = 0; i < 100; i++) {
-    const up = await new Promise((resolve) => {
-      const probe = createServer().listen(port, "127.0.0.1");
-      probe.once("listening", () => probe.close(() => resolve(false)));
-      probe.once("error", () => resolve(true));
-    });
-    if (up) return;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  throw new Error(`redis-server did not listen on ${port}`);
-}
