@@ -8,6 +8,8 @@ import { WaitStats } from "./wait-stats.js";
 /** A step with the bucket's level at its end (absent with --per-key, where there are many buckets). */
 export interface LevelStep extends Step {
   level: number | undefined;
+  /** With classes: what each class was admitted in the step (events, and their cost), in definition order. */
+  classAdmitted?: Array<{ admitted: number; admittedCost: number }>;
 }
 
 /**
@@ -39,6 +41,8 @@ export class Recorder {
   readonly delayedBy: Float64Array;
   /** With classes: what each class asked for and got, by class name in definition order. */
   readonly classes = new Map<string, ClassTally>();
+  /** With classes: each class's own timeline, for its series in the table, CSV, JSON and SVG. */
+  readonly #classTimelines = new Map<string, Timeline>();
 
   /** When admitted, still-waiting arrivals may act: a FIFO with one bucket, a binary min-heap per key. */
   #queue = new Float64Array(1024);
@@ -62,7 +66,10 @@ export class Recorder {
     this.#previousTokens = simulator.options.burst;
     this.#queueMode = simulator.options.policy === "queue";
     this.#outOfOrder = simulator.options.perKey || simulator.options.classes !== undefined;
-    for (const spec of simulator.options.classes ?? []) this.classes.set(spec.name, new ClassTally());
+    for (const spec of simulator.options.classes ?? []) {
+      this.classes.set(spec.name, new ClassTally());
+      this.#classTimelines.set(spec.name, new Timeline(stepMs));
+    }
   }
 
   /** Records the decision the simulator just made about this arrival. */
@@ -94,7 +101,10 @@ export class Recorder {
     if (this.#queueMode) this.#trackQueue(timeMs, admitted ? timeMs + simulator.waitMs : timeMs);
     this.lastMs = timeMs;
     this.timeline.record(timeMs, cost, admitted, simulator.waitMs, simulator.tokens);
-    if (simulator.className !== undefined) this.classes.get(simulator.className)?.add(cost, admitted, simulator.waitMs);
+    if (simulator.className !== undefined) {
+      this.classes.get(simulator.className)?.add(cost, admitted, simulator.waitMs);
+      this.#classTimelines.get(simulator.className)?.record(timeMs, cost, admitted, simulator.waitMs, simulator.tokens);
+    }
     if (key !== undefined) {
       if (simulator.evictedKey !== undefined) this.keys.retire(simulator.evictedKey);
       this.keys.add(key, admitted);
@@ -117,14 +127,20 @@ export class Recorder {
     const { ratePerSecond, burst, perKey } = this.simulator.options;
     let lastMs = 0;
     let lastTokens = burst;
-    return this.timeline.steps(endMs, stepMs).map((step) => {
+    const steps = this.timeline.steps(endMs, stepMs);
+    // Each class's steps on the same rows: a class whose last event came earlier has fewer.
+    const rowMs = steps[0] ? steps[0].endMs - steps[0].startMs : stepMs;
+    const byClass = [...this.#classTimelines.values()].map((timeline) => timeline.steps(endMs, rowMs));
+    return steps.map((step, row) => {
       if (!Number.isNaN(step.lastDecisionMs)) {
         lastMs = step.lastDecisionMs;
         lastTokens = step.lastTokens;
       }
-      if (perKey) return { ...step, level: undefined };
+      const classAdmitted = byClass.length === 0 ? undefined : byClass.map((classSteps) => ({ admitted: classSteps[row]?.admitted ?? 0, admittedCost: classSteps[row]?.admittedCost ?? 0 }));
+      const withClasses = classAdmitted ? { ...step, classAdmitted } : step;
+      if (perKey) return { ...withClasses, level: undefined };
       const bucket = new TokenBucket({ rate: ratePerSecond, burst, tokens: lastTokens, clock: new FakeClock(lastMs) });
-      return { ...step, level: bucket.tokensAt(step.endMs) };
+      return { ...withClasses, level: bucket.tokensAt(step.endMs) };
     });
   }
 

@@ -43,6 +43,23 @@ describe("tbucket simulate --class: drop", () => {
     );
   });
 
+  it("gives each class's series, a column a class, in the table and CSV, and in each JSON step", async () => {
+    // The decisions above, by 100 ms step: web 2 and batch 1, then 1 and 1, then none, then web 1.
+    const csv = (await ok(["--format", "csv", "--step", "100ms"])).trimEnd().split("\n");
+    expect(csv[0]).toBe("start_s,end_s,arrived,admitted,refused,level,max_wait_s,admitted_web,admitted_batch");
+    expect(csv.slice(1).map((line) => line.split(",").slice(-2).join(" "))).toEqual(["2 1", "1 1", "0 0", "1 0"]);
+    const table = (await ok(["--format", "table", "--step", "100ms"])).split("\n");
+    expect(table[0]).toMatch(/max wait \(s\) +web +batch$/);
+    expect(table[1]).toMatch(/ 2 +1$/);
+    const json = JSON.parse(await ok(["--format", "json", "--step", "100ms"]));
+    expect(json.steps.map((step: { classes: Record<string, number> }) => step.classes)).toEqual([
+      { web: 2, batch: 1 },
+      { web: 1, batch: 1 },
+      { web: 0, batch: 0 },
+      { web: 1, batch: 0 },
+    ]);
+  });
+
   it("sums up what each class got", async () => {
     expect(await ok(["--format", "summary"])).toBe(
       [

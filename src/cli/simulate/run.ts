@@ -9,7 +9,7 @@ import { DEFAULT_MAX_KEYS } from "../../http/rate-limit.js";
 import { OutputBuffer, OutputStreamError } from "../../simulate/output-buffer.js";
 import { runSimulation } from "../../simulate/run-simulation.js";
 import type { SimulatorOptions } from "../../simulate/simulator.js";
-import { renderStepCsv, renderStepTable, stepToJson } from "../../simulate/render/step-table.js";
+import { renderStepCsv, renderStepTable, stepWithClassesToJson } from "../../simulate/render/step-table.js";
 import { decisionJsonLine } from "../../simulate/render/decision-line.js";
 import { renderSummaryText } from "../../simulate/render/summary-text.js";
 import { buildSummary } from "../../simulate/summary.js";
@@ -68,18 +68,19 @@ export async function runSimulate(config: SimulateConfig): Promise<number> {
     const wantsSteps = chart || config.svgPath !== undefined || format === "table" || format === "csv" || format === "json";
     if (wantsSteps) checkRowCount(endMs, stepMs, recorder.timeline.rows(endMs, stepMs));
     const steps = wantsSteps ? recorder.levelSteps(endMs, stepMs) : [];
+    const classNames = [...recorder.classes.keys()];
     switch (format) {
       case "summary":
         output.write(renderSummaryText(summary, { skippedBecause: SKIP_BAD_FLAG }));
         break;
       case "table":
-        output.write(renderStepTable(steps, config.costUnit, stepMs));
+        output.write(renderStepTable(steps, config.costUnit, stepMs, classNames));
         break;
       case "csv":
-        output.write(renderStepCsv(steps, config.costUnit));
+        output.write(renderStepCsv(steps, config.costUnit, classNames));
         break;
       case "json":
-        output.write(`${JSON.stringify({ ...summary, step: msToSeconds(stepMs), steps: steps.map((s) => stepToJson(s, config.costUnit)) }, null, 2)}\n`);
+        output.write(`${JSON.stringify({ ...summary, step: msToSeconds(stepMs), steps: steps.map((s) => stepWithClassesToJson(s, config.costUnit, classNames)) }, null, 2)}\n`);
         break;
       case "jsonl":
         break;
