@@ -146,7 +146,7 @@ export function describeProgress(stats: PipeStats, view: ProgressView, width = I
   if (limited && stats.rate > 0) fields.push({ text: inBurst ? "(burst)" : "", widest: "(burst)".length, dropRank: DROP.limit });
   const average = steadyRate(stats);
   if (average !== undefined) fields.push({ text: `avg ${perSecond(average)}`, widest: "avg ".length + rateWidest, dropRank: DROP.average });
-  const key = view.key === undefined ? "" : `, key "${view.key}"`;
+  const key = view.key === undefined ? "" : `, key "${view.key}"${stats.class ? ` as ${stats.class.name}` : ""}`;
   if (stats.rate === 0) {
     fields.push({ text: `paused${key}` });
   } else {

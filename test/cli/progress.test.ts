@@ -59,6 +59,11 @@ describe("the pipe's progress line", () => {
     expect(paused).toBe(`1.00 MiB  0 B/s  avg 921.60 KiB/s  paused, key "backup"  1.0 s  50.0%`);
   });
 
+  it("names the class a pipe takes as, next to its key", () => {
+    const asClass = stats({ bytes: MiB, elapsedMs: 1000, rate: 20 * MiB, class: { name: "bulk", sharedRate: 20 * MiB } });
+    expect(describeProgress(asClass, view({ key: "uplink" }))).toContain(`limit 20.00 MiB/s, key "uplink" as bulk`);
+  });
+
   // Issue 15, point 10: at 40 columns the line wrapped onto three.
   it("fits the width by dropping avg, bucket, limit, elapsed time, percentage in that order", () => {
     const s = stats({ bytes: 12 * MiB, elapsedMs: 12_000, rate: MiB, burst: 4 * MiB });

@@ -220,7 +220,7 @@ async function startProgress(config: PipeConfig, limiter: Limiter, read: () => P
   if (!wantsProgress(config)) return undefined;
   const { startProgressDisplay } = await import("../progress.js");
   const totalBytes = config.sizeBytes ?? knownTotalBytes(config.files, statSafe);
-  return startProgressDisplay({ read, totalBytes, level: () => limiter.tokens(), key: config.shared.key, name: config.name, stream: process.stderr, env: process.env });
+  return startProgressDisplay({ read, totalBytes, level: () => (config.className === undefined ? limiter.tokens() : undefined), key: config.shared.key, name: config.name, stream: process.stderr, env: process.env });
 }
 
 function statSafe(name: string) {
