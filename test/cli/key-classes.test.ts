@@ -23,6 +23,8 @@ describe("tbucket key set --class", () => {
     expect(shown.stdout.toString()).toMatch(/^limit 1: +20\.00 MiB\/s, burst 2\.00 MiB; level 2\.00 MiB \(full\)$/m);
     expect(shown.stdout.toString()).toMatch(/^class interactive: 5\.00 MiB\/s guaranteed, ceil 20\.00 MiB\/s, prio 0, weight 5\.00 MiB\/s; using nothing \(0%\)$/m);
     expect(shown.stdout.toString()).toMatch(/^class bulk: +1\.00 MiB\/s guaranteed, ceil 20\.00 MiB\/s, prio 2, weight 1\.00 MiB\/s; using nothing \(0%\)$/m);
+    const listed = await runCli(["key", "list", ...store]);
+    expect(listed.stdout.toString()).toMatch(/^uplink #1 +bytes +20\.00 MiB\/s /m);
     const json = JSON.parse((await runCli(["key", "show", "uplink", "--json", ...store])).stdout.toString());
     expect(json.classes.map((c: { name: string; rate: number; ceil: number; prio: number }) => [c.name, c.rate, c.ceil, c.prio])).toEqual([
       ["interactive", 5 * 2 ** 20, 20 * 2 ** 20, 0],

@@ -38,8 +38,8 @@ async function act(store: BucketStore, request: KeyRequest): Promise<number> {
   switch (request.action) {
     case "list": {
       const states = await store.list();
-      // Keys of one bucket are listed by `list` as they always were; the others are sets.
-      const sets = isLimitSetStore(store) ? (await store.listSets()).filter((set) => isSet(set.limits)) : [];
+      // Keys of one bucket are listed by `list` as they always were; the others (and keys with classes) are sets.
+      const sets = isLimitSetStore(store) ? (await store.listSets()).filter((set) => isSet(set.limits) || set.classes) : [];
       const rows = [...states.map((state) => ({ key: state.key, state })), ...sets.map((set) => ({ key: set.key, set }))].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
       if (request.json) print(JSON.stringify(rows.map((row) => ("state" in row ? toJson(row.state, store) : setJson(row.set, store))), null, 2));
       else if (rows.length === 0) process.stderr.write(`tbucket: no shared buckets in ${store.url}; create one with: tbucket key set <key> --rate 20mb\n`);
