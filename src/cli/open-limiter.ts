@@ -9,7 +9,7 @@ import { formatByteRate, formatByteSize, formatCountRate, type RateKind } from "
 import { type BucketConfig, type BucketState, type BucketStore, StoreError } from "../store/bucket-store.js";
 import { type KeyBucket, KeyBuckets, type SetKeyBucket } from "../store/key-buckets.js";
 import type { SharedSlots } from "../run/job-runner.js";
-import { isLimitSetStore, type LimitLevel, type LimitSetStore, sameLimits, type SetState } from "../store/limit-set-store.js";
+import { isLimitSetStore, type LimitLevel, type LimitSetStore, sameLimits, type SetState, specOf } from "../store/limit-set-store.js";
 import { RuntimeError, UsageError } from "./errors.js";
 import type { SharedBucketOptions } from "./shared-options.js";
 import { describeStoreFailure } from "./store-failure.js";
@@ -266,10 +266,6 @@ async function keySetUp(store: BucketStore, key: string, request: LimiterRequest
 /** A set is more than one bucket: one bucket alone is a key as it always was (opened, shown, listed so). */
 export function isSet(limits: readonly LimitSpec[]): boolean {
   return limits.length > 1 || limits[0]?.kind !== "bucket";
-}
-
-function specOf({ level: _, ...spec }: LimitLevel): LimitSpec {
-  return spec as LimitSpec;
 }
 
 /** `20/s, burst 1 and 10 in any 1.0 s and 4 at once`: a set's limits for people. */

@@ -5,7 +5,7 @@ import { TokenBucket } from "../core/token-bucket.js";
 import type { RateKind } from "../core/units.js";
 import { type BucketConfig, type BucketState, type BucketStore, StoreError } from "./bucket-store.js";
 import { FailoverLimiter, type StoreBackedLimiter, type WhileLost } from "./failover-limiter.js";
-import type { LimitSetStore, SetState } from "./limit-set-store.js";
+import { type LimitSetStore, type SetState, specOf } from "./limit-set-store.js";
 import { openSharedKey, sharedKeyLimiter } from "./shared-key.js";
 import { SharedSetLimiter } from "./shared-set-limiter.js";
 import { SharedClassLimiter } from "./shared-class-limiter.js";
@@ -249,8 +249,7 @@ export class KeyBuckets {
     const { clock, keyFailure, whileLost } = this.#options;
     if (!watch) throw new Error(`KeyBuckets: key "${key}" is shared by classes and needs a store`);
     let latest = new SharedClassLimiter({ store: watch, key, className: request.className, state: request.state, unit: request.unit, clock });
-    const limitsOf = (state: SetState) => state.limits.map(({ level: _level, ...spec }) => spec as LimitSpec);
-    let limits = limitsOf(request.state);
+    let limits = request.state.limits.map(specOf);
     const reopen = async (): Promise<StoreBackedLimiter> => {
       // A store restarted empty gets the key again, as it was last read: its limits and its classes.
       let state = await watch.readSet(key);
@@ -259,7 +258,7 @@ export class KeyBuckets {
         state = await watch.configureClasses(key, latest.classes);
       }
       if (!state) throw new StoreError("deleted", `key "${key}": deleted from ${watch.url} while in use`, { storeUrl: watch.url, key });
-      limits = limitsOf(state);
+      limits = state.limits.map(specOf);
       latest = new SharedClassLimiter({ store: watch, key, className: request.className, state, unit: request.unit, clock });
       return latest;
     };

@@ -144,6 +144,11 @@ export interface SetReservation {
 /** A limit and its level now: a bucket's tokens, a window's room left, a concurrency limit's free slots. */
 export type LimitLevel = LimitSpec & { level: number };
 
+/** The limit without its level: what a key's set is, as configureSet takes it. */
+export function specOf({ level: _level, ...spec }: LimitLevel): LimitSpec {
+  return spec as LimitSpec;
+}
+
 /** What readSet and listSets report of a key (`key show --json`'s `limits`). */
 export interface SetState {
   key: string;

@@ -5,7 +5,7 @@ import { ExceedsBurstError } from "../core/token-bucket.js";
 import type { RateKind } from "../core/units.js";
 import { StoreError } from "./bucket-store.js";
 import type { StoreBackedLimiter } from "./failover-limiter.js";
-import type { LimitSetStore, SetState } from "./limit-set-store.js";
+import { type LimitSetStore, type SetState, specOf } from "./limit-set-store.js";
 import { WaitLine } from "./wait-line.js";
 
 /** How much sooner than the store's instant a refused wait asks again: about what a busy process wakes late by. */
@@ -53,7 +53,7 @@ export class SharedClassLimiter implements StoreBackedLimiter {
   #limits: LimitSpec[];
   #classes: ClassSpec[];
   #class: ResolvedClass;
-  #closed = new AbortController();
+  readonly #closed = new AbortController();
   /** Round trips made (for tests and benchmarks). */
   roundTrips = 0;
 
@@ -64,7 +64,7 @@ export class SharedClassLimiter implements StoreBackedLimiter {
     this.className = options.className;
     this.#clock = options.clock ?? systemClock;
     this.#maxSleepMs = options.maxSleepMs ?? 1000;
-    this.#limits = options.state.limits.map(({ level: _level, ...spec }) => spec as LimitSpec);
+    this.#limits = options.state.limits.map(specOf);
     this.#classes = (options.state.classes ?? []).map(({ name, rate, ceil, prio, weight, burst }) => ({ name, rate, ceil, prio, weight, burst }));
     this.#class = this.#resolve();
   }

@@ -5,7 +5,7 @@ import { ExceedsBurstError } from "../core/token-bucket.js";
 import type { RateKind } from "../core/units.js";
 import { StoreError } from "./bucket-store.js";
 import { WaitLine } from "./wait-line.js";
-import { type LimitSetStore, sameLimits, type SetReservation, type SetState } from "./limit-set-store.js";
+import { type LimitSetStore, sameLimits, type SetReservation, type SetState, specOf } from "./limit-set-store.js";
 
 export interface SharedSetLimiterOptions {
   store: LimitSetStore;
@@ -97,7 +97,7 @@ export class SharedSetLimiter implements Limiter {
     this.#slotPollMs = options.slotPollMs ?? 50;
     this.#onWait = options.onWait;
     this.#pollMs = options.pollMs ?? 500;
-    this.#limits = options.state.limits.map(({ level: _, ...spec }) => spec as LimitSpec);
+    this.#limits = options.state.limits.map(specOf);
     this.#readyAtMs = this.#clock.now();
     this.#levels = options.state.limits.map((limit) => ({ level: limit.level, atMs: this.#readyAtMs }));
     this.#lastContactMs = this.#readyAtMs;
@@ -116,7 +116,7 @@ export class SharedSetLimiter implements Limiter {
     const state = await this.#call(() => this.#store.readSet(this.key)).catch(() => undefined);
     if (!state || this.#failure) return;
     this.#lastContactMs = this.#clock.now();
-    this.#limits = state.limits.map(({ level: _, ...spec }) => spec as LimitSpec);
+    this.#limits = state.limits.map(specOf);
     this.#levels = state.limits.map((limit) => ({ level: limit.level, atMs: this.#lastContactMs }));
     this.#takes.length = 0;
   }
