@@ -14,6 +14,18 @@ export class ClassLimiterClosedError extends Error {
   }
 }
 
+/** A class's answer to one ask: admitted, or refused with how long from now until the class could be served. */
+export interface ClassAnswer {
+  ok: boolean;
+  /** Refused: from now until the same ask would be admitted if nothing else were taken (Infinity: never); 0 when ok. */
+  retryMs: number;
+}
+
+/** A Limiter of one class that also tells, when it refuses, when the class could be served (an honest Retry-After). */
+export interface ClassTaker extends Limiter {
+  tryTake(n: number, maxWaitMs: number, signal?: AbortSignal): Promise<ClassAnswer>;
+}
+
 interface Waiter {
   n: number;
   deadlineMs: number;
@@ -124,8 +136,39 @@ export class ClassLimiter {
     });
   }
 
+  /** As `tryWait`, telling when a refused class could be served. */
+  async tryTake(name: string, n: number, maxWaitMs: number, signal?: AbortSignal): Promise<ClassAnswer> {
+    if (await this.tryWait(name, n, maxWaitMs, signal)) return { ok: true, retryMs: 0 };
+    return { ok: false, retryMs: this.#retryMs(this.classIndex(name), n) };
+  }
+
+  /**
+   * Admits `n` for class `name` now or refuses it, synchronously (the drop
+   * policy of a server: no wait, so no line); a class whose line holds
+   * waiters is refused, as it would be behind them.
+   */
+  takeNow(name: string, n: number): ClassAnswer {
+    const c = this.classIndex(name);
+    if (this.#lines[c]!.length === 0 && this.scheduler.allowAt(this.clock.now(), c, { [this.scheduler.unit]: n })) {
+      this.takenBy[c] = this.takenBy[c]! + n;
+      return { ok: true, retryMs: 0 };
+    }
+    return { ok: false, retryMs: this.#retryMs(c, n) };
+  }
+
+  /** True when every bucket is full and no one waits: the same as a new limiter. */
+  isIdle(): boolean {
+    return this.#lines.every((line) => line.length === 0) && this.scheduler.isFullAt(this.clock.now());
+  }
+
+  #retryMs(c: number, n: number): number {
+    const nowMs = this.clock.now();
+    const atMs = this.scheduler.earliestAt(nowMs, c, { [this.scheduler.unit]: n });
+    return atMs === Infinity ? Infinity : Math.max(0, atMs - nowMs);
+  }
+
   /** A Limiter that waits in class `name`'s line; its rate, burst and level are the shared limits'. */
-  limiterFor(name: string): Limiter {
+  limiterFor(name: string): ClassTaker {
     this.classIndex(name);
     const self = this;
     return {
@@ -138,6 +181,7 @@ export class ClassLimiter {
       tokens: () => this.tokens(),
       wait: (n, signal) => this.wait(name, n, signal),
       tryWait: (n, maxWaitMs, signal) => this.tryWait(name, n, maxWaitMs, signal),
+      tryTake: (n, maxWaitMs, signal) => this.tryTake(name, n, maxWaitMs, signal),
     };
   }
 

@@ -262,6 +262,12 @@ export class ClassScheduler {
     return this.#ceilings[c]!.tokensAt(t);
   }
 
+  /** True when the parent and every class's buckets are full at `t`: nothing to remember but marks and counters that have lapsed. */
+  isFullAt(t: number): boolean {
+    const parentFull = this.parent.specs.every((spec, i) => this.parent.levelAt(t, i) >= (spec.kind === "bucket" ? spec.burst : spec.n) - EPSILON);
+    return parentFull && this.#guarantees.every((bucket) => bucket.tokensAt(t) >= bucket.burst - EPSILON) && this.#ceilings.every((bucket) => bucket.tokensAt(t) >= bucket.burst - EPSILON);
+  }
+
   /** The level of the key's rate bucket at `t`. */
   keyLevelAt(t: number): number {
     return this.parent.levelAt(t, this.#keyIndex);

@@ -4,6 +4,7 @@
  * Retry-After, and shared stores for limits that several servers enforce together.
  */
 export {
+  ClassFunctionError,
   DEFAULT_MAX_KEYS,
   type GateDecision,
   type GateResult,
@@ -15,6 +16,7 @@ export {
   type RequestLimit,
 } from "./rate-limit.js";
 export type { StoreBuckets } from "./store-limiters.js";
+export type { ClassSpec } from "../core/class-spec.js";
 export { clientAddress, TrustedProxies, TrustProxyError } from "./trusted-proxies.js";
 export { rateLimitPolicy, rateLimitState, retryAfterSeconds } from "./rate-limit-fields.js";
 export { openStore } from "./open-store.js";

@@ -7,6 +7,8 @@ import { checkLimitSpecs, type LimitSpec } from "../core/limit-spec.js";
 import { type GateResult, RequestGate } from "./request-gate.js";
 import { type StoreBuckets, storeLimiters } from "./store-limiters.js";
 import { storeKeySets } from "./store-key-sets.js";
+import { storeKeyClasses } from "./store-key-classes.js";
+import { ClassDefinitionError, type ClassSpec, resolveClasses } from "../core/class-spec.js";
 import { addressKey, DEFAULT_IPV6_PREFIX, plainAddress } from "../core/address-key.js";
 import { clientAddress, TrustedProxies, untrustedForwarder, untrustedProxyLine } from "./trusted-proxies.js";
 
@@ -50,6 +52,24 @@ export interface RateLimitOptions {
   trustProxy?: readonly string[];
   /** IPv6 clients are keyed by their network of this many bits (default 56; 128 for the whole address). */
   ipv6Subnet?: number;
+  /**
+   * Classes that share each key's limit (design section 12; HTB's rules):
+   * each class's `rate` is its guarantee, what is left is lent to the lowest
+   * `prio` first, by `weight` within a prio, never past its `ceil`, e.g.
+   * `[{ name: "paid", rate: 80 }, { name: "free", rate: 10, prio: 1 }]` within
+   * `rate: 100`. Every request is taken as the class `classOf` gives. A
+   * refused request's Retry-After is the instant its class could be served.
+   * Not with a `concurrency` limit.
+   */
+  classes?: readonly ClassSpec[];
+  /**
+   * The class of a request, or a promise of it (with `classes`). Undefined
+   * takes it as `defaultClass`; a class not defined, or one that throws,
+   * fails the request (a ClassFunctionError: 500), never admits it.
+   */
+  classOf?: (req: IncomingMessage) => string | undefined | Promise<string | undefined>;
+  /** The class of a request `classOf` gives none for (or of every request, without `classOf`). */
+  defaultClass?: string;
   /** `drop` (default): refuse with 429 at once; `queue`: hold the request until its turn, up to `maxWaitMs`. */
   policy?: "drop" | "queue";
   /** The longest a queued request waits; required with `policy: "queue"`. */
@@ -76,6 +96,9 @@ const OPTION_NAMES = Object.keys({
   key: true,
   trustProxy: true,
   ipv6Subnet: true,
+  classes: true,
+  classOf: true,
+  defaultClass: true,
   policy: true,
   maxWaitMs: true,
   maxKeys: true,
@@ -92,6 +115,15 @@ export class KeyFunctionError extends Error {
   constructor(message: string, options?: { cause: unknown }) {
     super(message, options);
     this.name = "KeyFunctionError";
+  }
+}
+
+/** The `classOf` function threw, rejected, or gave a class that is not defined: the request cannot be counted, so it fails. */
+export class ClassFunctionError extends Error {
+  readonly code = "ECLASSFUNCTION";
+  constructor(message: string, options?: { cause: unknown }) {
+    super(message, options);
+    this.name = "ClassFunctionError";
   }
 }
 
@@ -129,11 +161,23 @@ export function rateLimit(options: RateLimitOptions): RateLimitMiddleware {
   const settings = checkOptions(options);
   const log = options.log ?? ((line: string) => console.error(line));
   const keyOf = options.key ?? clientKey(options.trustProxy, settings.ipv6Subnet, log);
-  const { rate, burst, limits, maxWaitMs, maxKeys } = settings;
-  // With a set of limits the store keeps each key's set; with one bucket, its bucket.
-  const keySets = options.store && limits ? storeKeySets(options.store, { clock: options.clock }) : undefined;
-  const source: KeyLimiterSource | undefined = options.store && !limits ? storeLimiters(options.store, { rate, burst, clock: options.clock }) : undefined;
-  const gate = new RequestGate({ rate, burst, limits, keySets, maxWaitMs, maxKeys, source, clock: options.clock });
+  const { rate, burst, limits, maxWaitMs, maxKeys, classes } = settings;
+  // With classes the store keeps each key's limits and classes; with a set of limits, its set; with one bucket, its bucket.
+  const classSource = options.store && classes ? storeKeyClasses(options.store, { ...classes, clock: options.clock }) : undefined;
+  const keySets = options.store && limits && !classes ? storeKeySets(options.store, { clock: options.clock }) : undefined;
+  const source: KeyLimiterSource | undefined = options.store && !limits && !classes ? storeLimiters(options.store, { rate, burst, clock: options.clock }) : undefined;
+  const gate = new RequestGate({
+    rate,
+    burst,
+    limits: classes ? undefined : limits,
+    keySets,
+    maxWaitMs,
+    maxKeys,
+    source,
+    classes: classes && { specs: classes.classes, limits: classes.limits, source: classSource },
+    clock: options.clock,
+  });
+  const classOf = classes && classFunction(options, classes.names);
   const setPolicy = limits && rateLimitSetPolicy(limits);
   const sendHeaders = options.headers ?? true;
 
@@ -154,7 +198,8 @@ export function rateLimit(options: RateLimitOptions): RateLimitMiddleware {
       res.setHeader("Retry-After", String(result.retryAfterSeconds));
       if (policy !== undefined) {
         res.setHeader("RateLimit-Policy", policy);
-        const refused = limits ? rateLimitSetRefused(limits, result.limitedBy, result.retryAfterSeconds) : rateLimitRefused(result.retryAfterSeconds);
+        // With classes a refusal may be the class's while the key has room: the RateLimit field, of the key's limits, would not say it.
+        const refused = classes ? undefined : limits ? rateLimitSetRefused(limits, result.limitedBy, result.retryAfterSeconds) : rateLimitRefused(result.retryAfterSeconds);
         if (refused !== undefined) res.setHeader("RateLimit", refused);
       }
       const body = `Too Many Requests: retry after ${result.retryAfterSeconds} s\n`;
@@ -165,7 +210,7 @@ export function rateLimit(options: RateLimitOptions): RateLimitMiddleware {
     }
     if (sendHeaders && policy !== undefined && !res.headersSent) {
       res.setHeader("RateLimit-Policy", policy);
-      const state = result.limits ? rateLimitSetState(result.limits) : rateLimitState(result.level, result.rate, result.burst);
+      const state = classes ? undefined : result.limits ? rateLimitSetState(result.limits) : rateLimitState(result.level, result.rate, result.burst);
       if (state !== undefined) res.setHeader("RateLimit", state);
     }
     next();
@@ -180,10 +225,26 @@ export function rateLimit(options: RateLimitOptions): RateLimitMiddleware {
       next(new KeyFunctionError(`the \`key\` function gave \`${describeValue(key)}\` (${key === null ? "null" : typeof key}), not a string; return the request's key, or undefined to let it through uncounted`));
       return;
     }
+    if (classOf) {
+      let className: string | Promise<string>;
+      try {
+        className = classOf(req);
+      } catch (error) {
+        next(error);
+        return;
+      }
+      if (typeof className === "string") admit(req, res, next, key, className);
+      else className.then((resolved) => admit(req, res, next, key, resolved), next);
+      return;
+    }
+    admit(req, res, next, key, undefined);
+  };
+
+  const admit = (req: IncomingMessage, res: ServerResponse, next: (error?: unknown) => void, key: string, className: string | undefined): void => {
     const waiting = settings.maxWaitMs > 0 ? abortOnHangUp(res) : undefined;
     let decided: GateResult | Promise<GateResult>;
     try {
-      decided = gate.admit(key, waiting?.signal);
+      decided = gate.admit(key, waiting?.signal, className);
     } catch (error) {
       waiting?.done();
       next(error);
@@ -249,8 +310,37 @@ export function rateLimit(options: RateLimitOptions): RateLimitMiddleware {
     gate.close();
     source?.dispose?.();
     keySets?.dispose();
+    classSource?.dispose?.();
   };
   return middleware;
+}
+
+/**
+ * The class of each request: `classOf`'s answer (or `defaultClass`),
+ * checked against the classes; what is not a defined class is a
+ * ClassFunctionError, thrown or rejected.
+ */
+function classFunction(options: RateLimitOptions, names: readonly string[]): (req: IncomingMessage) => string | Promise<string> {
+  const check = (given: unknown): string => {
+    const name = given === undefined ? options.defaultClass : given;
+    if (typeof name === "string" && names.includes(name)) return name;
+    const what = given === undefined ? "no class, and there is no `defaultClass`" : `\`${describeValue(given)}\`${typeof given === "string" ? "" : ` (${given === null ? "null" : typeof given})`}`;
+    throw new ClassFunctionError(`the \`classOf\` function gave ${what}; the classes are ${names.join(", ")}`);
+  };
+  const classOf = options.classOf;
+  if (!classOf) return () => check(undefined);
+  return (req) => {
+    let given: unknown;
+    try {
+      given = classOf(req);
+    } catch (error) {
+      throw new ClassFunctionError(`the \`classOf\` function failed: ${oneLine(error)}`, { cause: error });
+    }
+    if (!isThenable(given)) return check(given);
+    return Promise.resolve(given).then(check, (error: unknown) => {
+      throw new ClassFunctionError(`the \`classOf\` function failed: ${oneLine(error)}`, { cause: error });
+    });
+  };
 }
 
 /** A lost store is asked again at least once a second, so a client may come back after that. */
@@ -362,6 +452,8 @@ function abortOnHangUp(res: ServerResponse): { signal: AbortSignal; done(): void
 interface Settings {
   rate: number;
   burst: number;
+  /** Set with `classes`: the classes, their names, and the limits they share (the set, or the one bucket as a set). */
+  classes: { classes: readonly ClassSpec[]; names: readonly string[]; limits: LimitSpec[] } | undefined;
   /** Set when the limits are more than one bucket: a set per key. */
   limits: LimitSpec[] | undefined;
   maxWaitMs: number;
@@ -428,7 +520,40 @@ function checkOptions(options: RateLimitOptions): Settings {
   if (options.trustProxy !== undefined && !Array.isArray(options.trustProxy)) {
     throw new TypeError(`Expected \`trustProxy\` to be an array of addresses and CIDRs, got \`${String(options.trustProxy)}\` (${typeof options.trustProxy})`);
   }
-  return { rate, burst, limits, maxWaitMs, maxKeys, ipv6Subnet };
+  return { rate, burst, limits, maxWaitMs, maxKeys, ipv6Subnet, classes: checkClasses(options, limits ?? [{ kind: "bucket", unit: "count", rate, burst }]) };
+}
+
+/** The classes, checked against the limits they share; every mistake a TypeError or RangeError naming the option. */
+function checkClasses(options: RateLimitOptions, limits: LimitSpec[]): Settings["classes"] {
+  if (options.classes === undefined) {
+    for (const name of ["classOf", "defaultClass"] as const) {
+      if (options[name] !== undefined) throw new TypeError(`Expected \`${name}\` only with \`classes\`, the classes that share each key's limit`);
+    }
+    return undefined;
+  }
+  if (options.classOf !== undefined && typeof options.classOf !== "function") {
+    throw new TypeError(`Expected \`classOf\` to be a function, got \`${String(options.classOf)}\` (${typeof options.classOf})`);
+  }
+  if (limits.some((limit) => limit.kind === "concurrency")) {
+    throw new TypeError("Expected no `concurrency` limit with `classes`: classes share rates and windows; hold concurrency in a middleware of its own");
+  }
+  const share = limits.find((limit) => limit.kind === "bucket");
+  if (share?.kind !== "bucket") throw new TypeError("Expected a rate among the limits with `classes`: the classes share a rate, e.g. `{ rate: 100, burst: 10 }`");
+  let resolved;
+  try {
+    resolved = resolveClasses(options.classes, share.rate, share.burst);
+  } catch (error) {
+    if (error instanceof ClassDefinitionError) throw new RangeError(`\`classes\`: ${error.message}`);
+    throw error;
+  }
+  const names = resolved.map((c) => c.name);
+  if (options.defaultClass !== undefined && !names.includes(options.defaultClass)) {
+    throw new RangeError(`Expected \`defaultClass\` to be one of the classes, ${names.join(", ")}; got \`${String(options.defaultClass)}\``);
+  }
+  if (options.classOf === undefined && options.defaultClass === undefined) {
+    throw new TypeError("Expected `classOf` (the class of a request) or `defaultClass` with `classes`");
+  }
+  return { classes: options.classes, names, limits };
 }
 
 /** The fields of each kind of RequestLimit: a limit with any other is refused, as a misspelled option is. */

@@ -6,6 +6,9 @@ import { KeyTable } from "../core/key-table.js";
 import { retryAfterSeconds } from "./rate-limit-fields.js";
 import type { LimitSpec } from "../core/limit-spec.js";
 import { type KeySet, type KeySetSource, type KeySetTake, type LimitLevel, PrivateKeySet } from "./key-set.js";
+import type { ClassAnswer } from "../core/class-limiter.js";
+import type { ClassSpec } from "../core/class-spec.js";
+import { type KeyClasses, type KeyClassesSource, PrivateKeyClasses } from "./key-classes.js";
 
 /**
  * What became of a request: let through at once, let through after waiting
@@ -29,6 +32,17 @@ export interface GateResult {
   limits?: readonly LimitLevel[];
   /** With a concurrency limit, on a request let through: frees its slot (call it when the response ends; once is enough). */
   release?: () => void;
+  /** With classes: the class the request was taken as. */
+  className?: string;
+}
+
+/** Classes sharing each key's limits (design section 12): every request names its class. */
+export interface GateClasses {
+  specs: readonly ClassSpec[];
+  /** The limits the classes share: the gate's set, or its one bucket as a set. */
+  limits: readonly LimitSpec[];
+  /** Where the keys' classes come from (a store); default private ones. */
+  source?: KeyClassesSource;
 }
 
 export interface RequestGateOptions {
@@ -43,6 +57,8 @@ export interface RequestGateOptions {
   maxKeys: number;
   /** Buckets from elsewhere (a shared store) instead of private ones. */
   source?: KeyLimiterSource;
+  /** Classes sharing each key's limits instead of one bucket or set per key. */
+  classes?: GateClasses;
   clock?: Clock;
 }
 
@@ -52,6 +68,8 @@ interface Entry {
   turns: TurnQueue | undefined;
   /** The key's set of limits, when the gate has a set rather than one bucket. */
   keySet: KeySet | undefined;
+  /** The key's limits shared by classes, when the gate has classes. */
+  keyClasses: KeyClasses | undefined;
   /** Requests waiting for a concurrency slot of the set, in turn: the first asks again when a slot frees. */
   slotTurns: Array<() => void>;
   /** While a shared bucket is being opened, requests for the key wait on it. */
@@ -79,10 +97,13 @@ export class RequestGate {
     this.#table = new KeyTable<Entry>({
       maxKeys: options.maxKeys,
       isSpent: (entry) =>
-        entry.waiting === 0 && (entry.keySet ? entry.keySet.isIdle() : entry.limiter !== undefined && entry.limiter.tokens() >= entry.limiter.burst),
-      onRemove: source
-        ? (_key, entry) => entry.limiter && source.close(entry.limiter)
-        : options.keySets?.close && ((_key, entry) => entry.keySet && options.keySets!.close!(entry.keySet)),
+        entry.waiting === 0 &&
+        (entry.keyClasses ? entry.keyClasses.isIdle() : entry.keySet ? entry.keySet.isIdle() : entry.limiter !== undefined && entry.limiter.tokens() >= entry.limiter.burst),
+      onRemove: (_key, entry) => {
+        if (entry.limiter && source) source.close(entry.limiter);
+        if (entry.keySet) options.keySets?.close?.(entry.keySet);
+        entry.keyClasses?.close?.();
+      },
     });
   }
 
@@ -101,15 +122,21 @@ export class RequestGate {
     return this.#table.sweep(budget);
   }
 
-  /** Decides for one request of `key`; aborting `signal` gives up a wait (decision "cancelled", token given back). */
-  admit(key: string, signal?: AbortSignal): GateResult | Promise<GateResult> {
-    const { rate, burst } = this.#options;
+  /**
+   * Decides for one request of `key` (as class `className`, with classes: an
+   * UnknownClassError for one not defined); aborting `signal` gives up a
+   * wait (decision "cancelled", token given back).
+   */
+  admit(key: string, signal?: AbortSignal, className?: string): GateResult | Promise<GateResult> {
+    const { rate, burst, classes } = this.#options;
     const limits = this.#options.limits;
-    if (rate === Infinity && !this.#options.source && !limits) return { decision: "admitted", waitMs: 0, retryAfterSeconds: 0, level: burst, rate, burst, limitedBy: [] };
+    if (rate === Infinity && !this.#options.source && !limits && !classes) return { decision: "admitted", waitMs: 0, retryAfterSeconds: 0, level: burst, rate, burst, limitedBy: [] };
     let entry = this.#table.get(key);
     if (!entry) {
-      entry = { limiter: undefined, turns: undefined, keySet: undefined, slotTurns: [], opening: undefined, waiting: 0 };
-      if (limits) {
+      entry = { limiter: undefined, turns: undefined, keySet: undefined, keyClasses: undefined, slotTurns: [], opening: undefined, waiting: 0 };
+      if (classes) {
+        entry.keyClasses = classes.source ? classes.source.open(key) : new PrivateKeyClasses(classes.limits, classes.specs, this.#clock);
+      } else if (limits) {
         entry.keySet = this.#options.keySets ? this.#options.keySets.open(key, limits) : new PrivateKeySet(limits, this.#clock);
       } else if (!this.#options.source) {
         const bucket = new TokenBucket({ rate, burst, clock: this.#clock });
@@ -117,6 +144,10 @@ export class RequestGate {
         entry.turns = new TurnQueue({ bucket, maxWaitMs: this.#options.maxWaitMs, clock: this.#clock });
       }
       this.#table.set(key, entry);
+    }
+    if (entry.keyClasses) {
+      if (className === undefined) throw new TypeError("RequestGate: a gate with classes needs each request's class");
+      return this.#admitClass(entry, entry.keyClasses, className, signal);
     }
     if (entry.keySet) return this.#admitSet(entry, entry.keySet, signal);
     if (entry.turns) return this.#admitPrivate(entry, entry.turns, signal);
@@ -193,6 +224,44 @@ export class RequestGate {
   #result(decision: GateDecision, waitMs: number, limiter: KeyLimiter, level: number): GateResult {
     const limitedBy = decision === "admitted" || decision === "cancelled" ? [] : [1];
     return { decision, waitMs, retryAfterSeconds: 0, level, rate: limiter.rate, burst: limiter.burst, limitedBy };
+  }
+
+  /**
+   * A request as class `className` of the key's classes: at once when no
+   * request may wait (drop) and the classes are private, else after the
+   * class's wait. A refusal's Retry-After is the instant the class could be
+   * served (less the wait allowed, queueing).
+   */
+  #admitClass(entry: Entry, keyClasses: KeyClasses, className: string, signal: AbortSignal | undefined): GateResult | Promise<GateResult> {
+    const startMs = this.#clock.now();
+    const answer = keyClasses.take(className, this.#options.maxWaitMs, signal);
+    if (!(answer instanceof Promise)) return this.#classResult(answer, 0, keyClasses, className);
+    entry.waiting++;
+    return answer.then(
+      (settled) => {
+        entry.waiting--;
+        return this.#classResult(settled, this.#clock.now() - startMs, keyClasses, className);
+      },
+      (error: unknown) => {
+        entry.waiting--;
+        if (signal?.aborted) return { ...this.#classResult({ ok: false, retryMs: 0 }, this.#clock.now() - startMs, keyClasses, className), decision: "cancelled", retryAfterSeconds: 0 };
+        throw error;
+      },
+    );
+  }
+
+  #classResult(answer: ClassAnswer, waitMs: number, keyClasses: KeyClasses, className: string): GateResult {
+    const { maxWaitMs } = this.#options;
+    const share = this.#options.classes!.limits.find((spec) => spec.kind === "bucket");
+    const rate = share?.kind === "bucket" ? share.rate : Infinity;
+    const burst = share?.kind === "bucket" ? share.burst : Infinity;
+    const level = keyClasses.level() ?? NaN;
+    if (!answer.ok) {
+      const retryAfter = retryAfterSeconds(Math.max(0, answer.retryMs - maxWaitMs));
+      return { decision: "refused", waitMs: 0, retryAfterSeconds: retryAfter, level, rate, burst, limitedBy: [], className };
+    }
+    const decision = maxWaitMs > 0 && waitMs >= 1 ? "queued" : "admitted";
+    return { decision, waitMs, retryAfterSeconds: 0, level, rate, burst, limitedBy: [], className };
   }
 
   /**

@@ -106,6 +106,8 @@ export interface ClassKeyRequest {
   className: string;
   /** The key with its classes, as read at the start. */
   state: SetState;
+  /** The key is made for a client: made again after an outage, it may be forgotten once full (ConfigureOptions). */
+  expireWhenFull?: boolean;
 }
 
 /** Closing gives up after this long: a store that went away must not hold a program's exit. */
@@ -254,7 +256,7 @@ export class KeyBuckets {
       // A store restarted empty gets the key again, as it was last read: its limits and its classes.
       let state = await watch.readSet(key);
       if (!state) {
-        await watch.configureSet(key, limits);
+        await watch.configureSet(key, limits, request.expireWhenFull ? { expireWhenFull: true } : undefined);
         state = await watch.configureClasses(key, latest.classes);
       }
       if (!state) throw new StoreError("deleted", `key "${key}": deleted from ${watch.url} while in use`, { storeUrl: watch.url, key });

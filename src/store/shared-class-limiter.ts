@@ -1,3 +1,4 @@
+import type { ClassAnswer, ClassTaker } from "../core/class-limiter.js";
 import { type ClassSpec, resolveClasses, type ResolvedClass, UnknownClassError } from "../core/class-spec.js";
 import { type Clock, systemClock } from "../core/clock.js";
 import { type Costs, type LimitSpec, lowestRate, mostAtOnce } from "../core/limit-spec.js";
@@ -42,7 +43,7 @@ export interface SharedClassLimiterOptions {
  * When the store fails the limiter stops, as SharedSetLimiter does; going on
  * without the store is FailoverLimiter's business.
  */
-export class SharedClassLimiter implements StoreBackedLimiter {
+export class SharedClassLimiter implements StoreBackedLimiter, ClassTaker {
   readonly key: string;
   readonly kind: RateKind;
   readonly className: string;
@@ -95,7 +96,12 @@ export class SharedClassLimiter implements StoreBackedLimiter {
     if (!(await this.tryWait(n, Infinity, signal, costs))) throw new ExceedsBurstError(n, this.burst);
   }
 
-  tryWait(n: number, maxWaitMs: number, signal?: AbortSignal, costs?: Costs): Promise<boolean> {
+  async tryWait(n: number, maxWaitMs: number, signal?: AbortSignal, costs?: Costs): Promise<boolean> {
+    return (await this.tryTake(n, maxWaitMs, signal, costs)).ok;
+  }
+
+  /** As `tryWait`, telling when a refused class could be served: the store's instant. */
+  tryTake(n: number, maxWaitMs: number, signal?: AbortSignal, costs?: Costs): Promise<ClassAnswer> {
     if (!(n >= 0) || !Number.isFinite(n)) return Promise.reject(new RangeError(`Expected \`n\` to be a non-negative finite number, got \`${n}\``));
     if (signal?.aborted) return Promise.reject(signal.reason);
     return this.#line.run(() => this.#ask(costs ?? { [this.kind]: n }, maxWaitMs, signal), signal);
@@ -105,15 +111,15 @@ export class SharedClassLimiter implements StoreBackedLimiter {
     this.#closed.abort();
   }
 
-  async #ask(costs: Costs, maxWaitMs: number, signal: AbortSignal | undefined): Promise<boolean> {
+  async #ask(costs: Costs, maxWaitMs: number, signal: AbortSignal | undefined): Promise<ClassAnswer> {
     const deadlineMs = this.#clock.now() + maxWaitMs;
     const stop = signal ? AbortSignal.any([signal, this.#closed.signal]) : this.#closed.signal;
     for (;;) {
       signal?.throwIfAborted();
       if (this.#closed.signal.aborted) throw this.#closedError();
       const result = await this.#take(costs);
-      if (result.ok) return true;
-      if (result.waitMs === Infinity || this.#clock.now() + result.waitMs > deadlineMs) return false;
+      if (result.ok) return { ok: true, retryMs: 0 };
+      if (result.waitMs === Infinity || this.#clock.now() + result.waitMs > deadlineMs) return { ok: false, retryMs: result.waitMs };
       try {
         // Waking a little early and asking again costs a round trip; waking late lets a lower prio borrow first.
         await this.#clock.sleep(Math.max(1, Math.min(result.waitMs - WAKE_EARLY_MS, this.#maxSleepMs)), stop);
