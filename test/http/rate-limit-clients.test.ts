@@ -176,7 +176,7 @@ describe("rateLimit: the client's address", () => {
 describe("rateLimit: options", () => {
   // Regression: unknown options were ignored, so a misspelled limit was no limit.
   it.each([
-    [{ maxWait: 5 }, "Unknown option `maxWait` (did you mean `maxWaitMs`?); the options are `rate`, `burst`, `limits`, `key`, `trustProxy`, `ipv6Subnet`, `policy`, `maxWaitMs`, `maxKeys`, `headers`, `store`, `onDecision`, `log`, `clock`"],
+    [{ maxWait: 5 }, "Unknown option `maxWait` (did you mean `maxWaitMs`?); the options are `rate`, `burst`, `limits`, `key`, `trustProxy`, `ipv6Subnet`, `classes`, `classOf`, `defaultClass`, `policy`, `maxWaitMs`, `maxKeys`, `headers`, `store`, `onDecision`, `log`, `clock`"],
     [{ message: "slow down" }, "Unknown option `message`; the options are `rate`,"],
     [{ skip: () => true }, "Unknown option `skip`; the options are"],
     [{ ipv6Subnet: 0 }, "Expected `ipv6Subnet` to be an integer from 1 to 128 (the bits of an IPv6 address that make a client), got `0` (number)"],
