@@ -14,7 +14,7 @@ import { pipeline } from "node:stream";
 import { type Clock, systemClock } from "../core/clock.js";
 import { TokenBucket } from "../core/token-bucket.js";
 import { KeyTable } from "../core/key-table.js";
-import { DEFAULT_MAX_KEYS, type GateResult, rateLimit, type RateLimitMiddleware } from "../http/rate-limit.js";
+import { ClassFunctionError, DEFAULT_MAX_KEYS, type GateResult, rateLimit, type RateLimitMiddleware } from "../http/rate-limit.js";
 import { addressKey, DEFAULT_IPV6_PREFIX, plainAddress } from "../core/address-key.js";
 import { clientAddress, TrustedProxies, untrustedForwarder } from "../http/trusted-proxies.js";
 import { ThrottleStream } from "../stream/throttle-stream.js";
@@ -109,7 +109,7 @@ export class HttpProxy implements RunningHttpProxy {
     this.#backendHost = this.#target.hostname.replace(/^\[(.*)\]$/, "$1");
     this.#backendPort = Number(this.#target.port) || 80;
     this.#hostHeader = this.#target.port === "" ? this.#target.hostname : `${this.#target.hostname}:${this.#target.port}`;
-    this.#limitsRequests = options.rate !== Infinity || options.limits !== undefined || options.shared !== undefined || options.bodyRate !== undefined;
+    this.#limitsRequests = options.rate !== Infinity || options.limits !== undefined || options.shared !== undefined || options.bodyRate !== undefined || options.classes !== undefined;
     this.#trusted = options.trustProxy && options.trustProxy.length > 0 ? new TrustedProxies(options.trustProxy) : undefined;
     const per = options.per ?? { by: "ip" };
     const ipv6Subnet = options.ipv6Subnet ?? DEFAULT_IPV6_PREFIX;
@@ -120,6 +120,11 @@ export class HttpProxy implements RunningHttpProxy {
       maxWaitMs: options.policy === "queue" ? options.maxWaitMs : undefined,
       maxKeys,
       key: (req) => requestKey(per, req.headers, () => addressKey(this.#keyedClient(req), ipv6Subnet)),
+      ...(options.classes && {
+        classes: options.classes.specs,
+        defaultClass: options.classes.defaultClass,
+        classOf: options.classes.header === undefined ? undefined : (req) => classHeader(req, options.classes!.header!),
+      }),
       store: options.shared && {
         store: options.shared.store,
         name: options.shared.name,
@@ -377,6 +382,10 @@ export class HttpProxy implements RunningHttpProxy {
     this.#limit(req, res, (error) => {
       if (error !== undefined) {
         record.decision = "failed";
+        if (error instanceof ClassFunctionError) {
+          this.#sendError(res, 400, this.#unknownClass(req));
+          return;
+        }
         // A lost store is the middleware's own 503; what reaches here is a fault.
         this.#sendError(res, 500, "internal error");
         return;
@@ -533,6 +542,12 @@ export class HttpProxy implements RunningHttpProxy {
     return `a path with a . or .. segment, which could climb out of the target's ${this.#pathPrefix}`;
   }
 
+  /** What a client is told whose class header names no class (the only way the proxy's class function fails). */
+  #unknownClass(req: IncomingMessage): string {
+    const { header, specs } = this.#options.classes!;
+    return `${header}: "${classHeader(req, header!)?.slice(0, 64)}" names no class; the classes are ${specs.map((spec) => spec.name).join(", ")}`;
+  }
+
   #sendError(res: ServerResponse, status: number, why: string): void {
     if (res.headersSent) {
       res.destroy();
@@ -580,7 +595,7 @@ export class HttpProxy implements RunningHttpProxy {
     }
     this.#limit(req, res, (error) => {
       if (error !== undefined) {
-        this.#sendError(res, 500, "internal error");
+        this.#sendError(res, error instanceof ClassFunctionError ? 400 : 500, error instanceof ClassFunctionError ? this.#unknownClass(req) : "internal error");
         return;
       }
       res.detachSocket(socket);
@@ -744,4 +759,11 @@ class BackendTimeout extends Error {
     super("backend timeout");
     this.name = "BackendTimeout";
   }
+}
+
+/** A request's class as its header says: the value, trimmed; undefined when it has none (the default class). */
+function classHeader(req: IncomingMessage, header: string): string | undefined {
+  const value = req.headers[header.toLowerCase()];
+  const text = (Array.isArray(value) ? value.join(", ") : value)?.trim();
+  return text === "" ? undefined : text;
 }

@@ -9,6 +9,8 @@ import { parseSharedBucketOptions, type SharedBucketFlags, type SharedBucketOpti
 import { type LimitFlags, needsLimitSet, type ParsedLimit, parseLimitOptions } from "../limit-options.js";
 import { defaultBurst } from "../../core/default-burst.js";
 import type { ByteLimit } from "../../proxy/bucket-pool.js";
+import type { ClassSpec } from "../../core/class-spec.js";
+import { describeUnknownClass, parseClassOptions } from "../class-options.js";
 
 /** What both modes share. */
 interface CommonProxyConfig extends ReportOptions {
@@ -57,6 +59,8 @@ export interface HttpProxyConfig extends CommonProxyConfig {
   maxKeys: number | undefined;
   /** A file, or "-" for standard output. */
   accessLog: string | undefined;
+  /** Classes sharing each key's limits (--class), with where a request's class is read (--class-from) and the one of a request that names none. */
+  classes: { specs: ClassSpec[]; header: string | undefined; defaultClass: string } | undefined;
 }
 
 export type ProxyConfig = TcpProxyConfig | HttpProxyConfig;
@@ -78,6 +82,9 @@ export interface ProxyFlags extends SharedBucketFlags, ReportFlags, LimitFlags {
   accessLog?: string;
   drain?: string;
   metrics?: string;
+  class?: string[];
+  classFrom?: string;
+  defaultClass?: string;
 }
 
 /** Where a listener binds when the user names only a port: loopback; a wider address is the user's choice. */
@@ -97,6 +104,9 @@ const HTTP_ONLY: ReadonlyArray<[keyof ProxyFlags, string]> = [
   ["bodyRate", "--body-rate"],
   ["maxKeys", "--max-keys"],
   ["accessLog", "--access-log"],
+  ["class", "--class"],
+  ["classFrom", "--class-from"],
+  ["defaultClass", "--default-class"],
 ];
 
 const TCP_EXAMPLE = `tbucket proxy --listen 5433 --to 127.0.0.1:5432 --down 2mb`;
@@ -266,7 +276,36 @@ function parseHttpOptions(flags: ProxyFlags, common: CommonProxyConfig, target: 
     bodyBytesPerSecond: flags.bodyRate === undefined ? undefined : parseOption("--body-rate", flags.bodyRate, (text) => parseByteRate(text)),
     maxKeys: flags.maxKeys === undefined ? undefined : parseOption("--max-keys", flags.maxKeys, (text) => parseCount(text)),
     accessLog: flags.accessLog,
+    classes: parseProxyClasses(flags, limits, first?.spec.kind === "bucket" ? first.spec.rate : Infinity),
   };
+}
+
+/**
+ * --class, --class-from and --default-class: classes share each key's limits (its first rate), the
+ * class of a request read from a header; one naming none is the --default-class (default the first).
+ */
+function parseProxyClasses(flags: ProxyFlags, limits: readonly ParsedLimit[], keyRate: number): HttpProxyConfig["classes"] {
+  const texts = flags.class ?? [];
+  if (texts.length === 0) {
+    for (const [given, flag] of [[flags.classFrom, "--class-from"], [flags.defaultClass, "--default-class"]] as const) {
+      if (given !== undefined) throw new UsageError(`${flag}: names a class, and no --class defines any; add e.g. "--class interactive=40/s --class batch=10/s,prio=1"`);
+    }
+    return undefined;
+  }
+  if (limits.some((limit) => limit.spec.kind === "concurrency")) {
+    throw new UsageError(`--class: classes share rates and windows, not --concurrency; drop --concurrency, or run it in a proxy of its own in front`);
+  }
+  const specs = parseClassOptions(texts, "count", keyRate);
+  const names = specs.map((spec) => spec.name);
+  let header: string | undefined;
+  if (flags.classFrom !== undefined) {
+    const match = /^header:([!#$%&'*+.^_`|~0-9A-Za-z-]+)$/i.exec(flags.classFrom.trim());
+    if (!match) throw new UsageError(`--class-from: "${flags.classFrom}" is not a header; try "--class-from header:X-Priority" (the header's value names the class)`);
+    header = match[1]!;
+  }
+  const defaultClass = flags.defaultClass ?? names[0]!;
+  if (!names.includes(defaultClass)) throw new UsageError(describeUnknownClass(defaultClass, names, "--default-class"));
+  return { specs, header, defaultClass };
 }
 
 /** A duration above zero: an idle timeout of 0 would close every connection at once. */

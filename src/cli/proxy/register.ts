@@ -4,6 +4,7 @@ import { perHelp, perPlaceholder } from "../../proxy/key-scopes.js";
 import { addSharedBucketOptions } from "../shared-options.js";
 import { parseProxyOptions, type ProxyFlags } from "./options.js";
 import { addLimitOptions } from "../limit-options.js";
+import { collectText, repeatableOption } from "../repeatable-option.js";
 
 const EXAMPLES = `
 --to HOST:PORT shapes TCP (bytes both ways); --to http://HOST:PORT limits HTTP requests.
@@ -16,7 +17,9 @@ Examples:
   tbucket proxy --listen 8080 --to http://127.0.0.1:3000 --rate 50/s --burst 10 --per ip
   tbucket proxy --listen 8080 --to http://127.0.0.1:3000 --rate 10/s --window 1000/h --concurrency 20
   tbucket proxy --listen 8080 --to http://127.0.0.1:3000 --rate 50/s --key api --store redis://10.0.0.5:6379
-  tbucket proxy --listen 8080 --to http://127.0.0.1:3000 --rate 100/s --access-log access.log --metrics 9464`;
+  tbucket proxy --listen 8080 --to http://127.0.0.1:3000 --rate 100/s --access-log access.log --metrics 9464
+  tbucket proxy --listen 8080 --to http://127.0.0.1:3000 --rate 100/s --burst 20 --per all \\
+      --class interactive=60/s --class batch=10/s,prio=1 --class-from header:X-Priority --default-class batch`;
 
 export function registerProxy(program: Command, onExit: (code: number) => void): void {
   const command = program
@@ -44,7 +47,16 @@ export function registerProxy(program: Command, onExit: (code: number) => void):
     .option("--max-keys <n>", "HTTP: most client buckets held; the least recently used go first (default 100000)")
     .option("--access-log <file>", "HTTP: write Combined Log Format with each decision to <file> (- for standard output)")
     .option("--drain <d>", "after SIGINT/SIGTERM, let open connections finish for up to d", "10s")
-    .option("--metrics <[host:]port>", "serve Prometheus metrics at http://host:port/metrics");
+    .option("--metrics <[host:]port>", "serve Prometheus metrics at http://host:port/metrics")
+    .addOption(
+      repeatableOption(
+        "--class <name=rate,...>",
+        "HTTP: a class sharing each key's rate: NAME=GUARANTEE, then any of ceil=RATE, prio=N, weight=W, burst=N, joined by commas; repeatable",
+        collectText,
+      ),
+    )
+    .option("--class-from <header:NAME>", "HTTP: read each request's class from this header (header:X-Priority)")
+    .option("--default-class <name>", "HTTP: the class of a request that names none (default: the first --class)");
   // -q also drops the line that says where the proxy listens.
   addReportOptions(command);
   addSharedBucketOptions(command, "admits")

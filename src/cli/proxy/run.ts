@@ -224,6 +224,7 @@ async function runHttpProxy(config: HttpProxyConfig): Promise<number> {
           burst,
           limits: config.limits?.map(({ spec }) => requestLimit(spec)),
           per: config.per,
+          classes: config.classes,
           trustProxy: config.trustProxy,
           ipv6Subnet: config.ipv6Prefix,
           policy: config.policy,
@@ -286,8 +287,10 @@ function requestLimit(spec: LimitSpec): RequestLimit {
 
 /** `10/s, burst 1`, or a set as its flags were written: `rate 10/s, window 15/2s, concurrency 4`. */
 function describeHttpLimits(config: HttpProxyConfig, burst: number): string {
-  if (config.limits === undefined) return `${describeRate("count", config.requestsPerSecond)}, burst ${burst}`;
-  return config.limits.map((limit) => limit.flag.replace(/--/g, "")).join(", ");
+  const limits = config.limits === undefined ? `${describeRate("count", config.requestsPerSecond)}, burst ${burst}` : config.limits.map((limit) => limit.flag.replace(/--/g, "")).join(", ");
+  if (!config.classes) return limits;
+  const { specs, header, defaultClass } = config.classes;
+  return `${limits}, classes ${specs.map((spec) => spec.name).join(", ")}${header ? ` by ${header}` : ""}, default ${defaultClass}`;
 }
 
 /** What HTTP requests get while the store is lost, as the lost line says it. */
