@@ -1,4 +1,4 @@
-import type { ClassAnswer, ClassTaker } from "../core/class-limiter.js";
+import { type ClassAnswer, ClassLimiter, type ClassTaker } from "../core/class-limiter.js";
 import { type ClassSpec, resolveClasses } from "../core/class-spec.js";
 import { type Clock, systemClock } from "../core/clock.js";
 import type { LimitSpec } from "../core/limit-spec.js";
@@ -56,6 +56,8 @@ class StoreKeyClasses implements KeyClasses {
   readonly #limiters = new Map<string, Promise<FailoverLimiter>>();
   /** Requests under way: the gate may forget the key only with none. */
   #busy = 0;
+  /** While the store is lost (`local`): one private limiter that the key's classes share. */
+  #private: ClassLimiter | undefined;
 
   constructor(key: string, shared: SharedClasses) {
     this.#key = key;
@@ -83,10 +85,11 @@ class StoreKeyClasses implements KeyClasses {
   }
 
   isIdle(): boolean {
-    return this.#busy === 0;
+    return this.#busy === 0 && (this.#private === undefined || this.#private.isIdle());
   }
 
   close(): void {
+    this.#private?.close();
     for (const className of [...this.#limiters.keys()]) this.#forget(className);
   }
 
@@ -118,7 +121,8 @@ class StoreKeyClasses implements KeyClasses {
       if (!isStoreFailure(error)) throw error;
       return this.#asConfigured();
     });
-    return (await keys.openClass(this.#key, { unit: "count", className, state, expireWhenFull: true })) as FailoverLimiter;
+    const privateClasses = (): ClassLimiter => (this.#private ??= new ClassLimiter(this.#shared.limits, this.#shared.classes, { clock: this.#shared.clock }));
+    return (await keys.openClass(this.#key, { unit: "count", className, state, expireWhenFull: true, privateClasses })) as FailoverLimiter;
   }
 
   /** The key as the store holds it, made with the middleware's limits and classes when it holds none. */

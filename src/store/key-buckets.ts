@@ -108,6 +108,12 @@ export interface ClassKeyRequest {
   state: SetState;
   /** The key is made for a client: made again after an outage, it may be forgotten once full (ConfigureOptions). */
   expireWhenFull?: boolean;
+  /**
+   * The private limiter of an outage (`local`), when several classes of the key are taken in this
+   * process (a server's): one for all of them, so that they share it as they share the key. By
+   * default one of this class alone (a pipe's, a run's).
+   */
+  privateClasses?: () => ClassLimiter;
 }
 
 /** Closing gives up after this long: a store that went away must not hold a program's exit. */
@@ -273,7 +279,7 @@ export class KeyBuckets {
       whileLost,
       keyFailure,
       clock,
-      makePrivate: () => new ClassLimiter(limits, latest.classes, { clock }).limiterFor(request.className),
+      makePrivate: () => (request.privateClasses?.() ?? new ClassLimiter(limits, latest.classes, { clock })).limiterFor(request.className),
     });
   }
 

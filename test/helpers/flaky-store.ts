@@ -42,4 +42,12 @@ export class FlakyStore extends MemoryStore {
   async restartEmpty(): Promise<void> {
     for (const bucket of await super.list()) await super.delete(bucket.key);
   }
+  override async takeClass(...args: Parameters<MemoryStore["takeClass"]>) {
+    this.#check();
+    return super.takeClass(...args);
+  }
+  override async configureClasses(...args: Parameters<MemoryStore["configureClasses"]>) {
+    this.#check();
+    return super.configureClasses(...args);
+  }
 }

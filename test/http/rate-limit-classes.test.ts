@@ -5,6 +5,7 @@ import { FakeClock } from "../../src/core/clock.js";
 import { ClassFunctionError, type GateResult, rateLimit, type RateLimitMiddleware, type RateLimitOptions } from "../../src/http/rate-limit.js";
 import { SqliteStore } from "../../src/store/sqlite-store.js";
 import { tempDirs } from "../helpers/temp-dir.js";
+import { FlakyStore } from "../helpers/flaky-store.js";
 import { get, listen } from "./http-helpers.js";
 
 const tempDir = tempDirs("rate-limit-classes");
@@ -163,5 +164,46 @@ describe("rateLimit({ classes, store }) with a SQLite file", () => {
     const state = await one.store.readSet("api:client");
     expect(state).toMatchObject({ expiresWhenFull: true, limits: [{ kind: "bucket", rate: 1, burst: 1 }] });
     expect(state?.classes?.map((c) => c.name)).toEqual(["paid", "free"]);
+  });
+});
+
+describe("rateLimit({ classes, store }) while the store is lost", () => {
+  const CLASSES_OF_1 = [{ name: "paid", rate: 1 }, { name: "free", rate: 0, prio: 1 }];
+  async function appOn(store: FlakyStore, onStoreError: "fail" | "local" | "open") {
+    const limit = rateLimit({ rate: 1, burst: 1, classes: CLASSES_OF_1, classOf: (req) => req.headers["x-tier"] as string, store: { store, name: "api", onStoreError }, key: () => "client" });
+    closers.push(() => limit.close());
+    return (await listen(limit.wrap((_req, res) => res.end("ok\n")))).url;
+  }
+
+  it("answers 503 (fail), goes on with the classes' rules in private (local), or lets through (open), and shares again once back", async () => {
+    const statuses: Record<string, number[]> = {};
+    for (const mode of ["fail", "local", "open"] as const) {
+      const store = new FlakyStore();
+      const url = await appOn(store, mode);
+      expect((await get(url, { "x-tier": "paid" })).status).toBe(200);
+      store.down = true;
+      statuses[mode] = [];
+      for (const tier of ["paid", "free", "paid"]) statuses[mode]!.push((await get(url, { "x-tier": tier })).status);
+    }
+    // local: one private scheduler of the same classes for the key, new (full, as a private set is): paid takes the
+    // key's one token, and free may not borrow it; the classes share it as they share the store's key.
+    expect(statuses).toEqual({ fail: [503, 503, 503], local: [200, 429, 429], open: [200, 200, 200] });
+  });
+
+  it("uses the store again once it answers, with the key as it was made", async () => {
+    const store = new FlakyStore();
+    const url = await appOn(store, "fail");
+    expect((await get(url, { "x-tier": "paid" })).status).toBe(200);
+    store.down = true;
+    expect((await get(url, { "x-tier": "paid" })).status).toBe(503);
+    store.down = false;
+    // The watch asks the store again at most a second apart.
+    let status = 503;
+    for (let i = 0; i < 60 && status === 503; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      status = (await get(url, { "x-tier": "paid" })).status;
+    }
+    expect(status).not.toBe(503);
+    expect((await store.readSet("api:client"))?.classes?.map((c) => c.name)).toEqual(["paid", "free"]);
   });
 });
