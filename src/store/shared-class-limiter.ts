@@ -122,7 +122,9 @@ export class SharedClassLimiter implements StoreBackedLimiter, ClassTaker {
       if (result.waitMs === Infinity || this.#clock.now() + result.waitMs > deadlineMs) return { ok: false, retryMs: result.waitMs };
       try {
         // Waking a little early and asking again costs a round trip; waking late lets a lower prio borrow first.
-        await this.#clock.sleep(Math.max(1, Math.min(result.waitMs - WAKE_EARLY_MS, this.#maxSleepMs)), stop);
+        // Once within that margin, the wait is slept out whole: one more ask, not one a millisecond.
+        const sleepMs = result.waitMs > WAKE_EARLY_MS ? result.waitMs - WAKE_EARLY_MS : result.waitMs;
+        await this.#clock.sleep(Math.max(1, Math.min(sleepMs, this.#maxSleepMs)), stop);
       } catch (error) {
         if (signal?.aborted) throw signal.reason;
         if (this.#closed.signal.aborted) throw this.#closedError();
