@@ -5,6 +5,7 @@ import type { BucketStore, StoreError } from "../store/bucket-store.js";
 import type { HttpKeyRule } from "./key-scopes.js";
 import type { RequestLimit } from "../http/rate-limit.js";
 import type { ClassSpec } from "../core/class-spec.js";
+import type { ClassRoute } from "./class-routes.js";
 
 export type { HttpKeyRule };
 
@@ -58,10 +59,11 @@ export interface HttpProxyOptions {
   per?: HttpKeyRule;
   /**
    * Classes sharing each key's limits (design section 12), as the
-   * middleware's: a request's class is the value of `header`, or
-   * `defaultClass` when it has none; a value naming no class is a 400.
+   * middleware's: a request's class is that of the first of `routes` it
+   * matches, else the value of `header`, else `defaultClass`; a header
+   * value naming no class is a 400.
    */
-  classes?: { specs: readonly ClassSpec[]; header?: string; defaultClass: string };
+  classes?: { specs: readonly ClassSpec[]; routes?: readonly ClassRoute[]; header?: string; defaultClass: string };
   /** CIDRs (`127.0.0.1/32`, `10.0.0.0/8`, `::1`) whose X-Forwarded-For / Forwarded are believed; default none. */
   trustProxy?: readonly string[];
   /** IPv6 clients are keyed by their network of this many bits; default 56, 128 for the whole address. */

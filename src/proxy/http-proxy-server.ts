@@ -24,6 +24,7 @@ import { backendRequestHeaders, backendRequestRawHeaders, endToEndHeaders, endTo
 import type { HttpProxyOptions, RunningHttpProxy } from "./http-proxy-options.js";
 import { parseHttpTarget } from "./http-target.js";
 import { requestKey } from "./key-scopes.js";
+import { routeClass } from "./class-routes.js";
 import { type HeldConnection, idlest } from "./idlest.js";
 
 const DEFAULT_HEADERS_TIMEOUT_MS = 30_000;
@@ -123,7 +124,7 @@ export class HttpProxy implements RunningHttpProxy {
       ...(options.classes && {
         classes: options.classes.specs,
         defaultClass: options.classes.defaultClass,
-        classOf: options.classes.header === undefined ? undefined : (req) => classHeader(req, options.classes!.header!),
+        classOf: (req) => routeClass(options.classes!.routes ?? [], req.method, req.url) ?? (options.classes!.header === undefined ? undefined : classHeader(req, options.classes!.header)),
       }),
       store: options.shared && {
         store: options.shared.store,

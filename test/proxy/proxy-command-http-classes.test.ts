@@ -55,6 +55,23 @@ describe("tbucket proxy --to http://... --class: classes share each key's limit"
     expect(decisions).toEqual(["200 admitted", "429 refused", "429 refused", "429 refused", "400 failed"]);
   });
 
+  it("takes a request's class from the first route it matches, before its header", async () => {
+    const backendPort = await httpBackend();
+    const proxy = await startProxy([
+      "--to", `http://127.0.0.1:${backendPort}`, "--rate", "1/s", "--burst", "1", "--per", "all",
+      "--class", "paid=1/s", "--class", "free=0/s,prio=1", "--route-class", "/free/*=free", "--class-from", "header:X-Tier",
+    ]);
+    expect(proxy.running.stderr()).toContain("classes paid, free by route, X-Tier, default paid");
+    const url = `http://127.0.0.1:${proxy.port}`;
+    expect((await fetch(`${url}/other`)).status).toBe(200);
+    // The route wins over the header: /free/... is free, which borrows only once paid has not asked for 2 s
+    // (a request of paid's would be told 1 s).
+    const routed = await fetch(`${url}/free/a`, { headers: { "x-tier": "paid" } });
+    expect(routed.status).toBe(429);
+    expect(routed.headers.get("retry-after")).toBe("2");
+    expect((await stopProxy(proxy)).code).toBe(0);
+  });
+
   it("refuses class options that cannot work, naming what to write (exit 2)", async () => {
     const to = ["--listen", "0", "--to", "http://127.0.0.1:9"];
     const cases: Array<[string[], string]> = [
@@ -63,6 +80,8 @@ describe("tbucket proxy --to http://... --class: classes share each key's limit"
       [[...to, "--rate", "10/s", "--class", "a=5/s", "--class-from", "cookie:tier"], `tbucket: --class-from: "cookie:tier" is not a header; try "--class-from header:X-Priority" (the header's value names the class)\n`],
       [[...to, "--rate", "10/s", "--class", "a=5/s", "--default-class", "b"], `tbucket: --default-class: no class "b"; the classes are a (define it with --class b=RATE, or name one of them)\n`],
       [[...to, "--rate", "10/s", "--concurrency", "5", "--class", "a=5/s"], "tbucket: --class: classes share rates and windows, not --concurrency; drop --concurrency, or run it in a proxy of its own in front\n"],
+      [[...to, "--rate", "10/s", "--class", "a=5/s", "--route-class", "/x=b"], `tbucket: --route-class /x=b: no class "b"; the classes are a (define it with --class b=RATE, or name one of them)\n`],
+      [[...to, "--rate", "10/s", "--class", "a=5/s", "--route-class", "x=a"], `tbucket: --route-class: "x=a": the path "x" does not start with "/"; e.g. "/search*=interactive"\n`],
       [[...to, "--rate", "10/s", "--class", "a=8/s", "--class", "b=5/s"], "tbucket: --class: the guarantees add up to 13/s, more than the rate of 10/s; lower them, or raise --rate (what is left of the rate is lent)\n"],
     ];
     for (const [args, stderr] of cases) {

@@ -11,6 +11,7 @@ import { defaultBurst } from "../../core/default-burst.js";
 import type { ByteLimit } from "../../proxy/bucket-pool.js";
 import type { ClassSpec } from "../../core/class-spec.js";
 import { describeUnknownClass, parseClassOptions } from "../class-options.js";
+import { type ClassRoute, parseClassRoute } from "../../proxy/class-routes.js";
 
 /** What both modes share. */
 interface CommonProxyConfig extends ReportOptions {
@@ -60,7 +61,7 @@ export interface HttpProxyConfig extends CommonProxyConfig {
   /** A file, or "-" for standard output. */
   accessLog: string | undefined;
   /** Classes sharing each key's limits (--class), with where a request's class is read (--class-from) and the one of a request that names none. */
-  classes: { specs: ClassSpec[]; header: string | undefined; defaultClass: string } | undefined;
+  classes: { specs: ClassSpec[]; routes: ClassRoute[]; header: string | undefined; defaultClass: string } | undefined;
 }
 
 export type ProxyConfig = TcpProxyConfig | HttpProxyConfig;
@@ -83,6 +84,7 @@ export interface ProxyFlags extends SharedBucketFlags, ReportFlags, LimitFlags {
   drain?: string;
   metrics?: string;
   class?: string[];
+  routeClass?: string[];
   classFrom?: string;
   defaultClass?: string;
 }
@@ -105,6 +107,7 @@ const HTTP_ONLY: ReadonlyArray<[keyof ProxyFlags, string]> = [
   ["maxKeys", "--max-keys"],
   ["accessLog", "--access-log"],
   ["class", "--class"],
+  ["routeClass", "--route-class"],
   ["classFrom", "--class-from"],
   ["defaultClass", "--default-class"],
 ];
@@ -281,13 +284,14 @@ function parseHttpOptions(flags: ProxyFlags, common: CommonProxyConfig, target: 
 }
 
 /**
- * --class, --class-from and --default-class: classes share each key's limits (its first rate), the
- * class of a request read from a header; one naming none is the --default-class (default the first).
+ * --class, --route-class, --class-from and --default-class: classes share each key's limits (its
+ * first rate); a request's class is its first matching route's, else its header's, else the
+ * --default-class (default the first).
  */
 function parseProxyClasses(flags: ProxyFlags, limits: readonly ParsedLimit[], keyRate: number): HttpProxyConfig["classes"] {
   const texts = flags.class ?? [];
   if (texts.length === 0) {
-    for (const [given, flag] of [[flags.classFrom, "--class-from"], [flags.defaultClass, "--default-class"]] as const) {
+    for (const [given, flag] of [[flags.routeClass, "--route-class"], [flags.classFrom, "--class-from"], [flags.defaultClass, "--default-class"]] as const) {
       if (given !== undefined) throw new UsageError(`${flag}: names a class, and no --class defines any; add e.g. "--class interactive=40/s --class batch=10/s,prio=1"`);
     }
     return undefined;
@@ -303,9 +307,14 @@ function parseProxyClasses(flags: ProxyFlags, limits: readonly ParsedLimit[], ke
     if (!match) throw new UsageError(`--class-from: "${flags.classFrom}" is not a header; try "--class-from header:X-Priority" (the header's value names the class)`);
     header = match[1]!;
   }
+  const routes = (flags.routeClass ?? []).map((text) => {
+    const route = parseOption("--route-class", text, parseClassRoute);
+    if (!names.includes(route.className)) throw new UsageError(describeUnknownClass(route.className, names, `--route-class ${text}`));
+    return route;
+  });
   const defaultClass = flags.defaultClass ?? names[0]!;
   if (!names.includes(defaultClass)) throw new UsageError(describeUnknownClass(defaultClass, names, "--default-class"));
-  return { specs, header, defaultClass };
+  return { specs, routes, header, defaultClass };
 }
 
 /** A duration above zero: an idle timeout of 0 would close every connection at once. */

@@ -55,6 +55,7 @@ export function registerProxy(program: Command, onExit: (code: number) => void):
         collectText,
       ),
     )
+    .addOption(repeatableOption("--route-class <[method ]path=class>", "HTTP: requests to this path (a trailing * for a prefix) are of this class (/search*=interactive); repeatable, the first match wins", collectText))
     .option("--class-from <header:NAME>", "HTTP: read each request's class from this header (header:X-Priority)")
     .option("--default-class <name>", "HTTP: the class of a request that names none (default: the first --class)");
   // -q also drops the line that says where the proxy listens.

@@ -289,8 +289,9 @@ function requestLimit(spec: LimitSpec): RequestLimit {
 function describeHttpLimits(config: HttpProxyConfig, burst: number): string {
   const limits = config.limits === undefined ? `${describeRate("count", config.requestsPerSecond)}, burst ${burst}` : config.limits.map((limit) => limit.flag.replace(/--/g, "")).join(", ");
   if (!config.classes) return limits;
-  const { specs, header, defaultClass } = config.classes;
-  return `${limits}, classes ${specs.map((spec) => spec.name).join(", ")}${header ? ` by ${header}` : ""}, default ${defaultClass}`;
+  const { specs, routes, header, defaultClass } = config.classes;
+  const by = [...(routes.length > 0 ? ["route"] : []), ...(header ? [header] : [])];
+  return `${limits}, classes ${specs.map((spec) => spec.name).join(", ")}${by.length > 0 ? ` by ${by.join(", ")}` : ""}, default ${defaultClass}`;
 }
 
 /** What HTTP requests get while the store is lost, as the lost line says it. */
