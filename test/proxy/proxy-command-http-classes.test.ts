@@ -72,6 +72,23 @@ describe("tbucket proxy --to http://... --class: classes share each key's limit"
     expect((await stopProxy(proxy)).code).toBe(0);
   });
 
+  it("two proxies on one --key share each client's key between its classes (one listener each, its own --default-class)", async () => {
+    const backendPort = await httpBackend();
+    const store = `sqlite:${join(tempDir(), "k.db")}`;
+    const common = ["--to", `http://127.0.0.1:${backendPort}`, "--rate", "1/s", "--burst", "1", "--per", "all", "--class", "paid=1/s", "--class", "free=0/s,prio=1", "--key", "api", "--store", store];
+    const paid = await startProxy([...common, "--default-class", "paid"]);
+    const free = await startProxy([...common, "--default-class", "free"]);
+    expect((await fetch(`http://127.0.0.1:${paid.port}/`)).status).toBe(200);
+    const refused = await fetch(`http://127.0.0.1:${free.port}/`);
+    expect(refused.status).toBe(429);
+    expect(refused.headers.get("retry-after")).toBe("2");
+    expect((await fetch(`http://127.0.0.1:${paid.port}/`)).status).toBe(429);
+    const show = await runCli(["key", "show", "api:all", "--store", store, "--json"]);
+    expect(JSON.parse(show.stdout).classes.map((c: { name: string }) => c.name)).toEqual(["paid", "free"]);
+    expect((await stopProxy(paid)).code).toBe(0);
+    expect((await stopProxy(free)).code).toBe(0);
+  });
+
   it("refuses class options that cannot work, naming what to write (exit 2)", async () => {
     const to = ["--listen", "0", "--to", "http://127.0.0.1:9"];
     const cases: Array<[string[], string]> = [
