@@ -16,6 +16,8 @@ const TOP = 78;
 const BOTTOM = 52;
 const GAP = 46;
 const COLORS = { level: "#1f6fd1", burst: "#8a8f98", admitted: "#2e9e55", refused: "#d64541", refill: "#6b3fa0", wait: "#e08a00" };
+/** One colour a class, in definition order, none of them a bucket-level series' colour; more classes reuse them. */
+const CLASS_COLORS = ["#00838f", "#c2185b", "#827717", "#5d4037", "#3949ab", "#f4511e"];
 
 /**
  * A self-contained SVG plot (no scripts, fonts or links) in panels that
@@ -23,7 +25,9 @@ const COLORS = { level: "#1f6fd1", burst: "#8a8f98", admitted: "#2e9e55", refuse
  * admitted and refused arrivals per step as stacked bars under the rate ×
  * step (what the bucket refills in a step, the line to compare them with),
  * and with the queue policy the longest wait per step (drop never waits: no
- * panel). Each series is a group with a `data-series` attribute.
+ * panel). With classes, each class's admitted arrivals per step are a step
+ * line over the bars, named with its guarantee in a second legend row. Each
+ * series is a group with a `data-series` attribute.
  */
 export function renderSvgPlot(steps: readonly LevelStep[], options: SvgPlotOptions): string {
   const { summary, stepMs } = options;
@@ -100,6 +104,19 @@ export function renderSvgPlot(steps: readonly LevelStep[], options: SvgPlotOptio
     const label = `<text x="${f(LEFT + plotWidth - 6)}" y="${f(yCount(refillPerStep) - 6)}" text-anchor="end" fill="${COLORS.refill}">rate × step = ${escape(significant(refillPerStep, 4))}</text>`;
     parts.push(`<g data-series="refill"><line x1="${LEFT}" x2="${f(LEFT + plotWidth)}" y1="${y}" y2="${y}" stroke="${COLORS.refill}" stroke-width="2" stroke-dasharray="6 4"/>${label}</g>`);
   }
+  // Each class's admitted arrivals per step (the recorder's classAdmitted, as the table's columns), as steps over the bars.
+  const classes = summary.classes ?? [];
+  classes.forEach((c, i) => {
+    const path = steps
+      .map((step, index) => {
+        const y = f(yCount(step.classAdmitted?.[i]?.admitted ?? 0));
+        return `${index === 0 ? "M" : "L"}${f(x(step.startMs))},${y} L${f(x(step.endMs))},${y}`;
+      })
+      .join(" ");
+    parts.push(
+      `<g data-series="class" data-class="${escape(c.name)}"><path d="${path || `M${LEFT},${f(yCount(0))}`}" fill="none" stroke="${classColor(i)}" stroke-width="2"/></g>`,
+    );
+  });
 
   // Panel 3: the longest wait in each step, as steps.
   if (showsWait) {
@@ -135,6 +152,13 @@ export function renderSvgPlot(steps: readonly LevelStep[], options: SvgPlotOptio
         : `<line x1="${left}" x2="${left + 18}" y1="52" y2="52" stroke="${color}" stroke-width="3"${shape === "dash" ? ` stroke-dasharray="5 3"` : ""}/>`;
     return `${mark}<text x="${left + 24}" y="56">${name}</text>`;
   });
+  // A second row: each class by the rate it is guaranteed, spaced by the length of its label.
+  let classLeft = LEFT;
+  for (const [i, c] of classes.entries()) {
+    const label = `${c.name} admitted (${describeRate(summary.cost, c.rate)} guaranteed)`;
+    legendParts.push(`<line x1="${classLeft}" x2="${classLeft + 18}" y1="66" y2="66" stroke="${classColor(i)}" stroke-width="3"/><text x="${classLeft + 24}" y="70">${escape(label)}</text>`);
+    classLeft += 24 + label.length * 7 + 18;
+  }
 
   return [
     `<?xml version="1.0" encoding="UTF-8"?>`,
@@ -167,6 +191,10 @@ function tickLabel(value: number): string {
   if (Math.abs(value) >= 1e6) return `${significant(value / 1e6, 4)}M`;
   if (Math.abs(value) >= 1e4) return `${significant(value / 1e3, 4)}k`;
   return significant(value, 6);
+}
+
+function classColor(index: number): string {
+  return CLASS_COLORS[index % CLASS_COLORS.length]!;
 }
 
 function f(value: number): string {
