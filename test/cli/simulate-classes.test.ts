@@ -3,6 +3,9 @@
  * whose every decision follows the class rules (worked out in the comments),
  * under drop and queue, and one line with exit 2 for each mistake.
  */
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { runCli } from "../helpers/cli.js";
 
@@ -58,6 +61,30 @@ describe("tbucket simulate --class: drop", () => {
       { web: 0, batch: 0 },
       { web: 1, batch: 0 },
     ]);
+  });
+
+  it("draws each class's series in the SVG, named with its guarantee, on the scale of the admitted bars", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "tbucket-svg-classes-"));
+    try {
+      const file = join(dir, "plot.svg");
+      await ok(["--format", "csv", "--step", "100ms", "--svg", file]);
+      const svg = readFileSync(file, "utf8");
+      expect(svg).toContain("<text x=\"108\" y=\"70\">web admitted (6/s guaranteed)</text>");
+      expect(svg).toContain("batch admitted (4/s guaranteed)</text>");
+      // Each step is a flat segment: its height is the class's admitted count (the CSV's: web 2 1 0 1, batch 1 1 0 0).
+      const heights = (name: string) => {
+        const path = new RegExp(`<g data-series="class" data-class="${name}"><path d="([^"]+)"`).exec(svg)![1]!;
+        const ys = [...path.matchAll(/[ML](\d+(?:\.\d+)?),(\d+(?:\.\d+)?)/g)].map((point) => Number(point[2]));
+        return ys.filter((_y, i) => i % 2 === 0);
+      };
+      const counts = { web: [2, 1, 0, 1], batch: [1, 1, 0, 0] };
+      const zeroY = heights("web")[2]!;
+      const perEvent = zeroY - heights("web")[1]!;
+      expect(perEvent).toBeGreaterThan(0);
+      for (const [name, expected] of Object.entries(counts)) expect(heights(name).map((y) => (zeroY - y) / perEvent)).toEqual(expected);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it("sums up what each class got", async () => {
