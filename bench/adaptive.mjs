@@ -1,0 +1,67 @@
+#!/usr/bin/env node
+// Deterministic simulation of `run --adaptive` (run `npm run build` first).
+// A client that always has work launches through a token bucket (burst 1) whose rate
+// AdaptiveRate sets; a simulated server admits by its own token bucket (hidden limit,
+// small burst) and throttles the rest; each outcome reaches the client after a fixed
+// latency. The hidden limit goes 50 -> 20 -> 90 requests/s, each phase 30 s of fake time
+// (1 ms steps). Per phase it prints: the admitted rate over the 10th second after the
+// change and over the rest of the phase, as % of the new limit; the allowed rate at 10 s;
+// the % of requests throttled in the first 10 s and over the phase.
+// Target: >= 90 % of the new limit within 10 s, <= 2 % refused.
+// Usage: node bench/adaptive.mjs [--ceiling 100] [--latency-ms 100] [--server-burst 5]
+import { FakeClock } from "../dist/core/clock.js";
+import { TokenBucket } from "../dist/core/token-bucket.js";
+import { AdaptiveRate } from "../dist/run/adaptive-rate.js";
+
+const args = process.argv.slice(2);
+const option = (name, fallback) => {
+  const i = args.indexOf(`--${name}`);
+  return i >= 0 ? Number(args[i + 1]) : fallback;
+};
+const ceiling = option("ceiling", 100);
+const latencyMs = option("latency-ms", 100);
+const serverBurst = option("server-burst", 5);
+const phases = [50, 20, 90];
+const phaseMs = 30_000;
+const stepMs = 1;
+
+function simulate(label, options) {
+  const clock = new FakeClock(0);
+  const client = new TokenBucket({ rate: ceiling, burst: 1, clock });
+  const adaptive = new AdaptiveRate(ceiling, clock, { ...options, onRate: (r) => client.setRateAt(clock.now(), r) });
+  const server = new TokenBucket({ rate: phases[0], burst: serverBurst, clock });
+  const inFlight = []; // [arrivalMs, throttled], in order of arrival (fixed latency)
+  const stats = phases.map(() => ({ sent: 0, throttled: 0, sentEarly: 0, throttledEarly: 0, ok10th: 0, okRest: 0, rateAt10: 0 }));
+  for (let t = 0; t < phaseMs * phases.length; t += stepMs) {
+    clock.set(t);
+    const phase = Math.floor(t / phaseMs);
+    const intoPhase = t - phase * phaseMs;
+    if (intoPhase === 0 && phase > 0) server.setRateAt(t, phases[phase]);
+    if (intoPhase === 10_000) stats[phase].rateAt10 = adaptive.rate;
+    while (inFlight.length > 0 && inFlight[0][0] <= t) adaptive.record(inFlight.shift()[1]);
+    while (client.allowAt(t)) {
+      const throttled = !server.allowAt(t);
+      const s = stats[phase];
+      s.sent++;
+      if (throttled) s.throttled++;
+      if (intoPhase < 10_000) {
+        s.sentEarly++;
+        if (throttled) s.throttledEarly++;
+      }
+      if (!throttled && intoPhase >= 9_000 && intoPhase < 10_000) s.ok10th++;
+      if (!throttled && intoPhase >= 10_000) s.okRest++;
+      inFlight.push([t + latencyMs, throttled]);
+    }
+  }
+  const pct = (x) => `${(100 * x).toFixed(1)}%`;
+  console.log(`${label} (ceiling ${ceiling}/s, latency ${latencyMs} ms, server burst ${serverBurst})`);
+  stats.forEach((s, i) => {
+    const limit = phases[i];
+    console.log(
+      `  limit ${String(limit).padStart(2)}/s: admitted in 10th s ${pct(s.ok10th / limit).padStart(6)}, s 10-30 ${pct(s.okRest / (20 * limit)).padStart(6)},` +
+        ` allowed at 10 s ${pct(s.rateAt10 / limit).padStart(6)}; throttled first 10 s ${pct(s.throttledEarly / s.sentEarly).padStart(5)}, phase ${pct(s.throttled / s.sent).padStart(5)}`,
+    );
+  });
+}
+
+simulate("AWS adaptive (beta 0.7, C 0.4)", {});

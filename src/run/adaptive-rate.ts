@@ -1,0 +1,176 @@
+import type { Clock } from "../core/clock.js";
+
+/**
+ * The launch rate of `run --adaptive`: the configured rate is a ceiling, and
+ * the rate actually used follows what the server lets through, by the rule of
+ * the AWS SDKs' "adaptive" retry mode (a CUBIC congestion window, counted in
+ * requests per second instead of packets in flight):
+ *
+ * - Until the first throttle the rate is the ceiling: nothing says it is too
+ *   high yet.
+ * - On a throttle, the rate the client was really sending at (the measured
+ *   rate, no higher than the rate it was allowed) becomes Wmax, the rate known
+ *   to be too high, and the new rate is β × Wmax with β = 0.7. Cutting from
+ *   what was sent, not from the allowed rate, matters when the allowed rate
+ *   was never reached (the jobs are slower than the limit).
+ * - After it, the rate grows back along W(t) = C (t − K)³ + Wmax, t seconds
+ *   since the last throttle, C = 0.4, K = ∛(Wmax (1 − β) / C): W(0) = β Wmax,
+ *   fast at first, flat near Wmax (where the server throttled last), then
+ *   faster again beyond it, probing for a limit that has risen.
+ * - The rate never goes above the ceiling, nor above twice the measured rate
+ *   (a client that sends less than it may must not grow a rate it never
+ *   tries), nor below the floor.
+ *
+ * To plug into a bucket: `new AdaptiveRate(ceiling, clock, { onRate: (r) =>
+ * bucket.setRate(r) })` (TokenBucket.setRate keeps the tokens gained so far),
+ * then `record(throttled)` at each job's outcome.
+ */
+export interface AdaptiveRateOptions {
+  /** β: the fraction of the measured rate kept at a throttle. */
+  beta?: number;
+  /** C: how fast the cubic grows back, in launches/s per s³. */
+  scale?: number;
+  /** The lowest rate, in launches/s; defaults to `defaultFloor(ceiling)`. */
+  floor?: number;
+  /** The measured rate's time bucket and smoothing; see SendRateMeter. */
+  bucketMs?: number;
+  smoothing?: number;
+  /** Called with the new rate whenever an outcome changes it (e.g. a bucket's setRate). */
+  onRate?: (rate: number) => void;
+}
+
+export const AWS_BETA = 0.7;
+export const AWS_SCALE = 0.4;
+
+/**
+ * 0.5 launches/s, the least rate the AWS SDKs' adaptive mode keeps, so that
+ * outcomes keep coming and the rate can learn the server has recovered; never
+ * above the ceiling (a ceiling of 6/m stays 0.1/s).
+ */
+export function defaultFloor(ceiling: number): number {
+  return Math.min(ceiling, 0.5);
+}
+
+export class AdaptiveRate {
+  readonly ceiling: number;
+  readonly floor: number;
+  readonly meter: SendRateMeter;
+  readonly #beta: number;
+  readonly #scale: number;
+  readonly #clock: Clock;
+  readonly #onRate: ((rate: number) => void) | undefined;
+  #rate: number;
+  /** Wmax, the rate at the last throttle; undefined before the first. */
+  #maxRate: number | undefined;
+  /** K, the seconds the cubic takes to climb back to Wmax. */
+  #kSeconds = 0;
+  #lastThrottleMs = 0;
+
+  constructor(ceiling: number, clock: Clock, options: AdaptiveRateOptions = {}) {
+    if (!(ceiling > 0)) throw new RangeError(`Expected \`ceiling\` to be a positive rate, got \`${ceiling}\``);
+    this.ceiling = ceiling;
+    this.floor = Math.min(ceiling, options.floor ?? defaultFloor(ceiling));
+    this.#beta = options.beta ?? AWS_BETA;
+    this.#scale = options.scale ?? AWS_SCALE;
+    this.#clock = clock;
+    this.#onRate = options.onRate;
+    this.meter = new SendRateMeter(clock.now(), options.bucketMs, options.smoothing);
+    this.#rate = ceiling;
+  }
+
+  /** Launches per second to allow now. */
+  get rate(): number {
+    return this.#rate;
+  }
+
+  /** Wmax, K (seconds) and the last throttle's time, for --stats; undefined before the first throttle. */
+  get cubic(): { maxRate: number; kSeconds: number; lastThrottleMs: number } | undefined {
+    if (this.#maxRate === undefined) return undefined;
+    return { maxRate: this.#maxRate, kSeconds: this.#kSeconds, lastThrottleMs: this.#lastThrottleMs };
+  }
+
+  onSuccess(): number {
+    return this.record(false);
+  }
+
+  onThrottle(): number {
+    return this.record(true);
+  }
+
+  /** One job's outcome, at the clock's time; returns the new rate. */
+  record(throttled: boolean): number {
+    const nowMs = this.#clock.now();
+    const measured = this.meter.record(nowMs);
+    let next: number;
+    if (throttled) {
+      // What was really sent, and never more than was allowed: the smoothed
+      // meter still remembers a faster past for a moment after a cut.
+      const sent = Math.min(measured, this.#rate);
+      this.#maxRate = sent;
+      this.#kSeconds = Math.cbrt((sent * (1 - this.#beta)) / this.#scale);
+      this.#lastThrottleMs = nowMs;
+      next = sent * this.#beta;
+    } else if (this.#maxRate === undefined) {
+      next = this.ceiling;
+    } else {
+      const t = (nowMs - this.#lastThrottleMs) / 1000;
+      next = this.#scale * (t - this.#kSeconds) ** 3 + this.#maxRate;
+      next = Math.min(next, 2 * measured);
+    }
+    next = Math.max(this.floor, Math.min(this.ceiling, next));
+    if (next !== this.#rate) {
+      this.#rate = next;
+      this.#onRate?.(next);
+    }
+    return next;
+  }
+}
+
+/**
+ * The rate outcomes arrive at, as the AWS adaptive mode measures it: counted
+ * over fixed time buckets (0.5 s), and when a bucket closes its rate is mixed
+ * into the estimate with weight `smoothing` (0.8), the old estimate keeping
+ * the rest. A quick estimate that one odd bucket does not throw.
+ *
+ * Before the first bucket closes there is no estimate yet; the rate is then
+ * what was counted over the time since the start, so that a throttle in the
+ * first half second cuts from what was sent rather than from nothing.
+ */
+export class SendRateMeter {
+  #rate = 0;
+  #closedAny = false;
+  #count = 0;
+  readonly #startMs: number;
+  #bucketStartMs: number;
+
+  constructor(
+    startMs: number,
+    private readonly bucketMs = 500,
+    private readonly smoothing = 0.8,
+  ) {
+    this.#startMs = startMs;
+    this.#bucketStartMs = Math.floor(startMs / bucketMs) * bucketMs;
+  }
+
+  /** One outcome at `nowMs`; returns the measured rate, per second. */
+  record(nowMs: number): number {
+    this.#count++;
+    const bucketStart = Math.floor(nowMs / this.bucketMs) * this.bucketMs;
+    if (bucketStart > this.#bucketStartMs) {
+      const bucketRate = (this.#count * 1000) / (bucketStart - this.#bucketStartMs);
+      this.#rate = this.#closedAny ? this.smoothing * bucketRate + (1 - this.smoothing) * this.#rate : bucketRate;
+      this.#closedAny = true;
+      this.#count = 0;
+      this.#bucketStartMs = bucketStart;
+      return this.#rate;
+    }
+    if (this.#closedAny) return this.#rate;
+    const spanMs = nowMs - this.#startMs;
+    return spanMs > 0 ? (this.#count * 1000) / spanMs : Infinity;
+  }
+
+  /** The estimate as of the last closed bucket; 0 before one closes. */
+  get rate(): number {
+    return this.#rate;
+  }
+}

@@ -1,0 +1,83 @@
+import { describe, expect, it } from "vitest";
+import { FakeClock } from "../../src/core/clock.js";
+import { AdaptiveRate } from "../../src/run/adaptive-rate.js";
+
+/** Sends `perSecond` successful outcomes evenly for `seconds`, ending just before the clock's next whole time. */
+function sendEvenly(clock: FakeClock, adaptive: AdaptiveRate, perSecond: number, seconds: number): void {
+  const stepMs = 1000 / perSecond;
+  const startMs = clock.now();
+  for (let i = 1; i <= perSecond * seconds; i++) {
+    clock.set(startMs + i * stepMs);
+    adaptive.record(false);
+  }
+}
+
+describe("AdaptiveRate", () => {
+  it("starts at the ceiling and stays there while nothing is throttled", () => {
+    const clock = new FakeClock(0);
+    const adaptive = new AdaptiveRate(100, clock);
+    expect(adaptive.rate).toBe(100);
+    sendEvenly(clock, adaptive, 40, 3);
+    expect(adaptive.rate).toBe(100);
+  });
+
+  it("cuts to 0.7 x the measured rate, then climbs back along the cubic to Wmax after K seconds", () => {
+    const clock = new FakeClock(0);
+    const adaptive = new AdaptiveRate(100, clock);
+    // 40 outcomes/s for 3 s: every closed 0.5 s bucket reads 40/s.
+    sendEvenly(clock, adaptive, 40, 3);
+    clock.set(3001);
+    // Wmax = 40 (measured, below the allowed 100): 0.7 x 40 = 28.
+    expect(adaptive.record(true)).toBeCloseTo(28, 6);
+    // K = cbrt(40 x 0.3 / 0.4) = cbrt(30) = 3.10723 s.
+    expect(adaptive.cubic!.kSeconds).toBeCloseTo(3.10723, 4);
+    // Outcomes keep coming at 40/s, so the cap of 2 x measured (80/s) stays out of the way.
+    // 1 s later: 0.4 x (1 - 3.10723)^3 + 40 = 0.4 x -9.3574 + 40 = 36.257.
+    sendEvenly(clock, adaptive, 40, 1);
+    expect(adaptive.rate).toBeCloseTo(36.257, 2);
+    // At K (3.107 s after the throttle, ~3 s of outcomes later): back at Wmax = 40.
+    sendEvenly(clock, adaptive, 40, 2);
+    clock.set(3001 + 3107.23);
+    expect(adaptive.record(false)).toBeCloseTo(40, 2);
+    // 2 s after K: 0.4 x 2^3 + 40 = 43.2.
+    clock.set(3001 + 5107.23 - 2000);
+    sendEvenly(clock, adaptive, 40, 2);
+    expect(adaptive.rate).toBeCloseTo(43.2, 2);
+  });
+
+  it("never grows above the ceiling", () => {
+    const clock = new FakeClock(0);
+    const adaptive = new AdaptiveRate(50, clock);
+    sendEvenly(clock, adaptive, 50, 2);
+    adaptive.record(true);
+    for (let s = 1; s <= 60; s++) {
+      sendEvenly(clock, adaptive, 50, 1);
+      expect(adaptive.rate).toBeLessThanOrEqual(50);
+    }
+    expect(adaptive.rate).toBe(50);
+  });
+
+  it("repeated throttles compound: each cuts 0.7 x the lower of measured and allowed", () => {
+    const clock = new FakeClock(0);
+    const adaptive = new AdaptiveRate(100, clock);
+    sendEvenly(clock, adaptive, 100, 2);
+    clock.set(2001);
+    expect(adaptive.record(true)).toBeCloseTo(70, 6); // measured 100
+    clock.set(2002);
+    expect(adaptive.record(true)).toBeCloseTo(49, 6); // min(100, 70) x 0.7
+    clock.set(2003);
+    expect(adaptive.record(true)).toBeCloseTo(34.3, 6);
+  });
+
+  it("holds the floor of 0.5/s, and a floor never above the ceiling", () => {
+    const clock = new FakeClock(0);
+    const adaptive = new AdaptiveRate(100, clock);
+    sendEvenly(clock, adaptive, 10, 1);
+    for (let i = 0; i < 40; i++) {
+      clock.set(clock.now() + 1);
+      adaptive.record(true);
+    }
+    expect(adaptive.rate).toBe(0.5);
+    expect(new AdaptiveRate(0.1, clock).floor).toBe(0.1);
+  });
+});
