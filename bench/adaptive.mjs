@@ -30,7 +30,7 @@ function simulate(label, options) {
   const client = new TokenBucket({ rate: ceiling, burst: 1, clock });
   const adaptive = new AdaptiveRate(ceiling, clock, { ...options, onRate: (r) => client.setRateAt(clock.now(), r) });
   const server = new TokenBucket({ rate: phases[0], burst: serverBurst, clock });
-  const inFlight = []; // [arrivalMs, throttled], in order of arrival (fixed latency)
+  const inFlight = []; // [arrivalMs, throttled, sentMs], in order of arrival (fixed latency)
   const stats = phases.map(() => ({ sent: 0, throttled: 0, sentEarly: 0, throttledEarly: 0, ok10th: 0, okRest: 0, rateAt10: 0 }));
   for (let t = 0; t < phaseMs * phases.length; t += stepMs) {
     clock.set(t);
@@ -38,7 +38,10 @@ function simulate(label, options) {
     const intoPhase = t - phase * phaseMs;
     if (intoPhase === 0 && phase > 0) server.setRateAt(t, phases[phase]);
     if (intoPhase === 10_000) stats[phase].rateAt10 = adaptive.rate;
-    while (inFlight.length > 0 && inFlight[0][0] <= t) adaptive.record(inFlight.shift()[1]);
+    while (inFlight.length > 0 && inFlight[0][0] <= t) {
+      const [, throttled, sentAtMs] = inFlight.shift();
+      adaptive.record(throttled, sentAtMs);
+    }
     while (client.allowAt(t)) {
       const throttled = !server.allowAt(t);
       const s = stats[phase];
@@ -50,7 +53,7 @@ function simulate(label, options) {
       }
       if (!throttled && intoPhase >= 9_000 && intoPhase < 10_000) s.ok10th++;
       if (!throttled && intoPhase >= 10_000) s.okRest++;
-      inFlight.push([t + latencyMs, throttled]);
+      inFlight.push([t + latencyMs, throttled, t]);
     }
   }
   const pct = (x) => `${(100 * x).toFixed(1)}%`;
@@ -64,4 +67,5 @@ function simulate(label, options) {
   });
 }
 
-simulate("AWS adaptive (beta 0.7, C 0.4)", {});
+simulate("AWS adaptive (beta 0.7, C 0.4, a cut at every throttle)", { cutOncePerRoundTrip: false });
+simulate("one cut per round trip (cutOncePerRoundTrip)", { cutOncePerRoundTrip: true });
