@@ -80,4 +80,20 @@ describe("AdaptiveRate", () => {
     expect(adaptive.rate).toBe(0.5);
     expect(new AdaptiveRate(0.1, clock).floor).toBe(0.1);
   });
+
+  it("with cutOncePerRoundTrip, a throttle of a request sent before the last cut does not cut again", () => {
+    for (const cutOnce of [false, true]) {
+      const clock = new FakeClock(0);
+      const adaptive = new AdaptiveRate(100, clock, { cutOncePerRoundTrip: cutOnce });
+      sendEvenly(clock, adaptive, 40, 3);
+      clock.set(3001);
+      expect(adaptive.record(true, 2900)).toBeCloseTo(28, 6);
+      // Sent at 2950, before the cut at 3001: the AWS rule cuts again (to 0.7 x the measured rate, at most the
+      // allowed 28: 19.6); one cut per round trip keeps 28. Sent after the cut, it cuts either way.
+      clock.set(3010);
+      expect(adaptive.record(true, 2950)).toBeCloseTo(cutOnce ? 28 : 19.6, 6);
+      clock.set(3200);
+      expect(adaptive.record(true, 3100)).toBeCloseTo(cutOnce ? 19.6 : 13.72, 6);
+    }
+  });
 });
