@@ -4,6 +4,7 @@ import { type TurnDecision, TurnQueue } from "../core/turn-queue.js";
 import type { KeyLimiter, KeyLimiterSource } from "./key-limiter.js";
 import { KeyTable } from "../core/key-table.js";
 import { retryAfterSeconds } from "./rate-limit-fields.js";
+import { RetrySpread } from "./retry-spread.js";
 import type { LimitSpec } from "../core/limit-spec.js";
 import { type KeySet, type KeySetSource, type KeySetTake, type LimitLevel, PrivateKeySet } from "./key-set.js";
 import type { ClassAnswer } from "../core/class-limiter.js";
@@ -76,6 +77,8 @@ interface Entry {
   opening: Promise<KeyLimiter> | undefined;
   /** Requests waiting for their turn: the entry is not spent while any does. */
   waiting: number;
+  /** Refused clients told to come back, so that the next are told later (no stampede); made at the first refusal. */
+  spread?: RetrySpread;
 }
 
 /**
@@ -162,7 +165,8 @@ export class RequestGate {
   #admitPrivate(entry: Entry, turns: TurnQueue, signal: AbortSignal | undefined): GateResult | Promise<GateResult> {
     const bucket = turns.bucket;
     const turn = turns.take(signal);
-    if (turn === "refused") return this.#refused(bucket, bucket.tokensAt(this.#clock.now()));
+    if (turn === "refused") return this.#refused(bucket, bucket.tokensAt(this.#clock.now()), entry);
+    entry.spread?.redeem(this.#clock.now());
     if (turn === "admitted") return this.#result("admitted", 0, bucket, bucket.tokensAt(this.#clock.now()));
     entry.waiting++;
     return turn.then(({ decision, waitMs }) => {
@@ -185,7 +189,8 @@ export class RequestGate {
         if (this.#table.peek(key) === entry) this.#table.delete(key);
         throw error;
       }
-      if (!granted) return this.#refused(limiter, limiter.tokens());
+      if (!granted) return this.#refused(limiter, limiter.tokens(), entry);
+      entry.spread?.redeem(this.#clock.now());
       const waitedMs = this.#clock.now() - startMs;
       return this.#result(this.#options.maxWaitMs > 0 && waitedMs >= 1 ? "queued" : "admitted", waitedMs, limiter, limiter.tokens());
     } finally {
@@ -212,13 +217,21 @@ export class RequestGate {
   /**
    * A refusal, with the whole seconds after which the same request would be
    * let through: once the level reaches 1 (dropping), or the level from which
-   * a token comes within the wait limit (queueing).
+   * a token comes within the wait limit (queueing); and, with other refused
+   * clients still expected back, once the level reaches one more than their
+   * number (RetrySpread: they take the tokens before it, so they are not all
+   * told the same second).
    */
-  #refused(limiter: KeyLimiter, level: number): GateResult {
+  #refused(limiter: KeyLimiter, level: number, entry: Entry): GateResult {
     const { rate } = limiter;
-    const neededTokens = 1 - (rate * this.#options.maxWaitMs) / 1000 - level;
+    const nowMs = this.#clock.now();
+    entry.spread ??= new RetrySpread();
+    const ahead = entry.spread.expectedAt(nowMs);
+    const neededTokens = 1 + ahead - (rate * this.#options.maxWaitMs) / 1000 - level;
     const waitMs = rate > 0 && limiter.burst >= 1 ? Math.max(0, (neededTokens * 1000) / rate) : Infinity;
-    return { ...this.#result("refused", 0, limiter, level), retryAfterSeconds: retryAfterSeconds(waitMs) };
+    const seconds = retryAfterSeconds(waitMs);
+    if (waitMs !== Infinity) entry.spread.promise(nowMs + seconds * 1000);
+    return { ...this.#result("refused", 0, limiter, level), retryAfterSeconds: seconds };
   }
 
   #result(decision: GateDecision, waitMs: number, limiter: KeyLimiter, level: number): GateResult {

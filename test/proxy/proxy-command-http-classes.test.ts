@@ -84,7 +84,7 @@ describe("tbucket proxy --to http://... --class: classes share each key's limit"
     expect(refused.headers.get("retry-after")).toBe("2");
     expect((await fetch(`http://127.0.0.1:${paid.port}/`)).status).toBe(429);
     const show = await runCli(["key", "show", "api:all", "--store", store, "--json"]);
-    expect(JSON.parse(show.stdout).classes.map((c: { name: string }) => c.name)).toEqual(["paid", "free"]);
+    expect(JSON.parse(show.stdout.toString()).classes.map((c: { name: string }) => c.name)).toEqual(["paid", "free"]);
     expect((await stopProxy(paid)).code).toBe(0);
     expect((await stopProxy(free)).code).toBe(0);
   });
