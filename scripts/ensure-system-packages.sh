@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the tests use, when missing: redis-server for
 # the shared-bucket tests, zsh and fish for the completion tests, strace to
-# show that a pipe starts no process. As root it
+# show that a pipe starts no process, curl as the client that honours
+# Retry-After in the proxy's and run's tests. As root it
 # runs apt-get, saying so; otherwise it names the packages to install and fails.
 set -euo pipefail
 missing=()
@@ -9,6 +10,7 @@ command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 command -v zsh >/dev/null 2>&1 || missing+=(zsh)
 command -v fish >/dev/null 2>&1 || missing+=(fish)
 command -v strace >/dev/null 2>&1 || missing+=(strace)
+command -v curl >/dev/null 2>&1 || missing+=(curl)
 [ ${#missing[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
   echo "tbucket tests: installing ${missing[*]} with apt-get" >&2
