@@ -1,5 +1,7 @@
 import { open, type FileHandle } from "node:fs/promises";
-import { writeSync, closeSync, openSync } from "node:fs";
+import { writeSync, closeSync, openSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import type { Limiter } from "../../core/limiter.js";
 import { formatCountRate } from "../../core/units.js";
@@ -43,6 +45,19 @@ const SAME_DELIVERY_MS = 100;
 
 /** Launches the jobs, reports, and resolves to the exit status. */
 export async function runRun(config: RunConfig): Promise<number> {
+  // Each attempt's {report} file lives here (mode 0700, ours alone); gone at every exit, a signal's included.
+  const reportDir = mkdtempSync(join(tmpdir(), "tbucket-run-"));
+  const removeReportDir = () => rmSync(reportDir, { recursive: true, force: true });
+  process.on("exit", removeReportDir);
+  try {
+    return await runIn(config, reportDir);
+  } finally {
+    removeReportDir();
+    process.off("exit", removeReportDir);
+  }
+}
+
+async function runIn(config: RunConfig, reportDir: string): Promise<number> {
   const items = await openItems(config.input);
   let jobLog: JobLog | undefined;
   try {
@@ -59,7 +74,7 @@ export async function runRun(config: RunConfig): Promise<number> {
       try {
         const names = classes.classNames;
         const lines = new Map(names.map((name) => [name, classes.limiterFor(name)]));
-        return await launchAll(config, lines.get(names[0]!)!, items, jobLog, () => undefined, undefined, classesOf(config, lines, classes.takenBy));
+        return await launchAll(reportDir, config, lines.get(names[0]!)!, items, jobLog, () => undefined, undefined, classesOf(config, lines, classes.takenBy));
       } finally {
         classes.close();
       }
@@ -82,12 +97,12 @@ export async function runRun(config: RunConfig): Promise<number> {
           throw new UsageError(`--class-of: key "${config.shared.key}" has no class "${config.classOf.name}"; its classes are ${names.join(", ")} (name one of them, or define it with tbucket key set ${config.shared.key} --class, giving every class)`);
         }
         const counted = countedLaunches(byClass);
-        return await launchAll(config, limiter, items, jobLog, () => undefined, undefined, classesOf(config, counted.lines, counted.launches));
+        return await launchAll(reportDir, config, limiter, items, jobLog, () => undefined, undefined, classesOf(config, counted.lines, counted.launches));
       }
       // A private set's concurrency is the runner's; a shared key's set reports every limit from the store's takes.
       const limitsOf = (slotWaitMs: number) =>
         set ? runLimitReports(config, set, slotWaitMs) : report && limitReports(report.specs, report.waitedMsBy, config.limits.map((limit) => limit.flag), report.refusedBy);
-      return await launchAll(config, limiter, items, jobLog, limitsOf, sharedSlots);
+      return await launchAll(reportDir, config, limiter, items, jobLog, limitsOf, sharedSlots);
     } finally {
       await close();
     }
@@ -173,6 +188,7 @@ function openJobLog(path: string): JobLog {
 }
 
 async function launchAll(
+  reportDir: string,
   config: RunConfig,
   limiter: Limiter,
   items: Items | undefined,
@@ -209,6 +225,7 @@ async function launchAll(
     tag: config.tag,
     stdout,
     stderr,
+    reportDir,
   });
   const toEpochMs = (clockMs: number) => performance.timeOrigin + clockMs;
   const warned = new Set<string>();
@@ -225,6 +242,15 @@ async function launchAll(
     limiterOf: classes?.limiterOf,
     costsOf: config.cost && costsOfJob(config.cost),
     onLaunch: (_job, _attempt, atMs, askedMs) => meter.record(atMs, askedMs),
+    onAttemptEnd: (_job, _attempt, exit) => {
+      // A report line tbucket knows but could not read, said once per run: one bad header would say it every job.
+      for (const problem of exit.report?.problems ?? []) {
+        const kind = exit.report!.truncated && problem.includes("longer than") ? "report-too-long" : problem.replace(/^report \S+: /, "").split(":")[0]!;
+        if (warned.has(kind)) continue;
+        warned.add(kind);
+        stderr.writeLine(`tbucket: run: report: ${problem.replace(/^report \S+: /, "")}\n`);
+      }
+    },
     onJobEnd: (record) => {
       // A job log that cannot be written stops launching: jobs would run unrecorded.
       if (jobLog && !jobLog.write(formatJobLogLine(record, toEpochMs))) runner.stop("output-error");
