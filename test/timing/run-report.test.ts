@@ -60,4 +60,21 @@ describe("tbucket run {report}: the server's word", () => {
     await running.exited;
     expect(reportDirs()).toEqual(before);
   });
+
+  it("tbucket-cost settles the cost limit: a run whose jobs report less than their estimate finishes sooner", async ({ expect }) => {
+    const dir = tempDir();
+    const input = join(dir, "items.jsonl");
+    // 5 jobs estimated at 1000 through 1000/s (burst 1000): about 4 s unsettled; settled to 10, about 1 s.
+    writeFileSync(input, Array.from({ length: 5 }, () => JSON.stringify({ n: 1000 })).join("\n") + "\n");
+    const timed = async (script: string) => {
+      const beforeMs = Date.now();
+      const result = await runCli(["run", "--rate", "inf", "--cost", "{.n}", "--cost-rate", "1000/s", "--input", input, "--", "sh", "-c", script, "sh", "{}"]);
+      expect([result.code, result.stderr]).toEqual([0, ""]);
+      return Date.now() - beforeMs;
+    };
+    const settledMs = await timed('echo "tbucket-cost: 10" > "$TBUCKET_REPORT"');
+    const unsettledMs = await timed("true");
+    expect(unsettledMs).toBeGreaterThan(3500);
+    expect(settledMs).toBeLessThan(2500);
+  });
 });

@@ -31,6 +31,7 @@ import { ALL_CLASSES, openLimiter } from "../open-limiter.js";
 import { needsLimitSet } from "../limit-options.js";
 import { formatLimitsText, type LimitReport, limitedBy, limitReports } from "../../core/limit-report.js";
 import { LimitSetLimiter } from "../../core/limit-set-limiter.js";
+import type { LimitReservation } from "../../core/limit-set.js";
 
 /** The signal jobs get when tbucket receives one: a hang-up ends them as SIGTERM would (some jobs take SIGHUP as "reload"). */
 const FORWARDED: Partial<Record<NodeJS.Signals, NodeJS.Signals>> = { SIGHUP: "SIGTERM" };
@@ -229,8 +230,10 @@ async function launchAll(
   });
   const toEpochMs = (clockMs: number) => performance.timeOrigin + clockMs;
   const warned = new Set<string>();
+  const settling = config.cost && limiter instanceof LimitSetLimiter ? settlingSet(limiter) : undefined;
   const runner = new JobRunner({
-    limiter: config.cost && limiter instanceof LimitSetLimiter ? inDebtAboveBurst(limiter, stderr) : limiter,
+    limiter: config.cost && limiter instanceof LimitSetLimiter ? inDebtAboveBurst(limiter, stderr, settling!) : limiter,
+    settle: settling && ((_job, _limiter, admitted, settled) => settling.settle(admitted, settled)),
     jobs: jobSource({ items: items?.lines, count: config.count }),
     launch,
     concurrency: config.jobs,
@@ -376,7 +379,7 @@ async function launchAll(
  * once; later jobs wait while the debt is paid. With --max-wait (tryWait) it is refused as one
  * the burst can never take. A shared key refuses it so too: its store takes no debt past a burst.
  */
-function inDebtAboveBurst(set: LimitSetLimiter, stderr: { writeLine(line: string): void }): Limiter {
+function inDebtAboveBurst(set: LimitSetLimiter, stderr: { writeLine(line: string): void }, settling: SettlingSet): Limiter {
   const most = set.mostAtOnce(COST_UNIT, { windows: false });
   let said = false;
   return {
@@ -387,15 +390,46 @@ function inDebtAboveBurst(set: LimitSetLimiter, stderr: { writeLine(line: string
       return set.burst;
     },
     tokens: () => set.tokens(),
-    tryWait: (n, maxWaitMs, signal, costs) => set.tryWait(n, maxWaitMs, signal, costs),
+    tryWait: (n, maxWaitMs, signal, costs) => (costs ? settling.tryWait(costs, maxWaitMs, signal) : set.tryWait(n, maxWaitMs, signal, costs)),
     wait(n, signal, costs) {
       const cost = costs?.[COST_UNIT] ?? 0;
-      if (cost <= most) return set.wait(n, signal, costs);
+      if (cost <= most) return settling.wait(costs!, signal);
       if (!said) {
         said = true;
         stderr.writeLine(`tbucket: run: a job costs ${cost}, more than a cost limit's burst (${most}): it waits for full buckets and runs them into debt\n`);
       }
       return set.waitInDebt(costs!, signal);
+    },
+  };
+}
+
+/**
+ * A private set whose takes are kept, the latest for each job's costs, so that its report's
+ * `tbucket-cost` settles them (LimitSet.settleAt, at now: more becomes debt, less is given back).
+ * The cost limits all count one unit: the report's first number settles them all.
+ */
+interface SettlingSet {
+  wait(costs: Costs, signal?: AbortSignal): Promise<void>;
+  tryWait(costs: Costs, maxWaitMs: number, signal?: AbortSignal): Promise<boolean>;
+  settle(admitted: Costs, settled: readonly number[]): void;
+}
+
+function settlingSet(set: LimitSetLimiter): SettlingSet {
+  const taken = new WeakMap<Costs, LimitReservation>();
+  const take = async (costs: Costs, maxWaitMs: number, signal?: AbortSignal) => {
+    const reservation = await set.acquire(costs, maxWaitMs, signal);
+    if (reservation === undefined) return false;
+    set.release(reservation);
+    taken.set(costs, reservation);
+    return true;
+  };
+  return {
+    wait: async (costs, signal) => void (await take(costs, Infinity, signal)),
+    tryWait: take,
+    settle(admitted, settled) {
+      const reservation = taken.get(admitted);
+      if (reservation === undefined || settled[0] === undefined) return;
+      set.set.settleAt(set.clock.now(), reservation, { [COST_UNIT]: settled[0] });
     },
   };
 }
