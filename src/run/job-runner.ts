@@ -398,6 +398,10 @@ export class JobRunner {
     const last = exit.report?.responses.at(-1);
     if (!last?.throttled) {
       if (last) this.#unnamedThrottles = 0;
+      // A limit the server says is used up (remaining 0, requests or tokens alike) holds launches until its reset:
+      // a bucket lowered to nothing. Lowering one to a count above 0 is not done yet.
+      const usedUp = last?.limits.filter((limit) => limit.remaining === 0 && limit.resetMs !== undefined).map((limit) => limit.resetMs!) ?? [];
+      if (usedUp.length > 0) this.#pausedUntilMs = Math.max(this.#pausedUntilMs, this.#clock.now() + Math.max(...usedUp));
       return { throttled: false, serverWaitMs: undefined };
     }
     const serverWaitMs = throttleWaitMs(last);

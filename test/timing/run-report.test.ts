@@ -77,4 +77,15 @@ describe("tbucket run {report}: the server's word", () => {
     expect(unsettledMs).toBeGreaterThan(3500);
     expect(settledMs).toBeLessThan(2500);
   });
+
+  it("a remaining 0 with its reset holds launches back until the reset", async ({ expect }) => {
+    const dir = tempDir();
+    const log = join(dir, "log");
+    const script = 'printf "HTTP/1.1 200 OK\\r\\nx-ratelimit-remaining-requests: 0\\r\\nx-ratelimit-reset-requests: 800ms\\r\\n" > "$TBUCKET_REPORT"';
+    const result = await runCli(["run", "--rate", "inf", "-j", "1", "--count", "3", "--joblog", log, "--", "sh", "-c", script]);
+    expect([result.code, result.stderr]).toEqual([0, ""]);
+    const starts = readFileSync(log, "utf8").trimEnd().split("\n").map((line) => (JSON.parse(line) as { start: number }).start * 1000).sort((a, b) => a - b);
+    expect(starts[1]! - starts[0]!).toBeGreaterThanOrEqual(790);
+    expect(starts[2]! - starts[1]!).toBeGreaterThanOrEqual(790);
+  });
 });
