@@ -6,6 +6,11 @@ import type { JobRecord } from "./job-runner.js";
  * `exit` and `signal` are the last attempt's; a skipped job has `skipped: true`,
  * no start and no attempts; an item that could not be run (a class not defined) has
  * `error: "bad-item"`, no start and no attempts.
+ *
+ * After those, what the job's reports said (DESIGN 13): `cost`, the estimate it was admitted with
+ * (`--cost`; null without one), `settled`, the costs its `tbucket-cost` line gave (null: none),
+ * `throttled`, how many attempts the server throttled (429, 503), and `server_wait`, the longest
+ * wait in seconds a throttled response asked for (null: none said).
  */
 export function formatJobLogLine(record: JobRecord, toEpochMs: (clockMs: number) => number): string {
   const seconds = (ms: number) => Math.round(ms) / 1000;
@@ -21,6 +26,10 @@ export function formatJobLogLine(record: JobRecord, toEpochMs: (clockMs: number)
     ...(record.skipped ? { skipped: true } : {}),
     ...(record.exit?.spawnError ? { error: record.exit.spawnError.code } : {}),
     ...(record.badItem !== undefined ? { error: "bad-item" } : {}),
+    cost: record.costs?.cost ?? null,
+    settled: record.settledCosts ?? null,
+    throttled: record.throttled ?? 0,
+    server_wait: record.serverWaitMs === undefined ? null : Math.round(record.serverWaitMs) / 1000,
   };
   return `${JSON.stringify(line)}\n`;
 }

@@ -4,6 +4,7 @@ import type { Costs } from "../core/limit-spec.js";
 import type { Limiter } from "../core/limiter.js";
 import type { JobSpec } from "./job-source.js";
 import { type JobExit, type Launch, type LaunchedJob, succeeded } from "./launch.js";
+import { settledCosts, throttleWaitMs } from "./server-report.js";
 
 /** What happened to one job, once it is over. Times are on the runner's clock. */
 export interface JobRecord {
@@ -21,6 +22,19 @@ export interface JobRecord {
   readonly skipped: boolean;
   /** Never started: its item could not be run (a class not defined), this line says why. It counts as failed. */
   readonly badItem?: string;
+  /** Attempts whose report's last response was throttled (429, 503). */
+  readonly throttled?: number;
+  /** The longest wait a throttled response asked for (Retry-After, retry-after-ms, a used-up limit's reset). */
+  readonly serverWaitMs?: number;
+  /** The costs the job was admitted with, and those its report settled (`tbucket-cost`). */
+  readonly costs?: Costs;
+  readonly settledCosts?: readonly number[];
+}
+
+/** What one attempt's report said, for a rate controller (`--adaptive`) to follow. */
+export interface AttemptOutcome {
+  readonly throttled: boolean;
+  readonly serverWaitMs: number | undefined;
 }
 
 /** Counters, for progress and the summary. */
@@ -90,7 +104,15 @@ export interface JobRunnerOptions {
   costsOf?(job: JobSpec): Costs;
   /** A job is over: finished, failed for good, or skipped. */
   onJobEnd?(record: JobRecord): void;
+  /** An attempt ended and its report was read: where a rate controller plugs in. */
+  onAttemptEnd?(job: JobSpec, attempt: number, exit: JobExit, outcome: AttemptOutcome): void;
+  /** The job's report settled its costs (`tbucket-cost`): correct the limits that counted them. */
+  settle?(job: JobSpec, limiter: Limiter, admitted: Costs, settled: readonly number[]): void;
 }
+
+/** Backoff after a throttle that named no time: from 1 s, doubling, at most 60 s, with jitter. */
+const BACKOFF_FIRST_MS = 1000;
+const BACKOFF_MOST_MS = 60_000;
 
 /** Launches that hold a slot of a limit shared with other processes while they run. */
 export interface SharedSlots {
@@ -142,6 +164,10 @@ export class JobRunner {
   /** With classes: jobs waiting for their token while the next items are read, and a wake-up when one has it. */
   #waitingTokens = 0;
   #tokenTaken: (() => void) | undefined;
+  /** The server's pushback: no attempt starts before this instant (on the runner's clock). */
+  #pausedUntilMs = -Infinity;
+  /** Throttles in a row that named no time: the exponent of the backoff. */
+  #unnamedThrottles = 0;
 
   constructor(options: JobRunnerOptions) {
     if (!(options.concurrency >= 1)) {
@@ -305,6 +331,9 @@ export class JobRunner {
     let startMs: number | undefined;
     let exit: JobExit;
     let signalled = false;
+    let throttled = 0;
+    let serverWaitMs: number | undefined;
+    let settled: readonly number[] | undefined;
     this.#counts.started++;
     try {
       for (;;) {
@@ -323,12 +352,22 @@ export class JobRunner {
           await ended?.();
         }
         signalled = this.#signalled.has(launched);
+        const outcome = this.#pushback(exit);
+        if (outcome.throttled) throttled++;
+        if (outcome.serverWaitMs !== undefined) serverWaitMs = Math.max(serverWaitMs ?? 0, outcome.serverWaitMs);
+        const reportedCosts = exit.report && settledCosts(exit.report);
+        if (reportedCosts) {
+          settled = reportedCosts;
+          this.#options.settle?.(job, limiter, costs, reportedCosts);
+        }
+        this.#options.onAttemptEnd?.(job, attempts, exit, outcome);
         if (exit.spawnError && isFatalSpawnError(exit.spawnError.code)) {
           this.#spawnFailure ??= { job, error: exit.spawnError };
           this.stop("spawn-error");
           break;
         }
-        if (succeeded(exit) || attempts > this.#retries || this.#stopLaunching.signal.aborted) break;
+        // A throttled attempt is retried even when the command exited 0 (curl without -f).
+        if ((succeeded(exit) && !outcome.throttled) || attempts > this.#retries || this.#stopLaunching.signal.aborted) break;
         const token = await this.#takeToken(this.#stopLaunching.signal, limiter, costs);
         if (token === ABORTED || token === FAILED) break;
         waitMs += token.waitMs;
@@ -341,12 +380,41 @@ export class JobRunner {
       await release?.();
       this.#releaseSlot();
     }
-    if (succeeded(exit)) this.#counts.succeeded++;
+    if (succeeded(exit) && throttled < attempts) this.#counts.succeeded++;
     else if (signalled) this.#counts.interrupted++;
     else this.#counts.failed++;
     this.#options.onJobEnd?.({
       number: job.number, item: job.item, startMs, endMs: this.#clock.now(), waitMs, exit, attempts, skipped: false,
+      throttled, serverWaitMs, costs, settledCosts: settled,
     });
+  }
+
+  /**
+   * A throttled attempt pauses every launch of the run until the server's time (the latest of
+   * Retry-After, retry-after-ms and a used-up limit's reset), or, when it named none, a backoff
+   * from 1 s doubling to 60 s with jitter. The pause only ever moves later.
+   */
+  #pushback(exit: JobExit): AttemptOutcome {
+    const last = exit.report?.responses.at(-1);
+    if (!last?.throttled) {
+      if (last) this.#unnamedThrottles = 0;
+      // A limit the server says is used up (remaining 0, requests or tokens alike) holds launches until its reset:
+      // a bucket lowered to nothing. Lowering one to a count above 0 is not done yet.
+      const usedUp = last?.limits.filter((limit) => limit.remaining === 0 && limit.resetMs !== undefined).map((limit) => limit.resetMs!) ?? [];
+      if (usedUp.length > 0) this.#pausedUntilMs = Math.max(this.#pausedUntilMs, this.#clock.now() + Math.max(...usedUp));
+      return { throttled: false, serverWaitMs: undefined };
+    }
+    const serverWaitMs = throttleWaitMs(last);
+    let pauseMs: number;
+    if (serverWaitMs !== undefined) {
+      pauseMs = serverWaitMs;
+    } else {
+      const ceiling = Math.min(BACKOFF_MOST_MS, BACKOFF_FIRST_MS * 2 ** this.#unnamedThrottles++);
+      // Half fixed, half random: clients throttled together come back apart, none sooner than half the step.
+      pauseMs = ceiling / 2 + Math.random() * (ceiling / 2);
+    }
+    this.#pausedUntilMs = Math.max(this.#pausedUntilMs, this.#clock.now() + pauseMs);
+    return { throttled: true, serverWaitMs };
   }
 
   /** Waits for a free slot and takes it; false when launching stopped meanwhile. */
@@ -384,6 +452,10 @@ export class JobRunner {
     const { sharedSlots } = this.#options;
     const beforeMs = this.#clock.now();
     try {
+      // The server said when: no attempt is admitted before that, however many tokens there are.
+      while (this.#clock.now() < this.#pausedUntilMs) {
+        await this.#clock.sleep(this.#pausedUntilMs - this.#clock.now(), signal);
+      }
       if (sharedSlots) {
         const release = await sharedSlots.acquire(this.#maxWaitMs, signal, costs);
         return { ok: release !== undefined, waitMs: this.#clock.now() - beforeMs, askedMs: beforeMs, release };
@@ -391,6 +463,10 @@ export class JobRunner {
       let ok = true;
       if (!Number.isFinite(this.#maxWaitMs)) await limiter.wait(1, signal, costs);
       else ok = await limiter.tryWait(1, this.#maxWaitMs, signal, costs);
+      // A throttle that came while this one waited for its token holds it back too.
+      while (ok && this.#clock.now() < this.#pausedUntilMs) {
+        await this.#clock.sleep(this.#pausedUntilMs - this.#clock.now(), signal);
+      }
       return { ok, waitMs: this.#clock.now() - beforeMs, askedMs: beforeMs };
     } catch (error) {
       if (signal.aborted) return ABORTED;

@@ -1,3 +1,4 @@
+import type { ServerReport } from "./server-report.js";
 import type { JobSpec } from "./job-source.js";
 
 /** How one attempt of a job ended. */
@@ -11,6 +12,8 @@ export interface JobExit {
    * `interpreter`), EEMPTY (an empty command name), ENUL (a NUL byte in the command line).
    */
   readonly spawnError?: { readonly code: string; readonly message: string; readonly interpreter?: string };
+  /** What the attempt wrote to its `{report}` file, when it wrote one. */
+  readonly report?: ServerReport;
 }
 
 /** A running attempt: when it ends, and a way to signal it. */

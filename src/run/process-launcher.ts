@@ -6,6 +6,9 @@ import type { JobExit, Launch, LaunchedJob } from "./launch.js";
 import type { OutputSink } from "./output-sink.js";
 import type { ProcessGroups } from "./process-groups.js";
 import { describeSpawnError } from "./spawn-error.js";
+import { join } from "node:path";
+import { closeSync, openSync, rmSync } from "node:fs";
+import { readServerReport } from "./server-report.js";
 
 export interface ProcessLauncherOptions {
   /** The command and its arguments, with `{}` and `{#}` still in them. */
@@ -21,6 +24,13 @@ export interface ProcessLauncherOptions {
   stderr: OutputSink;
   /** Keeps each job's group while anything of it lives, to end it on the way out. */
   groups?: ProcessGroups;
+  /**
+   * The run's private report directory (DESIGN 13): each attempt gets an empty file in it,
+   * named in `{report}` and `$TBUCKET_REPORT`, read once the attempt exits (JobExit.report).
+   */
+  reportDir?: string;
+  /** The wall clock report dates are read against. */
+  nowEpochMs?: () => number;
 }
 
 /**
@@ -37,12 +47,15 @@ export function createProcessLauncher(options: ProcessLauncherOptions): Launch {
   const commandLine = commandLines(options.template, options.shell);
   /** Said for the first job only: a run of daemons would say it for each. */
   let toldHeld = false;
-  return (job) => {
-    const { file, args } = commandLine(job);
+  return (job, attempt) => {
+    const reportPath = options.reportDir === undefined ? undefined : join(options.reportDir, `${job.number}-${attempt}`);
+    if (reportPath !== undefined) closeSync(openSync(reportPath, "w", 0o600));
+    const { file, args } = commandLine(job, reportPath);
+    const env = reportPath === undefined ? undefined : { ...process.env, TBUCKET_REPORT: reportPath };
     const tag = options.tag ? `${job.item ?? job.number}\t` : undefined;
     let child: ReturnType<typeof spawn>;
     try {
-      child = spawn(file, args, { stdio, detached: true });
+      child = spawn(file, args, { stdio, detached: true, env });
     } catch (error) {
       // Arguments spawn refuses outright, such as an empty command name or an item holding a NUL byte.
       const spawnError = describeSpawnError(error as NodeJS.ErrnoException, file, args);
@@ -80,7 +93,16 @@ export function createProcessLauncher(options: ProcessLauncherOptions): Launch {
         closed = true;
         if (pid !== undefined) options.groups?.jobEnded(pid);
         const flushed = collectors.map((collector) => collector?.end());
-        void Promise.all(flushed).then(() => resolve(spawnError ? { code: null, signal: null, spawnError } : { code, signal }));
+        void Promise.all(flushed)
+          .then(async () => {
+            const exit: JobExit = spawnError ? { code: null, signal: null, spawnError } : { code, signal };
+            if (reportPath === undefined) return exit;
+            // No file or one that cannot be read: no report. Read bounded, then gone: the directory holds only live attempts.
+            const report = await readServerReport(reportPath, options.nowEpochMs?.() ?? Date.now()).catch(() => undefined);
+            rmSync(reportPath, { force: true });
+            return report ? { ...exit, report } : exit;
+          })
+          .then(resolve);
       });
     });
     const launched: LaunchedJob = {

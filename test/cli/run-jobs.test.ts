@@ -99,7 +99,8 @@ describe.concurrent("tbucket run: jobs and results", () => {
     expect(result.code).toBe(1);
     const records = readFileSync(log, "utf8").trimEnd().split("\n").map((line) => JSON.parse(line)).sort((a, b) => a.number - b.number);
     expect(records).toHaveLength(2);
-    expect(Object.keys(records[0])).toEqual(["number", "item", "start", "end", "wait", "exit", "signal", "attempts"]);
+    // The report's columns (cost, settled, throttled, server_wait) come after the first ones, which stay as they are.
+    expect(Object.keys(records[0])).toEqual(["number", "item", "start", "end", "wait", "exit", "signal", "attempts", "cost", "settled", "throttled", "server_wait"]);
     expect(records.map((r) => [r.number, r.item, r.exit, r.signal, r.attempts])).toEqual([[1, "0", 0, null, 1], [2, "2", 2, null, 1]]);
     for (const r of records) {
       expect(r.start).toBeGreaterThanOrEqual(before);

@@ -43,12 +43,17 @@ describe("run reports", () => {
       { number: 3, item: "a b", startMs: 100, endMs: 350.4, waitMs: 50, exit: { code: 2, signal: null }, attempts: 2, skipped: false },
       (ms) => 1_700_000_000_000 + ms,
     );
-    expect(JSON.parse(line)).toEqual({ number: 3, item: "a b", start: 1_700_000_000.1, end: 1_700_000_000.35, wait: 0.05, exit: 2, signal: null, attempts: 2 });
+    expect(JSON.parse(line)).toEqual({ number: 3, item: "a b", start: 1_700_000_000.1, end: 1_700_000_000.35, wait: 0.05, exit: 2, signal: null, attempts: 2, cost: null, settled: null, throttled: 0, server_wait: null });
+    const reported = formatJobLogLine(
+      { number: 5, item: "x", startMs: 0, endMs: 10, waitMs: 0, exit: { code: 0, signal: null }, attempts: 3, skipped: false, costs: { count: 1, cost: 120 }, settledCosts: [80], throttled: 2, serverWaitMs: 1500 },
+      (ms) => ms,
+    );
+    expect(reported).toBe(`{"number":5,"item":"x","start":0,"end":0.01,"wait":0,"exit":0,"signal":null,"attempts":3,"cost":120,"settled":[80],"throttled":2,"server_wait":1.5}\n`);
     const skipped = formatJobLogLine(
       { number: 4, item: undefined, startMs: undefined, endMs: 0, waitMs: 0, exit: undefined, attempts: 0, skipped: true },
       (ms) => ms,
     );
-    expect(skipped).toBe(`{"number":4,"item":null,"start":null,"end":0,"wait":0,"exit":null,"signal":null,"attempts":0,"skipped":true}\n`);
+    expect(skipped).toBe(`{"number":4,"item":null,"start":null,"end":0,"wait":0,"exit":null,"signal":null,"attempts":0,"skipped":true,"cost":null,"settled":null,"throttled":0,"server_wait":null}\n`);
   });
 
   it("measures the recent launch rate over its window", () => {

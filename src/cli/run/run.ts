@@ -1,5 +1,7 @@
 import { open, type FileHandle } from "node:fs/promises";
-import { writeSync, closeSync, openSync } from "node:fs";
+import { writeSync, closeSync, openSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import type { Limiter } from "../../core/limiter.js";
 import { formatCountRate } from "../../core/units.js";
@@ -29,6 +31,7 @@ import { ALL_CLASSES, openLimiter } from "../open-limiter.js";
 import { needsLimitSet } from "../limit-options.js";
 import { formatLimitsText, type LimitReport, limitedBy, limitReports } from "../../core/limit-report.js";
 import { LimitSetLimiter } from "../../core/limit-set-limiter.js";
+import type { LimitReservation } from "../../core/limit-set.js";
 
 /** The signal jobs get when tbucket receives one: a hang-up ends them as SIGTERM would (some jobs take SIGHUP as "reload"). */
 const FORWARDED: Partial<Record<NodeJS.Signals, NodeJS.Signals>> = { SIGHUP: "SIGTERM" };
@@ -43,6 +46,19 @@ const SAME_DELIVERY_MS = 100;
 
 /** Launches the jobs, reports, and resolves to the exit status. */
 export async function runRun(config: RunConfig): Promise<number> {
+  // Each attempt's {report} file lives here (mode 0700, ours alone); gone at every exit, a signal's included.
+  const reportDir = mkdtempSync(join(tmpdir(), "tbucket-run-"));
+  const removeReportDir = () => rmSync(reportDir, { recursive: true, force: true });
+  process.on("exit", removeReportDir);
+  try {
+    return await runIn(config, reportDir);
+  } finally {
+    removeReportDir();
+    process.off("exit", removeReportDir);
+  }
+}
+
+async function runIn(config: RunConfig, reportDir: string): Promise<number> {
   const items = await openItems(config.input);
   let jobLog: JobLog | undefined;
   try {
@@ -59,7 +75,7 @@ export async function runRun(config: RunConfig): Promise<number> {
       try {
         const names = classes.classNames;
         const lines = new Map(names.map((name) => [name, classes.limiterFor(name)]));
-        return await launchAll(config, lines.get(names[0]!)!, items, jobLog, () => undefined, undefined, classesOf(config, lines, classes.takenBy));
+        return await launchAll(reportDir, config, lines.get(names[0]!)!, items, jobLog, () => undefined, undefined, classesOf(config, lines, classes.takenBy));
       } finally {
         classes.close();
       }
@@ -82,12 +98,12 @@ export async function runRun(config: RunConfig): Promise<number> {
           throw new UsageError(`--class-of: key "${config.shared.key}" has no class "${config.classOf.name}"; its classes are ${names.join(", ")} (name one of them, or define it with tbucket key set ${config.shared.key} --class, giving every class)`);
         }
         const counted = countedLaunches(byClass);
-        return await launchAll(config, limiter, items, jobLog, () => undefined, undefined, classesOf(config, counted.lines, counted.launches));
+        return await launchAll(reportDir, config, limiter, items, jobLog, () => undefined, undefined, classesOf(config, counted.lines, counted.launches));
       }
       // A private set's concurrency is the runner's; a shared key's set reports every limit from the store's takes.
       const limitsOf = (slotWaitMs: number) =>
         set ? runLimitReports(config, set, slotWaitMs) : report && limitReports(report.specs, report.waitedMsBy, config.limits.map((limit) => limit.flag), report.refusedBy);
-      return await launchAll(config, limiter, items, jobLog, limitsOf, sharedSlots);
+      return await launchAll(reportDir, config, limiter, items, jobLog, limitsOf, sharedSlots);
     } finally {
       await close();
     }
@@ -173,6 +189,7 @@ function openJobLog(path: string): JobLog {
 }
 
 async function launchAll(
+  reportDir: string,
   config: RunConfig,
   limiter: Limiter,
   items: Items | undefined,
@@ -209,11 +226,14 @@ async function launchAll(
     tag: config.tag,
     stdout,
     stderr,
+    reportDir,
   });
   const toEpochMs = (clockMs: number) => performance.timeOrigin + clockMs;
   const warned = new Set<string>();
+  const settling = config.cost && limiter instanceof LimitSetLimiter ? settlingSet(limiter) : undefined;
   const runner = new JobRunner({
-    limiter: config.cost && limiter instanceof LimitSetLimiter ? inDebtAboveBurst(limiter, stderr) : limiter,
+    limiter: config.cost && limiter instanceof LimitSetLimiter ? inDebtAboveBurst(limiter, stderr, settling!) : limiter,
+    settle: settling && ((_job, _limiter, admitted, settled) => settling.settle(admitted, settled)),
     jobs: jobSource({ items: items?.lines, count: config.count }),
     launch,
     concurrency: config.jobs,
@@ -225,6 +245,15 @@ async function launchAll(
     limiterOf: classes?.limiterOf,
     costsOf: config.cost && costsOfJob(config.cost),
     onLaunch: (_job, _attempt, atMs, askedMs) => meter.record(atMs, askedMs),
+    onAttemptEnd: (_job, _attempt, exit) => {
+      // A report line tbucket knows but could not read, said once per run: one bad header would say it every job.
+      for (const problem of exit.report?.problems ?? []) {
+        const kind = exit.report!.truncated && problem.includes("longer than") ? "report-too-long" : problem.replace(/^report \S+: /, "").split(":")[0]!;
+        if (warned.has(kind)) continue;
+        warned.add(kind);
+        stderr.writeLine(`tbucket: run: report: ${problem.replace(/^report \S+: /, "")}\n`);
+      }
+    },
     onJobEnd: (record) => {
       // A job log that cannot be written stops launching: jobs would run unrecorded.
       if (jobLog && !jobLog.write(formatJobLogLine(record, toEpochMs))) runner.stop("output-error");
@@ -350,7 +379,7 @@ async function launchAll(
  * once; later jobs wait while the debt is paid. With --max-wait (tryWait) it is refused as one
  * the burst can never take. A shared key refuses it so too: its store takes no debt past a burst.
  */
-function inDebtAboveBurst(set: LimitSetLimiter, stderr: { writeLine(line: string): void }): Limiter {
+function inDebtAboveBurst(set: LimitSetLimiter, stderr: { writeLine(line: string): void }, settling: SettlingSet): Limiter {
   const most = set.mostAtOnce(COST_UNIT, { windows: false });
   let said = false;
   return {
@@ -361,15 +390,46 @@ function inDebtAboveBurst(set: LimitSetLimiter, stderr: { writeLine(line: string
       return set.burst;
     },
     tokens: () => set.tokens(),
-    tryWait: (n, maxWaitMs, signal, costs) => set.tryWait(n, maxWaitMs, signal, costs),
+    tryWait: (n, maxWaitMs, signal, costs) => (costs ? settling.tryWait(costs, maxWaitMs, signal) : set.tryWait(n, maxWaitMs, signal, costs)),
     wait(n, signal, costs) {
       const cost = costs?.[COST_UNIT] ?? 0;
-      if (cost <= most) return set.wait(n, signal, costs);
+      if (cost <= most) return settling.wait(costs!, signal);
       if (!said) {
         said = true;
         stderr.writeLine(`tbucket: run: a job costs ${cost}, more than a cost limit's burst (${most}): it waits for full buckets and runs them into debt\n`);
       }
       return set.waitInDebt(costs!, signal);
+    },
+  };
+}
+
+/**
+ * A private set whose takes are kept, the latest for each job's costs, so that its report's
+ * `tbucket-cost` settles them (LimitSet.settleAt, at now: more becomes debt, less is given back).
+ * The cost limits all count one unit: the report's first number settles them all.
+ */
+interface SettlingSet {
+  wait(costs: Costs, signal?: AbortSignal): Promise<void>;
+  tryWait(costs: Costs, maxWaitMs: number, signal?: AbortSignal): Promise<boolean>;
+  settle(admitted: Costs, settled: readonly number[]): void;
+}
+
+function settlingSet(set: LimitSetLimiter): SettlingSet {
+  const taken = new WeakMap<Costs, LimitReservation>();
+  const take = async (costs: Costs, maxWaitMs: number, signal?: AbortSignal) => {
+    const reservation = await set.acquire(costs, maxWaitMs, signal);
+    if (reservation === undefined) return false;
+    set.release(reservation);
+    taken.set(costs, reservation);
+    return true;
+  };
+  return {
+    wait: async (costs, signal) => void (await take(costs, Infinity, signal)),
+    tryWait: take,
+    settle(admitted, settled) {
+      const reservation = taken.get(admitted);
+      if (reservation === undefined || settled[0] === undefined) return;
+      set.set.settleAt(set.clock.now(), reservation, { [COST_UNIT]: settled[0] });
     },
   };
 }
