@@ -17,7 +17,9 @@ const reportDirs = () => readdirSync(tmpdir()).filter((name) => name.startsWith(
 
 describe("tbucket run {report}: the server's word", () => {
   it("the canonical command: a job throttled with Retry-After is retried, and no request reaches the API before that second", async ({ expect }) => {
-    api = await startMockApi({ periodMs: 1000, requests: 3, inputTokens: 90_000, outputTokens: 30_000 });
+    // 2 requests a second against launches at 8.3/s: tbucket holds launches to the resets the answers tell
+    // (remaining 0) and retries what was throttled after its Retry-After; either way nothing comes early.
+    api = await startMockApi({ periodMs: 1000, requests: 2, inputTokens: 90_000, outputTokens: 30_000 });
     const dir = tempDir();
     const input = join(dir, "prompts.jsonl");
     const log = join(dir, "log");
@@ -27,18 +29,32 @@ describe("tbucket run {report}: the server's word", () => {
       "curl", "-sf", "-D", "{report}", "-H", "content-type: application/json", "-d", "{}", api.url]);
     expect([result.code, result.stderr]).toEqual([0, ""]);
     const stats = api.stats();
-    expect(stats.throttled).toBeGreaterThan(0);
     expect(stats.early).toBe(0);
     expect(stats.ok).toBe(8);
     const records = readFileSync(log, "utf8").trimEnd().split("\n").map((line) => JSON.parse(line) as { attempts: number; throttled: number; server_wait: number | null; cost: number });
     const throttled = records.filter((record) => record.throttled > 0);
-    expect(throttled.length).toBeGreaterThan(0);
+    expect(throttled.length).toBe(stats.throttled);
     for (const record of throttled) {
       expect(record.attempts).toBe(record.throttled + 1);
       expect(record.server_wait).toBeGreaterThan(0);
     }
     expect(records.every((record) => record.cost === 100)).toBe(true);
     expect(reportDirs()).toEqual(before);
+  });
+
+  it("a job told 429 with Retry-After 1 is retried no sooner, and nothing else launches meanwhile", async ({ expect }) => {
+    const dir = tempDir();
+    const log = join(dir, "log");
+    // Item a's first attempt is throttled (Retry-After: 1); every attempt notes its start.
+    const script = `printf '%s %s\\n' "$1" "$(date +%s.%N)" >> ${join(dir, "starts")}; if [ "$1" = a ] && [ ! -e ${join(dir, "seen")} ]; then touch ${join(dir, "seen")}; printf 'HTTP/1.1 429 Too Many Requests\\r\\nRetry-After: 1\\r\\n' > "$TBUCKET_REPORT"; fi`;
+    const result = await runCli(["run", "--rate", "20/s", "-j", "1", "--retries", "2", "--joblog", log, "--", "sh", "-c", script, "sh", "{}"], { input: "a\nb\nc\n" });
+    expect([result.code, result.stderr]).toEqual([0, ""]);
+    const starts = readFileSync(join(dir, "starts"), "utf8").trimEnd().split("\n").map((line) => line.split(" ")).map(([item, at]) => ({ item, at: Number(at) }));
+    expect(starts.map((start) => start.item)).toEqual(["a", "a", "b", "c"]);
+    // The retry, and every launch after it, at least the second the server gave after the throttled attempt.
+    expect(starts[1]!.at - starts[0]!.at).toBeGreaterThanOrEqual(0.99);
+    const a = readFileSync(log, "utf8").trimEnd().split("\n").map((line) => JSON.parse(line)).find((record) => record.item === "a");
+    expect(a).toMatchObject({ attempts: 2, throttled: 1, server_wait: 1, exit: 0 });
   });
 
   it("{report} and $TBUCKET_REPORT name the same empty file; a malformed Retry-After is said once; megabytes in it keep the run going", async ({ expect }) => {
