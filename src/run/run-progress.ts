@@ -1,5 +1,6 @@
 import { HUMAN_COUNT_RATE_WIDEST, HUMAN_DURATION_WIDEST, humanCountRate, humanDuration } from "../core/format.js";
 import type { RunCounts } from "./job-runner.js";
+import type { ClassShare } from "./run-report.js";
 
 /** What the run's progress line shows besides the counts. */
 export interface RunProgressView {
@@ -15,6 +16,8 @@ export interface RunProgressView {
   key?: string;
   /** The run is over (done, or stopped by a signal): the line shows no ETA. */
   ended?: boolean;
+  /** With classes: each class's share of the launches so far (`web 75%, batch 25%`). */
+  classes?: readonly ClassShare[];
 }
 
 /** A field of the line; the lowest dropRank goes first when the line is too wide (see cli/progress-line.ts). */
@@ -54,6 +57,11 @@ export function runProgressFields(counts: Readonly<RunCounts>, view: RunProgress
     { text: humanCountRate(view.launchesPerSecond), widest: HUMAN_COUNT_RATE_WIDEST },
     view.limitPerSecond === 0 ? { text: `${limit}${key}` } : { text: `${limit}${key}`, widest: limitWidest, dropRank: 3 },
   ];
+  if (view.classes !== undefined) {
+    const shares = view.classes.map((c) => `${c.name} ${c.share === null ? "-" : `${Math.round(c.share * 100)}%`}`).join(", ");
+    // Each share at most "100%": the field keeps the room of its widest.
+    fields.push({ text: shares, widest: view.classes.reduce((sum, c) => sum + c.name.length + 5, 0) + 2 * (view.classes.length - 1), dropRank: 2 });
+  }
   const pace = Math.min(view.limitPerSecond, view.launchesPerSecond);
   // Its room is kept while launches remain (none yet, a paused key); the last line has none.
   if (total !== undefined && counts.started < total && !view.ended) {

@@ -54,4 +54,11 @@ describe("tbucket run --class: items", () => {
       { name: "b", launches: 1, share: 0.25 },
     ]);
   });
+
+  it("shows each class's share in the progress line (--progress)", async () => {
+    const result = await runCli(["run", ...TWO, "--class-of", "{2}", "--progress", "--", "true", "{}"], { input: "1 a\n2 b\n3 a\n4 a\n" });
+    expect(result.code).toBe(0);
+    const lines = result.stderr.split(/[\r\n]/).filter((line) => line.includes("started"));
+    expect(lines.at(-1)).toMatch(/ · a 75%, b 25%$/);
+  });
 });

@@ -14,6 +14,19 @@ describe("run's progress line", () => {
     );
   });
 
+  it("with classes, shows each class's share of the launches, the first to go when the line is narrow", () => {
+    const classes = [
+      { name: "web", launches: 9, share: 0.75 },
+      { name: "batch", launches: 3, share: 0.25 },
+    ];
+    expect(formatProgress(counts, { launchesPerSecond: 5, limitPerSecond: 5, classes })).toBe(
+      "12 started · 2 running · 9 done · 1 failed · 1 skipped · 5.0/s · limit 5.0/s · web 75%, batch 25%",
+    );
+    expect(formatProgress({ ...counts, started: 0 }, { launchesPerSecond: 0, limitPerSecond: 5, classes: classes.map((c) => ({ ...c, launches: 0, share: null })) })).toMatch(/web -, batch -$/);
+    const narrow = fitFields(runProgressFields(counts, { launchesPerSecond: 5, limitPerSecond: 5, classes }), 60, PROGRESS_SEPARATOR);
+    expect(narrow).not.toContain("web");
+  });
+
   // Issue 15, point 6: no total and no ETA, where parallel --eta shows both.
   it("shows the total and the time to the last launch when the total is known", () => {
     expect(formatProgress(counts, { launchesPerSecond: 4.96, limitPerSecond: 5, total: 30 })).toBe(

@@ -1,6 +1,7 @@
 import { performance } from "node:perf_hooks";
 import type { Limiter } from "../../core/limiter.js";
 import type { JobRunner } from "../../run/job-runner.js";
+import type { ClassShare } from "../../run/run-report.js";
 import type { LaunchRateMeter } from "../../run/launch-rate-meter.js";
 import { PROGRESS_SEPARATOR, runProgressFields } from "../../run/run-progress.js";
 import { countFileLines } from "../count-lines.js";
@@ -34,6 +35,8 @@ export interface RunProgressOptions {
   jobs: number;
   /** -N: the line's name. */
   name?: string;
+  /** With classes: each class's share of the launches so far. */
+  classes?: () => readonly ClassShare[];
 }
 
 /** The run's progress line (progress-line.ts), when asked for or when standard error is a terminal and standard output is not. */
@@ -70,6 +73,7 @@ export function startRunProgress(options: RunProgressOptions, limiter: Limiter, 
               total,
               jobs: options.jobs,
               key: options.key,
+              classes: options.classes?.(),
               ended,
             }),
             width,

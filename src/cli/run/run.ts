@@ -200,7 +200,7 @@ async function launchAll(
 ): Promise<number> {
   // The meter gives --stats its rate after the burst, and the progress line its recent rate.
   const meter = new LaunchRateMeter(limiter.rate === Infinity ? 1 : limiter.burst);
-  const progress = startRunProgress({ progress: config.progress, key: config.shared.key, jobs: config.jobs, name: config.name }, limiter, meter);
+  const progress = startRunProgress({ progress: config.progress, key: config.shared.key, jobs: config.jobs, name: config.name, classes: classes && (() => classes.shares()) }, limiter, meter);
   // Set once the runner exists: a failed write of job output stops the run.
   let onOutputFailure = (_error: NodeJS.ErrnoException) => {};
   const lock = new OutputLock();
