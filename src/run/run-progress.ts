@@ -16,6 +16,8 @@ export interface RunProgressView {
   key?: string;
   /** The run is over (done, or stopped by a signal): the line shows no ETA. */
   ended?: boolean;
+  /** --adaptive: the configured rate; the limit is then the rate followed now (`adaptive 41.2/s of 50/s`). */
+  adaptiveCeiling?: number;
   /** With classes: each class's share of the launches so far (`web 75%, batch 25%`). */
   classes?: readonly ClassShare[];
 }
@@ -44,8 +46,15 @@ export function runProgressFields(counts: Readonly<RunCounts>, view: RunProgress
   const count = (value: number, noun: string, most = total ?? Infinity): RunProgressField =>
     Number.isFinite(most) ? { text: `${value} ${noun}`, widest: `${most} ${noun}`.length } : { text: `${value} ${noun}` };
   const key = view.key === undefined ? "" : `, key "${view.key}"`;
-  const limit = view.limitPerSecond === Infinity ? "no limit" : view.limitPerSecond === 0 ? "paused" : `limit ${humanCountRate(view.limitPerSecond)}`;
-  const limitWidest = "limit ".length + HUMAN_COUNT_RATE_WIDEST + key.length;
+  const limit =
+    view.limitPerSecond === Infinity
+      ? "no limit"
+      : view.limitPerSecond === 0
+        ? "paused"
+        : view.adaptiveCeiling !== undefined
+          ? `adaptive ${humanCountRate(view.limitPerSecond)} of ${humanCountRate(view.adaptiveCeiling)}`
+          : `limit ${humanCountRate(view.limitPerSecond)}`;
+  const limitWidest = (view.adaptiveCeiling !== undefined ? "adaptive  of ".length + 2 * HUMAN_COUNT_RATE_WIDEST : "limit ".length + HUMAN_COUNT_RATE_WIDEST) + key.length;
   const fields: RunProgressField[] = [
     total === undefined ? { text: `${counts.started} started` } : { text: `${counts.started}/${total} started`, widest: `${total}/${total} started`.length },
     { ...count(counts.running, "running", mostRunning), dropRank: 5 },

@@ -34,6 +34,8 @@ export interface RunConfig extends ReportOptions {
   /** After a signal is passed on to jobs, kill those still running this much later. */
   killAfterMs: number;
   retries: number;
+  /** --adaptive: the launch rate follows the server's pushback, `rate` its ceiling. */
+  adaptive: boolean;
   output: OutputMode;
   tag: boolean;
   joblog: string | undefined;
@@ -56,6 +58,7 @@ export interface RunFlags extends ReportFlags, SharedBucketFlags, LimitFlags, Co
   maxWait?: string;
   killAfter: string;
   retries: string;
+  adaptive?: boolean;
   output: string;
   tag?: boolean;
   joblog?: string;
@@ -116,6 +119,7 @@ export function parseRunOptions(words: string[], flags: RunFlags): RunConfig {
       throw new UsageError(`--cost ${flags.cost}: the jobs have no items (no {} in the command) to read a cost from; give a number for all, e.g. "--cost 100"`);
     }
   }
+  if (flags.adaptive) checkAdaptive(limits, shared, classes, costs.template !== undefined);
   const { progress, stats, name } = parseReportOptions(flags);
   return {
     command: words,
@@ -129,6 +133,7 @@ export function parseRunOptions(words: string[], flags: RunFlags): RunConfig {
     maxWaitMs,
     killAfterMs,
     retries,
+    adaptive: Boolean(flags.adaptive),
     output,
     tag: Boolean(flags.tag),
     joblog: flags.joblog,
@@ -201,4 +206,14 @@ function checkShellScript(script: string): void {
     if (error instanceof ShellTemplateError) throw new UsageError(`--shell: ${error.message}`);
     throw error;
   }
+}
+
+/** --adaptive follows the server with one private launch rate for now: what else it would have to scale is refused, naming it. */
+function checkAdaptive(limits: readonly ParsedLimit[], shared: SharedBucketOptions, classes: unknown, costs: boolean): void {
+  const rates = limits.filter((limit) => limit.spec.kind === "bucket");
+  const refuse = (why: string) => new UsageError(`--adaptive: ${why}; for now it follows the server with one private --rate, e.g. "--adaptive --rate 50/s"`);
+  if (rates.length !== 1 || !Number.isFinite((rates[0]!.spec as { rate: number }).rate)) throw refuse("needs one finite --rate, its ceiling");
+  if (shared.key !== undefined) throw refuse("a shared --key is not followed yet");
+  if (classes !== undefined) throw refuse("classes are not followed yet");
+  if (costs || limits.some((limit) => limit.spec.kind === "window")) throw refuse("cost limits and --window are not followed yet");
 }

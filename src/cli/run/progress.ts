@@ -37,6 +37,8 @@ export interface RunProgressOptions {
   name?: string;
   /** With classes: each class's share of the launches so far. */
   classes?: () => readonly ClassShare[];
+  /** --adaptive: the configured rate, the limit being the rate followed now. */
+  adaptiveCeiling?: number;
 }
 
 /** The run's progress line (progress-line.ts), when asked for or when standard error is a terminal and standard output is not. */
@@ -74,6 +76,7 @@ export function startRunProgress(options: RunProgressOptions, limiter: Limiter, 
               jobs: options.jobs,
               key: options.key,
               classes: options.classes?.(),
+              adaptiveCeiling: options.adaptiveCeiling,
               ended,
             }),
             width,

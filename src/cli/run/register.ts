@@ -44,6 +44,7 @@ export function registerRun(program: Command, onExit: (code: number) => void): v
     .option("--max-wait <d>", "skip a job that would wait longer than d for its token (default: wait forever)")
     .option("--kill-after <d>", "after passing a signal on to jobs, kill those still running d later (0: at once)", "5s")
     .option("--retries <n>", "rerun a failed job up to n times; every attempt costs a token", "0")
+    .option("--adaptive", "the --rate is a ceiling: the launch rate follows the server's pushback ({report}), cut x0.7 at a throttle and grown back along CUBIC")
     .addOption(choiceOption("--output <mode>", "line (whole lines, never mixed), group (each job's output at its end), or raw", OUTPUT_MODES, "an output mode").default("line"))
     .option("--tag", "prefix each output line with the job's item (or number) and a tab")
     .option("--force", "write to a terminal even job output that looks binary (refused otherwise, with line and group output)")

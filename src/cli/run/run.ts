@@ -31,6 +31,9 @@ import { ALL_CLASSES, openLimiter } from "../open-limiter.js";
 import { needsLimitSet } from "../limit-options.js";
 import { formatLimitsText, type LimitReport, limitedBy, limitReports } from "../../core/limit-report.js";
 import { LimitSetLimiter } from "../../core/limit-set-limiter.js";
+import { TokenBucket } from "../../core/token-bucket.js";
+import { systemClock } from "../../core/clock.js";
+import { AdaptiveRate } from "../../run/adaptive-rate.js";
 import type { LimitReservation } from "../../core/limit-set.js";
 
 /** The signal jobs get when tbucket receives one: a hang-up ends them as SIGTERM would (some jobs take SIGHUP as "reload"). */
@@ -200,7 +203,8 @@ async function launchAll(
 ): Promise<number> {
   // The meter gives --stats its rate after the burst, and the progress line its recent rate.
   const meter = new LaunchRateMeter(limiter.rate === Infinity ? 1 : limiter.burst);
-  const progress = startRunProgress({ progress: config.progress, key: config.shared.key, jobs: config.jobs, name: config.name, classes: classes && (() => classes.shares()) }, limiter, meter);
+  const ceiling = config.adaptive ? limiter.rate : undefined;
+  const progress = startRunProgress({ progress: config.progress, key: config.shared.key, jobs: config.jobs, name: config.name, classes: classes && (() => classes.shares()), adaptiveCeiling: ceiling }, limiter, meter);
   // Set once the runner exists: a failed write of job output stops the run.
   let onOutputFailure = (_error: NodeJS.ErrnoException) => {};
   const lock = new OutputLock();
@@ -228,6 +232,8 @@ async function launchAll(
     stderr,
     reportDir,
   });
+  // --adaptive: the private bucket's rate follows the server, the configured rate its ceiling.
+  const adaptive = config.adaptive && limiter instanceof TokenBucket ? new AdaptiveRate(limiter.rate, systemClock, { onRate: (rate) => limiter.setRate(rate) }) : undefined;
   const toEpochMs = (clockMs: number) => performance.timeOrigin + clockMs;
   const warned = new Set<string>();
   const settling = config.cost && limiter instanceof LimitSetLimiter ? settlingSet(limiter) : undefined;
@@ -245,7 +251,8 @@ async function launchAll(
     limiterOf: classes?.limiterOf,
     costsOf: config.cost && costsOfJob(config.cost),
     onLaunch: (_job, _attempt, atMs, askedMs) => meter.record(atMs, askedMs),
-    onAttemptEnd: (_job, _attempt, exit) => {
+    onAttemptEnd: (_job, _attempt, exit, outcome) => {
+      adaptive?.record(outcome.throttled);
       // A report line tbucket knows but could not read, said once per run: one bad header would say it every job.
       for (const problem of exit.report?.problems ?? []) {
         const kind = exit.report!.truncated && problem.includes("longer than") ? "report-too-long" : problem.replace(/^report \S+: /, "").split(":")[0]!;
