@@ -341,7 +341,7 @@ export class JobRunner {
         const atMs = this.#clock.now();
         startMs ??= atMs;
         this.#options.onLaunch?.(job, attempts, atMs, askedMs);
-        const launched = this.#options.launch(job, attempts);
+        const launched = this.#launchAttempt(job, attempts);
         this.#live.add(launched);
         try {
           exit = await launched.exited;
@@ -387,6 +387,17 @@ export class JobRunner {
       number: job.number, item: job.item, startMs, endMs: this.#clock.now(), waitMs, exit, attempts, skipped: false,
       throttled, serverWaitMs, costs, settledCosts: settled,
     });
+  }
+
+  /** One attempt; a launch that throws (a fault of ours, not the job's) is an attempt that failed to start, never a job lost. */
+  #launchAttempt(job: JobSpec, attempt: number): LaunchedJob {
+    try {
+      return this.#options.launch(job, attempt);
+    } catch (error) {
+      // Its own code: an errno here (the report file's) is not the command's, which would stop the run.
+      const spawnError = { code: "ELAUNCH", message: (error as Error).message };
+      return { exited: Promise.resolve({ code: null, signal: null, spawnError }), kill: () => {} };
+    }
   }
 
   /**

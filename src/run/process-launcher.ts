@@ -7,7 +7,7 @@ import type { OutputSink } from "./output-sink.js";
 import type { ProcessGroups } from "./process-groups.js";
 import { describeSpawnError } from "./spawn-error.js";
 import { join } from "node:path";
-import { closeSync, openSync, rmSync } from "node:fs";
+import { closeSync, mkdirSync, openSync, rmSync } from "node:fs";
 import { readServerReport } from "./server-report.js";
 
 export interface ProcessLauncherOptions {
@@ -49,7 +49,7 @@ export function createProcessLauncher(options: ProcessLauncherOptions): Launch {
   let toldHeld = false;
   return (job, attempt) => {
     const reportPath = options.reportDir === undefined ? undefined : join(options.reportDir, `${job.number}-${attempt}`);
-    if (reportPath !== undefined) closeSync(openSync(reportPath, "w", 0o600));
+    if (reportPath !== undefined) createReportFile(options.reportDir!, reportPath);
     const { file, args } = commandLine(job, reportPath);
     const env = reportPath === undefined ? undefined : { ...process.env, TBUCKET_REPORT: reportPath };
     const tag = options.tag ? `${job.item ?? job.number}\t` : undefined;
@@ -184,4 +184,22 @@ function stopWaitingAfterExit(pipes: readonly Readable[], onHeld: () => void): v
     );
   };
   look();
+}
+
+/**
+ * The attempt's empty report file. A job may have removed the run's directory (it is named in
+ * $TBUCKET_REPORT): it is made again, ours alone. A file that still cannot be made is no report,
+ * never a job not run.
+ */
+function createReportFile(dir: string, path: string): void {
+  try {
+    closeSync(openSync(path, "w", 0o600));
+  } catch {
+    try {
+      mkdirSync(dir, { recursive: true, mode: 0o700 });
+      closeSync(openSync(path, "w", 0o600));
+    } catch {
+      // The job gets the path all the same; what it cannot write there is no report.
+    }
+  }
 }

@@ -83,3 +83,10 @@ describe.concurrent("tbucket run: what failed, on which file, and what to do", (
     expect(readFileSync(script, "utf8")).toContain("#!");
   });
 });
+
+describe("tbucket run when a job removes the report directory", () => {
+  it("makes it again for the next attempts: every job runs", async ({ expect }) => {
+    const result = await runCli(["run", "-r", "50/s", "-j", "1", "--", "sh", "-c", 'rm -rf "$(dirname "$TBUCKET_REPORT")"; echo "job $1"', "sh", "{}"], { input: "1\n2\n3\n" });
+    expect({ code: result.code, stdout: result.stdout.toString(), stderr: result.stderr }).toEqual({ code: 0, stdout: "job 1\njob 2\njob 3\n", stderr: "" });
+  });
+});

@@ -33,6 +33,28 @@ function setup(options: {
   return { clock, runner, fake, records, relative };
 }
 
+describe("JobRunner when a launch throws", () => {
+  it("counts the job as failed with its reason, and goes on with the next (no job is lost)", async () => {
+    const clock = new FakeClock(1000);
+    const fake = fakeLaunches(clock, () => ({ runMs: 0 }));
+    const records: JobRecord[] = [];
+    const runner = new JobRunner({
+      limiter: new TokenBucket({ rate: 10, burst: 1, clock }),
+      clock,
+      jobs: jobSource({ count: 3 }),
+      launch: (job, attempt) => {
+        if (job.number === 2) throw Object.assign(new Error("report file: EACCES"), { code: "EACCES" });
+        return fake.launch(job, attempt);
+      },
+      concurrency: Infinity,
+      onJobEnd: (record) => records.push(record),
+    });
+    const result = await drive(clock, runner.run());
+    expect(result.counts).toMatchObject({ started: 3, succeeded: 2, failed: 1 });
+    expect(records.find((record) => record.number === 2)?.exit?.spawnError).toEqual({ code: "ELAUNCH", message: "report file: EACCES" });
+  });
+});
+
 describe("JobRunner schedule", () => {
   it("spaces launches evenly at the rate with the default burst of 1", async () => {
     const { clock, runner, relative } = setup({ rate: 10, count: 5 });
