@@ -1,27 +1,16 @@
 import { readFileSync } from "node:fs";
-import { createServer, type Server } from "node:http";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { runCli } from "../helpers/cli.js";
 import { startProxy, stopProxy } from "../helpers/proxy.js";
 import { tempDirs } from "../helpers/temp-dir.js";
+import { listen } from "../http/http-helpers.js";
 
 const tempDir = tempDirs("proxy-http-classes");
-const servers: Server[] = [];
-afterEach(async () => {
-  await Promise.all(
-    servers.splice(0).map((server) => {
-      server.closeAllConnections();
-      return new Promise<void>((resolve) => server.close(() => resolve()));
-    }),
-  );
-});
 
+/** A backend answering `ok <path>`, closed after the test (http-helpers' listen). */
 async function httpBackend(): Promise<number> {
-  const server = createServer((request, response) => response.end(`ok ${request.url}\n`));
-  servers.push(server);
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  return (server.address() as { port: number }).port;
+  return (await listen((request, response) => response.end(`ok ${request.url}\n`))).port;
 }
 
 describe("tbucket proxy --to http://... --class: classes share each key's limit", () => {
