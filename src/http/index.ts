@@ -10,9 +10,13 @@ export {
   type GateResult,
   KeyFunctionError,
   type LimitLevel,
+  type LimitOptions,
+  type MaybePromise,
   rateLimit,
   type RateLimitMiddleware,
   type RateLimitOptions,
+  type RefusalMessage,
+  RequestFunctionError,
   type RequestLimit,
 } from "./rate-limit.js";
 export type { StoreBuckets } from "./store-limiters.js";

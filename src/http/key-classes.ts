@@ -12,7 +12,7 @@ import type { LimitSpec } from "../core/limit-spec.js";
  * the same with promises (store-key-classes.ts).
  */
 export interface KeyClasses {
-  take(className: string, maxWaitMs: number, signal?: AbortSignal): ClassAnswer | Promise<ClassAnswer>;
+  take(className: string, maxWaitMs: number, signal?: AbortSignal, cost?: number): ClassAnswer | Promise<ClassAnswer>;
   /** The level of the key's rate, as far as it is known without a round trip (undefined: not known). */
   level(): number | undefined;
   /** True when the key is as a new one: it may be forgotten. */
@@ -34,8 +34,8 @@ export class PrivateKeyClasses implements KeyClasses {
     this.#limiter = new ClassLimiter(limits, classes, { clock });
   }
 
-  take(className: string, maxWaitMs: number, signal?: AbortSignal): ClassAnswer | Promise<ClassAnswer> {
-    return maxWaitMs === 0 ? this.#limiter.takeNow(className, 1) : this.#limiter.tryTake(className, 1, maxWaitMs, signal);
+  take(className: string, maxWaitMs: number, signal?: AbortSignal, cost = 1): ClassAnswer | Promise<ClassAnswer> {
+    return maxWaitMs === 0 ? this.#limiter.takeNow(className, cost) : this.#limiter.tryTake(className, cost, maxWaitMs, signal);
   }
 
   level(): number {

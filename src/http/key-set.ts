@@ -39,7 +39,7 @@ export interface KeySet {
   /** While a request waits for a concurrency slot, ask again this often (slots freed elsewhere are not announced). */
   readonly slotPollMs?: number;
   /** Takes one request (1 in every bucket and window, a slot in every concurrency limit) if it may go within `maxWaitMs`. */
-  take(maxWaitMs: number): KeySetTake | Promise<KeySetTake>;
+  take(maxWaitMs: number, cost?: number): KeySetTake | Promise<KeySetTake>;
   /** Gives an ok take not yet due back to every limit, and frees its slots. */
   cancel(take: KeySetTake): void;
   /** Frees the concurrency slots of an ok take (its response ended); once only. */
@@ -59,6 +59,11 @@ export interface KeySet {
 export interface KeySetSource {
   open(key: string, limits: readonly LimitSpec[]): KeySet;
   close?(set: KeySet): void;
+}
+
+/** The costs of one request of `cost` (1 unless a cost function says): rate and window limits count it, a concurrency limit one slot. */
+export function requestCosts(cost: number): Costs {
+  return cost === 1 ? ONE_REQUEST : { count: cost };
 }
 
 const ONE_REQUEST: Costs = { count: 1 };
@@ -98,12 +103,13 @@ export class PrivateKeySet implements KeySet {
     return this.#set.specs;
   }
 
-  take(maxWaitMs: number): KeySetTake {
+  take(maxWaitMs: number, cost = 1): KeySetTake {
     const nowMs = this.#clock.now();
-    const reservation = this.#set.reserveAt(nowMs, ONE_REQUEST, maxWaitMs);
+    const costs = requestCosts(cost);
+    const reservation = this.#set.reserveAt(nowMs, costs, maxWaitMs);
     if (reservation.ok) return new PrivateTake(reservation, reservation.delayFrom(nowMs), 0);
     // The same instant a reserve would find with no wait limit, taking nothing: Retry-After tells the truth.
-    const retryMs = reservation.noSlot ? Infinity : this.#set.earliestAt(nowMs, ONE_REQUEST) - nowMs;
+    const retryMs = reservation.noSlot ? Infinity : this.#set.earliestAt(nowMs, costs) - nowMs;
     return new PrivateTake(reservation, Infinity, retryMs);
   }
 

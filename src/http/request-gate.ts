@@ -3,7 +3,7 @@ import { TokenBucket } from "../core/token-bucket.js";
 import { type TurnDecision, TurnQueue } from "../core/turn-queue.js";
 import type { KeyLimiter, KeyLimiterSource } from "./key-limiter.js";
 import { KeyTable } from "../core/key-table.js";
-import { retryAfterSeconds } from "./rate-limit-fields.js";
+import { MAX_RETRY_AFTER_SECONDS, retryAfterSeconds } from "./rate-limit-fields.js";
 import { RetrySpread } from "./retry-spread.js";
 import type { LimitSpec } from "../core/limit-spec.js";
 import { type KeySet, type KeySetSource, type KeySetTake, type LimitLevel, PrivateKeySet } from "./key-set.js";
@@ -23,6 +23,8 @@ export interface GateResult {
   waitMs: number;
   /** Refused: whole seconds after which the same request would be let through (or queued within the wait limit). */
   retryAfterSeconds: number;
+  /** Refused: the same in milliseconds, before rounding up to whole seconds (the `retry-after-ms` field). */
+  retryAfterMs?: number;
   /** The bucket's level after the decision, and its settings (which a shared store may change live). */
   level: number;
   rate: number;
@@ -127,10 +129,12 @@ export class RequestGate {
 
   /**
    * Decides for one request of `key` (as class `className`, with classes: an
-   * UnknownClassError for one not defined); aborting `signal` gives up a
-   * wait (decision "cancelled", token given back).
+   * UnknownClassError for one not defined) costing `cost` tokens of each rate
+   * and window; aborting `signal` gives up a wait (decision "cancelled",
+   * token given back). A private one-bucket gate takes 1 a request: a cost
+   * other than 1 needs the bucket as a set (`limits`).
    */
-  admit(key: string, signal?: AbortSignal, className?: string): GateResult | Promise<GateResult> {
+  admit(key: string, signal?: AbortSignal, className?: string, cost = 1): GateResult | Promise<GateResult> {
     const { rate, burst, classes } = this.#options;
     const limits = this.#options.limits;
     if (rate === Infinity && !this.#options.source && !limits && !classes) return { decision: "admitted", waitMs: 0, retryAfterSeconds: 0, level: burst, rate, burst, limitedBy: [] };
@@ -150,11 +154,14 @@ export class RequestGate {
     }
     if (entry.keyClasses) {
       if (className === undefined) throw new TypeError("RequestGate: a gate with classes needs each request's class");
-      return this.#admitClass(entry, entry.keyClasses, className, signal);
+      return this.#admitClass(entry, entry.keyClasses, className, signal, cost);
     }
-    if (entry.keySet) return this.#admitSet(entry, entry.keySet, signal);
-    if (entry.turns) return this.#admitPrivate(entry, entry.turns, signal);
-    return this.#admitShared(key, entry, signal);
+    if (entry.keySet) return this.#admitSet(entry, entry.keySet, signal, cost);
+    if (entry.turns) {
+      if (cost !== 1) throw new RangeError("RequestGate: a private bucket takes 1 a request; give the bucket as a set for other costs");
+      return this.#admitPrivate(entry, entry.turns, signal);
+    }
+    return this.#admitShared(key, entry, signal, cost);
   }
 
   /** Forgets every key, releasing shared buckets' leases. */
@@ -165,7 +172,7 @@ export class RequestGate {
   #admitPrivate(entry: Entry, turns: TurnQueue, signal: AbortSignal | undefined): GateResult | Promise<GateResult> {
     const bucket = turns.bucket;
     const turn = turns.take(signal);
-    if (turn === "refused") return this.#refused(bucket, bucket.tokensAt(this.#clock.now()), entry);
+    if (turn === "refused") return this.#refused(bucket, bucket.tokensAt(this.#clock.now()), entry, 1);
     entry.spread?.redeem(this.#clock.now());
     if (turn === "admitted") return this.#result("admitted", 0, bucket, bucket.tokensAt(this.#clock.now()));
     entry.waiting++;
@@ -175,21 +182,21 @@ export class RequestGate {
     });
   }
 
-  async #admitShared(key: string, entry: Entry, signal: AbortSignal | undefined): Promise<GateResult> {
+  async #admitShared(key: string, entry: Entry, signal: AbortSignal | undefined, cost: number): Promise<GateResult> {
     entry.waiting++;
     const startMs = this.#clock.now();
     try {
       const limiter = entry.limiter ?? (await this.#open(key, entry));
       let granted: boolean;
       try {
-        granted = await limiter.tryWait(1, this.#options.maxWaitMs, signal);
+        granted = await limiter.tryWait(cost, this.#options.maxWaitMs, signal);
       } catch (error) {
         if (signal?.aborted) return this.#result("cancelled", this.#clock.now() - startMs, limiter, limiter.tokens());
         // A bucket whose store failed is opened afresh by the key's next request.
         if (this.#table.peek(key) === entry) this.#table.delete(key);
         throw error;
       }
-      if (!granted) return this.#refused(limiter, limiter.tokens(), entry);
+      if (!granted) return this.#refused(limiter, limiter.tokens(), entry, cost);
       entry.spread?.redeem(this.#clock.now());
       const waitedMs = this.#clock.now() - startMs;
       return this.#result(this.#options.maxWaitMs > 0 && waitedMs >= 1 ? "queued" : "admitted", waitedMs, limiter, limiter.tokens());
@@ -222,16 +229,16 @@ export class RequestGate {
    * number (RetrySpread: they take the tokens before it, so they are not all
    * told the same second).
    */
-  #refused(limiter: KeyLimiter, level: number, entry: Entry): GateResult {
+  #refused(limiter: KeyLimiter, level: number, entry: Entry, cost: number): GateResult {
     const { rate } = limiter;
     const nowMs = this.#clock.now();
     entry.spread ??= new RetrySpread();
     const ahead = entry.spread.expectedAt(nowMs);
-    const neededTokens = 1 + ahead - (rate * this.#options.maxWaitMs) / 1000 - level;
-    const waitMs = rate > 0 && limiter.burst >= 1 ? Math.max(0, (neededTokens * 1000) / rate) : Infinity;
+    const neededTokens = cost + ahead - (rate * this.#options.maxWaitMs) / 1000 - level;
+    const waitMs = rate > 0 && limiter.burst >= cost ? Math.max(0, (neededTokens * 1000) / rate) : Infinity;
     const seconds = retryAfterSeconds(waitMs);
     if (waitMs !== Infinity) entry.spread.promise(nowMs + seconds * 1000);
-    return { ...this.#result("refused", 0, limiter, level), retryAfterSeconds: seconds };
+    return { ...this.#result("refused", 0, limiter, level), retryAfterSeconds: seconds, retryAfterMs: refusedMs(waitMs) };
   }
 
   #result(decision: GateDecision, waitMs: number, limiter: KeyLimiter, level: number): GateResult {
@@ -245,9 +252,9 @@ export class RequestGate {
    * class's wait. A refusal's Retry-After is the instant the class could be
    * served (less the wait allowed, queueing).
    */
-  #admitClass(entry: Entry, keyClasses: KeyClasses, className: string, signal: AbortSignal | undefined): GateResult | Promise<GateResult> {
+  #admitClass(entry: Entry, keyClasses: KeyClasses, className: string, signal: AbortSignal | undefined, cost: number): GateResult | Promise<GateResult> {
     const startMs = this.#clock.now();
-    const answer = keyClasses.take(className, this.#options.maxWaitMs, signal);
+    const answer = keyClasses.take(className, this.#options.maxWaitMs, signal, cost);
     if (!(answer instanceof Promise)) return this.#classResult(answer, 0, keyClasses, className);
     entry.waiting++;
     return answer.then(
@@ -270,8 +277,8 @@ export class RequestGate {
     const burst = share?.kind === "bucket" ? share.burst : Infinity;
     const level = keyClasses.level() ?? NaN;
     if (!answer.ok) {
-      const retryAfter = retryAfterSeconds(Math.max(0, answer.retryMs - maxWaitMs));
-      return { decision: "refused", waitMs: 0, retryAfterSeconds: retryAfter, level, rate, burst, limitedBy: [], className };
+      const waitMs = Math.max(0, answer.retryMs - maxWaitMs);
+      return { decision: "refused", waitMs: 0, retryAfterSeconds: retryAfterSeconds(waitMs), retryAfterMs: refusedMs(waitMs), level, rate, burst, limitedBy: [], className };
     }
     const decision = maxWaitMs > 0 && waitMs >= 1 ? "queued" : "admitted";
     return { decision, waitMs, retryAfterSeconds: 0, level, rate, burst, limitedBy: [], className };
@@ -283,21 +290,21 @@ export class RequestGate {
    * for the instant every limit admits it, or, no concurrency slot being
    * free, for a slot to be freed, within `maxWaitMs` from its arrival.
    */
-  #admitSet(entry: Entry, keySet: KeySet, signal: AbortSignal | undefined): GateResult | Promise<GateResult> {
+  #admitSet(entry: Entry, keySet: KeySet, signal: AbortSignal | undefined, cost: number): GateResult | Promise<GateResult> {
     const { maxWaitMs } = this.#options;
     if (entry.slotTurns.length === 0) {
-      const take = keySet.take(maxWaitMs);
+      const take = keySet.take(maxWaitMs, cost);
       if (!(take instanceof Promise)) {
         if (take.ok && take.waitMs <= 0) return this.#setResult("admitted", 0, entry, keySet, take);
         if (!take.ok && (!take.noSlot || maxWaitMs === 0)) return this.#setRefused(keySet, take);
       }
-      return this.#waitInSet(entry, keySet, take, signal);
+      return this.#waitInSet(entry, keySet, take, signal, cost);
     }
     // Others wait for a slot already: this one waits behind them.
-    return this.#waitInSet(entry, keySet, undefined, signal);
+    return this.#waitInSet(entry, keySet, undefined, signal, cost);
   }
 
-  async #waitInSet(entry: Entry, keySet: KeySet, first: KeySetTake | Promise<KeySetTake> | undefined, signal: AbortSignal | undefined): Promise<GateResult> {
+  async #waitInSet(entry: Entry, keySet: KeySet, first: KeySetTake | Promise<KeySetTake> | undefined, signal: AbortSignal | undefined, cost: number): Promise<GateResult> {
     const startMs = this.#clock.now();
     entry.waiting++;
     try {
@@ -305,7 +312,7 @@ export class RequestGate {
       // Waiting for a slot, the concurrency limits set the wait too.
       let slotLimits: readonly number[] = [];
       if (take === undefined || (!take.ok && take.noSlot)) {
-        const slot = await this.#waitForSlot(entry, keySet, startMs, signal);
+        const slot = await this.#waitForSlot(entry, keySet, startMs, signal, cost);
         if (slot === "cancelled") return this.#setResult("cancelled", this.#clock.now() - startMs, entry, keySet, undefined);
         take = slot;
         slotLimits = concurrencyLimits(keySet.limits);
@@ -333,7 +340,7 @@ export class RequestGate {
    * (then that take, ok or refused by another limit's wait), the wait limit
    * passes (refused), or the client leaves ("cancelled").
    */
-  async #waitForSlot(entry: Entry, keySet: KeySet, startMs: number, signal: AbortSignal | undefined): Promise<KeySetTake | "cancelled"> {
+  async #waitForSlot(entry: Entry, keySet: KeySet, startMs: number, signal: AbortSignal | undefined, cost: number): Promise<KeySetTake | "cancelled"> {
     const deadlineMs = startMs + this.#options.maxWaitMs;
     let wake!: () => void;
     let woken = new Promise<void>((resolve) => (wake = resolve));
@@ -348,7 +355,7 @@ export class RequestGate {
         if (signal?.aborted) return "cancelled";
         const leftMs = deadlineMs - this.#clock.now();
         if (entry.slotTurns[0] === turn) {
-          const take = await keySet.take(Math.max(0, leftMs));
+          const take = await keySet.take(Math.max(0, leftMs), cost);
           if (!take.noSlot || leftMs <= 0) return take;
         } else if (leftMs <= 0) {
           return noSlotTake(keySet.limits);
@@ -379,8 +386,8 @@ export class RequestGate {
 
   /** A refusal by the set: Retry-After from the instant every limit would admit the request (less the wait allowed, queueing). */
   #setRefused(keySet: KeySet, take: KeySetTake): GateResult {
-    const seconds = take.noSlot ? SLOT_RETRY_AFTER_SECONDS : retryAfterSeconds(Math.max(0, take.retryMs - this.#options.maxWaitMs));
-    return { ...this.#setResult("refused", 0, undefined, keySet, undefined), limitedBy: take.limitedBy, retryAfterSeconds: seconds };
+    const waitMs = take.noSlot ? SLOT_RETRY_AFTER_SECONDS * 1000 : Math.max(0, take.retryMs - this.#options.maxWaitMs);
+    return { ...this.#setResult("refused", 0, undefined, keySet, undefined), limitedBy: take.limitedBy, retryAfterSeconds: retryAfterSeconds(waitMs), retryAfterMs: refusedMs(waitMs) };
   }
 
   #setResult(
@@ -419,6 +426,11 @@ export class RequestGate {
  * asked to come back in the least whole second.
  */
 export const SLOT_RETRY_AFTER_SECONDS = 1;
+
+/** A refusal's wait in whole milliseconds, at least 1 (as `retry-after-ms` is written), capped with Retry-After's cap. */
+function refusedMs(waitMs: number): number {
+  return Math.min(MAX_RETRY_AFTER_SECONDS * 1000, Math.max(1, Math.ceil(waitMs)));
+}
 
 /** A refusal at the wait limit for a request still behind others in the slot queue: the concurrency limits bound it. */
 function noSlotTake(limits: readonly LimitSpec[]): KeySetTake {

@@ -64,16 +64,16 @@ class StoreKeyClasses implements KeyClasses {
     this.#shared = shared;
   }
 
-  async take(className: string, maxWaitMs: number, signal?: AbortSignal): Promise<ClassAnswer> {
+  async take(className: string, maxWaitMs: number, signal?: AbortSignal, cost = 1): Promise<ClassAnswer> {
     this.#busy++;
     try {
       try {
-        return await this.#ask(className, maxWaitMs, signal);
+        return await this.#ask(className, maxWaitMs, signal, cost);
       } catch (error) {
         // The store forgot the client's key once it was full: it is made again, as at the first request.
         if (!(error instanceof StoreError && error.failure === "deleted")) throw error;
         this.#forget(className);
-        return await this.#ask(className, maxWaitMs, signal);
+        return await this.#ask(className, maxWaitMs, signal, cost);
       }
     } finally {
       this.#busy--;
@@ -93,9 +93,9 @@ class StoreKeyClasses implements KeyClasses {
     for (const className of [...this.#limiters.keys()]) this.#forget(className);
   }
 
-  async #ask(className: string, maxWaitMs: number, signal: AbortSignal | undefined): Promise<ClassAnswer> {
+  async #ask(className: string, maxWaitMs: number, signal: AbortSignal | undefined, cost: number): Promise<ClassAnswer> {
     const limiter = await this.#limiter(className);
-    return limiter.run((serving) => (serving as ClassTaker).tryTake(1, maxWaitMs, signal), LET_THROUGH, signal);
+    return limiter.run((serving) => (serving as ClassTaker).tryTake(cost, maxWaitMs, signal), LET_THROUGH, signal);
   }
 
   #limiter(className: string): Promise<FailoverLimiter> {

@@ -1,12 +1,12 @@
 import { randomUUID } from "node:crypto";
 import { type Clock, systemClock } from "../core/clock.js";
-import type { Costs, LimitSpec } from "../core/limit-spec.js";
+import type { LimitSpec } from "../core/limit-spec.js";
 import { SlidingWindow } from "../core/sliding-window.js";
 import type { BucketStore } from "../store/bucket-store.js";
 import { keyName } from "../store/key-buckets.js";
 import { DEFAULT_SLOT_LEASE_MS, type LimitSetStore, sameLimits, type SetReservation, type SetTakeResult } from "../store/limit-set-store.js";
 import { isStoreFailure, StoreWatch } from "../store/store-watch.js";
-import { type KeySet, type KeySetSource, type KeySetTake, type LimitLevel, PrivateKeySet } from "./key-set.js";
+import { type KeySet, type KeySetSource, type KeySetTake, type LimitLevel, PrivateKeySet, requestCosts } from "./key-set.js";
 import type { OnStoreError, StoreBuckets } from "./store-limiters.js";
 
 /**
@@ -15,8 +15,6 @@ import type { OnStoreError, StoreBuckets } from "./store-limiters.js";
  * would only hear of this process's releases.
  */
 export const SLOT_POLL_MS = 100;
-
-const ONE_REQUEST: Costs = { count: 1 };
 
 /** A take of a store's set: the store's answer, or one made while the store is lost (a private set's, or one let through). */
 interface StoreTake extends KeySetTake {
@@ -106,17 +104,18 @@ class StoreKeySet implements KeySet {
     return this.#limits;
   }
 
-  async take(maxWaitMs: number): Promise<KeySetTake> {
-    if (this.#shared.watch.lost) return this.#whileLost(maxWaitMs);
+  async take(maxWaitMs: number, cost = 1): Promise<KeySetTake> {
+    if (this.#shared.watch.lost) return this.#whileLost(maxWaitMs, cost);
     this.#busy++;
     try {
       // A holder id of the request's own: its slot is its alone to renew and release.
       const takeOptions = { maxWaitMs, holder: randomUUID(), leaseMs: this.#shared.leaseMs };
       const { store } = this.#shared;
-      let result = await store.takeSet(this.#key, ONE_REQUEST, takeOptions);
+      const costs = requestCosts(cost);
+      let result = await store.takeSet(this.#key, costs, takeOptions);
       if (result === undefined) {
         await store.configureSet(this.#key, this.#limits, { expireWhenFull: true });
-        result = await store.takeSet(this.#key, ONE_REQUEST, takeOptions);
+        result = await store.takeSet(this.#key, costs, takeOptions);
         if (result === undefined) throw new Error(`store ${store.url}: key ${this.#key} was deleted as it was made`);
       }
       return await this.#taken(result, maxWaitMs);
@@ -124,7 +123,7 @@ class StoreKeySet implements KeySet {
       if (!isStoreFailure(error)) throw error;
       // The watch reads the key: a store that fails again is lost until a probe finds it back.
       void this.#shared.watch.read(this.#key).catch(() => {});
-      return this.#whileLost(maxWaitMs, error);
+      return this.#whileLost(maxWaitMs, cost, error);
     } finally {
       this.#busy--;
     }
@@ -259,12 +258,12 @@ class StoreKeySet implements KeySet {
   }
 
   /** What a request gets while the store is lost: the outage's failure (503), a private set's take, or let through. */
-  #whileLost(maxWaitMs: number, error?: unknown): StoreTake {
+  #whileLost(maxWaitMs: number, cost: number, error?: unknown): StoreTake {
     const { mode, watch } = this.#shared;
     if (mode === "open") return OPEN_TAKE;
     if (mode === "fail") throw watch.lost?.error ?? error;
     this.#local ??= new PrivateKeySet(this.#limits, this.#shared.clock);
-    const local = this.#local.take(maxWaitMs);
+    const local = this.#local.take(maxWaitMs, cost);
     return { ok: local.ok, waitMs: local.waitMs, limitedBy: local.limitedBy, noSlot: local.noSlot, retryMs: local.retryMs, local };
   }
 }

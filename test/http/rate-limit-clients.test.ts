@@ -176,9 +176,17 @@ describe("rateLimit: the client's address", () => {
 describe("rateLimit: options", () => {
   // Regression: unknown options were ignored, so a misspelled limit was no limit.
   it.each([
-    [{ maxWait: 5 }, "Unknown option `maxWait` (did you mean `maxWaitMs`?); the options are `rate`, `burst`, `limits`, `key`, `trustProxy`, `ipv6Subnet`, `classes`, `classOf`, `defaultClass`, `policy`, `maxWaitMs`, `maxKeys`, `headers`, `store`, `onDecision`, `log`, `clock`"],
-    [{ message: "slow down" }, "Unknown option `message`; the options are `rate`,"],
-    [{ skip: () => true }, "Unknown option `skip`; the options are"],
+    [
+      { maxWait: 5 },
+      "Unknown option `maxWait` (did you mean `maxWaitMs`?); the options are `rate`, `burst`, `limits`, `key`, `skip`, `cost`, `classes`, `classOf`, `defaultClass`, `policy`, `maxWaitMs`, `maxKeys`, `headers`, `legacyHeaders`, `retryAfterMs`, `message`, `store`, `onDecision`, `log`, `clock`, `trustProxy`, `ipv6Subnet`, `handler`",
+    ],
+    [{ legacyHeader: true }, "Unknown option `legacyHeader` (did you mean `legacyHeaders`?)"],
+    [{ onLimitReached: () => {} }, "Unknown option `onLimitReached`; the options are `rate`,"],
+    [{ skip: true }, "Expected `skip` to be a function, got `true` (boolean)"],
+    [{ cost: -1 }, "Expected `cost` to be a finite number of at least 0 or a function of the request, got `-1` (number)"],
+    [{ headers: "yes" }, "Expected `headers` to be true or false, got `yes` (string)"],
+    [{ message: 429 }, "Expected `message` to be a string, an object (sent as JSON) or a function, got `429` (number)"],
+    [{ handler: "stderr" }, "Expected `handler` to be a function, got `stderr` (string)"],
     [{ ipv6Subnet: 0 }, "Expected `ipv6Subnet` to be an integer from 1 to 128 (the bits of an IPv6 address that make a client), got `0` (number)"],
     [{ ipv6Subnet: 129 }, "Expected `ipv6Subnet` to be an integer from 1 to 128"],
     [{ ipv6Subnet: "56" }, "Expected `ipv6Subnet` to be an integer from 1 to 128 (the bits of an IPv6 address that make a client), got `56` (string)"],
