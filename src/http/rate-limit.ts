@@ -110,7 +110,15 @@ export function rateLimit(options: RateLimitOptions): RateLimitMiddleware {
         if (handler) {
           res.statusCode = 429;
           setHeaders(res, verdict.headers);
-          handler(req, res, next, verdict.result);
+          handler(req, res, (error?: unknown) => {
+            // Let through after all: the response is the handler's, with none of the refusal's status or wait.
+            if (error === undefined && !res.headersSent) {
+              res.statusCode = 200;
+              res.removeHeader("Retry-After");
+              res.removeHeader("retry-after-ms");
+            }
+            next(error);
+          }, verdict.result);
           return;
         }
         const body = limiter.refusalBody(req, verdict.result);
