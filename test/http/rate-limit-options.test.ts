@@ -164,7 +164,7 @@ describe("rateLimit: refusals", () => {
     expect(refused.headers["ratelimit-policy"]).toBe('"default";q=1;w=1');
     const let_ = await get(`${url}/let`);
     expect([let_.status, let_.body]).toEqual([200, "ok\n"]);
-    expect(seen).toEqual([1, 1]);
+    expect(seen).toEqual([1, 2]);
   });
 
   it("sends retry-after-ms and the legacy X-RateLimit fields when asked", async () => {
