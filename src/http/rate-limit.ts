@@ -259,7 +259,7 @@ function trustsEveryProxy(req: IncomingMessage): boolean {
 }
 
 /** Frees a request's concurrency slot when its response ends: finished, or cut short (the client left, the handler failed). */
-function holdUntilEnd(res: ServerResponse, release: () => void): void {
+export function holdUntilEnd(res: ServerResponse, release: () => void): void {
   if (res.writableFinished || res.destroyed || (res as { closed?: boolean }).closed) {
     release();
     return;
@@ -269,7 +269,7 @@ function holdUntilEnd(res: ServerResponse, release: () => void): void {
 }
 
 /** An abort signal for a waiting request, fired when its client hangs up before the response. */
-function abortOnHangUp(res: ServerResponse): { signal: AbortSignal; done(): void } {
+export function abortOnHangUp(res: ServerResponse): { signal: AbortSignal; done(): void } {
   const controller = new AbortController();
   const onClose = (): void => controller.abort();
   res.once("close", onClose);

@@ -52,8 +52,13 @@ afterAll(() => {
 
 describe("npm pack", () => {
   it("packs the compiled library and CLI, the bin shim, README and LICENSE, nothing else", () => {
-    expect(packedFiles).toEqual(expect.arrayContaining(["package.json", "bin/tbucket", "bin/package.json", "dist/cli.cjs", "dist/index.js", "dist/index.d.ts", "dist/cli/main.js", "dist/http/index.js", "dist/http/index.d.ts", "README.md", "LICENSE"]));
-    const unexpected = packedFiles.filter((path) => !/^(dist\/.+\.(js|d\.ts)|dist\/cli\.cjs|bin\/tbucket|bin\/package\.json|package\.json|README\.md|LICENSE)$/.test(path));
+    expect(packedFiles).toEqual(
+      expect.arrayContaining([
+        ...["package.json", "bin/tbucket", "bin/package.json", "dist/cli.cjs", "dist/index.js", "dist/index.d.ts", "dist/cli/main.js", "README.md", "LICENSE"],
+        ...["dist/http/index.js", "dist/http/index.d.ts", "dist/http/fetch.js", "dist/http/fastify.js", "dist/cjs/package.json", "dist/cjs/index.js", "dist/cjs/http/index.d.ts", "dist/cjs/http/fastify.js"],
+      ]),
+    );
+    const unexpected = packedFiles.filter((path) => !/^(dist\/.+\.(js|d\.ts)|dist\/cli\.cjs|dist\/cjs\/package\.json|bin\/tbucket|bin\/package\.json|package\.json|README\.md|LICENSE)$/.test(path));
     expect(unexpected).toEqual([]);
     expect(packedFiles).not.toContain("dist/tbucket-linux-x64");
   });
@@ -107,7 +112,43 @@ export { ok, limit, admitted, set };
 
     const imported = run(process.execPath, ["--input-type=module", "-e", `import { TokenBucket } from "tbucket"; console.log(new TokenBucket({ rate: 2, burst: 3 }).burst)`], { cwd: consumer });
     expect(imported).toMatchObject({ status: 0, stdout: "3\n", stderr: "" });
-    const middleware = run(process.execPath, ["--input-type=module", "-e", `import { rateLimit } from "tbucket/http"; console.log(typeof rateLimit({ rate: 1, burst: 1 }).wrap)`], { cwd: consumer });
-    expect(middleware).toMatchObject({ status: 0, stdout: "function\n", stderr: "" });
+    const middleware = run(process.execPath, ["--input-type=module", "-e", `import { rateLimit } from "tbucket/http"; import fastifyLimit from "tbucket/fastify"; import { rateLimit as fetchLimit } from "tbucket/fetch"; console.log(typeof rateLimit({ rate: 1, burst: 1 }).wrap, typeof fastifyLimit, typeof fetchLimit({ rate: 1, burst: 1 }).check)`], { cwd: consumer });
+    expect(middleware).toMatchObject({ status: 0, stdout: "function function function\n", stderr: "" });
+  });
+
+  // Node 20 cannot require ESM: without the CommonJS twin, a CommonJS project type-checked cleanly and then crashed at start.
+  it("loads with require() in a CommonJS TypeScript project that type-checks, compiles and runs, each module once", () => {
+    const consumer = join(dir, "consumer-cjs");
+    mkdirSync(join(consumer, "node_modules"), { recursive: true });
+    symlinkSync(join(prefix, "lib", "node_modules", "tbucket"), join(consumer, "node_modules", "tbucket"));
+    symlinkSync(join(root, "node_modules", "fastify"), join(consumer, "node_modules", "fastify"));
+    writeFileSync(join(consumer, "package.json"), JSON.stringify({ type: "commonjs" }));
+    writeFileSync(
+      join(consumer, "main.ts"),
+      `import { TokenBucket } from "tbucket";
+import { rateLimit, RequestFunctionError, type RateLimitMiddleware } from "tbucket/http";
+import * as fetchLimit from "tbucket/fetch";
+import fastifyLimit = require("tbucket/fastify");
+const limit: RateLimitMiddleware = rateLimit({ rate: 1, burst: 1, skip: (req) => req.url === "/health" });
+const edge = fetchLimit.rateLimit({ rate: 1, burst: 1, key: (request: Request) => request.headers.get("x-key") ?? undefined });
+async function main(): Promise<void> {
+  const first = await edge(new Request("http://localhost/", { headers: { "x-key": "a" } }));
+  const second = await edge(new Request("http://localhost/", { headers: { "x-key": "a" } }));
+  console.log(new TokenBucket({ rate: 2, burst: 3 }).burst, typeof limit.wrap, first, second?.status, typeof fastifyLimit.rateLimit, fetchLimit.RequestFunctionError === RequestFunctionError);
+}
+void main();
+`,
+    );
+    const tsc = join(root, "node_modules", "typescript", "bin", "tsc");
+    const flags = ["--strict", "--module", "nodenext", "--moduleResolution", "nodenext", "--target", "es2022", "--skipLibCheck", "--typeRoots", join(root, "node_modules", "@types"), "--types", "node", "--outDir", "out"];
+    const compiled = run(process.execPath, [tsc, ...flags, "main.ts"], { cwd: consumer });
+    expect(String(compiled.stdout) + compiled.stderr).toBe("");
+    expect(compiled.status).toBe(0);
+    // Compiled to require() calls, as a CommonJS project's code is.
+    expect(readFileSync(join(consumer, "out", "main.js"), "utf8")).toContain('require("tbucket/http")');
+    const ran = run(process.execPath, ["--require", join(root, "test", "fixtures", "record-requires.cjs"), join("out", "main.js")], { cwd: consumer });
+    expect(ran).toMatchObject({ status: 0, stdout: "3 function undefined 429 function true\n" });
+    // The store clients load only when a store is opened.
+    expect(ran.stderr).toBe('required: ["tbucket"]\n');
   });
 });
