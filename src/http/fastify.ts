@@ -13,6 +13,7 @@ import { checkLimitOptions, type HeaderFields, LIMIT_OPTION_NAMES, type LimitOpt
 export type { GateDecision, GateResult } from "./request-gate.js";
 export type { LimitLevel } from "./key-set.js";
 export type { StoreBuckets } from "./store-limiters.js";
+export { openStore, type RedisClientLike, redisStore } from "./open-store.js";
 export type { ClassSpec } from "../core/class-spec.js";
 export {
   ClassFunctionError,

@@ -9,6 +9,7 @@ import { type Body, checkLimitOptions, type HeaderFields, LIMIT_OPTION_NAMES, ty
 export type { GateDecision, GateResult } from "./request-gate.js";
 export type { LimitLevel } from "./key-set.js";
 export type { StoreBuckets } from "./store-limiters.js";
+export { openStore, type RedisClientLike, redisStore } from "./open-store.js";
 export type { ClassSpec } from "../core/class-spec.js";
 export {
   ClassFunctionError,

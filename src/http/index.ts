@@ -23,5 +23,5 @@ export type { StoreBuckets } from "./store-limiters.js";
 export type { ClassSpec } from "../core/class-spec.js";
 export { clientAddress, TrustedProxies, TrustProxyError } from "./trusted-proxies.js";
 export { rateLimitPolicy, rateLimitState, retryAfterSeconds } from "./rate-limit-fields.js";
-export { openStore } from "./open-store.js";
+export { openStore, type RedisClientLike, redisStore } from "./open-store.js";
 export { type BucketStore, StoreError } from "../store/bucket-store.js";

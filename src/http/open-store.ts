@@ -10,3 +10,21 @@ import { openStore as openStoreAt, parseStoreLocation } from "../store/open-stor
 export async function openStore(url: string): Promise<BucketStore> {
   return openStoreAt(parseStoreLocation(url, process.env));
 }
+
+/**
+ * The store on an ioredis client of your own (a Redis, a Cluster, one made
+ * for Sentinel), for `rateLimit({ store: { store, name } })`: your client's
+ * connection and options, the same keys and scripts as `openStore`'s.
+ * Closing the store leaves your client open. Rejects with a StoreError when
+ * the client cannot be made ready.
+ */
+export async function redisStore(client: RedisClientLike): Promise<BucketStore> {
+  const { RedisStore } = await import("../store/redis-store.js");
+  return RedisStore.fromClient(client as never);
+}
+
+/** An ioredis `Redis` or `Cluster` (typed loosely here, so that tbucket/http's types do not need ioredis's). */
+export interface RedisClientLike {
+  readonly status: string;
+  script(...args: never[]): unknown;
+}

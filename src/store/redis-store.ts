@@ -61,8 +61,12 @@ export class RedisStore implements BucketStore, LimitSetStore {
   /** The limit sets, one script call each, on the same connection. */
   readonly #sets: RedisSetStore;
 
-  private constructor(client: RedisClient | Cluster, url: string, options: RedisStoreOptions) {
+  /** False for a client the caller gave (fromClient): it stays theirs to quit. */
+  readonly #ownsClient: boolean;
+
+  private constructor(client: RedisClient | Cluster, url: string, options: RedisStoreOptions, ownsClient = true) {
     this.#client = client;
+    this.#ownsClient = ownsClient;
     this.#cluster = "nodes" in client;
     this.url = url;
     this.#clock = options.clock;
@@ -136,6 +140,48 @@ export class RedisStore implements BucketStore, LimitSetStore {
     }
     if (cluster) client.disconnect();
     return new RedisStore(cluster ?? client, shown, options);
+  }
+
+  /**
+   * A store on a client of the caller's own (an ioredis Redis, or a Cluster,
+   * or one made for Sentinel): its connection, options and retries are
+   * theirs, and `close()` leaves it open. Waits for it to be ready, and
+   * loads the script (on every master of a cluster). Give the client a
+   * `commandTimeout` (and a small `maxRetriesPerRequest`), or a lost Redis
+   * holds requests as long as the client queues them instead of failing them.
+   */
+  static async fromClient(client: RedisClient | Cluster, options: Omit<RedisStoreOptions, "connectTimeoutMs" | "commandTimeoutMs"> = {}): Promise<RedisStore> {
+    const cluster = "nodes" in client;
+    const shown = clientUrl(client);
+    // What the connection met: a refused connection shows as "connection closed" to the caller of connect().
+    let lastError: unknown;
+    const onError = (error: unknown) => (lastError = error);
+    client.on("error", onError);
+    try {
+      if (client.status === "wait") await client.connect();
+      else if (client.status !== "ready") await new Promise<void>((resolve, reject) => {
+        const ready = () => {
+          client.off("end", ended);
+          resolve();
+        };
+        const ended = () => {
+          client.off("ready", ready);
+          reject(new Error("the client's connection ended"));
+        };
+        client.once("ready", ready);
+        client.once("end", ended);
+      });
+      if (cluster) await Promise.all(client.nodes("master").map((node) => node.script("LOAD", BUCKET_SCRIPT)));
+      else await client.script("LOAD", BUCKET_SCRIPT);
+    } catch (error) {
+      throw new StoreError("unreachable", `store ${shown}: the Redis client given is not ready (${reason(lastError ?? error)}); check its address, or wait for its "ready" event`, {
+        storeUrl: shown,
+        cause: error,
+      });
+    } finally {
+      client.off("error", onError);
+    }
+    return new RedisStore(client, shown, options, false);
   }
 
   take(key: string, n: number, options?: TakeOptions): Promise<TakeResult | undefined> {
@@ -256,6 +302,7 @@ export class RedisStore implements BucketStore, LimitSetStore {
   }
 
   async close(): Promise<void> {
+    if (!this.#ownsClient) return;
     // A client still reconnecting to a lost server would queue the QUIT until the server is back.
     if (this.#client.status !== "ready") {
       this.#client.disconnect();
@@ -312,6 +359,16 @@ export class RedisStore implements BucketStore, LimitSetStore {
 const RECONNECT_MAX_MS = 250;
 
 /** Whether the server is a Redis Cluster node; a user who may not run INFO is taken to be on a standalone Redis. */
+/** How a client given by the caller is named in messages: its first node's address, without a password. */
+function clientUrl(client: RedisClient | Cluster): string {
+  if ("nodes" in client) {
+    const first = client.nodes("master")[0]?.options;
+    return `redis://${first?.host ?? "127.0.0.1"}:${first?.port ?? 6379} (cluster)`;
+  }
+  const { host = "127.0.0.1", port = 6379, db = 0 } = client.options;
+  return `redis://${host}:${port}${db ? `/${db}` : ""}`;
+}
+
 async function isClusterNode(client: RedisClient): Promise<boolean> {
   let info: string;
   try {

@@ -6,6 +6,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { FakeClock } from "../../src/core/clock.js";
 import { STORE_BACKENDS } from "../../src/store/backends.js";
 import { openStore, parseStoreLocation } from "../../src/store/open-store.js";
+import { RedisStore } from "../../src/store/redis-store.js";
 import { type RedisServer, startRedisServer } from "../helpers/redis-server.js";
 import type { BucketStore } from "../../src/store/bucket-store.js";
 import type { LimitSetStore } from "../../src/store/limit-set-store.js";
@@ -89,3 +90,21 @@ for (const backend of STORE_BACKENDS) {
     return { store, sets: limitSetStoreOf(store)!, clock, cleanup };
   });
 }
+
+// The same contract on a client of the user's own (rateLimit's store from redisStore(client)): the store must not depend on having made the connection.
+async function storeOnUsersClient(): Promise<{ store: BucketStore; clock: FakeClock; cleanup: () => Promise<void> }> {
+  const { url } = await FIXTURES.redis!.fresh();
+  const client = new Redis(url, { commandTimeout: 3000, maxRetriesPerRequest: 2 });
+  const clock = new FakeClock();
+  const store = await RedisStore.fromClient(client, { clock });
+  return { store, clock, cleanup: async () => void (await client.quit()) };
+}
+describeStoreConformance("redis, on the user's own client", storeOnUsersClient);
+describeSetConformance("redis, on the user's own client", async () => {
+  const fixture = await storeOnUsersClient();
+  return { ...fixture, sets: limitSetStoreOf(fixture.store)!, bucketStoreKnowsSets: true };
+});
+describeClassConformance("redis, on the user's own client", async () => {
+  const fixture = await storeOnUsersClient();
+  return { ...fixture, sets: limitSetStoreOf(fixture.store)! };
+});

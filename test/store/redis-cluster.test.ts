@@ -1,4 +1,4 @@
-import { Redis } from "ioredis";
+import { Cluster, Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { FakeClock } from "../../src/core/clock.js";
 import { RedisStore, redisKeyOf } from "../../src/store/redis-store.js";
@@ -79,6 +79,26 @@ describe("RedisStore on a Redis Cluster", () => {
     expect([...placed.keys()].sort()).toEqual(["tbucket-set:{uplink}:2", "tbucket:{uplink}"]);
     expect(new Set(placed.values()).size).toBe(1);
     await store.close();
+  });
+
+  it("runs on a Cluster client of the user's own (redisStore), each key at its slot's master, the client left open", async () => {
+    await flushCluster();
+    const client = new Cluster([{ host: "127.0.0.1", port: cluster.ports[2]! }]);
+    try {
+      const store = await RedisStore.fromClient(client);
+      expect(store.url).toMatch(/^redis:\/\/127\.0\.0\.1:\d+ \(cluster\)$/);
+      for (const key of KEYS) {
+        await store.configure(key, { rate: 1, burst: 2, kind: "count" });
+        expect((await store.take(key, 2))?.ok).toBe(true);
+        expect((await store.take(key, 1, { maxWaitMs: 0 }))?.ok).toBe(false);
+      }
+      const found = await placement();
+      expect(new Set(found.values()).size).toBe(3);
+      await store.close();
+      expect(await client.ping()).toBe("PONG");
+    } finally {
+      client.disconnect();
+    }
   });
 
   it("refuses a database other than 0 in one line: a cluster has no other", async () => {
