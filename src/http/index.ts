@@ -25,3 +25,4 @@ export { clientAddress, TrustedProxies, TrustProxyError } from "./trusted-proxie
 export { rateLimitPolicy, rateLimitState, retryAfterSeconds } from "./rate-limit-fields.js";
 export { openStore, type RedisClientLike, redisStore } from "./open-store.js";
 export { type BucketStore, StoreError } from "../store/bucket-store.js";
+export type { LimitSetStore } from "../store/limit-set-store.js";
