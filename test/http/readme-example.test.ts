@@ -35,3 +35,15 @@ describe("the README's tbucket/http example", () => {
     expect(result.stdout.toString()).toBe(['200 null "default";r=1;t=1', '200 null "default";r=0;t=2', '429 1 "default";r=0;t=1', ""].join("\n"));
   });
 });
+
+describe("the README's Fastify and fetch example", () => {
+  it("runs against the built package and prints what the README says", async () => {
+    const readme = readFileSync(`${root}README.md`, "utf8");
+    const shown = /<!-- framework-example -->\n```js\n([\s\S]*?)```/.exec(readme)?.[1];
+    expect(shown).toContain('from "tbucket/fastify"');
+    const result = await start(process.execPath, ["--input-type=module", "--eval", shown!], { cwd: root }).exited;
+    expect([result.code, result.stderr]).toEqual([0, ""]);
+    expect(result.stdout.toString()).toBe(["200", "429", "200", "200", "429", ""].join("\n"));
+    expect(readme).toContain("It prints 200, 429, 200, then 200, 429.");
+  });
+});
