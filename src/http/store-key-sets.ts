@@ -29,6 +29,13 @@ const OPEN_TAKE: StoreTake = { ok: true, waitMs: 0, limitedBy: [], noSlot: false
 
 /** A KeySetSource with a `dispose` that stops watching the store. */
 export interface StoreKeySetSource extends KeySetSource {
+  /**
+   * The set for every request together, beside the clients' (DESIGN section
+   * 14): the key `NAME` itself, which no client's `NAME:<client>` can be (a
+   * header's value "total" would make `NAME:total`). Watched with theirs:
+   * while the store is lost, `onStoreError` applies to it as to them.
+   */
+  total(limits: readonly LimitSpec[]): KeySet;
   dispose(): void;
 }
 
@@ -60,6 +67,7 @@ export function storeKeySets(buckets: StoreBuckets, options: { clock?: Clock; le
   const shared: SharedSets = { store, watch, clock, mode: buckets.onStoreError ?? "fail", leaseMs: options.leaseMs ?? DEFAULT_SLOT_LEASE_MS };
   return {
     open: (client, limits) => new StoreKeySet(keyName(buckets.name, client), limits, shared),
+    total: (limits) => new StoreKeySet(buckets.name, limits, shared),
     dispose: () => watch.stop(),
   };
 }
