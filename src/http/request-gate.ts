@@ -345,7 +345,8 @@ export class RequestGate {
       }
       const waitedMs = this.#clock.now() - startMs;
       const limitedBy = [...new Set([...slotLimits, ...take.limitedBy])].sort((a, b) => a - b);
-      return this.#setResult(waitedMs >= 1 ? "queued" : "admitted", waitedMs, entry, keySet, take, limitedBy);
+      // Dropping, a store's round trips are no wait for a turn: the request was admitted.
+      return this.#setResult(this.#options.maxWaitMs > 0 && waitedMs >= 1 ? "queued" : "admitted", waitedMs, entry, keySet, take, limitedBy);
     } finally {
       entry.waiting--;
     }

@@ -24,6 +24,8 @@ interface StoreTake extends KeySetTake {
   readonly local?: KeySetTake;
 }
 
+const NOTHING: Costs = { count: 0 };
+
 /** A take let through unlimited while the store is lost (onStoreError "open"). */
 const OPEN_TAKE: StoreTake = { ok: true, waitMs: 0, limitedBy: [], noSlot: false, retryMs: 0 };
 
@@ -151,6 +153,27 @@ class StoreKeySet implements KeySet {
     if (local) return this.#local!.release(local);
     if (!reservation || !this.#unhold(take as HeldTake)) return;
     void this.#shared.store.releaseSet(this.#key, reservation).catch(() => {});
+  }
+
+  /**
+   * Gives an ok take back whole, due or not (a settle to 0 in the store:
+   * `cancel` gives back only what is not yet due), and frees its slot: for a
+   * take the total then refused. Resolves once the store has it back.
+   */
+  async refund(take: KeySetTake): Promise<void> {
+    const { local, reservation } = take as StoreTake;
+    if (local) return this.#local!.refund(local);
+    if (!reservation) return;
+    const held = this.#unhold(take as HeldTake);
+    for (const window of this.#windows.values()) window.adjustAt((take as HeldTake).recordedAtMs!, -1);
+    this.#levels = this.#levels.map((limit) => (limit.kind === "bucket" ? { ...limit, level: Math.min(limit.burst, limit.level + 1) } : limit));
+    const { store } = this.#shared;
+    try {
+      await store.settleSet(this.#key, reservation, NOTHING);
+      if (held) await store.releaseSet(this.#key, reservation);
+    } catch {
+      // A store that fails now gives the slot back at its lease's end, and the token by refilling.
+    }
   }
 
   /** Stops renewing a take's slot and stops counting it as held; false when it held none. */

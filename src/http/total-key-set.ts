@@ -1,6 +1,15 @@
 import type { LimitSpec } from "../core/limit-spec.js";
 import type { KeySet, KeySetTake, LimitLevel } from "./key-set.js";
 
+/**
+ * A set whose ok take can be given back whole, due or not, as if it had cost
+ * nothing (`cancel` gives back only what is not yet due, and a take at once
+ * is due at once): PrivateKeySet and a store's set are.
+ */
+export interface RefundableKeySet extends KeySet {
+  refund(take: KeySetTake): void | Promise<void>;
+}
+
 /** A take of a client's set and the total's together. */
 export interface TotalTake extends KeySetTake {
   /** The total's limits, numbered from 1 within the total, that refused the request or set its wait (`limitedBy` is the client's). */
@@ -16,10 +25,11 @@ export interface TotalTake extends KeySetTake {
  * refusal by either costs nothing in the other.
  *
  * The client is taken first, then the total; when the total refuses, the
- * client's take is given back (`cancel`). With private sets both steps run
- * in one synchronous turn, so no other request sees the state between them,
- * and a take given back at the instant it was made restores the bucket
- * exactly (x/time/rate's CancelAt): the pair is atomic. With a store the two
+ * client's take is given back whole (`refund`: a settle to 0, which restores
+ * a bucket to what it would hold had the request never come, and takes the
+ * record out of a window). With private sets the three steps run in one
+ * synchronous turn, so no other request sees the state between them: the
+ * pair is atomic. With a store the two
  * are two round trips, the client's then the total's: the store's set
  * script takes one key's set, and two keys in one script would have to
  * share a Redis Cluster slot with every client; so between them another
@@ -34,11 +44,13 @@ export interface TotalTake extends KeySetTake {
  * The total holds no concurrency limit, so slots are the client's alone.
  */
 export class TotalKeySet implements KeySet {
-  readonly #client: KeySet;
+  readonly #client: RefundableKeySet;
   readonly #total: KeySet;
 
   constructor(client: KeySet, total: KeySet) {
-    this.#client = client;
+    // A capability of the sets the gate makes (private and store), checked once: without it a refusal by the total would cost the client.
+    if (typeof (client as Partial<RefundableKeySet>).refund !== "function") throw new TypeError("TotalKeySet: the client's set cannot give a take back whole (no `refund`)");
+    this.#client = client as RefundableKeySet;
     this.#total = total;
   }
 
@@ -72,14 +84,14 @@ export class TotalKeySet implements KeySet {
     try {
       total = this.#total.take(maxWaitMs, cost);
     } catch (error) {
-      this.#client.cancel(client);
+      void this.#client.refund(client);
       throw error;
     }
     if (total instanceof Promise) {
       return total.then(
         (settled) => this.#both(client, settled),
-        (error: unknown) => {
-          this.#client.cancel(client);
+        async (error: unknown) => {
+          await this.#client.refund(client);
           throw error;
         },
       );
@@ -87,10 +99,11 @@ export class TotalKeySet implements KeySet {
     return this.#both(client, total);
   }
 
-  #both(client: KeySetTake, total: KeySetTake): TotalTake {
+  #both(client: KeySetTake, total: KeySetTake): TotalTake | Promise<TotalTake> {
     if (!total.ok) {
-      this.#client.cancel(client);
-      return { ok: false, waitMs: Infinity, limitedBy: [], noSlot: false, retryMs: total.retryMs, totalLimitedBy: total.limitedBy, client, total };
+      const refused: TotalTake = { ok: false, waitMs: Infinity, limitedBy: [], noSlot: false, retryMs: total.retryMs, totalLimitedBy: total.limitedBy, client, total };
+      const refunded = this.#client.refund(client);
+      return refunded instanceof Promise ? refunded.then(() => refused) : refused;
     }
     const waitMs = Math.max(client.waitMs, total.waitMs);
     // Which set the wait is the later one's: the other let the request through at once or sooner.

@@ -36,6 +36,27 @@ describe("RequestGate with a total beside each client's set", () => {
     expect(levels(now(g.admit("a")))).toEqual({ client: [4], total: [0] });
   });
 
+  it("gives the client's take back whole on a clock that moves between the take and the give-back (regression: cancel gave back nothing of a take due at once)", () => {
+    // Real time moves between any two readings: a take at once is due by the time the total refuses it.
+    class MovingClock extends FakeClock {
+      override now(): number {
+        const t = super.now();
+        this.set(t + 0.001);
+        return t;
+      }
+    }
+    const clock = new MovingClock();
+    const { gate: g } = gate({ client: [bucket(5, 5), window(10, 60_000)], total: [bucket(1, 1)] }, clock);
+    expect(now(g.admit("a")).decision).toBe("admitted");
+    for (let i = 0; i < 20; i++) expect(now(g.admit("a"))).toMatchObject({ decision: "refused", limitedBy: [], total: { limitedBy: [1] } });
+    // After twenty refusals by the total, client a holds what its one admitted request left: 4 tokens, 9 in the window.
+    const again = now(g.admit("a"));
+    expect(again.decision).toBe("refused");
+    expect(again.limits![0]!.level).toBeCloseTo(4, 2);
+    expect(again.limits![1]!.level).toBe(9);
+    expect(now(g.admit("b")).limits!.map((limit) => limit.level)).toEqual([5, 10]);
+  });
+
   it("a refusal by the client costs the total nothing", () => {
     const { gate: g, clock } = gate({ total: [bucket(1000, 100)] });
     for (let i = 0; i < 5; i++) expect(now(g.admit("a")).decision).toBe("admitted");
