@@ -5,6 +5,8 @@ import { type KeySet, type KeySetTake, PrivateKeySet } from "../../src/http/key-
 import { type GateResult, RequestGate } from "../../src/http/request-gate.js";
 import { storeKeySets } from "../../src/http/store-key-sets.js";
 import { MemoryStore } from "../../src/store/memory-store.js";
+import { StoreError } from "../../src/store/bucket-store.js";
+import { FlakyStore } from "../helpers/flaky-store.js";
 
 const bucket = (rate: number, burst: number): LimitSpec => ({ kind: "bucket", unit: "count", rate, burst });
 const window = (n: number, windowMs: number): LimitSpec => ({ kind: "window", unit: "count", n, windowMs });
@@ -176,5 +178,26 @@ describe("RequestGate with a total in a store", () => {
     const g = new RequestGate({ rate: Infinity, burst: 1, limits: [bucket(5, 5)], keySets: { open: () => client }, maxWaitMs: 0, maxKeys: 100, total: failing, clock });
     await expect(g.admit("a")).rejects.toThrow("store down");
     expect(client.levels()[0]!.level).toBe(5);
+  });
+
+  it.each(["fail", "local", "open"] as const)("while the store is lost, --on-store-error %s applies to the total as to the clients", async (mode) => {
+    const clock = new FakeClock();
+    const store = new FlakyStore({ clock });
+    const sets = storeKeySets({ store, name: "api", onStoreError: mode }, { clock });
+    const g = new RequestGate({ rate: Infinity, burst: 1, limits: [bucket(5, 5)], keySets: sets, maxWaitMs: 0, maxKeys: 100, total: sets.total([bucket(1, 2)]), clock });
+    expect(await g.admit("a")).toMatchObject({ decision: "admitted" });
+    store.down = true;
+    const decisions = [];
+    for (const client of ["b", "c", "d"]) {
+      try {
+        decisions.push((await g.admit(client)).decision);
+      } catch (error) {
+        decisions.push(error instanceof StoreError ? "503" : String(error));
+      }
+    }
+    // fail: every request is the store's 503; open: let through; local: a private total of 2 at once holds them to 2.
+    expect(decisions).toEqual(mode === "fail" ? ["503", "503", "503"] : mode === "open" ? ["admitted", "admitted", "admitted"] : ["admitted", "admitted", "refused"]);
+    g.close();
+    sets.dispose();
   });
 });
