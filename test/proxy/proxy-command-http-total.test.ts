@@ -114,6 +114,21 @@ describe("tbucket proxy --total", () => {
     expect((await stopProxy(two)).code).toBe(0);
   });
 
+  it("takes --total without --rate: no limit per client, the total for everyone", async () => {
+    const backendPort = await httpBackend();
+    const proxy = await startProxy(["--to", `http://127.0.0.1:${backendPort}`, "--total", "2/100s", "--total-burst", "2"]);
+    expect(proxy.running.stderr()).toContain("(HTTP, unlimited, per ip, total 0.02/s, burst 2)");
+    const statuses = [];
+    for (let i = 0; i < 3; i++) {
+      const response = await fetch(`http://127.0.0.1:${proxy.port}/`);
+      await response.text();
+      statuses.push(response.status);
+      expect(response.headers.get("ratelimit-policy")).toBe(`"total";q=1;w=50`);
+    }
+    expect(statuses).toEqual([200, 200, 429]);
+    expect((await stopProxy(proxy)).code).toBe(0);
+  });
+
   it.each([
     [["--total", "lots"], `tbucket: --total: "lots" is not a count rate; try "5", "300/m" or "1/10s"\n`],
     [["--total", "2mb"], `tbucket: --total: "2mb" is a byte rate; --total counts the requests of every client together ("2000/s")\n`],

@@ -288,7 +288,12 @@ function requestLimit(spec: LimitSpec): RequestLimit {
 
 /** `10/s, burst 1`, or a set as its flags were written: `rate 10/s, window 15/2s, concurrency 4`. */
 function describeHttpLimits(config: HttpProxyConfig, burst: number): string {
-  const limits = config.limits === undefined ? `${describeRate("count", config.requestsPerSecond)}, burst ${burst}` : config.limits.map((limit) => limit.flag.replace(/--/g, "")).join(", ");
+  const limits =
+    config.limits !== undefined
+      ? config.limits.map((limit) => limit.flag.replace(/--/g, "")).join(", ")
+      : config.requestsPerSecond === Infinity && config.total
+        ? "unlimited"
+        : `${describeRate("count", config.requestsPerSecond)}, burst ${burst}`;
   if (!config.classes) return limits;
   const { specs, routes, header, defaultClass } = config.classes;
   const by = [...(routes.length > 0 ? ["route"] : []), ...(header ? [header] : [])];
