@@ -107,12 +107,18 @@ export class RequestGate {
   readonly #options: RequestGateOptions;
   readonly #clock: Clock;
   readonly #table: KeyTable<Entry>;
+  /** Clients the total refused, told to come back, so that the next are told later (no stampede on the total either). */
+  readonly #totalSpread = new RetrySpread();
+  /** The rate of the total's first bucket, by which its refusals are spread; undefined without one. */
+  readonly #totalRate: number | undefined;
 
   constructor(options: RequestGateOptions) {
     if (options.total && (!options.limits || options.classes)) throw new TypeError("RequestGate: a total goes beside each key's set of limits (`limits`), without classes");
     if (options.total?.limits.some((limit) => limit.kind === "concurrency")) throw new TypeError("RequestGate: a total counts rates and windows, not concurrency");
     this.#options = options;
     this.#clock = options.clock ?? systemClock;
+    const totalBucket = options.total?.limits.find((limit) => limit.kind === "bucket");
+    this.#totalRate = totalBucket?.kind === "bucket" && totalBucket.rate > 0 && totalBucket.rate !== Infinity ? totalBucket.rate : undefined;
     const source = options.source;
     this.#table = new KeyTable<Entry>({
       maxKeys: options.maxKeys,
@@ -401,12 +407,31 @@ export class RequestGate {
     }
   }
 
-  /** A refusal by the set: Retry-After from the instant every limit would admit the request (less the wait allowed, queueing). */
+  /**
+   * A refusal by the set: Retry-After from the instant every limit would
+   * admit the request (less the wait allowed, queueing); refused by the
+   * total, later by one token of its rate for each client it refused and
+   * still expects back (RetrySpread, as one bucket's refusals are).
+   */
   #setRefused(keySet: KeySet, take: KeySetTake): GateResult {
-    const waitMs = take.noSlot ? SLOT_RETRY_AFTER_SECONDS * 1000 : Math.max(0, take.retryMs - this.#options.maxWaitMs);
+    const byTotal = (take as Partial<TotalTake>).totalLimitedBy?.length ? this.#totalRate : undefined;
+    const waitMs = take.noSlot
+      ? SLOT_RETRY_AFTER_SECONDS * 1000
+      : byTotal !== undefined
+        ? this.#spreadTotal(take.retryMs, byTotal)
+        : Math.max(0, take.retryMs - this.#options.maxWaitMs);
     const result = { ...this.#setResult("refused", 0, undefined, keySet, undefined), limitedBy: take.limitedBy, retryAfterSeconds: retryAfterSeconds(waitMs), retryAfterMs: refusedMs(waitMs) };
     if (result.total) result.total = { ...result.total, limitedBy: (take as TotalTake).totalLimitedBy ?? [] };
     return result;
+  }
+
+  /** The wait to tell the next client the total refused: after the tokens the ones told before it will take. */
+  #spreadTotal(retryMs: number, rate: number): number {
+    const nowMs = this.#clock.now();
+    const ahead = this.#totalSpread.expectedAt(nowMs);
+    const waitMs = Math.max(0, retryMs + (ahead * 1000) / rate - this.#options.maxWaitMs);
+    if (Number.isFinite(waitMs)) this.#totalSpread.promise(nowMs + retryAfterSeconds(waitMs) * 1000);
+    return waitMs;
   }
 
   #setResult(
@@ -426,7 +451,10 @@ export class RequestGate {
           ? { level: first.level, rate: first.rate, burst: first.burst }
           : { level: first.level, rate: (first.n * 1000) / first.windowMs, burst: first.n };
     const result: GateResult = { decision, waitMs, retryAfterSeconds: 0, ...summary, limitedBy, limits };
-    if (keySet instanceof TotalKeySet) result.total = { limits: keySet.totalLevels(), limitedBy: (take as TotalTake | undefined)?.totalLimitedBy ?? [] };
+    if (keySet instanceof TotalKeySet) {
+      result.total = { limits: keySet.totalLevels(), limitedBy: (take as TotalTake | undefined)?.totalLimitedBy ?? [] };
+      if (take?.ok) this.#totalSpread.redeem(this.#clock.now());
+    }
     if (take?.ok && entry && limits.some((limit) => limit.kind === "concurrency")) {
       let released = false;
       result.release = () => {

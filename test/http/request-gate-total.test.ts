@@ -85,6 +85,22 @@ describe("RequestGate with a total beside each client's set", () => {
     }
   });
 
+  it("spreads the Retry-After of clients the total refused over the seconds its tokens come (no stampede), and not of those their own limit refused", () => {
+    const { gate: g, clock } = gate({ client: [bucket(1, 1)], total: [bucket(2, 1)] });
+    expect(now(g.admit("first")).decision).toBe("admitted");
+    const told = ["a", "b", "c", "d", "e", "f"].map((client) => now(g.admit(client)).retryAfterSeconds);
+    expect(told).toEqual([1, 1, 2, 2, 3, 3]);
+    // The client's own limit: its own instant, whatever the total's queue of promises.
+    expect(now(g.admit("first"))).toMatchObject({ limitedBy: [1], retryAfterSeconds: 1 });
+    // Those told 1 s come back and take the tokens; the promises they redeem are not counted again.
+    clock.set(1000);
+    expect(now(g.admit("a")).decision).toBe("admitted");
+    clock.set(1500);
+    expect(now(g.admit("b")).decision).toBe("admitted");
+    // Four still expected (at 2, 2, 3, 3 s): the next refused is told the second after their tokens.
+    expect(now(g.admit("g")).retryAfterSeconds).toBe(3);
+  });
+
   it("rotating identities pass each client's limit and not the total's: over a simulated minute, within burst + rate·T", () => {
     const { gate: g, clock } = gate({ client: [bucket(5, 5)], total: [bucket(20, 2)] });
     const perClient = new Map<string, number>();
