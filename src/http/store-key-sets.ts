@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { type Clock, systemClock } from "../core/clock.js";
-import type { LimitSpec } from "../core/limit-spec.js";
+import type { Costs, LimitSpec } from "../core/limit-spec.js";
 import { SlidingWindow } from "../core/sliding-window.js";
 import type { BucketStore } from "../store/bucket-store.js";
 import { keyName } from "../store/key-buckets.js";
