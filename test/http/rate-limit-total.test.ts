@@ -41,6 +41,21 @@ describe("rateLimit({ total })", () => {
     expect(refused.headers.ratelimit).toBe(`"limit-1";r=0;t=1`);
   });
 
+  it("counts each request's cost in the total too, and holds every plan of a limits function to one total", async () => {
+    const clock = new FakeClock();
+    const costly = await server({ rate: 100, burst: 100, cost: 3, total: [{ rate: 1, burst: 7 }], clock });
+    expect((await get(costly.url, { "x-client": "a" })).status).toBe(200);
+    expect((await get(costly.url, { "x-client": "b" })).status).toBe(200);
+    // 6 of the total's 7 taken: a third request of 3 is refused by it, and costs client c nothing.
+    expect((await get(costly.url, { "x-client": "c" })).status).toBe(429);
+    expect(costly.decisions.at(-1)).toMatchObject({ total: { limitedBy: [1] } });
+    expect(costly.decisions.at(-1)!.limits![0]!.level).toBe(100);
+    const plans = await server({ limits: (req) => (req.headers["x-plan"] === "gold" ? [{ rate: 100, burst: 100 }] : [{ rate: 1, burst: 1 }]), total: [{ rate: 1, burst: 2 }], clock });
+    expect((await get(plans.url, { "x-client": "a", "x-plan": "gold" })).status).toBe(200);
+    expect((await get(plans.url, { "x-client": "b", "x-plan": "free" })).status).toBe(200);
+    expect((await get(plans.url, { "x-client": "c", "x-plan": "gold" })).status).toBe(429);
+  });
+
   it.each([
     [{ total: [{ concurrency: 2 }] }, "Expected no `concurrency` in `total`"],
     [{ total: [{ rate: 5, burst: 0 }] }, "Expected `total[0].burst` to be a finite number of at least 1, got `0` (number)"],
