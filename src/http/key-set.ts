@@ -67,6 +67,7 @@ export function requestCosts(cost: number): Costs {
 }
 
 const ONE_REQUEST: Costs = { count: 1 };
+const NOTHING: Costs = { count: 0 };
 
 /** A take of a private set: the set's reservation, and the instant a refusal points to. */
 class PrivateTake implements KeySetTake {
@@ -119,6 +120,18 @@ export class PrivateKeySet implements KeySet {
 
   release(take: KeySetTake): void {
     this.#set.releaseAt(this.#clock.now(), (take as PrivateTake).reservation);
+  }
+
+  /**
+   * Gives an ok take back whole, due or not, as if it had cost nothing (a
+   * settle to 0: `cancel` gives back only what is not yet due), and frees its
+   * slots: for a take that another set then refused (TotalKeySet).
+   */
+  refund(take: KeySetTake): void {
+    const nowMs = this.#clock.now();
+    const { reservation } = take as PrivateTake;
+    this.#set.settleAt(nowMs, reservation, NOTHING);
+    this.#set.releaseAt(nowMs, reservation);
   }
 
   levels(): LimitLevel[] {

@@ -87,6 +87,43 @@ export function rateLimitSetRefused(limits: readonly LimitSpec[], limitedBy: rea
   return joinList(limitedBy.map((number) => (limits[number - 1]?.kind === "concurrency" ? undefined : `"${setPolicyName(number)}";r=0;t=${retryAfterSeconds}`)));
 }
 
+/*
+ * A total beside each client's set (everyone's requests together) is more
+ * policies in the same fields, after the client's: `"total"` when it is one
+ * limit, `"total-1"`, `"total-2"`... when it is several, numbered as its
+ * limits are within it.
+ */
+
+/** The policy name of limit `number` (from 1) of a total of `count` limits. */
+export function totalPolicyName(number: number, count: number): string {
+  return count === 1 ? "total" : `total-${number}`;
+}
+
+/** RateLimit-Policy's policies of a total; undefined when none has a limit to advertise. */
+export function rateLimitTotalPolicy(limits: readonly LimitSpec[]): string | undefined {
+  return renamed(rateLimitSetPolicy(limits), limits.length);
+}
+
+/** RateLimit's items of a total at its levels now. */
+export function rateLimitTotalState(limits: readonly LimitLevel[]): string | undefined {
+  return renamed(rateLimitSetState(limits), limits.length);
+}
+
+/** RateLimit's items of a total that refused a request (or none, when the client's set did). */
+export function rateLimitTotalRefused(limits: readonly LimitSpec[], limitedBy: readonly number[], retryAfterSeconds: number): string | undefined {
+  return renamed(rateLimitSetRefused(limits, limitedBy, retryAfterSeconds), limits.length);
+}
+
+/** Two lists of one field as one: either may be absent. */
+export function joinFields(first: string | undefined, second: string | undefined): string | undefined {
+  return joinList([first, second]);
+}
+
+/** A set's `"limit-N"` names as a total's. */
+function renamed(field: string | undefined, count: number): string | undefined {
+  return field?.replace(/"limit-(\d+)"/g, (_match, number: string) => `"${totalPolicyName(Number(number), count)}"`);
+}
+
 function windowSeconds(windowMs: number): number {
   return sfInteger(Math.max(1, Math.ceil(windowMs / 1000 - 1e-9)));
 }

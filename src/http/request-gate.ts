@@ -10,6 +10,7 @@ import { type KeySet, type KeySetSource, type KeySetTake, type LimitLevel, Priva
 import type { ClassAnswer } from "../core/class-limiter.js";
 import type { ClassSpec } from "../core/class-spec.js";
 import { type KeyClasses, type KeyClassesSource, PrivateKeyClasses } from "./key-classes.js";
+import { TotalKeySet, type TotalTake } from "./total-key-set.js";
 
 /**
  * What became of a request: let through at once, let through after waiting
@@ -37,6 +38,12 @@ export interface GateResult {
   release?: () => void;
   /** With classes: the class the request was taken as. */
   className?: string;
+  /**
+   * With a total beside each client's set: the total's limits and their
+   * levels after the decision, and those of them (from 1 within the total)
+   * that refused the request or set its wait (`limitedBy` is then the client's).
+   */
+  total?: { limits: readonly LimitLevel[]; limitedBy: readonly number[] };
 }
 
 /** Classes sharing each key's limits (design section 12): every request names its class. */
@@ -62,6 +69,12 @@ export interface RequestGateOptions {
   source?: KeyLimiterSource;
   /** Classes sharing each key's limits instead of one bucket or set per key. */
   classes?: GateClasses;
+  /**
+   * One set for every request together, beside each key's (`limits`, which it
+   * needs): a request goes only when both admit it, and a refusal by either
+   * costs nothing in the other (TotalKeySet). No concurrency limit in it.
+   */
+  total?: KeySet;
   clock?: Clock;
 }
 
@@ -94,10 +107,18 @@ export class RequestGate {
   readonly #options: RequestGateOptions;
   readonly #clock: Clock;
   readonly #table: KeyTable<Entry>;
+  /** Clients the total refused, told to come back, so that the next are told later (no stampede on the total either). */
+  readonly #totalSpread = new RetrySpread();
+  /** The rate of the total's first bucket, by which its refusals are spread; undefined without one. */
+  readonly #totalRate: number | undefined;
 
   constructor(options: RequestGateOptions) {
+    if (options.total && (!options.limits || options.classes)) throw new TypeError("RequestGate: a total goes beside each key's set of limits (`limits`), without classes");
+    if (options.total?.limits.some((limit) => limit.kind === "concurrency")) throw new TypeError("RequestGate: a total counts rates and windows, not concurrency");
     this.#options = options;
     this.#clock = options.clock ?? systemClock;
+    const totalBucket = options.total?.limits.find((limit) => limit.kind === "bucket");
+    this.#totalRate = totalBucket?.kind === "bucket" && totalBucket.rate > 0 && totalBucket.rate !== Infinity ? totalBucket.rate : undefined;
     const source = options.source;
     this.#table = new KeyTable<Entry>({
       maxKeys: options.maxKeys,
@@ -106,7 +127,7 @@ export class RequestGate {
         (entry.keyClasses ? entry.keyClasses.isIdle() : entry.keySet ? entry.keySet.isIdle() : entry.limiter !== undefined && entry.limiter.tokens() >= entry.limiter.burst),
       onRemove: (_key, entry) => {
         if (entry.limiter && source) source.close(entry.limiter);
-        if (entry.keySet) options.keySets?.close?.(entry.keySet);
+        if (entry.keySet) options.keySets?.close?.(entry.keySet instanceof TotalKeySet ? entry.keySet.client : entry.keySet);
         entry.keyClasses?.close?.();
       },
     });
@@ -144,7 +165,8 @@ export class RequestGate {
       if (classes) {
         entry.keyClasses = classes.source ? classes.source.open(key) : new PrivateKeyClasses(classes.limits, classes.specs, this.#clock);
       } else if (limits) {
-        entry.keySet = this.#options.keySets ? this.#options.keySets.open(key, limits) : new PrivateKeySet(limits, this.#clock);
+        const keySet = this.#options.keySets ? this.#options.keySets.open(key, limits) : new PrivateKeySet(limits, this.#clock);
+        entry.keySet = this.#options.total ? new TotalKeySet(keySet, this.#options.total) : keySet;
       } else if (!this.#options.source) {
         const bucket = new TokenBucket({ rate, burst, clock: this.#clock });
         entry.limiter = bucket;
@@ -329,7 +351,8 @@ export class RequestGate {
       }
       const waitedMs = this.#clock.now() - startMs;
       const limitedBy = [...new Set([...slotLimits, ...take.limitedBy])].sort((a, b) => a - b);
-      return this.#setResult(waitedMs >= 1 ? "queued" : "admitted", waitedMs, entry, keySet, take, limitedBy);
+      // Dropping, a store's round trips are no wait for a turn: the request was admitted.
+      return this.#setResult(this.#options.maxWaitMs > 0 && waitedMs >= 1 ? "queued" : "admitted", waitedMs, entry, keySet, take, limitedBy);
     } finally {
       entry.waiting--;
     }
@@ -384,10 +407,31 @@ export class RequestGate {
     }
   }
 
-  /** A refusal by the set: Retry-After from the instant every limit would admit the request (less the wait allowed, queueing). */
+  /**
+   * A refusal by the set: Retry-After from the instant every limit would
+   * admit the request (less the wait allowed, queueing); refused by the
+   * total, later by one token of its rate for each client it refused and
+   * still expects back (RetrySpread, as one bucket's refusals are).
+   */
   #setRefused(keySet: KeySet, take: KeySetTake): GateResult {
-    const waitMs = take.noSlot ? SLOT_RETRY_AFTER_SECONDS * 1000 : Math.max(0, take.retryMs - this.#options.maxWaitMs);
-    return { ...this.#setResult("refused", 0, undefined, keySet, undefined), limitedBy: take.limitedBy, retryAfterSeconds: retryAfterSeconds(waitMs), retryAfterMs: refusedMs(waitMs) };
+    const byTotal = (take as Partial<TotalTake>).totalLimitedBy?.length ? this.#totalRate : undefined;
+    const waitMs = take.noSlot
+      ? SLOT_RETRY_AFTER_SECONDS * 1000
+      : byTotal !== undefined
+        ? this.#spreadTotal(take.retryMs, byTotal)
+        : Math.max(0, take.retryMs - this.#options.maxWaitMs);
+    const result = { ...this.#setResult("refused", 0, undefined, keySet, undefined), limitedBy: take.limitedBy, retryAfterSeconds: retryAfterSeconds(waitMs), retryAfterMs: refusedMs(waitMs) };
+    if (result.total) result.total = { ...result.total, limitedBy: (take as TotalTake).totalLimitedBy ?? [] };
+    return result;
+  }
+
+  /** The wait to tell the next client the total refused: after the tokens the ones told before it will take. */
+  #spreadTotal(retryMs: number, rate: number): number {
+    const nowMs = this.#clock.now();
+    const ahead = this.#totalSpread.expectedAt(nowMs);
+    const waitMs = Math.max(0, retryMs + (ahead * 1000) / rate - this.#options.maxWaitMs);
+    if (Number.isFinite(waitMs)) this.#totalSpread.promise(nowMs + retryAfterSeconds(waitMs) * 1000);
+    return waitMs;
   }
 
   #setResult(
@@ -407,6 +451,10 @@ export class RequestGate {
           ? { level: first.level, rate: first.rate, burst: first.burst }
           : { level: first.level, rate: (first.n * 1000) / first.windowMs, burst: first.n };
     const result: GateResult = { decision, waitMs, retryAfterSeconds: 0, ...summary, limitedBy, limits };
+    if (keySet instanceof TotalKeySet) {
+      result.total = { limits: keySet.totalLevels(), limitedBy: (take as TotalTake | undefined)?.totalLimitedBy ?? [] };
+      if (take?.ok) this.#totalSpread.redeem(this.#clock.now());
+    }
     if (take?.ok && entry && limits.some((limit) => limit.kind === "concurrency")) {
       let released = false;
       result.release = () => {

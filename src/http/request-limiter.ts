@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import type { Clock } from "../core/clock.js";
+import { type Clock, systemClock } from "../core/clock.js";
 import { checkLimitSpecs, type LimitSpec } from "../core/limit-spec.js";
 import { ClassDefinitionError, type ClassSpec, resolveClasses } from "../core/class-spec.js";
 import { StoreError } from "../store/bucket-store.js";
@@ -13,6 +13,8 @@ import {
   rateLimitSetState,
   rateLimitState,
 } from "./rate-limit-fields.js";
+import { joinFields, rateLimitTotalPolicy, rateLimitTotalRefused, rateLimitTotalState } from "./rate-limit-fields.js";
+import { type KeySet, PrivateKeySet } from "./key-set.js";
 import { type GateResult, RequestGate } from "./request-gate.js";
 import { type StoreBuckets, storeLimiters } from "./store-limiters.js";
 import { storeKeySets } from "./store-key-sets.js";
@@ -50,6 +52,16 @@ export interface LimitOptions<Req> {
    * A function gives each request its limits (a plan per customer, say): each different set is kept apart.
    */
   limits?: readonly RequestLimit[] | ((req: Req) => MaybePromise<readonly RequestLimit[]>);
+  /**
+   * Limits for every request together, beside each key's (DESIGN section 14):
+   * a request goes only when its key's limits and these admit it, and a
+   * refusal by either costs nothing in the other, so that clients who rotate
+   * their identities cannot pass it; e.g. `[{ rate: 2000, burst: 200 }]`.
+   * Rates and windows (counting each request's cost), no concurrency; not
+   * with `classes`. One total for every plan of a `limits` function. With
+   * `store`, the key `NAME`. Its RateLimit policy is `"total"` (`"total-N"` for several).
+   */
+  total?: readonly RequestLimit[];
   /** The key of a request, or a promise of it. Undefined lets the request through uncounted. */
   key?: (req: Req) => MaybePromise<string | undefined>;
   /** True lets the request through uncounted (health checks, your own monitors). */
@@ -102,6 +114,7 @@ export const LIMIT_OPTION_NAMES: readonly string[] = Object.keys({
   rate: true,
   burst: true,
   limits: true,
+  total: true,
   key: true,
   skip: true,
   cost: true,
@@ -197,6 +210,8 @@ export class RequestLimiter<Req> {
   readonly #plans = new Map<string, Plan>();
   readonly #fixedPlan: Plan | undefined;
   readonly #sendHeaders: boolean;
+  /** The set for every request together, shared by every plan; with a store, its source (to dispose). */
+  readonly #total: { set: KeySet; dispose(): void } | undefined;
 
   /** `options` checked already (checkLimitOptions); `defaultKey` the binding's key when `key` is not given. */
   constructor(options: LimitOptions<Req>, settings: Settings, defaultKey: (req: Req) => MaybePromise<string | undefined>) {
@@ -204,7 +219,8 @@ export class RequestLimiter<Req> {
     this.#settings = settings;
     this.#keyOf = options.key ?? defaultKey;
     this.#classOf = settings.classes && classFunction(options, settings.classes.names);
-    this.#fixedPlan = typeof options.limits === "function" ? undefined : makePlan(settings, options, "");
+    this.#total = makeTotal(settings, options);
+    this.#fixedPlan = typeof options.limits === "function" ? undefined : makePlan(settings, options, "", this.#total?.set);
     this.#sendHeaders = options.headers ?? true;
   }
 
@@ -226,6 +242,7 @@ export class RequestLimiter<Req> {
   close(): void {
     for (const plan of [this.#fixedPlan, ...this.#plans.values()]) plan?.close();
     this.#plans.clear();
+    this.#total?.dispose();
   }
 
   /**
@@ -322,7 +339,7 @@ export class RequestLimiter<Req> {
     }
     // In a store each plan's keys are apart (NAME:<plan>:<key>), so that a client whose plan changes is not held to the old one.
     const tag = createHash("sha256").update(id).digest("hex").slice(0, 8);
-    const plan = makePlan(settings, this.#options, tag);
+    const plan = makePlan(settings, this.#options, tag, this.#total?.set);
     this.#plans.set(id, plan);
     return plan;
   }
@@ -358,7 +375,11 @@ export class RequestLimiter<Req> {
       if (policy !== undefined) {
         headers.push(["RateLimit-Policy", policy]);
         // With classes a refusal may be the class's while the key has room: the RateLimit field, of the key's limits, would not say it.
-        const refused = classes ? undefined : limits ? rateLimitSetRefused(limits, result.limitedBy, result.retryAfterSeconds) : rateLimitRefused(result.retryAfterSeconds);
+        const refused = classes
+          ? undefined
+          : limits
+            ? joinFields(rateLimitSetRefused(limits, result.limitedBy, result.retryAfterSeconds), this.#refusedByTotal(result))
+            : rateLimitRefused(result.retryAfterSeconds);
         if (refused !== undefined) headers.push(["RateLimit", refused]);
       }
       if (this.#options.legacyHeaders) pushLegacy(headers, result, this.#settings.clockNow());
@@ -366,12 +387,30 @@ export class RequestLimiter<Req> {
     }
     if (this.#sendHeaders && policy !== undefined) {
       headers.push(["RateLimit-Policy", policy]);
-      const state = classes ? undefined : result.limits ? rateLimitSetState(result.limits) : rateLimitState(result.level, result.rate, result.burst);
+      const state = classes
+        ? undefined
+        : result.limits
+          ? joinFields(rateLimitSetState(result.limits), result.total && rateLimitTotalState(result.total.limits))
+          : rateLimitState(result.level, result.rate, result.burst);
       if (state !== undefined) headers.push(["RateLimit", state]);
     }
     if (this.#options.legacyHeaders) pushLegacy(headers, result, this.#settings.clockNow());
     return { kind: "admitted", key, result, headers };
   }
+
+  /** RateLimit's items of the total for a refusal: those of its limits that refused, if any. */
+  #refusedByTotal(result: GateResult): string | undefined {
+    const total = this.#settings.total;
+    return total && result.total && rateLimitTotalRefused(total, result.total.limitedBy, result.retryAfterSeconds);
+  }
+}
+
+/** The set for every request together (`total`): private, or the store's key `NAME` watched as the clients' are. */
+function makeTotal<Req>(settings: Settings, options: LimitOptions<Req>): { set: KeySet; dispose(): void } | undefined {
+  if (!settings.total) return undefined;
+  if (!options.store) return { set: new PrivateKeySet(settings.total, options.clock ?? systemClock), dispose: () => {} };
+  const source = storeKeySets(options.store, { clock: options.clock });
+  return { set: source.total(settings.total), dispose: () => source.dispose() };
 }
 
 const TEXT = "text/plain; charset=utf-8";
@@ -415,8 +454,10 @@ interface Plan {
   close(): void;
 }
 
-function makePlan<Req>(settings: Settings, options: LimitOptions<Req>, tag: string): Plan {
-  const { rate, burst, limits, maxWaitMs, maxKeys, classes } = settings;
+function makePlan<Req>(settings: Settings, options: LimitOptions<Req>, tag: string, total: KeySet | undefined): Plan {
+  const { rate, burst, maxWaitMs, maxKeys, classes } = settings;
+  // Beside a total the key's one bucket is a set of one, taken with the total's as sets are.
+  const limits = settings.limits ?? (total ? [{ kind: "bucket" as const, unit: "count" as const, rate, burst }] : undefined);
   const store = options.store;
   const clock = options.clock;
   // With classes the store keeps each key's limits and classes; with a set of limits, its set; with one bucket, its bucket.
@@ -432,13 +473,14 @@ function makePlan<Req>(settings: Settings, options: LimitOptions<Req>, tag: stri
     maxKeys,
     source,
     classes: classes && { specs: classes.classes, limits: classes.limits, source: classSource },
+    total,
     clock,
   });
   return {
     tag,
     gate,
     limits,
-    setPolicy: limits && rateLimitSetPolicy(limits),
+    setPolicy: limits && joinFields(rateLimitSetPolicy(limits), settings.total && rateLimitTotalPolicy(settings.total)),
     close() {
       gate.close();
       source?.dispose?.();
@@ -456,6 +498,8 @@ export interface Settings {
   classes: { classes: readonly ClassSpec[]; names: readonly string[]; limits: LimitSpec[] } | undefined;
   /** Set when the limits are more than one private bucket taking 1 a request: a set per key. */
   limits: LimitSpec[] | undefined;
+  /** The limits for every request together (`total`). */
+  total: LimitSpec[] | undefined;
   maxWaitMs: number;
   maxKeys: number;
   /** The wall clock's now, for the legacy Reset field. */
@@ -518,7 +562,23 @@ export function checkLimitOptions<Req>(options: LimitOptions<Req>, optionNames: 
   const classes = checkClasses(options, limits ?? [{ kind: "bucket", unit: "count", rate, burst }]);
   const clock = options.clock;
   const clockNow = clock ? () => clock.now() : () => Date.now();
-  return { rate, burst, limits, maxWaitMs, maxKeys, classes, clockNow };
+  const total = checkTotal(options, classes !== undefined);
+  return { rate, burst, limits, total, maxWaitMs, maxKeys, classes, clockNow };
+}
+
+/** `total` as LimitSpecs: rates and windows, never with classes; every mistake a TypeError or RangeError naming `total[i]`. */
+function checkTotal<Req>(options: LimitOptions<Req>, withClasses: boolean): LimitSpec[] | undefined {
+  if (options.total === undefined) return undefined;
+  if (withClasses) throw new TypeError("Expected no `total` with `classes`: a total beside classes is not built");
+  let total: LimitSpec[];
+  try {
+    total = checkLimits(options.total);
+  } catch (error) {
+    const message = (error as Error).message.replace(/`limits/g, "`total");
+    throw error instanceof RangeError ? new RangeError(message) : new TypeError(message);
+  }
+  if (total.some((limit) => limit.kind === "concurrency")) throw new TypeError("Expected no `concurrency` in `total`: a total counts rates and windows; give concurrency in `limits`, per key");
+  return total;
 }
 
 /**

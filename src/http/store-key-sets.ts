@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { type Clock, systemClock } from "../core/clock.js";
-import type { LimitSpec } from "../core/limit-spec.js";
+import type { Costs, LimitSpec } from "../core/limit-spec.js";
 import { SlidingWindow } from "../core/sliding-window.js";
 import type { BucketStore } from "../store/bucket-store.js";
 import { keyName } from "../store/key-buckets.js";
@@ -24,11 +24,20 @@ interface StoreTake extends KeySetTake {
   readonly local?: KeySetTake;
 }
 
+const NOTHING: Costs = { count: 0 };
+
 /** A take let through unlimited while the store is lost (onStoreError "open"). */
 const OPEN_TAKE: StoreTake = { ok: true, waitMs: 0, limitedBy: [], noSlot: false, retryMs: 0 };
 
 /** A KeySetSource with a `dispose` that stops watching the store. */
 export interface StoreKeySetSource extends KeySetSource {
+  /**
+   * The set for every request together, beside the clients' (DESIGN section
+   * 14): the key `NAME` itself, which no client's `NAME:<client>` can be (a
+   * header's value "total" would make `NAME:total`). Watched with theirs:
+   * while the store is lost, `onStoreError` applies to it as to them.
+   */
+  total(limits: readonly LimitSpec[]): KeySet;
   dispose(): void;
 }
 
@@ -60,6 +69,7 @@ export function storeKeySets(buckets: StoreBuckets, options: { clock?: Clock; le
   const shared: SharedSets = { store, watch, clock, mode: buckets.onStoreError ?? "fail", leaseMs: options.leaseMs ?? DEFAULT_SLOT_LEASE_MS };
   return {
     open: (client, limits) => new StoreKeySet(keyName(buckets.name, client), limits, shared),
+    total: (limits) => new StoreKeySet(buckets.name, limits, shared),
     dispose: () => watch.stop(),
   };
 }
@@ -143,6 +153,27 @@ class StoreKeySet implements KeySet {
     if (local) return this.#local!.release(local);
     if (!reservation || !this.#unhold(take as HeldTake)) return;
     void this.#shared.store.releaseSet(this.#key, reservation).catch(() => {});
+  }
+
+  /**
+   * Gives an ok take back whole, due or not (a settle to 0 in the store:
+   * `cancel` gives back only what is not yet due), and frees its slot: for a
+   * take the total then refused. Resolves once the store has it back.
+   */
+  async refund(take: KeySetTake): Promise<void> {
+    const { local, reservation } = take as StoreTake;
+    if (local) return this.#local!.refund(local);
+    if (!reservation) return;
+    const held = this.#unhold(take as HeldTake);
+    for (const window of this.#windows.values()) window.adjustAt((take as HeldTake).recordedAtMs!, -1);
+    this.#levels = this.#levels.map((limit) => (limit.kind === "bucket" ? { ...limit, level: Math.min(limit.burst, limit.level + 1) } : limit));
+    const { store } = this.#shared;
+    try {
+      await store.settleSet(this.#key, reservation, NOTHING);
+      if (held) await store.releaseSet(this.#key, reservation);
+    } catch {
+      // A store that fails now gives the slot back at its lease's end, and the token by refilling.
+    }
   }
 
   /** Stops renewing a take's slot and stops counting it as held; false when it held none. */

@@ -23,6 +23,8 @@ export interface AccessLogEntry {
   waitMs: number;
   /** With a set of limits: the limits (from 1) that refused the request or set its wait, appended as `limit=2` or `limit=1,3`. */
   limitedBy?: readonly number[];
+  /** With a total beside the client's limits: those of the total (from 1 within it) that refused the request or set its wait, appended as `total=1`. */
+  totalLimitedBy?: readonly number[];
 }
 
 /**
@@ -33,7 +35,10 @@ export interface AccessLogEntry {
  *   127.0.0.1 - - [01/Dec/2026:02:49:13.042 +0000] "GET /a HTTP/1.1" 429 39 "-" "curl/8.5.0" refused 0
  *
  * With a set of limits (HTTP mode with several), a request that one refused
- * or held carries `limit=N` after the wait (`limit=1,3` when several bound it).
+ * or held carries `limit=N` after the wait (`limit=1,3` when several bound it);
+ * with a total beside, one the total refused or held carries `total=N` (its
+ * limits numbered within it), so a line says whether the client or everyone
+ * together was over.
  *
  * `tbucket simulate --trace` reads it as it is: whole seconds would put a
  * second's requests at one instant, and a replay of the limit would refuse
@@ -46,7 +51,7 @@ export function accessLogLine(entry: AccessLogEntry): string {
   const request = req ? `${req.method ?? "-"} ${req.url ?? "-"} HTTP/${req.httpVersion}` : (entry.requestLine ?? "-");
   return (
     `${entry.client} - - [${clfTime(entry.startedAtMs)}] "${escapeField(request)}" ${entry.status} ${entry.bytes > 0 ? entry.bytes : "-"} ` +
-    `"${escapeField(headerText(req?.headers.referer))}" "${escapeField(headerText(req?.headers["user-agent"]))}" ${entry.decision} ${Math.round(entry.waitMs)}${entry.limitedBy?.length ? ` limit=${entry.limitedBy.join(",")}` : ""}\n`
+    `"${escapeField(headerText(req?.headers.referer))}" "${escapeField(headerText(req?.headers["user-agent"]))}" ${entry.decision} ${Math.round(entry.waitMs)}${entry.limitedBy?.length ? ` limit=${entry.limitedBy.join(",")}` : ""}${entry.totalLimitedBy?.length ? ` total=${entry.totalLimitedBy.join(",")}` : ""}\n`
   );
 }
 

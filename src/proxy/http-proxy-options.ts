@@ -26,9 +26,10 @@ export interface SharedHttpBuckets {
 export interface HttpProxyObserver {
   /**
    * One call per request (a WebSocket upgrade counts as one); `waitMs` is the time waited for its turn (0 unless queued);
-   * with a set of limits, `limitedBy` names those (from 1) that refused it or set its wait.
+   * with a set of limits, `limitedBy` names those (from 1) that refused it or set its wait;
+   * with a total, `totalLimitedBy` those of the total (from 1 within it).
    */
-  decision(decision: RequestDecision, waitMs: number, limitedBy?: readonly number[]): void;
+  decision(decision: RequestDecision, waitMs: number, limitedBy?: readonly number[], totalLimitedBy?: readonly number[]): void;
   /** Response body bytes that went through a body-rate bucket. */
   bytes(n: number): void;
   /** The shared store was lost: once per outage (it is asked again until it answers). */
@@ -55,6 +56,11 @@ export interface HttpProxyOptions {
   burst: number;
   /** A set of limits per key instead of `rate` and `burst` (private buckets only), as the middleware's `limits`. */
   limits?: readonly RequestLimit[];
+  /**
+   * Limits for every request together, beside each key's (`--total`): a
+   * request goes only when both admit it; as the middleware's `total`.
+   */
+  total?: readonly RequestLimit[];
   /** Default `{ by: "ip" }`. */
   per?: HttpKeyRule;
   /**

@@ -53,6 +53,8 @@ interface RequestRecord {
   bytes: number;
   /** With a set of limits: those that refused the request or set its wait, for the access log. */
   limitedBy?: readonly number[];
+  /** With a total: those of the total's limits that refused the request or set its wait. */
+  totalLimitedBy?: readonly number[];
   /** With a concurrency limit: frees the request's slot (the middleware does when the response ends; a tunnel when it closes). */
   release?: () => void;
 }
@@ -110,13 +112,14 @@ export class HttpProxy implements RunningHttpProxy {
     this.#backendHost = this.#target.hostname.replace(/^\[(.*)\]$/, "$1");
     this.#backendPort = Number(this.#target.port) || 80;
     this.#hostHeader = this.#target.port === "" ? this.#target.hostname : `${this.#target.hostname}:${this.#target.port}`;
-    this.#limitsRequests = options.rate !== Infinity || options.limits !== undefined || options.shared !== undefined || options.bodyRate !== undefined || options.classes !== undefined;
+    this.#limitsRequests = options.rate !== Infinity || options.limits !== undefined || options.total !== undefined || options.shared !== undefined || options.bodyRate !== undefined || options.classes !== undefined;
     this.#trusted = options.trustProxy && options.trustProxy.length > 0 ? new TrustedProxies(options.trustProxy) : undefined;
     const per = options.per ?? { by: "ip" };
     const ipv6Subnet = options.ipv6Subnet ?? DEFAULT_IPV6_PREFIX;
     const maxKeys = options.maxKeys ?? DEFAULT_MAX_KEYS;
     this.#limit = rateLimit({
       ...(options.limits ? { limits: options.limits } : { rate: options.rate, burst: options.burst }),
+      ...(options.total && { total: options.total }),
       policy: options.policy,
       maxWaitMs: options.policy === "queue" ? options.maxWaitMs : undefined,
       maxKeys,
@@ -252,9 +255,10 @@ export class HttpProxy implements RunningHttpProxy {
       record.decision = result.decision;
       record.waitMs = result.waitMs;
       if (result.limits) record.limitedBy = result.limitedBy;
+      record.totalLimitedBy = result.total?.limitedBy;
       record.release = result.release;
     }
-    if (result.decision !== "cancelled") this.#options.observer?.decision(result.decision, result.waitMs, result.limits ? result.limitedBy : undefined);
+    if (result.decision !== "cancelled") this.#options.observer?.decision(result.decision, result.waitMs, result.limits ? result.limitedBy : undefined, result.total?.limitedBy);
   }
 
   /** A new client connection; past `maxConnections` the one idle the longest makes room for it, or, none idle, it is closed. */

@@ -3,6 +3,7 @@ import { Counter, Gauge, Histogram, Registry } from "prom-client";
 import type { Direction } from "./bucket-pool.js";
 import type { HostPort } from "./host-port.js";
 import { listenOn } from "./listen.js";
+import { totalPolicyName } from "../http/rate-limit-fields.js";
 
 /** Where wait times fall, in seconds: from a timer's tick to a long queue. */
 const WAIT_BUCKETS_SECONDS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
@@ -35,7 +36,7 @@ export class ProxyMetrics {
     this.#refused = new Counter({ name: "tbucket_proxy_refused_total", help: "Connections closed or requests answered 429 by the limit", registers });
     this.#refusedBy = new Counter({
       name: "tbucket_proxy_refused_by_limit_total",
-      help: "Requests answered 429 by each limit of a set (HTTP mode with several limits), by the limit's number from 1",
+      help: "Requests answered 429 by each limit of a set (HTTP mode with several limits), by the limit's number from 1, or by the total's (total, total-N)",
       labelNames: ["limit"],
       registers,
     });
@@ -75,10 +76,14 @@ export class ProxyMetrics {
     this.#wait.observe(waitMs / 1000);
   }
 
-  /** A refusal; with a set of limits, `limitedBy` the limits (from 1) that refused it. */
-  refused(limitedBy?: readonly number[]): void {
+  /**
+   * A refusal; with a set of limits, `limitedBy` the limits (from 1) that refused it;
+   * with a total, `totalLimitedBy` the total's, counted as `limit="total"` (`"total-N"` for several, as RateLimit-Policy names them).
+   */
+  refused(limitedBy?: readonly number[], totalLimitedBy?: readonly number[], totalCount = 1): void {
     this.#refused.inc();
     for (const limit of limitedBy ?? []) this.#refusedBy.inc({ limit: String(limit) });
+    for (const limit of totalLimitedBy ?? []) this.#refusedBy.inc({ limit: totalPolicyName(limit, totalCount) });
   }
 
   queued(): void {

@@ -38,6 +38,22 @@ describe("parseProxyOptions", () => {
     expect(parse({ listen: "8080", to: "http://127.0.0.1:3000", rate: "5/s", key: "api", onStoreError: "open" }).shared).toMatchObject({ key: "api", onStoreError: "open" });
   });
 
+  it("reads --total with --total-burst paired in order, the burst 100 ms of the rate by default (at least 1), and --total alone", () => {
+    const config = parse({ listen: "8080", to: "http://127.0.0.1:3000", rate: "5/s", total: ["2000/s", "20/s", "5/s", "100/m"], totalBurst: ["50"] });
+    expect(config).toMatchObject({ mode: "http", limits: undefined });
+    const total = config.mode === "http" ? config.total! : [];
+    expect(total.map(({ spec }) => spec)).toEqual([
+      { kind: "bucket", unit: "count", rate: 2000, burst: 50 },
+      { kind: "bucket", unit: "count", rate: 20, burst: 2 },
+      { kind: "bucket", unit: "count", rate: 5, burst: 1 },
+      { kind: "bucket", unit: "count", rate: 100 / 60, burst: 1 },
+    ]);
+    expect(total[0]!.flag).toBe("--total 2000/s --total-burst 50");
+    const alone = parse({ listen: "8080", to: "http://127.0.0.1:3000", total: ["20/s"] });
+    expect(alone).toMatchObject({ mode: "http", requestsPerSecond: Infinity, total: [{ spec: { rate: 20, burst: 2 } }] });
+    expect(parse({ listen: "8080", to: "http://127.0.0.1:3000", rate: "5/s" })).toMatchObject({ total: undefined });
+  });
+
   it("reads HTTP mode", () => {
     const config = parse({
       listen: "8080",

@@ -178,7 +178,7 @@ describe("rateLimit: options", () => {
   it.each([
     [
       { maxWait: 5 },
-      "Unknown option `maxWait` (did you mean `maxWaitMs`?); the options are `rate`, `burst`, `limits`, `key`, `skip`, `cost`, `classes`, `classOf`, `defaultClass`, `policy`, `maxWaitMs`, `maxKeys`, `headers`, `legacyHeaders`, `retryAfterMs`, `message`, `store`, `onDecision`, `log`, `clock`, `trustProxy`, `ipv6Subnet`, `handler`",
+      "Unknown option `maxWait` (did you mean `maxWaitMs`?); the options are `rate`, `burst`, `limits`, `total`, `key`, `skip`, `cost`, `classes`, `classOf`, `defaultClass`, `policy`, `maxWaitMs`, `maxKeys`, `headers`, `legacyHeaders`, `retryAfterMs`, `message`, `store`, `onDecision`, `log`, `clock`, `trustProxy`, `ipv6Subnet`, `handler`",
     ],
     [{ legacyHeader: true }, "Unknown option `legacyHeader` (did you mean `legacyHeaders`?)"],
     [{ onLimitReached: () => {} }, "Unknown option `onLimitReached`; the options are `rate`,"],

@@ -1,5 +1,5 @@
 import { isIP } from "node:net";
-import { parseByteRate, parseByteSize, parseCount, parseCountRate, parseDuration } from "../../core/units.js";
+import { parseByteRate, parseByteSize, parseCount, parseCountRate, parseDuration, rateKindOf } from "../../core/units.js";
 import { type BucketScope, DEFAULT_HTTP_SCOPE, DEFAULT_TCP_SCOPE, findTcpScope, type HttpKeyRule, parseHttpScopeWord, scopeHints, sharedTcpScopes, TCP_SCOPES } from "../../proxy/key-scopes.js";
 import { DEFAULT_IPV6_PREFIX, parseIpv6Prefix } from "../../core/address-key.js";
 import { formatHostPort, type HostPort, parseHostPort } from "../../proxy/host-port.js";
@@ -48,6 +48,8 @@ export interface HttpProxyConfig extends CommonProxyConfig {
   burst: number | undefined;
   /** Set when the limits are more than one bucket (--rate repeated, --window, --concurrency): a set per key, in command-line order. */
   limits: ParsedLimit[] | undefined;
+  /** --total (with --total-burst): the limits of every request together, beside each key's, in command-line order. */
+  total: ParsedLimit[] | undefined;
   per: HttpKeyRule;
   /** Addresses (CIDR) whose X-Forwarded-For and Forwarded headers are believed. */
   trustProxy: string[];
@@ -87,6 +89,8 @@ export interface ProxyFlags extends SharedBucketFlags, ReportFlags, LimitFlags {
   routeClass?: string[];
   classFrom?: string;
   defaultClass?: string;
+  total?: string[];
+  totalBurst?: string[];
 }
 
 /** Where a listener binds when the user names only a port: loopback; a wider address is the user's choice. */
@@ -110,6 +114,7 @@ const HTTP_ONLY: ReadonlyArray<[keyof ProxyFlags, string]> = [
   ["routeClass", "--route-class"],
   ["classFrom", "--class-from"],
   ["defaultClass", "--default-class"],
+  ["totalBurst", "--total-burst"],
 ];
 
 const TCP_EXAMPLE = `tbucket proxy --listen 5433 --to 127.0.0.1:5432 --down 2mb`;
@@ -122,6 +127,11 @@ export function parseProxyOptions(flags: ProxyFlags): ProxyConfig {
   const shared = parseSharedBucketOptions(flags);
   const report = parseReportOptions(flags);
   const { mode, to, target } = parseTarget(flags.to);
+  if (mode === "tcp" && flags.total !== undefined) {
+    throw new UsageError(
+      `--total: limits HTTP requests of every client together, and --to ${flags.to} is TCP, which shapes bytes; for all connections together use --per link (the default) with --rate, or --to http://HOST:PORT`,
+    );
+  }
   const refused = mode === "tcp" ? HTTP_ONLY : TCP_ONLY;
   for (const [name, flag] of refused) {
     if (flags[name] !== undefined) {
@@ -237,7 +247,7 @@ function parseTcpOptions(flags: ProxyFlags, common: CommonProxyConfig): TcpProxy
 function parseHttpOptions(flags: ProxyFlags, common: CommonProxyConfig, target: string): HttpProxyConfig {
   const keyed = common.shared.key !== undefined;
   // With --key too: each client's key in the store is made from it.
-  if (flags.rate === undefined && flags.window === undefined && flags.concurrency === undefined) {
+  if (flags.rate === undefined && flags.window === undefined && flags.concurrency === undefined && flags.total === undefined) {
     throw new UsageError(`--rate: missing; HTTP mode limits requests, e.g. "${HTTP_EXAMPLE}"`);
   }
   // Each --rate first on its own, so that a byte rate is told apart from a mistyped count.
@@ -280,7 +290,45 @@ function parseHttpOptions(flags: ProxyFlags, common: CommonProxyConfig, target: 
     maxKeys: flags.maxKeys === undefined ? undefined : parseOption("--max-keys", flags.maxKeys, (text) => parseCount(text)),
     accessLog: flags.accessLog,
     classes: parseProxyClasses(flags, limits, first?.spec.kind === "bucket" ? first.spec.rate : Infinity),
+    total: parseTotal(flags),
   };
+}
+
+/**
+ * --total RATE (repeatable) with --total-burst N (the i-th with the i-th, default 100 ms of
+ * its rate, at least 1): a set of buckets for every request together, beside each client's.
+ */
+function parseTotal(flags: ProxyFlags): ParsedLimit[] | undefined {
+  const rates = flags.total ?? [];
+  const bursts = flags.totalBurst ?? [];
+  if (rates.length === 0) {
+    if (bursts.length > 0) throw new UsageError(`--total-burst: sizes the --total bucket, and no --total is given; add e.g. "--total 2000/s --total-burst ${bursts[0]}"`);
+    return undefined;
+  }
+  if (bursts.length > rates.length) {
+    throw new UsageError(`--total-burst: given ${bursts.length} times for ${rates.length} --total; the i-th --total-burst goes with the i-th --total, so drop one or add its --total`);
+  }
+  if (flags.class !== undefined) {
+    throw new UsageError(`--total: beside --class is not built (classes share each key's limits); drop --total, or put a proxy with "--per all --rate RATE" in front`);
+  }
+  return rates.map((text, index) => {
+    const rate = parseOption("--total", text, (value) => {
+      if (rateKindOf(value) === "bytes") throw new Error(`"${value}" is a byte rate; --total counts the requests of every client together ("2000/s")`);
+      const perSecond = parseCountRate(value);
+      if (perSecond === Infinity) throw new Error(`"${value}" is no limit; give a rate such as "2000/s", or leave --total out`);
+      return perSecond;
+    });
+    const burstText = bursts[index];
+    const burst = burstText === undefined ? Math.max(1, Math.floor(rate / 10)) : parseOption("--total-burst", burstText, parseTotalBurst);
+    return { spec: { kind: "bucket", unit: "count", rate, burst }, flag: `--total ${text}${burstText === undefined ? "" : ` --total-burst ${burstText}`}`, burstGiven: burstText !== undefined };
+  });
+}
+
+/** A whole number of requests, at least 1. */
+function parseTotalBurst(text: string): number {
+  const n = parseCount(text);
+  if (!(n >= 1)) throw new Error(`"${text}" must be at least 1 (requests at once); try "--total-burst 200"`);
+  return n;
 }
 
 /**

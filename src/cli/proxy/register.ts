@@ -17,6 +17,7 @@ Examples:
   tbucket proxy --listen 8080 --to http://127.0.0.1:3000 --rate 50/s --burst 10 --per ip
   tbucket proxy --listen 8080 --to http://127.0.0.1:3000 --rate 10/s --window 1000/h --concurrency 20
   tbucket proxy --listen 8080 --to http://127.0.0.1:3000 --rate 50/s --key api --store redis://10.0.0.5:6379
+  tbucket proxy --listen 8080 --to http://127.0.0.1:3000 --per ip --rate 5/s --total 2000/s
   tbucket proxy --listen 8080 --to http://127.0.0.1:3000 --rate 100/s --access-log access.log --metrics 9464
   tbucket proxy --listen 8080 --to http://127.0.0.1:3000 --rate 100/s --burst 20 --per all \\
       --class interactive=60/s --class batch=10/s,prio=1 --class-from header:X-Priority --default-class batch`;
@@ -57,7 +58,9 @@ export function registerProxy(program: Command, onExit: (code: number) => void):
     )
     .addOption(repeatableOption("--route-class <[method ]path=class>", "HTTP: requests to this path (a trailing * for a prefix) are of this class (/search*=interactive); repeatable, the first match wins", collectText))
     .option("--class-from <header:NAME>", "HTTP: read each request's class from this header (header:X-Priority)")
-    .option("--default-class <name>", "HTTP: the class of a request that names none (default: the first --class)");
+    .option("--default-class <name>", "HTTP: the class of a request that names none (default: the first --class)")
+    .addOption(repeatableOption("--total <rate>", "HTTP: requests per time of every client together, beside each client's limits (2000/s); repeatable", collectText))
+    .addOption(repeatableOption("--total-burst <n>", "HTTP: the --total bucket's capacity (default 100 ms of it, at least 1); the i-th goes with the i-th --total", collectText));
   // -q also drops the line that says where the proxy listens.
   addReportOptions(command);
   addSharedBucketOptions(command, "admits")

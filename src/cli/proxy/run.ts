@@ -183,9 +183,9 @@ async function runHttpProxy(config: HttpProxyConfig): Promise<number> {
   const maxConnections = connectionsWithinDescriptorLimit();
   const tally: HttpTally = { admitted: 0, queued: 0, refused: 0 };
   const observer: HttpProxyObserver = {
-    decision(decision, waitMs, limitedBy) {
+    decision(decision, waitMs, limitedBy, totalLimitedBy) {
       tally[decision]++;
-      if (decision === "refused") return metrics.refused(limitedBy);
+      if (decision === "refused") return metrics.refused(limitedBy, totalLimitedBy, config.total?.length);
       if (decision === "queued") metrics.queued();
       metrics.admitted(waitMs);
     },
@@ -223,6 +223,7 @@ async function runHttpProxy(config: HttpProxyConfig): Promise<number> {
           rate: config.requestsPerSecond,
           burst,
           limits: config.limits?.map(({ spec }) => requestLimit(spec)),
+          total: config.total?.map(({ spec }) => requestLimit(spec)),
           per: config.per,
           classes: config.classes,
           trustProxy: config.trustProxy,
@@ -258,7 +259,7 @@ async function runHttpProxy(config: HttpProxyConfig): Promise<number> {
     const per = describeHttpScope(config.per);
     const queue = config.policy === "queue" ? `, queue up to ${humanDuration(config.maxWaitMs ?? 0)}` : "";
     writeStandardError(
-      `tbucket proxy: listening on ${formatHostPort(running.address)}, forwarding to ${config.target} (HTTP, ${describeHttpLimits(config, burst)}, per ${per}${queue})` +
+      `tbucket proxy: listening on ${formatHostPort(running.address)}, forwarding to ${config.target} (HTTP, ${describeHttpLimits(config, burst)}, per ${per}${describeTotal(config)}${queue})` +
         (metricsServer ? `; metrics on http://${formatHostPort(metricsServer.address)}/metrics` : "") +
         "\n",
     );
@@ -287,11 +288,26 @@ function requestLimit(spec: LimitSpec): RequestLimit {
 
 /** `10/s, burst 1`, or a set as its flags were written: `rate 10/s, window 15/2s, concurrency 4`. */
 function describeHttpLimits(config: HttpProxyConfig, burst: number): string {
-  const limits = config.limits === undefined ? `${describeRate("count", config.requestsPerSecond)}, burst ${burst}` : config.limits.map((limit) => limit.flag.replace(/--/g, "")).join(", ");
+  const limits =
+    config.limits !== undefined
+      ? config.limits.map((limit) => limit.flag.replace(/--/g, "")).join(", ")
+      : config.requestsPerSecond === Infinity && config.total
+        ? "unlimited"
+        : `${describeRate("count", config.requestsPerSecond)}, burst ${burst}`;
   if (!config.classes) return limits;
   const { specs, routes, header, defaultClass } = config.classes;
   const by = [...(routes.length > 0 ? ["route"] : []), ...(header ? [header] : [])];
   return `${limits}, classes ${specs.map((spec) => spec.name).join(", ")}${by.length > 0 ? ` by ${by.join(", ")}` : ""}, default ${defaultClass}`;
+}
+
+/** `, total 2000/s, burst 200`: the limits of every request together (--total), after the client's. */
+function describeTotal(config: HttpProxyConfig): string {
+  const total = config.total?.map(({ spec }) => (spec.kind === "bucket" ? `${describeRate("count", spec.rate)}, burst ${spec.burst}` : limitText(spec)));
+  return total ? `, total ${total.join(" and ")}` : "";
+}
+
+function limitText(spec: LimitSpec): string {
+  return spec.kind === "window" ? `${spec.n} in ${humanDuration(spec.windowMs)}` : "";
 }
 
 /** What HTTP requests get while the store is lost, as the lost line says it. */
