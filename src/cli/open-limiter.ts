@@ -8,7 +8,8 @@ import { TokenBucket } from "../core/token-bucket.js";
 import { formatByteRate, formatByteSize, formatCountRate, type RateKind } from "../core/units.js";
 import { type BucketConfig, type BucketState, type BucketStore, StoreError } from "../store/bucket-store.js";
 import { type KeyBucket, KeyBuckets, type SetKeyBucket } from "../store/key-buckets.js";
-import type { SharedSlots } from "../run/job-runner.js";
+import type { SharedPause, SharedSlots } from "../run/job-runner.js";
+import { ServerPause } from "../store/server-pause.js";
 import { isLimitSetStore, type LimitLevel, type LimitSetStore, sameLimits, type SetState, specOf } from "../store/limit-set-store.js";
 import { RuntimeError, UsageError } from "./errors.js";
 import type { SharedBucketOptions } from "./shared-options.js";
@@ -55,6 +56,8 @@ export interface OpenLimiter {
   report?: SetReport;
   /** A shared key's concurrency slots, when its set has a concurrency limit: run holds one a launch while it runs. */
   sharedSlots?: SharedSlots;
+  /** A shared key's server pause (run's pushback), kept in its store for every process on it. */
+  sharedPause?: SharedPause;
   /** Releases what the limiter holds (store connections, timers). */
   close(): Promise<void>;
 }
@@ -134,7 +137,7 @@ async function openSharedLimiter(request: LimiterRequest, key: string): Promise<
   const sharedSlots: SharedSlots | undefined = slots && { acquire: (maxWaitMs, signal, costs) => slots.acquire(costs, maxWaitMs, signal) };
   // The limiter first gives back a lease still waiting, then the store closes.
   const report = setLimits && { specs: setLimits, waitedMsBy: (index: number) => waitedMsBy[index] ?? 0 };
-  return { limiter: opened, report, sharedSlots, close: () => keys.close([opened]) };
+  return { limiter: opened, report, sharedSlots, sharedPause: store instanceof StoreError ? undefined : serverPause(store, key), close: () => keys.close([opened]) };
 }
 
 function privateReport(set: LimitSetLimiter): SetReport {
@@ -210,7 +213,20 @@ async function openClassLimiter(request: LimiterRequest, key: string, className:
   }
   limiter = byClass.get(names[0]!)!;
   const share = state.limits.find((limit) => limit.kind === "bucket");
-  return { limiter, byClass, sharedRate: share?.kind === "bucket" ? share.rate : undefined, close: () => keys.close([...byClass.values()]) };
+  return { limiter, byClass, sharedRate: share?.kind === "bucket" ? share.rate : undefined, sharedPause: serverPause(store, key), close: () => keys.close([...byClass.values()]) };
+}
+
+/**
+ * The key's server pause in its store. A store that fails here is the
+ * limiter's to say (its next take fails or goes local): the pause is then
+ * this process's alone, never an error of its own.
+ */
+function serverPause(store: BucketStore, key: string): SharedPause {
+  const pause = new ServerPause(store, key);
+  return {
+    pause: (ms) => pause.pause(ms).catch(() => {}),
+    remainingMs: () => pause.remainingMs().catch(() => 0),
+  };
 }
 
 /** `className` for a limiter per class of the key (run's --class-of, whose items name them). */

@@ -108,6 +108,16 @@ export interface JobRunnerOptions {
   onAttemptEnd?(job: JobSpec, attempt: number, exit: JobExit, outcome: AttemptOutcome): void;
   /** The job's report settled its costs (`tbucket-cost`): correct the limits that counted them. */
   settle?(job: JobSpec, limiter: Limiter, admitted: Costs, settled: readonly number[]): void;
+  /** With a shared key: the server's pushback, told to and heard from every process on the key. */
+  sharedPause?: SharedPause;
+}
+
+/** A pause kept where every process on a key reads it (the store): asked before every launch. */
+export interface SharedPause {
+  /** Pauses the key for `ms` from now, unless it is paused for longer. */
+  pause(ms: number): Promise<void>;
+  /** How long the key is still paused (0: not). */
+  remainingMs(): Promise<number>;
 }
 
 /** Backoff after a throttle that named no time: from 1 s, doubling, at most 60 s, with jitter. */
@@ -166,6 +176,8 @@ export class JobRunner {
   #tokenTaken: (() => void) | undefined;
   /** The server's pushback: no attempt starts before this instant (on the runner's clock). */
   #pausedUntilMs = -Infinity;
+  /** The pauses being written to the shared key, in order: a launch reads the key's pause only after them. */
+  #sharingPause: Promise<void> = Promise.resolve();
   /** Throttles in a row that named no time: the exponent of the backoff. */
   #unnamedThrottles = 0;
 
@@ -179,6 +191,11 @@ export class JobRunner {
     this.#retries = options.retries ?? 0;
     // With classes, up to READ_AHEAD waits listen to it at once.
     setMaxListeners(0, this.#stopLaunching.signal);
+  }
+
+  /** Until when the server's pushback holds launches (this run's or, on a shared key, another process's), on the runner's clock. */
+  get pausedUntilMs(): number {
+    return this.#pausedUntilMs;
   }
 
   /** A snapshot of the counters. */
@@ -412,7 +429,7 @@ export class JobRunner {
       // A limit the server says is used up (remaining 0, requests or tokens alike) holds launches until its reset:
       // a bucket lowered to nothing. Lowering one to a count above 0 is not done yet.
       const usedUp = last?.limits.filter((limit) => limit.remaining === 0 && limit.resetMs !== undefined).map((limit) => limit.resetMs!) ?? [];
-      if (usedUp.length > 0) this.#pausedUntilMs = Math.max(this.#pausedUntilMs, this.#clock.now() + Math.max(...usedUp));
+      if (usedUp.length > 0) this.#pause(Math.max(...usedUp));
       return { throttled: false, serverWaitMs: undefined };
     }
     const serverWaitMs = throttleWaitMs(last);
@@ -424,8 +441,37 @@ export class JobRunner {
       // Half fixed, half random: clients throttled together come back apart, none sooner than half the step.
       pauseMs = ceiling / 2 + Math.random() * (ceiling / 2);
     }
-    this.#pausedUntilMs = Math.max(this.#pausedUntilMs, this.#clock.now() + pauseMs);
+    this.#pause(pauseMs);
     return { throttled: true, serverWaitMs };
+  }
+
+  /** Holds every launch for `ms`: this run's at once, and on a shared key every process's, through the store. */
+  #pause(ms: number): void {
+    this.#pausedUntilMs = Math.max(this.#pausedUntilMs, this.#clock.now() + ms);
+    const shared = this.#options.sharedPause;
+    if (!shared) return;
+    const writing = this.#sharingPause.then(
+      () => shared.pause(ms),
+      () => shared.pause(ms),
+    );
+    // A store that fails here fails the next launch's wait (a limiter error); until then the rejection is held, not unhandled.
+    writing.catch(() => {});
+    this.#sharingPause = writing;
+  }
+
+  /** Waits out the server's pause: this run's, then the shared key's as the store has it (another process may have paused it). */
+  async #waitOutPause(signal: AbortSignal): Promise<void> {
+    const shared = this.#options.sharedPause;
+    for (;;) {
+      while (this.#clock.now() < this.#pausedUntilMs) {
+        await this.#clock.sleep(this.#pausedUntilMs - this.#clock.now(), signal);
+      }
+      if (!shared) return;
+      await this.#sharingPause;
+      const leftMs = await shared.remainingMs();
+      if (!(leftMs > 0)) return;
+      this.#pausedUntilMs = Math.max(this.#pausedUntilMs, this.#clock.now() + leftMs);
+    }
   }
 
   /** Waits for a free slot and takes it; false when launching stopped meanwhile. */
@@ -464,20 +510,18 @@ export class JobRunner {
     const beforeMs = this.#clock.now();
     try {
       // The server said when: no attempt is admitted before that, however many tokens there are.
-      while (this.#clock.now() < this.#pausedUntilMs) {
-        await this.#clock.sleep(this.#pausedUntilMs - this.#clock.now(), signal);
-      }
+      await this.#waitOutPause(signal);
       if (sharedSlots) {
         const release = await sharedSlots.acquire(this.#maxWaitMs, signal, costs);
+        // A throttle that came while this one waited for its slot holds it back too (the slot stays held meanwhile).
+        if (release !== undefined) await this.#waitOutPause(signal);
         return { ok: release !== undefined, waitMs: this.#clock.now() - beforeMs, askedMs: beforeMs, release };
       }
       let ok = true;
       if (!Number.isFinite(this.#maxWaitMs)) await limiter.wait(1, signal, costs);
       else ok = await limiter.tryWait(1, this.#maxWaitMs, signal, costs);
       // A throttle that came while this one waited for its token holds it back too.
-      while (ok && this.#clock.now() < this.#pausedUntilMs) {
-        await this.#clock.sleep(this.#pausedUntilMs - this.#clock.now(), signal);
-      }
+      if (ok) await this.#waitOutPause(signal);
       return { ok, waitMs: this.#clock.now() - beforeMs, askedMs: beforeMs };
     } catch (error) {
       if (signal.aborted) return ABORTED;

@@ -119,7 +119,7 @@ describe("tbucket/fastify", () => {
     expect((await queued.inject({ url: "/" })).statusCode).toBe(200);
     const waiting = queued.inject({ url: "/" });
     await new Promise((resolve) => setTimeout(resolve, 20));
-    clock.advance(1000);
+    await clock.advance(1000);
     expect((await waiting).statusCode).toBe(200);
   });
 

@@ -66,7 +66,7 @@ describe("tbucket/fetch", () => {
     controller.abort();
     expect((await leaving)?.status).toBe(499);
     // The one that left gave its turn back: the next waits one token, not two.
-    clock.advance(1000);
+    await clock.advance(1000);
     expect(await waiting).toBeUndefined();
   });
 

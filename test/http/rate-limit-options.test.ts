@@ -59,7 +59,7 @@ describe("rateLimit: cost", () => {
     const refused = await get(url, { "x-cost": "4" });
     expect(refused.status).toBe(429);
     expect(refused.headers["retry-after"]).toBe("4");
-    clock.advance(4000);
+    await clock.advance(4000);
     expect((await get(url, { "x-cost": "4" })).status).toBe(200);
     expect(results.map((result) => result.decision)).toEqual(["admitted", "refused", "admitted", "admitted", "refused", "admitted"]);
   });
@@ -180,7 +180,7 @@ describe("rateLimit: refusals", () => {
     expect([refused.headers["retry-after"], refused.headers["retry-after-ms"]]).toEqual(["1", "500"]);
     expect([refused.headers["x-ratelimit-remaining"], refused.headers["x-ratelimit-reset"]]).toEqual(["0", "1700000002"]);
     // 250 ms on, half a token is back; the client refused before is due first, so this one is told 750 ms (no stampede).
-    clock.advance(250);
+    await clock.advance(250);
     const later = await get(url);
     expect(later.headers["retry-after-ms"]).toBe("750");
   });

@@ -7,7 +7,7 @@ import type { Limiter } from "../../core/limiter.js";
 import { formatCountRate } from "../../core/units.js";
 import { jobSource, readLines } from "../../run/job-source.js";
 import { formatJobLogLine } from "../../run/job-log.js";
-import { isFatalSpawnError, JobRunner, type RunResult, type SharedSlots } from "../../run/job-runner.js";
+import { isFatalSpawnError, JobRunner, type RunResult, type SharedPause, type SharedSlots } from "../../run/job-runner.js";
 import { OutputLock } from "../../run/output-lock.js";
 import { OutputSink } from "../../run/output-sink.js";
 import { ProcessGroups } from "../../run/process-groups.js";
@@ -83,7 +83,7 @@ async function runIn(config: RunConfig, reportDir: string): Promise<number> {
         classes.close();
       }
     }
-    const { limiter, set, report, sharedSlots, byClass, close } = await openLimiter({
+    const { limiter, set, report, sharedSlots, sharedPause, byClass, close } = await openLimiter({
       kind: "count",
       rate: config.rate,
       burst: config.burst,
@@ -101,12 +101,12 @@ async function runIn(config: RunConfig, reportDir: string): Promise<number> {
           throw new UsageError(`--class-of: key "${config.shared.key}" has no class "${config.classOf.name}"; its classes are ${names.join(", ")} (name one of them, or define it with tbucket key set ${config.shared.key} --class, giving every class)`);
         }
         const counted = countedLaunches(byClass);
-        return await launchAll(reportDir, config, limiter, items, jobLog, () => undefined, undefined, classesOf(config, counted.lines, counted.launches));
+        return await launchAll(reportDir, config, limiter, items, jobLog, () => undefined, undefined, classesOf(config, counted.lines, counted.launches), sharedPause);
       }
       // A private set's concurrency is the runner's; a shared key's set reports every limit from the store's takes.
       const limitsOf = (slotWaitMs: number) =>
         set ? runLimitReports(config, set, slotWaitMs) : report && limitReports(report.specs, report.waitedMsBy, config.limits.map((limit) => limit.flag), report.refusedBy);
-      return await launchAll(reportDir, config, limiter, items, jobLog, limitsOf, sharedSlots);
+      return await launchAll(reportDir, config, limiter, items, jobLog, limitsOf, sharedSlots, undefined, sharedPause);
     } finally {
       await close();
     }
@@ -200,6 +200,7 @@ async function launchAll(
   limitsOf: (slotWaitMs: number) => LimitReport[] | undefined,
   sharedSlots: SharedSlots | undefined,
   classes?: RunClasses,
+  sharedPause?: SharedPause,
 ): Promise<number> {
   // The meter gives --stats its rate after the burst, and the progress line its recent rate.
   const meter = new LaunchRateMeter(limiter.rate === Infinity ? 1 : limiter.burst);
@@ -244,6 +245,7 @@ async function launchAll(
     launch,
     concurrency: config.jobs,
     sharedSlots,
+    sharedPause,
     maxWaitMs: config.maxWaitMs,
     retries: config.retries,
     durationMs: config.durationMs,
