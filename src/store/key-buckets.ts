@@ -78,6 +78,8 @@ export type KeyRequest = {
 export interface SetKeyBucket extends KeyBucket {
   /** Waits as tryWait for an item of `costs` and holds its slots until the returned release; undefined when refused. */
   acquire(costs: Costs, maxWaitMs: number, signal?: AbortSignal): Promise<(() => Promise<void>) | undefined>;
+  /** An item admitted at `admitted` cost `actual`: the difference is held for, or owed by, the next items (SharedSetLimiter.settle). */
+  settle(admitted: Costs, actual: Costs): void;
 }
 
 /** How a key that holds a set of limits is opened (`openSet`). */
@@ -242,7 +244,9 @@ export class KeyBuckets {
         async () => {},
         signal,
       );
-    return Object.assign(failover, { acquire });
+    // While the store is lost the private set serves: what its items really cost is not corrected there.
+    const settle: SetKeyBucket["settle"] = (admitted, actual) => latest?.settle(admitted, actual);
+    return Object.assign(failover, { acquire, settle });
   }
 
   /**
@@ -332,6 +336,7 @@ function privateSetBucket(limits: readonly LimitSpec[], kind: RateKind, clock: C
       const held = await set.acquire(costs, maxWaitMs, signal);
       return held && (async () => set.release(held));
     },
+    settle: () => {},
     close: async () => {},
   };
 }

@@ -205,6 +205,22 @@ export class SharedSetLimiter implements Limiter {
     }, signal);
   }
 
+  /**
+   * An item admitted at `admitted` really cost `actual` (run's `tbucket-cost`):
+   * the difference is this process's to use or to owe. Less is held, and
+   * serves its next items before a new take; more is owed, and its next take
+   * asks for it too. No round trip: the store counted the item when it was
+   * taken, and what this process holds or owes is settled with its next take.
+   */
+  settle(admitted: Costs, actual: Costs): void {
+    for (const unit in actual) {
+      const cost = (actual as Record<string, number>)[unit]!;
+      if (!(cost >= 0) || !Number.isFinite(cost)) continue;
+      const was = (admitted as Record<string, number>)[unit] ?? 0;
+      this.#held.set(unit as CostUnit, (this.#held.get(unit as CostUnit) ?? 0) + was - cost);
+    }
+  }
+
   /** Gives back an acquired item's slot. */
   async release(reservation: SetReservation | undefined): Promise<void> {
     if (!reservation || !this.#slots.delete(reservation)) return;

@@ -1,4 +1,4 @@
-import { readFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "vitest";
 import { runCli, sleep, startCli } from "../helpers/cli.js";
@@ -36,5 +36,23 @@ describe("tbucket run on a shared key: the server's pause", () => {
     expect(bStarts.filter((start) => start.at < toldAt).length).toBeGreaterThan(3);
     expect(bStarts.filter((start) => start.at > toldAt + 0.25 && start.at < toldAt + 1.99)).toEqual([]);
     expect(bStarts.filter((start) => start.at >= toldAt + 1.99).length).toBeGreaterThan(10);
+  });
+
+  it("tbucket-cost on a shared key: what jobs did not use serves the next ones, so a settled run finishes sooner", async ({ expect }) => {
+    const dir = tempDir();
+    const input = join(dir, "items.jsonl");
+    // 5 jobs estimated at 1000 through 1000/s (burst 1000) on a shared key: about 4 s unsettled; settled to 10, about 1 s.
+    writeFileSync(input, Array.from({ length: 5 }, () => JSON.stringify({ n: 1000 })).join("\n") + "\n");
+    const timed = async (key: string, script: string) => {
+      const beforeMs = Date.now();
+      const args = ["run", "--key", key, "--store", `sqlite:${join(dir, "buckets.db")}`, "--rate", "inf", "--cost", "{.n}", "--cost-rate", "1000/s"];
+      const result = await runCli([...args, "--input", input, "--", "sh", "-c", script, "sh", "{}"]);
+      expect([result.code, result.stderr]).toEqual([0, ""]);
+      return Date.now() - beforeMs;
+    };
+    const settledMs = await timed("settled", 'echo "tbucket-cost: 10" > "$TBUCKET_REPORT"');
+    const unsettledMs = await timed("unsettled", "true");
+    expect(unsettledMs).toBeGreaterThan(3500);
+    expect(settledMs).toBeLessThan(2500);
   });
 });

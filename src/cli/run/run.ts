@@ -7,7 +7,8 @@ import type { Limiter } from "../../core/limiter.js";
 import { formatCountRate } from "../../core/units.js";
 import { jobSource, readLines } from "../../run/job-source.js";
 import { formatJobLogLine } from "../../run/job-log.js";
-import { isFatalSpawnError, JobRunner, type RunResult, type SharedPause, type SharedSlots } from "../../run/job-runner.js";
+import { isFatalSpawnError, JobRunner, type JobRunnerOptions, type RunResult, type SharedPause, type SharedSlots } from "../../run/job-runner.js";
+import type { SetKeyBucket } from "../../store/key-buckets.js";
 import { OutputLock } from "../../run/output-lock.js";
 import { OutputSink } from "../../run/output-sink.js";
 import { ProcessGroups } from "../../run/process-groups.js";
@@ -240,7 +241,7 @@ async function launchAll(
   const settling = config.cost && limiter instanceof LimitSetLimiter ? settlingSet(limiter) : undefined;
   const runner = new JobRunner({
     limiter: config.cost && limiter instanceof LimitSetLimiter ? inDebtAboveBurst(limiter, stderr, settling!) : limiter,
-    settle: settling && ((_job, _limiter, admitted, settled) => settling.settle(admitted, settled)),
+    settle: settling ? (_job, _limiter, admitted, settled) => settling.settle(admitted, settled) : config.cost && sharedSettle(limiter),
     jobs: jobSource({ items: items?.lines, count: config.count }),
     launch,
     concurrency: config.jobs,
@@ -440,6 +441,19 @@ function settlingSet(set: LimitSetLimiter): SettlingSet {
       if (reservation === undefined || settled[0] === undefined) return;
       set.set.settleAt(set.clock.now(), reservation, { [COST_UNIT]: settled[0] });
     },
+  };
+}
+
+/**
+ * On a shared key's set, `tbucket-cost` corrects this process's share: what a
+ * job did not use serves its next jobs, what it used past its estimate is
+ * taken with their takes (SharedSetLimiter.settle).
+ */
+function sharedSettle(limiter: Limiter): JobRunnerOptions["settle"] {
+  const settle = (limiter as Partial<SetKeyBucket>).settle;
+  if (typeof settle !== "function") return undefined;
+  return (_job, _limiter, admitted, settled) => {
+    if (settled[0] !== undefined) settle(admitted, { [COST_UNIT]: settled[0] });
   };
 }
 
