@@ -20,6 +20,8 @@ export interface RunProgressView {
   adaptiveCeiling?: number;
   /** With classes: each class's share of the launches so far (`web 75%, batch 25%`). */
   classes?: readonly ClassShare[];
+  /** The server's pause still to wait, in ms (`paused by the server: 12 s`); 0 or absent when launches are not held. */
+  serverPauseMs?: number;
 }
 
 /** A field of the line; the lowest dropRank goes first when the line is too wide (see cli/progress-line.ts). */
@@ -66,6 +68,8 @@ export function runProgressFields(counts: Readonly<RunCounts>, view: RunProgress
     { text: humanCountRate(view.launchesPerSecond), widest: HUMAN_COUNT_RATE_WIDEST },
     view.limitPerSecond === 0 ? { text: `${limit}${key}` } : { text: `${limit}${key}`, widest: limitWidest, dropRank: 3 },
   ];
+  // The server's word holds every launch: said before the figures a narrow line drops.
+  if (view.serverPauseMs !== undefined && view.serverPauseMs > 0) fields.push({ text: serverPauseText(view.serverPauseMs) });
   if (view.classes !== undefined) {
     const shares = view.classes.map((c) => `${c.name} ${c.share === null ? "-" : `${Math.round(c.share * 100)}%`}`).join(", ");
     // Each share at most "100%": the field keeps the room of its widest.
@@ -78,6 +82,11 @@ export function runProgressFields(counts: Readonly<RunCounts>, view: RunProgress
     fields.push({ text: eta, widest: "ETA ".length + HUMAN_DURATION_WIDEST });
   }
   return fields;
+}
+
+/** What the line (or, on a terminal, the spinner) says while the server's pause holds launches: whole seconds left, rounded up. */
+export function serverPauseText(leftMs: number): string {
+  return `paused by the server: ${Math.ceil(leftMs / 1000)} s`;
 }
 
 /** The progress line, whole: `12/30 started · 2 running · 9 done · 1 failed · 5.0/s · limit 5.0/s · ETA 3.6 s`. */

@@ -19,7 +19,7 @@ export function runInTerminal(script: string, options: { columns?: number; env?:
  * The screen a terminal of `columns` would show after `bytes`: printable
  * characters (wrapping at the last column, as terminals do), carriage
  * return, newline, and the few escapes tbucket uses: erase to the end of
- * the line (ESC [ K), cursor up (ESC [ n A), save and restore the cursor
+ * the line (ESC [ K), cursor up (ESC [ n A), to a column (ESC [ n G), save and restore the cursor
  * (ESC 7, ESC 8). Other escapes are skipped. Rows are trimmed at the end.
  */
 export function drawScreen(bytes: string, columns: number): string[] {
@@ -35,6 +35,8 @@ export function drawScreen(bytes: string, columns: number): string[] {
       if (csi) {
         if (csi[2] === "K") line().length = Math.min(line().length, column);
         if (csi[2] === "A") row = Math.max(0, row - Number(csi[1] || 1));
+        // To a column (ora's spinner redraws from column 1).
+        if (csi[2] === "G") column = Math.max(0, Number(csi[1] || 1) - 1);
         at += csi[0].length - 1;
       } else if (bytes[at + 1] === "7" || bytes[at + 1] === "8") {
         if (bytes[at + 1] === "7") saved = { row, column };

@@ -3,7 +3,7 @@ import type { Limiter } from "../../core/limiter.js";
 import type { JobRunner } from "../../run/job-runner.js";
 import type { ClassShare } from "../../run/run-report.js";
 import type { LaunchRateMeter } from "../../run/launch-rate-meter.js";
-import { PROGRESS_SEPARATOR, runProgressFields } from "../../run/run-progress.js";
+import { PROGRESS_SEPARATOR, runProgressFields, serverPauseText } from "../../run/run-progress.js";
 import { countFileLines } from "../count-lines.js";
 import { fitFields, type ProgressLine, startProgressLine } from "../progress-line.js";
 import type { ProgressMode } from "../report-options.js";
@@ -48,8 +48,10 @@ export function startRunProgress(options: RunProgressOptions, limiter: Limiter, 
   let line: ProgressLine | undefined;
   let ended = false;
   let counted: Promise<void> | undefined;
+  let pause: ServerPauseSpinner | undefined;
   return {
     aroundWrite(write) {
+      if (pause?.spinning) return pause.around(write);
       line?.clear();
       const ok = write();
       line?.draw();
@@ -77,14 +79,18 @@ export function startRunProgress(options: RunProgressOptions, limiter: Limiter, 
               key: options.key,
               classes: options.classes?.(),
               adaptiveCeiling: options.adaptiveCeiling,
+              serverPauseMs: ended ? 0 : runner.pausedUntilMs - performance.now(),
               ended,
             }),
             width,
             PROGRESS_SEPARATOR,
           ),
       });
+      // On a terminal, a wait with no end but the server's is ora's to show: a spinner in the line's place.
+      if (process.stderr.isTTY) pause = new ServerPauseSpinner(runner, line);
     },
     async stop() {
+      pause?.stop();
       if (counted) {
         let timer: NodeJS.Timeout | undefined;
         await Promise.race([counted, new Promise<void>((resolve) => (timer = setTimeout(resolve, LAST_COUNT_WAIT_MS)))]);
@@ -94,4 +100,73 @@ export function startRunProgress(options: RunProgressOptions, limiter: Limiter, 
       line?.stop();
     },
   };
+}
+
+/** How often the spinner's seconds are brought up to date, and a pause looked for. */
+const PAUSE_CHECK_MS = 250;
+
+/**
+ * While the server's pause holds every launch, an ora spinner stands where
+ * the progress line was, saying the seconds left (`paused by the server:
+ * 12 s`); when it ends the line comes back. ora is loaded at the first pause.
+ */
+class ServerPauseSpinner {
+  readonly #runner: JobRunner;
+  readonly #line: ProgressLine;
+  readonly #timer: NodeJS.Timeout;
+  #spinner: import("ora").Ora | undefined;
+  #loading = false;
+
+  constructor(runner: JobRunner, line: ProgressLine) {
+    this.#runner = runner;
+    this.#line = line;
+    this.#timer = setInterval(() => this.#check(), PAUSE_CHECK_MS);
+    this.#timer.unref();
+  }
+
+  get spinning(): boolean {
+    return this.#spinner !== undefined;
+  }
+
+  /** Job output while spinning: the spinner cleared before it and drawn again after. */
+  around(write: () => boolean): boolean {
+    this.#spinner?.clear();
+    const ok = write();
+    this.#spinner?.render();
+    return ok;
+  }
+
+  stop(): void {
+    clearInterval(this.#timer);
+    this.#end();
+  }
+
+  #check(): void {
+    const leftMs = this.#runner.pausedUntilMs - performance.now();
+    if (leftMs <= 0) {
+      this.#end();
+      return;
+    }
+    if (this.#spinner) {
+      this.#spinner.text = serverPauseText(leftMs);
+      return;
+    }
+    if (this.#loading) return;
+    this.#loading = true;
+    void import("ora").then(({ default: ora }) => {
+      this.#loading = false;
+      const now = this.#runner.pausedUntilMs - performance.now();
+      if (now <= 0) return;
+      this.#line.clear();
+      // ora's own terminal handling, told to leave standard input alone (else it takes over the keyboard).
+      this.#spinner = ora({ stream: process.stderr, discardStdin: false, text: serverPauseText(now) }).start();
+    });
+  }
+
+  #end(): void {
+    if (!this.#spinner) return;
+    this.#spinner.stop();
+    this.#spinner = undefined;
+    this.#line.draw();
+  }
 }
