@@ -363,6 +363,23 @@ export class LimitSet {
   }
 
   /**
+   * Lowers every bucket counting `unit` to at most `most` at `nowMs` (a
+   * server saying how much of its limit is left): one above it loses the
+   * difference, one below it is left as it is. Windows and concurrency are
+   * not moved: what they hold is what was taken, not a level to correct.
+   */
+  capLevelAt(nowMs: number, unit: CostUnit, most: number): void {
+    if (!(most >= 0)) throw new RangeError(`Expected \`most\` to be a non-negative number, got \`${most}\``);
+    const t = this.#touch(nowMs);
+    for (let i = 0; i < this.#plan.count; i++) {
+      if (this.#plan.kinds[i] !== BUCKET || this.#plan.units[i] !== unit) continue;
+      const bucket = this.#bucket(i);
+      const level = bucket.tokensAt(t);
+      if (level > most) bucket.addTokensAt(t, most - level);
+    }
+  }
+
+  /**
    * The level of limit `index` (from 0) at `nowMs`, read without changing
    * anything: a bucket's tokens (negative while reservations owe), a
    * window's room left (n less what is still in it, reservations included),

@@ -340,3 +340,26 @@ describe("LimitSet given costs that are not an object", () => {
     expect(levels(set, 0)).toEqual([1, 2, 100]);
   });
 });
+
+describe("LimitSet.capLevelAt", () => {
+  it("lowers the buckets of the unit to the server's count, never raises one, and leaves windows and other units alone", () => {
+    const set = new LimitSet(
+      [
+        { kind: "bucket", unit: "count", rate: 10, burst: 10 },
+        { kind: "window", unit: "count", n: 100, windowMs: 60_000 },
+        { kind: "bucket", unit: "cost", rate: 1000, burst: 5000 },
+      ],
+      { clock: new FakeClock() },
+    );
+    set.capLevelAt(0, "count", 2);
+    expect([set.levelAt(0, 0), set.levelAt(0, 1), set.levelAt(0, 2)]).toEqual([2, 100, 5000]);
+    // Below the server's count already: left as it is.
+    set.capLevelAt(0, "count", 7);
+    expect(set.levelAt(0, 0)).toBe(2);
+    set.capLevelAt(0, "cost", 1200);
+    expect(set.levelAt(0, 2)).toBe(1200);
+    // The rate goes on from the lowered level.
+    expect(set.levelAt(500, 0)).toBe(7);
+    expect(() => set.capLevelAt(0, "count", -1)).toThrow("Expected `most` to be a non-negative number, got `-1`");
+  });
+});

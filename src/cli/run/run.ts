@@ -33,6 +33,7 @@ import { needsLimitSet } from "../limit-options.js";
 import { formatLimitsText, type LimitReport, limitedBy, limitReports } from "../../core/limit-report.js";
 import { LimitSetLimiter } from "../../core/limit-set-limiter.js";
 import { TokenBucket } from "../../core/token-bucket.js";
+import type { ServerLimit } from "../../run/server-report.js";
 import { systemClock } from "../../core/clock.js";
 import { AdaptiveRate } from "../../run/adaptive-rate.js";
 import type { LimitReservation } from "../../core/limit-set.js";
@@ -256,6 +257,7 @@ async function launchAll(
     onLaunch: (_job, _attempt, atMs, askedMs) => meter.record(atMs, askedMs),
     onAttemptEnd: (_job, _attempt, exit, outcome) => {
       adaptive?.record(outcome.throttled);
+      lowerToServersCount(limiter, exit.report?.responses.at(-1)?.limits);
       // A report line tbucket knows but could not read, said once per run: one bad header would say it every job.
       for (const problem of exit.report?.problems ?? []) {
         const kind = exit.report!.truncated && problem.includes("longer than") ? "report-too-long" : problem.replace(/^report \S+: /, "").split(":")[0]!;
@@ -455,6 +457,26 @@ function sharedSettle(limiter: Limiter): JobRunnerOptions["settle"] {
   return (_job, _limiter, admitted, settled) => {
     if (settled[0] !== undefined) settle(admitted, { [COST_UNIT]: settled[0] });
   };
+}
+
+/**
+ * What the server says is left of its limits (remaining with a reset) lowers
+ * this run's private buckets that count the same (DESIGN 13): a limit of
+ * tokens the cost limits, any other (requests, an IETF policy) the launches.
+ * Never raises one: the server's count is an upper bound of what may go now.
+ * A shared key's buckets are the store's, and are not lowered here.
+ */
+function lowerToServersCount(limiter: Limiter, limits: readonly ServerLimit[] | undefined): void {
+  if (!limits) return;
+  for (const limit of limits) {
+    if (limit.remaining === undefined || limit.resetMs === undefined) continue;
+    const unit = /token/i.test(limit.name) ? COST_UNIT : "count";
+    if (limiter instanceof LimitSetLimiter) limiter.set.capLevelAt(limiter.clock.now(), unit, limit.remaining);
+    else if (limiter instanceof TokenBucket && unit === "count") {
+      const level = limiter.tokens();
+      if (level > limit.remaining) limiter.addTokensAt(limiter.clock.now(), limit.remaining - level);
+    }
+  }
 }
 
 /** A job's launch and its --cost; an item without one is bad (one line, naming its line). */
