@@ -20,9 +20,27 @@ describe("tbucket run --cost", () => {
     [["--cost", "{2}", "--cost-rate", "1mb"], `tbucket: --cost-rate: "1mb" is a byte rate, not a count rate; try "5", "300/m" or "1/10s"\n`],
     [["--cost", "5", "--cost-window", "10"], `tbucket: --cost-window: "10" is not a window: write N/W, at most N in any W; try "100/1m", "1000/h" or "10/1.5s"\n`],
     [["--cost", "{.n}", "--cost-rate", "10/s", "--class", "a=1/s"], "tbucket: --cost: classes do not count costs yet; drop --class, or --cost and its limits\n"],
+    [
+      ["--cost", "{.n}", "--cost", "{.m}", "--cost-rate", "10/s", "--cost-rate", "20/s", "--cost-window", "100/1m"],
+      "tbucket: --cost: 2 costs for 3 cost limits; give one --cost that every cost limit counts, or one for each (the i-th for the i-th: the --cost-rates in order, then the --cost-windows)\n",
+    ],
   ])("refuses %j with one line, exit 2", async (args, stderr) => {
     const result = await runCli(["run", "--rate", "5", ...args, "--input", items(['{"n":1}']), "--", "echo", "{}"]);
     expect([result.code, result.stderr, result.stdout.toString()]).toEqual([2, stderr, ""]);
+  });
+
+  it("several --cost: the i-th counted by the i-th cost limit, each in --stats, an item missing either failing by its line", async () => {
+    // Input tokens 10 a job against 1000/s, output tokens 400 against 1000/s (burst 1000): the second binds.
+    const input = items(['{"in":10,"out":400}', '{"in":10,"out":400}', '{"in":10}', '{"in":10,"out":400}']);
+    const result = await runCli([
+      "run", "--rate", "inf", "-j", "1", "--cost", "{.in}", "--cost", "{.out}", "--cost-rate", "1000/s", "--cost-rate", "1000/s", "--stats-format", "json", "--input", input, "--", "echo", "{}",
+    ]);
+    expect(result.code).toBe(1);
+    const lines = result.stderr.trimEnd().split("\n");
+    expect(lines[0]).toBe("tbucket: run: line 3: cost {.out}: the item has no field .out");
+    const stats = JSON.parse(lines.at(-1)!) as { limits: Array<{ flag: string }>; succeeded: number; failed: number };
+    expect(stats).toMatchObject({ succeeded: 3, failed: 1 });
+    expect(stats.limits.map((limit) => limit.flag)).toEqual(["--rate inf", "--cost-rate 1000/s", "--cost-rate 1000/s"]);
   });
 
   it("takes an unlimited cost rate (it limits nothing) as an unlimited launch rate is taken", async () => {

@@ -9,16 +9,15 @@ import { parseOption, UsageError } from "../errors.js";
 import { type LimitFlags, needsLimitSet, type ParsedLimit, parseLimitOptions } from "../limit-options.js";
 import { parseReportOptions, type ReportFlags, type ReportOptions } from "../report-options.js";
 import { parseSharedBucketOptions, type SharedBucketFlags, type SharedBucketOptions } from "../shared-options.js";
-import type { CostTemplate } from "../../run/cost-template.js";
-import { type CostFlags, parseCostOptions } from "./cost-options.js";
+import { type CostFlags, type JobCost, parseCostOptions } from "./cost-options.js";
 
 export interface RunConfig extends ReportOptions {
   /** The command and its arguments, `{}` and `{#}` still in them. */
   command: string[];
   /** Every limit, in command-line order (the cost limits after the launch limits): one bucket, or a set (see needsLimitSet); none: from --key. */
   limits: ParsedLimit[];
-  /** --cost: each job's cost from its item, counted by the --cost-rate and --cost-window limits. */
-  cost: CostTemplate | undefined;
+  /** --cost: each job's costs from its item (one, or one per cost limit), counted by the --cost-rate and --cost-window limits. */
+  cost: JobCost[] | undefined;
   /** With one bucket: launches per second; undefined: from --key, or a set. */
   rate: number | undefined;
   /** With one bucket, as given (undefined: its default), or with --key alone the key's new burst. */
@@ -113,13 +112,14 @@ export function parseRunOptions(words: string[], flags: RunFlags): RunConfig {
   }
   if (flags.shell) checkShellScript(words.join(" "));
   const { classes, classOf } = parseRunClasses(flags, limits, shared, items);
-  if (costs.template !== undefined) {
+  if (costs.costs !== undefined) {
     if (classes !== undefined) throw new UsageError(`--cost: classes do not count costs yet; drop --class, or --cost and its limits`);
-    if (costs.template.kind !== "number" && !items) {
-      throw new UsageError(`--cost ${flags.cost}: the jobs have no items (no {} in the command) to read a cost from; give a number for all, e.g. "--cost 100"`);
+    const fromItem = costs.costs.find((cost) => cost.template.kind !== "number");
+    if (fromItem && !items) {
+      throw new UsageError(`--cost ${fromItem.template.source}: the jobs have no items (no {} in the command) to read a cost from; give a number for all, e.g. "--cost 100"`);
     }
   }
-  if (flags.adaptive) checkAdaptive(limits, shared, classes, costs.template !== undefined);
+  if (flags.adaptive) checkAdaptive(limits, shared, classes, costs.costs !== undefined);
   const { progress, stats, name } = parseReportOptions(flags);
   return {
     command: words,
@@ -145,7 +145,7 @@ export function parseRunOptions(words: string[], flags: RunFlags): RunConfig {
     shared,
     classes,
     classOf,
-    cost: costs.template,
+    cost: costs.costs,
   };
 }
 

@@ -58,7 +58,7 @@ export function registerRun(program: Command, onExit: (code: number) => void): v
       ),
     )
     .option("--class-of <template>", "each job's class: {2} (a whitespace field of its item), {.priority} (a JSON field) or NAME for all (default: the first --class)")
-    .option("--cost <template>", "each job's cost, counted by --cost-rate and --cost-window: {.max_tokens} (a JSON field of its item), {2} (a whitespace field) or a number")
+    .addOption(repeatableOption("--cost <template>", "each job's cost, counted by --cost-rate and --cost-window: {.max_tokens} (a JSON field of its item), {2} (a whitespace field) or a number; repeatable: the i-th for the i-th cost limit", collectText))
     .addOption(repeatableOption("--cost-rate <rate>", "at most this much cost per time (90000/m); repeatable: every rate holds", collectText))
     .addOption(repeatableOption("--cost-burst <n>", "cost that may go at once, for the --cost-rate before it (default: what the rate allows in its period: 90000/m holds 90000)", collectText))
     .addOption(repeatableOption("--cost-window <n/w>", "at most n of cost in any interval w, sliding and exact (1000000/d); repeatable", collectText));

@@ -18,7 +18,7 @@ import { ClassLimiter } from "../../core/class-limiter.js";
 import { classOfItem } from "../../run/class-of.js";
 import { CostError, type CostTemplate, costOf } from "../../run/cost-template.js";
 import type { Costs } from "../../core/limit-spec.js";
-import { COST_UNIT } from "./cost-options.js";
+import { COST_UNIT, type JobCost } from "./cost-options.js";
 import type { JobSpec } from "../../run/job-source.js";
 import { describeUnknownClass } from "../class-options.js";
 import { LaunchRateMeter } from "../../run/launch-rate-meter.js";
@@ -239,10 +239,10 @@ async function launchAll(
   const adaptive = config.adaptive && limiter instanceof TokenBucket ? new AdaptiveRate(limiter.rate, systemClock, { onRate: (rate) => limiter.setRate(rate) }) : undefined;
   const toEpochMs = (clockMs: number) => performance.timeOrigin + clockMs;
   const warned = new Set<string>();
-  const settling = config.cost && limiter instanceof LimitSetLimiter ? settlingSet(limiter) : undefined;
+  const settling = config.cost && limiter instanceof LimitSetLimiter ? settlingSet(limiter, config.cost) : undefined;
   const runner = new JobRunner({
-    limiter: config.cost && limiter instanceof LimitSetLimiter ? inDebtAboveBurst(limiter, stderr, settling!) : limiter,
-    settle: settling ? (_job, _limiter, admitted, settled) => settling.settle(admitted, settled) : config.cost && sharedSettle(limiter),
+    limiter: config.cost && limiter instanceof LimitSetLimiter ? inDebtAboveBurst(limiter, config.cost, stderr, settling!) : limiter,
+    settle: settling ? (_job, _limiter, admitted, settled) => settling.settle(admitted, settled) : config.cost && sharedSettle(limiter, config.cost),
     jobs: jobSource({ items: items?.lines, count: config.count }),
     launch,
     concurrency: config.jobs,
@@ -257,7 +257,7 @@ async function launchAll(
     onLaunch: (_job, _attempt, atMs, askedMs) => meter.record(atMs, askedMs),
     onAttemptEnd: (_job, _attempt, exit, outcome) => {
       adaptive?.record(outcome.throttled);
-      lowerToServersCount(limiter, exit.report?.responses.at(-1)?.limits);
+      lowerToServersCount(limiter, config.cost, exit.report?.responses.at(-1)?.limits);
       // A report line tbucket knows but could not read, said once per run: one bad header would say it every job.
       for (const problem of exit.report?.problems ?? []) {
         const kind = exit.report!.truncated && problem.includes("longer than") ? "report-too-long" : problem.replace(/^report \S+: /, "").split(":")[0]!;
@@ -391,8 +391,8 @@ async function launchAll(
  * once; later jobs wait while the debt is paid. With --max-wait (tryWait) it is refused as one
  * the burst can never take. A shared key refuses it so too: its store takes no debt past a burst.
  */
-function inDebtAboveBurst(set: LimitSetLimiter, stderr: { writeLine(line: string): void }, settling: SettlingSet): Limiter {
-  const most = set.mostAtOnce(COST_UNIT, { windows: false });
+function inDebtAboveBurst(set: LimitSetLimiter, jobCosts: readonly JobCost[], stderr: { writeLine(line: string): void }, settling: SettlingSet): Limiter {
+  const mosts = jobCosts.map(({ unit }) => ({ unit, most: set.mostAtOnce(unit, { windows: false }) }));
   let said = false;
   return {
     get rate() {
@@ -404,11 +404,11 @@ function inDebtAboveBurst(set: LimitSetLimiter, stderr: { writeLine(line: string
     tokens: () => set.tokens(),
     tryWait: (n, maxWaitMs, signal, costs) => (costs ? settling.tryWait(costs, maxWaitMs, signal) : set.tryWait(n, maxWaitMs, signal, costs)),
     wait(n, signal, costs) {
-      const cost = costs?.[COST_UNIT] ?? 0;
-      if (cost <= most) return settling.wait(costs!, signal);
+      const over = mosts.find(({ unit, most }) => (costs?.[unit] ?? 0) > most);
+      if (!over) return settling.wait(costs!, signal);
       if (!said) {
         said = true;
-        stderr.writeLine(`tbucket: run: a job costs ${cost}, more than a cost limit's burst (${most}): it waits for full buckets and runs them into debt\n`);
+        stderr.writeLine(`tbucket: run: a job costs ${costs![over.unit]}, more than a cost limit's burst (${over.most}): it waits for full buckets and runs them into debt\n`);
       }
       return set.waitInDebt(costs!, signal);
     },
@@ -418,7 +418,7 @@ function inDebtAboveBurst(set: LimitSetLimiter, stderr: { writeLine(line: string
 /**
  * A private set whose takes are kept, the latest for each job's costs, so that its report's
  * `tbucket-cost` settles them (LimitSet.settleAt, at now: more becomes debt, less is given back).
- * The cost limits all count one unit: the report's first number settles them all.
+ * One --cost: the report's first number settles every cost limit; several: the i-th number the i-th.
  */
 interface SettlingSet {
   wait(costs: Costs, signal?: AbortSignal): Promise<void>;
@@ -426,7 +426,7 @@ interface SettlingSet {
   settle(admitted: Costs, settled: readonly number[]): void;
 }
 
-function settlingSet(set: LimitSetLimiter): SettlingSet {
+function settlingSet(set: LimitSetLimiter, jobCosts: readonly JobCost[]): SettlingSet {
   const taken = new WeakMap<Costs, LimitReservation>();
   const take = async (costs: Costs, maxWaitMs: number, signal?: AbortSignal) => {
     const reservation = await set.acquire(costs, maxWaitMs, signal);
@@ -440,8 +440,9 @@ function settlingSet(set: LimitSetLimiter): SettlingSet {
     tryWait: take,
     settle(admitted, settled) {
       const reservation = taken.get(admitted);
-      if (reservation === undefined || settled[0] === undefined) return;
-      set.set.settleAt(set.clock.now(), reservation, { [COST_UNIT]: settled[0] });
+      const actual = settledCosts(jobCosts, settled);
+      if (reservation === undefined || actual === undefined) return;
+      set.set.settleAt(set.clock.now(), reservation, actual);
     },
   };
 }
@@ -451,12 +452,22 @@ function settlingSet(set: LimitSetLimiter): SettlingSet {
  * job did not use serves its next jobs, what it used past its estimate is
  * taken with their takes (SharedSetLimiter.settle).
  */
-function sharedSettle(limiter: Limiter): JobRunnerOptions["settle"] {
+function sharedSettle(limiter: Limiter, jobCosts: readonly JobCost[]): JobRunnerOptions["settle"] {
   const settle = (limiter as Partial<SetKeyBucket>).settle;
   if (typeof settle !== "function") return undefined;
   return (_job, _limiter, admitted, settled) => {
-    if (settled[0] !== undefined) settle(admitted, { [COST_UNIT]: settled[0] });
+    const actual = settledCosts(jobCosts, settled);
+    if (actual !== undefined) settle(admitted, actual);
   };
+}
+
+/** The costs a report's `tbucket-cost: N[, N...]` settles: the i-th number the i-th --cost's unit; undefined when it gives none. */
+function settledCosts(jobCosts: readonly JobCost[], settled: readonly number[]): Costs | undefined {
+  const actual: Record<string, number> = {};
+  jobCosts.forEach(({ unit }, i) => {
+    if (settled[i] !== undefined) actual[unit] = settled[i];
+  });
+  return Object.keys(actual).length > 0 ? actual : undefined;
 }
 
 /**
@@ -466,11 +477,14 @@ function sharedSettle(limiter: Limiter): JobRunnerOptions["settle"] {
  * Never raises one: the server's count is an upper bound of what may go now.
  * A shared key's buckets are the store's, and are not lowered here.
  */
-function lowerToServersCount(limiter: Limiter, limits: readonly ServerLimit[] | undefined): void {
+function lowerToServersCount(limiter: Limiter, jobCosts: readonly JobCost[] | undefined, limits: readonly ServerLimit[] | undefined): void {
   if (!limits) return;
   for (const limit of limits) {
     if (limit.remaining === undefined || limit.resetMs === undefined) continue;
-    const unit = /token/i.test(limit.name) ? COST_UNIT : "count";
+    const tokens = /token/i.test(limit.name);
+    // Tokens are the cost's when there is one cost; with several (input, output), which is which is not known.
+    if (tokens && jobCosts?.length !== 1) continue;
+    const unit = tokens ? jobCosts![0]!.unit : "count";
     if (limiter instanceof LimitSetLimiter) limiter.set.capLevelAt(limiter.clock.now(), unit, limit.remaining);
     else if (limiter instanceof TokenBucket && unit === "count") {
       const level = limiter.tokens();
@@ -480,10 +494,12 @@ function lowerToServersCount(limiter: Limiter, limits: readonly ServerLimit[] | 
 }
 
 /** A job's launch and its --cost; an item without one is bad (one line, naming its line). */
-function costsOfJob(template: CostTemplate): (job: JobSpec) => Costs {
+function costsOfJob(jobCosts: readonly JobCost[]): (job: JobSpec) => Costs {
   return (job) => {
     try {
-      return { count: 1, [COST_UNIT]: costOf(template, job.item ?? "") };
+      const costs: Record<string, number> = { count: 1 };
+      for (const { unit, template } of jobCosts) costs[unit] = costOf(template, job.item ?? "");
+      return costs;
     } catch (error) {
       if (error instanceof CostError) throw new Error(`line ${job.number}: ${error.message}`);
       throw error;
