@@ -67,7 +67,7 @@ export function registerProxy(program: Command, onExit: (code: number) => void):
     .addOption(
       repeatableOption(
         "--route <[method ]path=limits>",
-        "HTTP: a rule for this path (a trailing * for a prefix): its own limits RATE[,burst=N][,window=N/D][,concurrency=N], cost=N, class=NAME (POST /login=5/m,burst=5); repeatable, the first match wins",
+        "HTTP: a rule for this path (a trailing * for a prefix): its own limits (a rate, then burst=N, window=N/D, concurrency=N), cost=N and class=NAME, joined by commas (POST /login=5/m,burst=5); repeatable, the first match wins",
         collectText,
       ),
     )
