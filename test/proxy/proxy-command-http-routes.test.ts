@@ -2,6 +2,7 @@ import { createServer, type Server } from "node:http";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { SqliteStore } from "../../src/store/sqlite-store.js";
 import { runCli } from "../helpers/cli.js";
 import { startProxy, stopProxy } from "../helpers/proxy.js";
 import { tempDirs } from "../helpers/temp-dir.js";
@@ -96,6 +97,28 @@ describe("tbucket proxy --config with routes", () => {
       expect(statuses).toEqual([200, 200, 200, 429, 429]);
     } finally {
       expect((await stopProxy(proxy)).code).toBe(0);
+    }
+  });
+
+  it("with --key on SQLite two proxies hold a rule together, in keys apart from the default's", async () => {
+    const backendPort = await httpBackend();
+    const dir = tempDir();
+    const path = join(dir, "buckets.db");
+    const file = configFile("tbucket.yaml", `${RULES(backendPort)}key: api\nstore: sqlite:${path}\n`);
+    const one = await startProxy(["--config", file], { env: { XDG_STATE_HOME: dir } });
+    const two = await startProxy(["--config", file], { env: { XDG_STATE_HOME: dir } });
+    const statuses = [];
+    for (const proxy of [one, two, one]) statuses.push(await status(proxy.port, "192.0.2.1", "POST", "/login"));
+    statuses.push(await status(two.port, "192.0.2.1", "GET", "/"));
+    expect(statuses).toEqual([200, 200, 429, 200]);
+    expect((await stopProxy(one)).code).toBe(0);
+    expect((await stopProxy(two)).code).toBe(0);
+    const store = await SqliteStore.open(path);
+    try {
+      const keys = (await store.listSets()).map((set) => set.key.replace(/^api:[0-9a-f]{8}:/, "api:<plan>:")).sort();
+      expect(keys).toEqual(["api:<plan>:192.0.2.1", "api:<plan>:route1:192.0.2.1"]);
+    } finally {
+      await store.close();
     }
   });
 
