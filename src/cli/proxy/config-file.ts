@@ -176,9 +176,9 @@ function readRoutes(value: Node | null, keyNode: Node, fail: Fail): RouteRuleCon
       }
     }
     if (!isMap(node)) return fail(node, where, `is not a rule; write "match: [METHOD ]PATH" and its limits under it, or the --route text "POST /login=5/m,burst=5"`);
-    let match: Node | undefined;
+    let match: { node: Node; text: string } | undefined;
     const items: Array<[string, string]> = [];
-    const lines = new Map<string, Node>();
+    const keyNodes = new Map<string, Node>();
     for (const pair of node.items) {
       const keyNode = pair.key as Node;
       const name = isScalar(keyNode) ? String(keyNode.value) : "";
@@ -187,25 +187,24 @@ function readRoutes(value: Node | null, keyNode: Node, fail: Fail): RouteRuleCon
         fail(keyNode, `${where}: ${name}`, `is not a key of a rule; ${nearest ? `did you mean "${nearest}"? ` : ""}a rule's keys are ${ROUTE_KEYS.join(", ")}`);
       }
       const [text] = scalarsOf(pair.value as Node | null, keyNode, name, false, (at, _key, why) => fail(at, `${where}: ${name}`, why));
-      if (name === "match") match = keyNode;
+      if (name === "match") match = { node: keyNode, text: text! };
       else {
         items.push([name, text!]);
-        lines.set(name, keyNode);
+        keyNodes.set(name, keyNode);
       }
     }
-    const matchPair = node.items.find((pair) => isScalar(pair.key) && pair.key.value === "match");
-    if (!match || !matchPair) return fail(node, where, `has no match; add "match: [METHOD ]PATH", e.g. "match: POST /login" or "match: /api/*"`);
+    if (!match) return fail(node, where, `has no match; add "match: [METHOD ]PATH", e.g. "match: POST /login" or "match: /api/*"`);
     let pattern;
     try {
-      pattern = parseRoutePattern(String((matchPair.value as { value: unknown }).value));
+      pattern = parseRoutePattern(match.text);
     } catch (error) {
-      return fail(match, `${where}: match`, (error as Error).message);
+      return fail(match.node, `${where}: match`, (error as Error).message);
     }
     try {
       return parseRouteItems(pattern, items);
     } catch (error) {
       if (!(error instanceof RouteItemError)) throw error;
-      const at = error.item === undefined ? node : lines.get(error.item);
+      const at = error.item === undefined ? node : keyNodes.get(error.item);
       const message = error.item === undefined ? error.message.replace(/write "\[METHOD \]PATH=LIMITS".*$/, `a rule's keys are ${ROUTE_KEYS.join(", ")}`) : error.message;
       return fail(at, error.item === undefined ? where : `${where}: ${error.item}`, message);
     }
