@@ -333,7 +333,8 @@ export class RequestLimiter<Req> {
     }
     let settings: Settings;
     try {
-      settings = { ...this.#settings, ...limitSettings({ limits: given }) };
+      // With a cost a plan's one bucket is a set of one, as the options' own is (a private bucket takes 1 a request).
+      settings = { ...this.#settings, ...limitSettings({ limits: given }, this.#options.cost !== undefined) };
     } catch (error) {
       throw new RequestFunctionError("limits", `the \`limits\` function gave bad limits: ${oneLine(error)}`, { cause: error });
     }

@@ -1,3 +1,5 @@
+import { findRoute } from "./route-rules.js";
+
 /**
  * The proxy's classes by route (`--route-class "[METHOD ]PATH=CLASS"`): the
  * first route a request matches names its class. PATH is matched against
@@ -31,11 +33,6 @@ export function parseClassRoute(text: string): ClassRoute {
 
 /** The class of the first route that `method` and `url` match; undefined when none does. */
 export function routeClass(routes: readonly ClassRoute[], method: string | undefined, url: string | undefined): string | undefined {
-  const query = url?.indexOf("?") ?? -1;
-  const path = url === undefined ? "/" : query < 0 ? url : url.slice(0, query);
-  for (const route of routes) {
-    if (route.method !== undefined && route.method !== method && !(route.method === "GET" && method === "HEAD")) continue;
-    if (route.prefix ? path.startsWith(route.path) : path === route.path) return route.className;
-  }
-  return undefined;
+  const index = findRoute(routes, method, url);
+  return index < 0 ? undefined : routes[index]!.className;
 }

@@ -6,6 +6,7 @@ import type { HttpKeyRule } from "./key-scopes.js";
 import type { RequestLimit } from "../http/rate-limit.js";
 import type { ClassSpec } from "../core/class-spec.js";
 import type { ClassRoute } from "./class-routes.js";
+import type { RouteRule } from "./route-rules.js";
 
 export type { HttpKeyRule };
 
@@ -61,6 +62,14 @@ export interface HttpProxyOptions {
    * request goes only when both admit it; as the middleware's `total`.
    */
   total?: readonly RequestLimit[];
+  /**
+   * Rules per route (`--route`), the first match wins: a rule's own limits
+   * are counted apart (each rule its own keys, `route<N>:<client>`), its cost
+   * is what a request takes of each rate and window, its class that of its
+   * requests (with `classes`, then without limits of its own). Requests
+   * matching none have `rate`/`burst`/`limits`; `total` holds them all.
+   */
+  routes?: readonly RouteRule[];
   /** Default `{ by: "ip" }`. */
   per?: HttpKeyRule;
   /**

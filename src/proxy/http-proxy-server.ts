@@ -25,6 +25,8 @@ import type { HttpProxyOptions, RunningHttpProxy } from "./http-proxy-options.js
 import { parseHttpTarget } from "./http-target.js";
 import { requestKey } from "./key-scopes.js";
 import { routeClass } from "./class-routes.js";
+import { findRoute, type RouteRule } from "./route-rules.js";
+import type { RequestLimit } from "../http/rate-limit.js";
 import { type HeldConnection, idlest } from "./idlest.js";
 
 const DEFAULT_HEADERS_TIMEOUT_MS = 30_000;
@@ -94,6 +96,8 @@ export class HttpProxy implements RunningHttpProxy {
   #accessLog: NodeJS.WritableStream | undefined;
   /** The epoch time of the clock's 0: the log tells the instants the limit decided by, in wall-clock terms. */
   readonly #epochOffsetMs: number;
+  /** Each request's rule (an index into the options' routes, -1 for none), found once for the key, limits, cost and class. */
+  readonly #ruleIndex = new WeakMap<IncomingMessage, number>();
   #active = 0;
   #toldUntrustedProxy = false;
   /** Stops the sweep of full buckets, which runs while the proxy listens. */
@@ -112,22 +116,49 @@ export class HttpProxy implements RunningHttpProxy {
     this.#backendHost = this.#target.hostname.replace(/^\[(.*)\]$/, "$1");
     this.#backendPort = Number(this.#target.port) || 80;
     this.#hostHeader = this.#target.port === "" ? this.#target.hostname : `${this.#target.hostname}:${this.#target.port}`;
-    this.#limitsRequests = options.rate !== Infinity || options.limits !== undefined || options.total !== undefined || options.shared !== undefined || options.bodyRate !== undefined || options.classes !== undefined;
+    this.#limitsRequests = options.rate !== Infinity || options.limits !== undefined || options.total !== undefined || options.shared !== undefined || options.bodyRate !== undefined || options.classes !== undefined || (options.routes?.length ?? 0) > 0;
     this.#trusted = options.trustProxy && options.trustProxy.length > 0 ? new TrustedProxies(options.trustProxy) : undefined;
     const per = options.per ?? { by: "ip" };
     const ipv6Subnet = options.ipv6Subnet ?? DEFAULT_IPV6_PREFIX;
     const maxKeys = options.maxKeys ?? DEFAULT_MAX_KEYS;
+    const routes = options.routes ?? [];
+    const ruleOf = (req: IncomingMessage): RouteRule | undefined => {
+      if (routes.length === 0) return undefined;
+      let index = this.#ruleIndex.get(req);
+      if (index === undefined) {
+        index = findRoute(routes, req.method, req.url);
+        this.#ruleIndex.set(req, index);
+      }
+      return index < 0 ? undefined : routes[index];
+    };
+    // A rule with limits of its own is a plan of the middleware's limits function, its keys apart from the default's
+    // (`route<N>:<client>`, so that two rules of the same limits do not share them).
+    const ownLimits = routes.some((rule) => rule.limits !== undefined);
+    const defaultLimits: readonly RequestLimit[] = options.limits ?? [{ rate: options.rate, burst: options.burst }];
+    const classOf = (req: IncomingMessage): string | undefined =>
+      ruleOf(req)?.className ??
+      routeClass(options.classes!.routes ?? [], req.method, req.url) ??
+      (options.classes!.header === undefined ? undefined : classHeader(req, options.classes!.header));
     this.#limit = rateLimit({
-      ...(options.limits ? { limits: options.limits } : { rate: options.rate, burst: options.burst }),
+      ...(ownLimits
+        ? { limits: (req: IncomingMessage) => ruleOf(req)?.limits ?? defaultLimits }
+        : options.limits
+          ? { limits: options.limits }
+          : { rate: options.rate, burst: options.burst }),
+      ...(routes.some((rule) => rule.cost !== undefined) && { cost: (req: IncomingMessage) => ruleOf(req)?.cost ?? 1 }),
       ...(options.total && { total: options.total }),
       policy: options.policy,
       maxWaitMs: options.policy === "queue" ? options.maxWaitMs : undefined,
       maxKeys,
-      key: (req) => requestKey(per, req.headers, () => addressKey(this.#keyedClient(req), ipv6Subnet)),
+      key: (req) => {
+        const client = requestKey(per, req.headers, () => addressKey(this.#keyedClient(req), ipv6Subnet));
+        const rule = ruleOf(req);
+        return rule?.limits === undefined ? client : `route${routes.indexOf(rule) + 1}:${client}`;
+      },
       ...(options.classes && {
         classes: options.classes.specs,
         defaultClass: options.classes.defaultClass,
-        classOf: (req) => routeClass(options.classes!.routes ?? [], req.method, req.url) ?? (options.classes!.header === undefined ? undefined : classHeader(req, options.classes!.header)),
+        classOf,
       }),
       store: options.shared && {
         store: options.shared.store,

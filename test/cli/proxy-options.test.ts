@@ -216,3 +216,36 @@ describe("parseProxyOptions: a set of limits per client in HTTP mode", () => {
     expect(() => tcp(flags)).toThrow(message);
   });
 });
+
+describe("parseProxyOptions: --route", () => {
+  const HTTP = { listen: "8080", to: "http://127.0.0.1:3000" };
+
+  it("keeps the rules in order, and needs no --rate beside them (the default unlimited)", () => {
+    const config = parse({ ...HTTP, route: ["POST /login=5/m,burst=5", "/export*=cost=3"] });
+    expect(config).toMatchObject({ mode: "http", requestsPerSecond: Infinity, limits: undefined });
+    if (config.mode !== "http") throw new Error("not HTTP");
+    expect(config.routes.map((rule) => [rule.pattern.method, rule.pattern.path, rule.limits?.map((limit) => limit.spec), rule.cost])).toEqual([
+      ["POST", "/login", [{ kind: "bucket", unit: "count", rate: 5 / 60, burst: 5 }], undefined],
+      [undefined, "/export", undefined, 3],
+    ]);
+  });
+
+  it("takes the config file's rules unless --route is given", () => {
+    const fromFile = parse({ ...HTTP, rate: "1/s", routeRules: [{ pattern: { method: undefined, path: "/a", prefix: false }, limits: undefined, cost: 2, className: undefined }] });
+    expect(fromFile.mode === "http" && fromFile.routes.map((rule) => rule.pattern.path)).toEqual(["/a"]);
+    const replaced = parse({ ...HTTP, rate: "1/s", route: ["/b=cost=2"], routeRules: [{ pattern: { method: undefined, path: "/a", prefix: false }, limits: undefined, cost: 2, className: undefined }] });
+    expect(replaced.mode === "http" && replaced.routes.map((rule) => rule.pattern.path)).toEqual(["/b"]);
+  });
+
+  it("refuses --route in TCP mode, a class no --class defines, and a rule's own limits beside --class", () => {
+    expect(() => parse({ listen: "8080", to: "127.0.0.1:3000", rate: "1mb", route: ["/x=5/m"] })).toThrow(
+      "--route: is for HTTP mode, and --to 127.0.0.1:3000 is TCP (http://HOST:PORT selects HTTP); drop --route or change --to",
+    );
+    expect(() => parse({ ...HTTP, rate: "1/s", class: ["a=1/s"], route: ["/x=class=b"] })).toThrow(
+      `--route "/x" class=b: no class "b"; the classes are a (define it with --class b=RATE, or name one of them)`,
+    );
+    expect(() => parse({ ...HTTP, rate: "1/s", class: ["a=1/s"], route: ["/x=1/s,class=a"] })).toThrow(
+      `--route "/x": limits of its own beside --class are not built (classes share each key's limits); give the rule only cost= and class=, or drop --class`,
+    );
+  });
+});

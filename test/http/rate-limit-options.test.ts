@@ -125,6 +125,17 @@ describe("rateLimit: limits per request", () => {
     ]);
   });
 
+  it("takes a cost on a plan of one bucket, as on the options' own", async () => {
+    // The proxy's rules per route are such plans, each with its cost (a plan's one private bucket used to take only 1 a request).
+    const limit = rateLimit({ key: () => "k", limits: (req) => (req.url === "/login" ? [{ rate: 0.01, burst: 2 }] : [{ rate: 0.01, burst: 4 }]), cost: (req) => (req.url === "/export" ? 3 : 1), headers: false });
+    const { url } = await serve(limit);
+    expect((await get(`${url}/export`)).status).toBe(200);
+    expect((await get(`${url}/export`)).status).toBe(429);
+    expect((await get(`${url}/`)).status).toBe(200);
+    expect((await get(`${url}/`)).status).toBe(429);
+    expect([(await get(`${url}/login`)).status, (await get(`${url}/login`)).status, (await get(`${url}/login`)).status]).toEqual([200, 200, 429]);
+  });
+
   it("refuses limits as a function beside rate or classes, at construction", () => {
     expect(() => rateLimit({ rate: 1, limits: () => [{ rate: 1 }] })).toThrow("Expected `rate` or `limits`, not both");
     expect(() => rateLimit({ limits: () => [{ rate: 1 }], classes: [{ name: "a", rate: 1 }], defaultClass: "a" })).toThrow("Expected `limits` as an array with `classes`");

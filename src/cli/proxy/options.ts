@@ -12,6 +12,8 @@ import type { ByteLimit } from "../../proxy/bucket-pool.js";
 import type { ClassSpec } from "../../core/class-spec.js";
 import { describeUnknownClass, parseClassOptions } from "../class-options.js";
 import { type ClassRoute, parseClassRoute } from "../../proxy/class-routes.js";
+import { describeRoutePattern } from "../../proxy/route-rules.js";
+import { parseRouteFlag, type RouteRuleConfig } from "./route-options.js";
 
 /** What both modes share. */
 interface CommonProxyConfig extends ReportOptions {
@@ -64,6 +66,8 @@ export interface HttpProxyConfig extends CommonProxyConfig {
   accessLog: string | undefined;
   /** Classes sharing each key's limits (--class), with where a request's class is read (--class-from) and the one of a request that names none. */
   classes: { specs: ClassSpec[]; routes: ClassRoute[]; header: string | undefined; defaultClass: string } | undefined;
+  /** Rules per route (--route, or the config file's routes), the first match wins; requests matching none have the limits above. */
+  routes: RouteRuleConfig[];
 }
 
 export type ProxyConfig = TcpProxyConfig | HttpProxyConfig;
@@ -91,6 +95,11 @@ export interface ProxyFlags extends SharedBucketFlags, ReportFlags, LimitFlags {
   defaultClass?: string;
   total?: string[];
   totalBurst?: string[];
+  route?: string[];
+  /** The config file's routes, parsed already (--route replaces them). */
+  routeRules?: RouteRuleConfig[];
+  config?: string;
+  checkConfig?: boolean;
 }
 
 /** Where a listener binds when the user names only a port: loopback; a wider address is the user's choice. */
@@ -115,6 +124,8 @@ const HTTP_ONLY: ReadonlyArray<[keyof ProxyFlags, string]> = [
   ["classFrom", "--class-from"],
   ["defaultClass", "--default-class"],
   ["totalBurst", "--total-burst"],
+  ["route", "--route"],
+  ["routeRules", "--route"],
 ];
 
 const TCP_EXAMPLE = `tbucket proxy --listen 5433 --to 127.0.0.1:5432 --down 2mb`;
@@ -247,7 +258,8 @@ function parseTcpOptions(flags: ProxyFlags, common: CommonProxyConfig): TcpProxy
 function parseHttpOptions(flags: ProxyFlags, common: CommonProxyConfig, target: string): HttpProxyConfig {
   const keyed = common.shared.key !== undefined;
   // With --key too: each client's key in the store is made from it.
-  if (flags.rate === undefined && flags.window === undefined && flags.concurrency === undefined && flags.total === undefined) {
+  const routes = flags.route?.map(parseRouteFlag) ?? flags.routeRules ?? [];
+  if (flags.rate === undefined && flags.window === undefined && flags.concurrency === undefined && flags.total === undefined && routes.length === 0) {
     throw new UsageError(`--rate: missing; HTTP mode limits requests, e.g. "${HTTP_EXAMPLE}"`);
   }
   // Each --rate first on its own, so that a byte rate is told apart from a mistyped count.
@@ -266,6 +278,8 @@ function parseHttpOptions(flags: ProxyFlags, common: CommonProxyConfig, target: 
   // With --key a client's set is made in the store from these limits (a key set already keeps its own).
   const { limits } = parseLimitOptions(flags, { units: "count", keyed, byteRateHint: `HTTP mode counts requests ("15/2s"), and --body-rate shapes bytes ("1mb")` });
   const first = limits.find((limit) => limit.spec.kind === "bucket");
+  const classes = parseProxyClasses(flags, limits, first?.spec.kind === "bucket" ? first.spec.rate : Infinity);
+  checkRouteClasses(routes, classes);
   const policy = flags.policy ?? "drop";
   if (policy !== "drop" && policy !== "queue") throw new UsageError(`--policy: "${policy}" is not a policy; try "--policy drop" (429 at once) or "--policy queue --max-wait 2s"`);
   if (flags.maxWait !== undefined && policy !== "queue") {
@@ -289,9 +303,29 @@ function parseHttpOptions(flags: ProxyFlags, common: CommonProxyConfig, target: 
     bodyBytesPerSecond: flags.bodyRate === undefined ? undefined : parseOption("--body-rate", flags.bodyRate, (text) => parseByteRate(text)),
     maxKeys: flags.maxKeys === undefined ? undefined : parseOption("--max-keys", flags.maxKeys, (text) => parseCount(text)),
     accessLog: flags.accessLog,
-    classes: parseProxyClasses(flags, limits, first?.spec.kind === "bucket" ? first.spec.rate : Infinity),
+    classes,
     total: parseTotal(flags),
+    routes,
   };
+}
+
+/**
+ * Rules beside classes: a rule may name a class (--class defines it), and
+ * with classes it may not have limits of its own (classes share each key's
+ * limits, one set per key; a rule's own would be a second).
+ */
+function checkRouteClasses(routes: readonly RouteRuleConfig[], classes: HttpProxyConfig["classes"]): void {
+  const names = classes?.specs.map((spec) => spec.name) ?? [];
+  for (const rule of routes) {
+    const where = `--route "${describeRoutePattern(rule.pattern)}"`;
+    if (rule.className !== undefined && classes === undefined) {
+      throw new UsageError(`${where}: class=${rule.className} names a class, and no --class defines any; add e.g. "--class ${rule.className}=10/s", or drop class=`);
+    }
+    if (rule.className !== undefined && !names.includes(rule.className)) throw new UsageError(describeUnknownClass(rule.className, names, `${where} class=${rule.className}`));
+    if (classes !== undefined && rule.limits !== undefined) {
+      throw new UsageError(`${where}: limits of its own beside --class are not built (classes share each key's limits); give the rule only cost= and class=, or drop --class`);
+    }
+  }
 }
 
 /**

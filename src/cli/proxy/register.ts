@@ -5,6 +5,8 @@ import { addSharedBucketOptions } from "../shared-options.js";
 import { parseProxyOptions, type ProxyFlags } from "./options.js";
 import { addLimitOptions } from "../limit-options.js";
 import { collectText, repeatableOption } from "../repeatable-option.js";
+import { UsageError } from "../errors.js";
+import type { ConfigFile } from "./config-file.js";
 
 const EXAMPLES = `
 --to HOST:PORT shapes TCP (bytes both ways); --to http://HOST:PORT limits HTTP requests.
@@ -18,6 +20,8 @@ Examples:
   tbucket proxy --listen 8080 --to http://127.0.0.1:3000 --rate 10/s --window 1000/h --concurrency 20
   tbucket proxy --listen 8080 --to http://127.0.0.1:3000 --rate 50/s --key api --store redis://10.0.0.5:6379
   tbucket proxy --listen 8080 --to http://127.0.0.1:3000 --per ip --rate 5/s --total 2000/s
+  tbucket proxy --listen 8080 --to http://127.0.0.1:3000 --rate 20/s --route "POST /login=5/m,burst=5" --route "/export*=cost=10"
+  tbucket proxy --config tbucket.yaml --check-config                   # what each rule resolves to
   tbucket proxy --listen 8080 --to http://127.0.0.1:3000 --rate 100/s --access-log access.log --metrics 9464
   tbucket proxy --listen 8080 --to http://127.0.0.1:3000 --rate 100/s --burst 20 --per all \\
       --class interactive=60/s --class batch=10/s,prio=1 --class-from header:X-Priority --default-class batch`;
@@ -60,14 +64,51 @@ export function registerProxy(program: Command, onExit: (code: number) => void):
     .option("--class-from <header:NAME>", "HTTP: read each request's class from this header (header:X-Priority)")
     .option("--default-class <name>", "HTTP: the class of a request that names none (default: the first --class)")
     .addOption(repeatableOption("--total <rate>", "HTTP: requests per time of every client together, beside each client's limits (2000/s); repeatable", collectText))
+    .addOption(
+      repeatableOption(
+        "--route <[method ]path=limits>",
+        "HTTP: a rule for this path (a trailing * for a prefix): its own limits (a rate, then burst=N, window=N/D, concurrency=N), cost=N and class=NAME, joined by commas (POST /login=5/m,burst=5); repeatable, the first match wins",
+        collectText,
+      ),
+    )
+    .option("--config <file>", "read the flags from a YAML or JSON file (keys: the flags' names, and routes); flags given here override it")
+    .option("--check-config", "check the flags (and --config), print what each rule resolves to, and exit without listening")
     .addOption(repeatableOption("--total-burst <n>", "HTTP: the --total bucket's capacity (default 100 ms of it, at least 1); the i-th goes with the i-th --total", collectText));
   // -q also drops the line that says where the proxy listens.
   addReportOptions(command);
   addSharedBucketOptions(command, "admits")
     .addHelpText("after", EXAMPLES)
-    .action(async (flags: ProxyFlags) => {
-      const config = parseProxyOptions(flags);
+    .action(async (flags: ProxyFlags, self: Command) => {
+      const file = flags.config === undefined ? undefined : (await import("./config-file.js")).readProxyConfig(flags.config);
+      const config = file ? parseWithFile(file, flags, (name) => self.getOptionValueSource(name) === "cli") : parseProxyOptions(flags);
+      if (flags.checkConfig) {
+        const { describeCheckedConfig } = await import("./check-config.js");
+        process.stdout.write(describeCheckedConfig(config, file?.path));
+        onExit(0);
+        return;
+      }
       const { runProxy } = await import("./run.js");
       onExit(await runProxy(config));
     });
+}
+
+/**
+ * The flags with a config file under them: each key the command line gives
+ * replaces the file's (a repeated flag all of the file's values); a mistake
+ * in a value from the file names the file, its line and key instead of the flag.
+ */
+function parseWithFile(file: ConfigFile, flags: ProxyFlags, fromCommandLine: (name: string) => boolean) {
+  const merged: Record<string, unknown> = { ...flags };
+  for (const [name, value] of Object.entries(file.flags)) {
+    if (!fromCommandLine(name === "routeRules" ? "route" : name)) merged[name] = value;
+  }
+  try {
+    return parseProxyOptions(merged as ProxyFlags);
+  } catch (error) {
+    const flag = error instanceof UsageError ? /^--[a-z0-9-]+/.exec(error.message)?.[0] : undefined;
+    const place = flag === undefined ? undefined : file.places.get(flag);
+    const name = flag?.slice(2).replace(/-([a-z])/g, (_, letter: string) => letter.toUpperCase());
+    if (!place || fromCommandLine(name!)) throw error;
+    throw new UsageError(`${file.path}:${place.line}: ${place.key}${(error as Error).message.slice(flag!.length)}`);
+  }
 }

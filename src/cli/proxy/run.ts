@@ -226,6 +226,12 @@ async function runHttpProxy(config: HttpProxyConfig): Promise<number> {
           total: config.total?.map(({ spec }) => requestLimit(spec)),
           per: config.per,
           classes: config.classes,
+          routes: config.routes.map((rule) => ({
+            ...rule.pattern,
+            ...(rule.limits && { limits: rule.limits.map(({ spec }) => requestLimit(spec)) }),
+            ...(rule.cost !== undefined && { cost: rule.cost }),
+            ...(rule.className !== undefined && { className: rule.className }),
+          })),
           trustProxy: config.trustProxy,
           ipv6Subnet: config.ipv6Prefix,
           policy: config.policy,
@@ -259,7 +265,7 @@ async function runHttpProxy(config: HttpProxyConfig): Promise<number> {
     const per = describeHttpScope(config.per);
     const queue = config.policy === "queue" ? `, queue up to ${humanDuration(config.maxWaitMs ?? 0)}` : "";
     writeStandardError(
-      `tbucket proxy: listening on ${formatHostPort(running.address)}, forwarding to ${config.target} (HTTP, ${describeHttpLimits(config, burst)}, per ${per}${describeTotal(config)}${queue})` +
+      `tbucket proxy: listening on ${formatHostPort(running.address)}, forwarding to ${config.target} (HTTP, ${describeHttpLimits(config, burst)}, per ${per}${describeTotal(config)}${describeRoutes(config)}${queue})` +
         (metricsServer ? `; metrics on http://${formatHostPort(metricsServer.address)}/metrics` : "") +
         "\n",
     );
@@ -280,7 +286,7 @@ async function runHttpProxy(config: HttpProxyConfig): Promise<number> {
 }
 
 /** A limit of the command line as the middleware takes it. */
-function requestLimit(spec: LimitSpec): RequestLimit {
+export function requestLimit(spec: LimitSpec): RequestLimit {
   if (spec.kind === "bucket") return { rate: spec.rate, burst: spec.burst };
   if (spec.kind === "window") return { n: spec.n, windowMs: spec.windowMs };
   return { concurrency: spec.n };
@@ -291,13 +297,19 @@ function describeHttpLimits(config: HttpProxyConfig, burst: number): string {
   const limits =
     config.limits !== undefined
       ? config.limits.map((limit) => limit.flag.replace(/--/g, "")).join(", ")
-      : config.requestsPerSecond === Infinity && config.total
+      : config.requestsPerSecond === Infinity && (config.total || config.routes.length > 0)
         ? "unlimited"
         : `${describeRate("count", config.requestsPerSecond)}, burst ${burst}`;
   if (!config.classes) return limits;
   const { specs, routes, header, defaultClass } = config.classes;
   const by = [...(routes.length > 0 ? ["route"] : []), ...(header ? [header] : [])];
   return `${limits}, classes ${specs.map((spec) => spec.name).join(", ")}${by.length > 0 ? ` by ${by.join(", ")}` : ""}, default ${defaultClass}`;
+}
+
+/** `, 2 routes`: how many rules per route there are (--check-config shows them). */
+function describeRoutes(config: HttpProxyConfig): string {
+  const n = config.routes.length;
+  return n === 0 ? "" : `, ${n} route${n === 1 ? "" : "s"}`;
 }
 
 /** `, total 2000/s, burst 200`: the limits of every request together (--total), after the client's. */
