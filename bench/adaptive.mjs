@@ -67,5 +67,6 @@ function simulate(label, options) {
   });
 }
 
-simulate("AWS adaptive (beta 0.7, C 0.4, a cut at every throttle)", { cutOncePerRoundTrip: false });
-simulate("one cut per round trip (cutOncePerRoundTrip)", { cutOncePerRoundTrip: true });
+simulate("AWS adaptive (beta 0.7, C 0.4, a cut at every throttle, Wmax the measured rate)", { cutOncePerRoundTrip: false, maxFromSendRate: false });
+simulate("Wmax the rate the throttled request was sent at (maxFromSendRate), a cut at every throttle", { cutOncePerRoundTrip: false });
+simulate("tbucket's default: maxFromSendRate and one cut per round trip", {});

@@ -81,19 +81,41 @@ describe("AdaptiveRate", () => {
     expect(new AdaptiveRate(0.1, clock).floor).toBe(0.1);
   });
 
-  it("with cutOncePerRoundTrip, a throttle of a request sent before the last cut does not cut again", () => {
+  it("with cutOncePerRoundTrip, a throttle of a request sent before the last cut, or within a round trip after it, does not cut again", () => {
     for (const cutOnce of [false, true]) {
       const clock = new FakeClock(0);
-      const adaptive = new AdaptiveRate(100, clock, { cutOncePerRoundTrip: cutOnce });
+      const adaptive = new AdaptiveRate(100, clock, { cutOncePerRoundTrip: cutOnce, maxFromSendRate: false });
       sendEvenly(clock, adaptive, 40, 3);
       clock.set(3001);
       expect(adaptive.record(true, 2900)).toBeCloseTo(28, 6);
       // Sent at 2950, before the cut at 3001: the AWS rule cuts again (to 0.7 x the measured rate, at most the
-      // allowed 28: 19.6); one cut per round trip keeps 28. Sent after the cut, it cuts either way.
+      // allowed 28: 19.6); one cut per round trip keeps 28.
       clock.set(3010);
       expect(adaptive.record(true, 2950)).toBeCloseTo(cutOnce ? 28 : 19.6, 6);
-      clock.set(3200);
-      expect(adaptive.record(true, 3100)).toBeCloseTo(cutOnce ? 19.6 : 13.72, 6);
+      // Sent at 3080, within the cut's round trip (101 ms from 3001): the server was still working off the excess.
+      clock.set(3180);
+      expect(adaptive.record(true, 3080)).toBeCloseTo(cutOnce ? 28 : 13.72, 6);
+      // Sent a round trip after the cut: it cuts either way.
+      clock.set(3250);
+      expect(adaptive.record(true, 3150)).toBeCloseTo(cutOnce ? 19.6 : 9.604, 6);
     }
+  });
+
+  it("takes Wmax from the rate allowed when the throttled request was sent, at most twice the measured rate", () => {
+    const clock = new FakeClock(0);
+    const adaptive = new AdaptiveRate(100, clock);
+    // Allowed the ceiling, 100/s, but sending 40/s: Wmax is 80 (twice what was sent), not the 100 never reached.
+    sendEvenly(clock, adaptive, 40, 3);
+    clock.set(3001);
+    expect(adaptive.record(true, 2900)).toBeCloseTo(56, 6);
+    expect(adaptive.cubic?.maxRate).toBeCloseTo(80, 6);
+    // Sending on at 56/s, the rate grows back along the cubic; a request sent at 3400 is throttled: Wmax is what was
+    // allowed at 3400, not the lagging meter's figure.
+    sendEvenly(clock, adaptive, 56, 0.4);
+    const allowedAt3400 = adaptive.rate;
+    expect(allowedAt3400).toBeGreaterThan(56);
+    clock.set(3500);
+    expect(adaptive.record(true, 3400)).toBeCloseTo(allowedAt3400 * 0.7, 6);
+    expect(adaptive.cubic?.maxRate).toBeCloseTo(allowedAt3400, 6);
   });
 });

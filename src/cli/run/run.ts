@@ -237,6 +237,7 @@ async function launchAll(
   });
   // --adaptive: the private bucket's rate follows the server, the configured rate its ceiling.
   const adaptive = config.adaptive && limiter instanceof TokenBucket ? new AdaptiveRate(limiter.rate, systemClock, { onRate: (rate) => limiter.setRate(rate) }) : undefined;
+  const sentAtMs = new Map<string, number>();
   const toEpochMs = (clockMs: number) => performance.timeOrigin + clockMs;
   const warned = new Set<string>();
   const settling = config.cost && limiter instanceof LimitSetLimiter ? settlingSet(limiter, config.cost) : undefined;
@@ -254,9 +255,17 @@ async function launchAll(
     killAfterMs: config.killAfterMs,
     limiterOf: classes?.limiterOf,
     costsOf: config.cost && costsOfJob(config.cost),
-    onLaunch: (_job, _attempt, atMs, askedMs) => meter.record(atMs, askedMs),
-    onAttemptEnd: (_job, _attempt, exit, outcome) => {
-      adaptive?.record(outcome.throttled);
+    onLaunch: (job, attempt, atMs, askedMs) => {
+      meter.record(atMs, askedMs);
+      if (adaptive) sentAtMs.set(`${job.number}:${attempt}`, atMs);
+    },
+    onAttemptEnd: (job, attempt, exit, outcome) => {
+      if (adaptive) {
+        // When the attempt was sent: its throttle says the rate allowed then was too high (AdaptiveRate's maxFromSendRate, one cut per round trip).
+        const key = `${job.number}:${attempt}`;
+        adaptive.record(outcome.throttled, sentAtMs.get(key));
+        sentAtMs.delete(key);
+      }
       lowerToServersCount(limiter, config.cost, exit.report?.responses.at(-1)?.limits);
       // A report line tbucket knows but could not read, said once per run: one bad header would say it every job.
       for (const problem of exit.report?.problems ?? []) {
