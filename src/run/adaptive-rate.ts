@@ -17,9 +17,9 @@ import type { Clock } from "../core/clock.js";
  *   since the last throttle, C = 0.4, K = ∛(Wmax (1 − β) / C): W(0) = β Wmax,
  *   fast at first, flat near Wmax (where the server throttled last), then
  *   faster again beyond it, probing for a limit that has risen.
- * - The rate never goes above the ceiling, nor above twice the measured rate
- *   (a client that sends less than it may must not grow a rate it never
- *   tries), nor below the floor.
+ * - The rate never goes above the ceiling, nor grows past twice the measured
+ *   rate (a client that sends less than it may must not grow a rate it never
+ *   tries), nor falls below the floor.
  *
  * To plug into a bucket: `new AdaptiveRate(ceiling, clock, { onRate: (r) =>
  * bucket.setRate(r) })` (TokenBucket.setRate keeps the tokens gained so far),
@@ -101,6 +101,7 @@ export class AdaptiveRate {
     this.#maxFromSendRate = options.maxFromSendRate ?? true;
     this.meter = new SendRateMeter(clock.now(), options.bucketMs, options.smoothing);
     this.#rate = ceiling;
+    this.lowest = ceiling;
     this.#history.push({ sinceMs: clock.now(), rate: ceiling });
   }
 
@@ -108,6 +109,12 @@ export class AdaptiveRate {
   get rate(): number {
     return this.#rate;
   }
+
+  /** Throttles recorded, and the cuts they made (an echo of the last cut makes none). */
+  throttles = 0;
+  cuts = 0;
+  /** The lowest rate allowed so far. */
+  lowest: number;
 
   /** Wmax, K (seconds) and the last throttle's time, for --stats; undefined before the first throttle. */
   get cubic(): { maxRate: number; kSeconds: number; lastThrottleMs: number } | undefined {
@@ -130,6 +137,7 @@ export class AdaptiveRate {
   record(throttled: boolean, sentAtMs?: number): number {
     const nowMs = this.#clock.now();
     const measured = this.meter.record(nowMs);
+    if (throttled) this.throttles++;
     let next: number;
     if (throttled && this.#cutOnce && this.#maxRate !== undefined && sentAtMs !== undefined && sentAtMs < this.#lastThrottleMs + this.#lastRoundTripMs) {
       // Sent before the last cut, or within a round trip after it while the server still worked off the excess: answered by it.
@@ -141,6 +149,7 @@ export class AdaptiveRate {
       const sent = this.#maxFromSendRate && sentAtMs !== undefined ? Math.min(this.#rateAt(sentAtMs), 2 * measured) : Math.min(measured, this.#rate);
       this.#maxRate = sent;
       this.#kSeconds = Math.cbrt((sent * (1 - this.#beta)) / this.#scale);
+      this.cuts++;
       this.#lastThrottleMs = nowMs;
       this.#lastRoundTripMs = sentAtMs === undefined ? 0 : Math.max(0, nowMs - sentAtMs);
       next = sent * this.#beta;
@@ -149,11 +158,14 @@ export class AdaptiveRate {
     } else {
       const t = (nowMs - this.#lastThrottleMs) / 1000;
       next = this.#scale * (t - this.#kSeconds) ** 3 + this.#maxRate;
-      next = Math.min(next, 2 * measured);
+      // Grown no faster than twice what is sent (a rate never tried is not known good), but not cut by it: a run
+      // paused by the server sends nothing for a while, and that says nothing about the rate.
+      next = Math.min(next, Math.max(this.#rate, 2 * measured));
     }
     next = Math.max(this.floor, Math.min(this.ceiling, next));
     if (next !== this.#rate) {
       this.#rate = next;
+      this.lowest = Math.min(this.lowest, next);
       this.#history.push({ sinceMs: nowMs, rate: next });
       // A request's answer comes within seconds: older rates are not asked for.
       while (this.#history.length > 2 && this.#history[1]!.sinceMs < nowMs - HISTORY_MS) this.#history.shift();

@@ -34,6 +34,16 @@ export interface RunStats {
   /** Job output that could not be written (a full disk, a reader gone): bytes, and newlines among them. */
   lostBytes: number;
   lostLines: number;
+  /** --adaptive: the configured ceiling (also `rate`), the rate followed at the end and the lowest, and the server's throttles and the cuts they made. */
+  adaptive?: AdaptiveStats;
+}
+
+export interface AdaptiveStats {
+  ceiling: number;
+  rate: number;
+  lowest: number;
+  throttles: number;
+  cuts: number;
 }
 
 /** Job output that could not be written. */
@@ -54,6 +64,7 @@ export function runStats(
   burst: number,
   steadyRate: number | undefined,
   lost: LostOutput = { bytes: 0, lines: 0 },
+  adaptive?: AdaptiveStats,
 ): RunStats {
   const { counts } = result;
   const launches = counts.started + counts.retried;
@@ -74,6 +85,7 @@ export function runStats(
     waitSeconds: round3(result.waitMs / 1000),
     lostBytes: lost.bytes,
     lostLines: lost.lines,
+    ...(adaptive && { adaptive: { ...adaptive, rate: round3(adaptive.rate), lowest: round3(adaptive.lowest) } }),
   };
 }
 
@@ -109,6 +121,7 @@ export function formatStatsText(stats: RunStats, limits?: string, classes?: read
     ...(stats.lostBytes > 0 ? [["lost:", describeLostOutput({ lines: stats.lostLines, bytes: stats.lostBytes })]] : []),
     ...(limits === undefined ? [] : [["limits:", limits]]),
     ...(classes === undefined ? [] : [["classes:", formatClassesText(classes)]]),
+    ...(stats.adaptive === undefined ? [] : [["adaptive:", describeAdaptive(stats.adaptive)]]),
   ];
   return alignColumns(rows, { gap: " " }).join("\n") + "\n";
 }
@@ -123,6 +136,12 @@ function describeLaunchRate(stats: RunStats): string {
   const limit = `(limit ${formatCountRate(stats.rate)}, burst ${stats.burst})`;
   if (steady !== undefined) return `, ${steady} after the burst ${limit}`;
   return stats.launches > 1 && stats.launches <= stats.burst ? `, all within the burst ${limit}` : ` ${limit}`;
+}
+
+/** `12.4/s at the end, lowest 9.8/s, of 20/s; 5 throttles, 2 cuts`. */
+function describeAdaptive(adaptive: AdaptiveStats): string {
+  const throttles = `${plural(adaptive.throttles, "throttle")}, ${plural(adaptive.cuts, "cut")}`;
+  return `${formatCountRate(adaptive.rate)} at the end, lowest ${formatCountRate(adaptive.lowest)}, of ${formatCountRate(adaptive.ceiling)}; ${throttles}`;
 }
 
 function round3(x: number): number {

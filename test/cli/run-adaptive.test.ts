@@ -19,6 +19,22 @@ describe("tbucket run --adaptive", () => {
     expect(Number(match![1])).toBeLessThanOrEqual(14);
   });
 
+  it("--stats says the rate followed, the lowest, the ceiling, and the throttles and cuts", async () => {
+    const counter = join(tempDir(), "attempts");
+    const script = `n=$(cat ${counter} 2>/dev/null || echo 0); echo $((n+1)) > ${counter}; if [ "$n" -lt 2 ]; then printf 'HTTP/1.1 429 Too Many Requests\\r\\nRetry-After: 0\\r\\n' > "$TBUCKET_REPORT"; fi`;
+    const result = await runCli(["run", "--adaptive", "-r", "20/s", "--retries", "3", "-j", "1", "--stats-format", "json", "--", "sh", "-c", script, "sh", "{}"], { input: "1\n2\n3\n" });
+    expect(result.code).toBe(0);
+    const stats = JSON.parse(result.stderr.trimEnd().split("\n").at(-1)!) as { rate: number; adaptive: { ceiling: number; rate: number; lowest: number; throttles: number; cuts: number } };
+    expect(stats.rate).toBe(20);
+    expect(stats.adaptive).toMatchObject({ ceiling: 20, throttles: 2 });
+    // The second throttle cuts again unless it was sent within the first cut's round trip (a slow job on a busy machine).
+    expect([1, 2]).toContain(stats.adaptive.cuts);
+    expect(stats.adaptive.lowest).toBeLessThanOrEqual(14 + 1e-9);
+    expect(stats.adaptive.rate).toBeGreaterThanOrEqual(stats.adaptive.lowest);
+    const text = await runCli(["run", "--adaptive", "-r", "20/s", "--count", "2", "--stats", "--", "true"]);
+    expect(text.stderr).toMatch(/^adaptive: 20\/s at the end, lowest 20\/s, of 20\/s; 0 throttles, 0 cuts$/m);
+  });
+
   it("is refused where it cannot follow yet, naming what to write (exit 2)", async () => {
     const cases: Array<[string[], string]> = [
       [["--rate", "5/s", "--window", "10/m"], "cost limits and --window are not followed yet"],

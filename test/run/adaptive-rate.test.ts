@@ -119,3 +119,16 @@ describe("AdaptiveRate", () => {
     expect(adaptive.cubic?.maxRate).toBeCloseTo(allowedAt3400, 6);
   });
 });
+
+describe("AdaptiveRate while nothing is sent", () => {
+  it("a pause (the server's Retry-After) does not drag the rate down: twice the measured rate caps growth only", () => {
+    const clock = new FakeClock(0);
+    const adaptive = new AdaptiveRate(100, clock);
+    sendEvenly(clock, adaptive, 40, 3);
+    clock.set(3001);
+    const cut = adaptive.record(true, 2900);
+    // Three seconds without a launch, then one success: the meter has nearly nothing, the rate stays where it was or grows.
+    clock.set(6000);
+    expect(adaptive.record(false)).toBeGreaterThanOrEqual(cut);
+  });
+});

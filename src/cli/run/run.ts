@@ -333,7 +333,9 @@ async function launchAll(
 
   if (config.stats !== undefined) {
     const lost = { bytes: stdout.lostBytes + stderr.lostBytes, lines: stdout.lostLines + stderr.lostLines };
-    const stats = runStats(result, limiter.rate, limiter.burst, meter.steadyPerSecond(), lost);
+    const adaptiveStats = adaptive && { ceiling: adaptive.ceiling, rate: adaptive.rate, lowest: adaptive.lowest, throttles: adaptive.throttles, cuts: adaptive.cuts };
+    // With --adaptive the limit to hold launches against is the ceiling; the rate followed is said apart.
+    const stats = runStats(result, adaptive ? adaptive.ceiling : limiter.rate, limiter.burst, meter.steadyPerSecond(), lost, adaptiveStats);
     const limits = limitsOf(result.slotWaitMs ?? 0);
     const shares = classes?.shares();
     const json = { ...stats, ...(limits ? { limits, limitedBy: limitedBy(limits) } : {}), ...(shares ? { classes: shares } : {}) };
