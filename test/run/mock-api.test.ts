@@ -71,12 +71,12 @@ describe("mock API", () => {
     const stats = (await (await fetch(`http://127.0.0.1:${api!.port}/stats`)).json()) as ReturnType<MockApi["stats"]>;
     expect(stats).toEqual(api!.stats());
     expect(stats).toMatchObject({ total: 4, ok: 2, throttled: 2, rejected: 0, early: 2, earlyMs: 1, inFlight: 0 });
-    expect(stats.requests).toEqual([
-      { atMs: 0, status: 200, early: false, earlyMs: false },
-      { atMs: 0, status: 429, early: false, earlyMs: false, retryAfterMs: 1000 },
+    expect(stats.requests.map(({ connectedAtMs, ...rest }) => (expect(connectedAtMs).toBeTypeOf("number"), rest))).toEqual([
+      { atMs: 0, status: 200, early: false, earlyMs: false, maxTokens: 1 },
+      { atMs: 0, status: 429, early: false, earlyMs: false, retryAfterMs: 1000, maxTokens: 1 },
       // The second refusal, at 500 ms, asked for 500 ms more: 1 s in whole seconds, until 1500 ms.
-      { atMs: 500, status: 429, early: true, earlyMs: true, retryAfterMs: 500 },
-      { atMs: 1200, status: 200, early: true, earlyMs: false },
+      { atMs: 500, status: 429, early: true, earlyMs: true, retryAfterMs: 500, maxTokens: 1 },
+      { atMs: 1200, status: 200, early: true, earlyMs: false, maxTokens: 1 },
     ]);
   });
 
