@@ -368,6 +368,24 @@ export class LimitSet {
    * difference, one below it is left as it is. Windows and concurrency are
    * not moved: what they hold is what was taken, not a level to correct.
    */
+  /**
+   * Keeps every bucket counting `unit` empty until `untilMs`: each owes what
+   * it would gain by then (a server's pause, after which it starts from empty,
+   * as the server's own count does, not from full). Never raises a level.
+   */
+  holdEmptyUntilAt(nowMs: number, unit: CostUnit, untilMs: number): void {
+    const t = this.#touch(nowMs);
+    const pauseMs = Math.max(0, untilMs - t);
+    for (let i = 0; i < this.#plan.count; i++) {
+      if (this.#plan.kinds[i] !== BUCKET || this.#plan.units[i] !== unit) continue;
+      const bucket = this.#bucket(i);
+      if (!Number.isFinite(bucket.rate)) continue;
+      const owed = -(bucket.rate * pauseMs) / 1000;
+      const level = bucket.tokensAt(t);
+      if (level > owed) bucket.addTokensAt(t, owed - level);
+    }
+  }
+
   capLevelAt(nowMs: number, unit: CostUnit, most: number): void {
     if (!(most >= 0)) throw new RangeError(`Expected \`most\` to be a non-negative number, got \`${most}\``);
     const t = this.#touch(nowMs);

@@ -110,6 +110,8 @@ export interface JobRunnerOptions {
   settle?(job: JobSpec, limiter: Limiter, admitted: Costs, settled: readonly number[]): void;
   /** With a shared key: the server's pushback, told to and heard from every process on the key. */
   sharedPause?: SharedPause;
+  /** The server paused launches for `ms` from now (the pause moved later): where the limiter is kept from filling meanwhile. */
+  onPause?(ms: number): void;
 }
 
 /** A pause kept where every process on a key reads it (the store): asked before every launch. */
@@ -447,7 +449,9 @@ export class JobRunner {
 
   /** Holds every launch for `ms`: this run's at once, and on a shared key every process's, through the store. */
   #pause(ms: number): void {
-    this.#pausedUntilMs = Math.max(this.#pausedUntilMs, this.#clock.now() + ms);
+    const untilMs = this.#clock.now() + ms;
+    if (untilMs > this.#pausedUntilMs) this.#options.onPause?.(ms);
+    this.#pausedUntilMs = Math.max(this.#pausedUntilMs, untilMs);
     const shared = this.#options.sharedPause;
     if (!shared) return;
     const writing = this.#sharingPause.then(

@@ -80,6 +80,8 @@ export interface SetKeyBucket extends KeyBucket {
   acquire(costs: Costs, maxWaitMs: number, signal?: AbortSignal): Promise<(() => Promise<void>) | undefined>;
   /** An item admitted at `admitted` cost `actual`: the difference is held for, or owed by, the next items (SharedSetLimiter.settle). */
   settle(admitted: Costs, actual: Costs): void;
+  /** Keeps the key's launch buckets empty until `pauseMs` from now, for every process (SharedSetLimiter.emptyFor); false when it could not. */
+  emptyFor(pauseMs: number): Promise<boolean>;
 }
 
 /** How a key that holds a set of limits is opened (`openSet`). */
@@ -246,7 +248,10 @@ export class KeyBuckets {
       );
     // While the store is lost the private set serves: what its items really cost is not corrected there.
     const settle: SetKeyBucket["settle"] = (admitted, actual) => latest?.settle(admitted, actual);
-    return Object.assign(failover, { acquire, settle });
+    // While the store is lost, the outage's private set is this process's alone: the runner's own pause holds it.
+    const emptyFor: SetKeyBucket["emptyFor"] = (pauseMs) =>
+      failover.run(async (limiter) => (limiter === privateSet ? false : (limiter as SharedSetLimiter).emptyFor(pauseMs)), false);
+    return Object.assign(failover, { acquire, settle, emptyFor });
   }
 
   /**
@@ -337,6 +342,7 @@ function privateSetBucket(limits: readonly LimitSpec[], kind: RateKind, clock: C
       return held && (async () => set.release(held));
     },
     settle: () => {},
+    emptyFor: async () => false,
     close: async () => {},
   };
 }

@@ -221,6 +221,35 @@ export class SharedSetLimiter implements Limiter {
     }
   }
 
+  /**
+   * Keeps the key's launch buckets empty until `pauseMs` from now, for every
+   * process on it (the server's pushback, DESIGN 13): a debt in the buckets
+   * counting the main unit, taken as an item of cost 0 settled up to the
+   * lowest rate's worth of the pause. After the server's pause the key starts
+   * from empty, as the server's own count does, not from full: a key that
+   * filled while paused let a burst go at once, and the server refused its
+   * end. What the key already makes the next item wait is not added again, so
+   * pauses that overlap (several jobs throttled at once) hold until the latest,
+   * not their sum. A key whose main unit a window or a concurrency limit counts
+   * is not emptied (a debt in a window would hold for its whole length); its
+   * pause is ServerPause's alone. Resolves to whether the key was emptied.
+   */
+  async emptyFor(pauseMs: number): Promise<boolean> {
+    this.#throwIfFailed();
+    this.#throwIfClosed();
+    const rate = lowestRate(this.#limits, this.kind);
+    if (!(pauseMs > 0) || !Number.isFinite(rate) || !(rate > 0)) return false;
+    if (this.#limits.some((spec) => spec.kind === "concurrency" || (spec.kind === "window" && spec.unit === this.kind))) return false;
+    const sentMs = this.#clock.now();
+    const marker = await this.#call(() => this.#store.takeSet(this.key, { [this.kind]: 0 }));
+    if (!marker?.ok || !Number.isFinite(marker.waitMs)) return false;
+    // The marker waits behind every lease reserved already: the key is held that long anyway.
+    const moreMs = pauseMs - (this.#clock.now() - sentMs) - marker.waitMs;
+    if (moreMs <= 0) return true;
+    await this.#call(() => this.#store.settleSet(this.key, marker.reservation!, { [this.kind]: (rate * moreMs) / 1000 }));
+    return true;
+  }
+
   /** Gives back an acquired item's slot. */
   async release(reservation: SetReservation | undefined): Promise<void> {
     if (!reservation || !this.#slots.delete(reservation)) return;

@@ -363,3 +363,24 @@ describe("LimitSet.capLevelAt", () => {
     expect(() => set.capLevelAt(0, "count", -1)).toThrow("Expected `most` to be a non-negative number, got `-1`");
   });
 });
+
+describe("LimitSet.holdEmptyUntilAt", () => {
+  it("puts the pause's debt in the buckets of the unit, so they are empty when it ends, and leaves the others", () => {
+    const set = new LimitSet(
+      [
+        { kind: "bucket", unit: "count", rate: 10, burst: 10 },
+        { kind: "bucket", unit: "cost", rate: 1000, burst: 5000 },
+      ],
+      { clock: new FakeClock() },
+    );
+    set.holdEmptyUntilAt(0, "count", 1500);
+    expect(set.levelAt(0, 0)).toBeCloseTo(-15, 9);
+    expect(set.levelAt(1500, 0)).toBeCloseTo(0, 9);
+    expect(set.levelAt(0, 1)).toBe(5000);
+    // An earlier end does not shorten it; a later one lengthens it to its own end, not the sum.
+    set.holdEmptyUntilAt(500, "count", 1000);
+    expect(set.levelAt(1500, 0)).toBeCloseTo(0, 9);
+    set.holdEmptyUntilAt(500, "count", 2500);
+    expect(set.levelAt(2500, 0)).toBeCloseTo(0, 9);
+  });
+});

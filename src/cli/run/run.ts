@@ -249,6 +249,7 @@ async function launchAll(
     concurrency: config.jobs,
     sharedSlots,
     sharedPause,
+    onPause: (ms) => emptyDuringPause(limiter, ms),
     maxWaitMs: config.maxWaitMs,
     retries: config.retries,
     durationMs: config.durationMs,
@@ -479,6 +480,26 @@ function settledCosts(jobCosts: readonly JobCost[], settled: readonly number[]):
     if (settled[i] !== undefined) actual[unit] = settled[i];
   });
   return Object.keys(actual).length > 0 ? actual : undefined;
+}
+
+/**
+ * While the server's pause holds launches, the launch buckets do not fill:
+ * the pause's debt is put in them, so that afterwards they start from empty,
+ * as the server's count does. Filled while paused, they let a burst go at
+ * once when it ended, and the server refused its end (bench/quota.mjs). A
+ * private bucket or set here; a shared key's set in its store, for every
+ * process on it (a failure there is the limiter's to say).
+ */
+function emptyDuringPause(limiter: Limiter, ms: number): void {
+  if (limiter instanceof LimitSetLimiter) limiter.set.holdEmptyUntilAt(limiter.clock.now(), "count", limiter.clock.now() + ms);
+  else if (limiter instanceof TokenBucket && Number.isFinite(limiter.rate)) {
+    const owed = -(limiter.rate * ms) / 1000;
+    const level = limiter.tokens();
+    if (level > owed) limiter.addTokensAt(limiter.clock.now(), owed - level);
+  } else {
+    const emptyFor = (limiter as Partial<SetKeyBucket>).emptyFor;
+    if (typeof emptyFor === "function") void emptyFor(ms).catch(() => {});
+  }
 }
 
 /**
