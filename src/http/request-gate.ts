@@ -318,7 +318,7 @@ export class RequestGate {
       const take = keySet.take(maxWaitMs, cost);
       if (!(take instanceof Promise)) {
         if (take.ok && take.waitMs <= 0) return this.#setResult("admitted", 0, entry, keySet, take);
-        if (!take.ok && (!take.noSlot || maxWaitMs === 0)) return this.#setRefused(keySet, take);
+        if (!take.ok && (!take.noSlot || maxWaitMs === 0)) return this.#setRefused(entry, keySet, take, cost);
       }
       return this.#waitInSet(entry, keySet, take, signal, cost);
     }
@@ -339,7 +339,7 @@ export class RequestGate {
         take = slot;
         slotLimits = concurrencyLimits(keySet.limits);
       }
-      if (!take.ok) return this.#setRefused(keySet, take);
+      if (!take.ok) return this.#setRefused(entry, keySet, take, cost);
       if (take.waitMs > 0) {
         try {
           await this.#clock.sleep(take.waitMs, signal);
@@ -409,20 +409,35 @@ export class RequestGate {
 
   /**
    * A refusal by the set: Retry-After from the instant every limit would
-   * admit the request (less the wait allowed, queueing); refused by the
-   * total, later by one token of its rate for each client it refused and
-   * still expects back (RetrySpread, as one bucket's refusals are).
+   * admit the request (less the wait allowed, queueing), and no sooner than
+   * the room of the clients refused before it and still expected back
+   * (RetrySpread, as one bucket's refusals are): behind a bucket the second
+   * its k-th next token comes, behind a window the second its k-th next
+   * record leaves (KeySet.retryBehindMs). Refused by the total, later by one
+   * token of the total's rate for each client it refused and still expects
+   * back. Wanting a concurrency slot: SLOT_RETRY_AFTER_SECONDS, unspread.
    */
-  #setRefused(keySet: KeySet, take: KeySetTake): GateResult {
+  #setRefused(entry: Entry, keySet: KeySet, take: KeySetTake, cost: number): GateResult {
     const byTotal = (take as Partial<TotalTake>).totalLimitedBy?.length ? this.#totalRate : undefined;
     const waitMs = take.noSlot
       ? SLOT_RETRY_AFTER_SECONDS * 1000
       : byTotal !== undefined
         ? this.#spreadTotal(take.retryMs, byTotal)
-        : Math.max(0, take.retryMs - this.#options.maxWaitMs);
+        : this.#spreadSet(entry, keySet, take.retryMs, cost);
     const result = { ...this.#setResult("refused", 0, undefined, keySet, undefined), limitedBy: take.limitedBy, retryAfterSeconds: retryAfterSeconds(waitMs), retryAfterMs: refusedMs(waitMs) };
     if (result.total) result.total = { ...result.total, limitedBy: (take as TotalTake).totalLimitedBy ?? [] };
     return result;
+  }
+
+  /** The wait to tell the next client the key's set refused: after the room the ones told before it will take. */
+  #spreadSet(entry: Entry, keySet: KeySet, retryMs: number, cost: number): number {
+    const nowMs = this.#clock.now();
+    entry.spread ??= new RetrySpread();
+    const ahead = entry.spread.expectedAt(nowMs);
+    const behindMs = keySet.retryBehindMs?.(ahead, cost) ?? 0;
+    const waitMs = Math.max(0, Math.max(retryMs, behindMs) - this.#options.maxWaitMs);
+    if (Number.isFinite(waitMs)) entry.spread.promise(nowMs + retryAfterSeconds(waitMs) * 1000);
+    return waitMs;
   }
 
   /** The wait to tell the next client the total refused: after the tokens the ones told before it will take. */
@@ -455,6 +470,7 @@ export class RequestGate {
       result.total = { limits: keySet.totalLevels(), limitedBy: (take as TotalTake | undefined)?.totalLimitedBy ?? [] };
       if (take?.ok) this.#totalSpread.redeem(this.#clock.now());
     }
+    if (take?.ok) entry?.spread?.redeem(this.#clock.now());
     if (take?.ok && entry && limits.some((limit) => limit.kind === "concurrency")) {
       let released = false;
       result.release = () => {
