@@ -99,3 +99,25 @@ describe("Retry-After without a stampede, behind a set of limits", () => {
     expect(told).toEqual([1, 2, 3, 1]);
   });
 });
+
+describe("Retry-After without a stampede, within a class", () => {
+  it("spreads each class's refused clients by its guarantee: paid (3/s) and free (2/s) sharing 5/s are told 3 and 2 a second, and each coming back is let through", () => {
+    const clock = new FakeClock(0);
+    const classes = { specs: [{ name: "paid", rate: 3 }, { name: "free", rate: 2, prio: 1 }], limits: [bucket(5, 5)] };
+    const g = new RequestGate({ rate: 5, burst: 5, maxWaitMs: 0, maxKeys: 10, clock, classes });
+    const ask = (className: string) => g.admit("all", undefined, className) as GateResult;
+    const paid = Array.from({ length: 15 }, () => ask("paid"));
+    const free = Array.from({ length: 10 }, () => ask("free"));
+    // Paid borrowed the whole burst; then each class is told the seconds its guarantee brings.
+    expect(paid.slice(0, 5).every((result) => result.decision === "admitted")).toBe(true);
+    expect(paid.slice(5).map((result) => result.retryAfterSeconds)).toEqual([1, 1, 1, 2, 2, 2, 3, 3, 3, 4]);
+    expect(free.map((result) => result.retryAfterSeconds)).toEqual([1, 1, 2, 2, 3, 3, 4, 4, 5, 5]);
+    for (const second of [1, 2, 3, 4, 5]) {
+      clock.set(second * 1000);
+      for (const [className, results] of [["paid", paid.slice(5)], ["free", free]] as const) {
+        const back = results.filter((result) => result.retryAfterSeconds === second).map(() => ask(className).decision);
+        expect(back.every((decision) => decision === "admitted")).toBe(true);
+      }
+    }
+  });
+});
