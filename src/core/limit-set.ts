@@ -415,6 +415,27 @@ export class LimitSet {
     return this.levelAt(this.clock.now(), index);
   }
 
+  /**
+   * When limit `index` (from 0) alone would have room for `amount` of its
+   * unit from `nowMs` on, taking nothing and leaving the other limits aside:
+   * a bucket once it has refilled `amount` less its level at its rate (past
+   * its burst too: what is taken meanwhile is refilled again), a window
+   * `SlidingWindow.roomAt`, a concurrency limit now with a free slot, else
+   * never. Retry-After's spread (no stampede) asks it for the room of the
+   * clients already told to come back plus one: no limit has it sooner.
+   */
+  roomAt(nowMs: number, index: number, amount: number): number {
+    const kind = this.#plan.kinds[index];
+    if (kind === undefined) throw new RangeError(`Expected \`index\` to be a limit's index from 0 to ${this.#plan.count - 1}, got \`${index}\``);
+    const t = nowMs > this.#lastMs ? nowMs : this.#lastMs;
+    if (kind === WINDOW) return this.#window(index).roomAt(t, amount);
+    if (kind === CONCURRENCY) return this.#slotsInUse(index) < this.#plan.slotLimits[index]! ? t : Infinity;
+    const bucket = this.#bucket(index);
+    const missing = amount - bucket.tokensAt(t);
+    if (!(missing > 0) || bucket.rate === Infinity) return t;
+    return bucket.rate > 0 ? t + (missing * 1000) / bucket.rate : Infinity;
+  }
+
   /** How many records window limit `index` holds (its memory); 0 for other kinds. */
   windowRecords(index: number): number {
     return this.#plan.kinds[index] === WINDOW ? this.#window(index).records : 0;

@@ -141,6 +141,21 @@ export class SlidingWindow {
     return Infinity;
   }
 
+  /**
+   * The earliest time from `nowMs` on at which the window would have room
+   * for `amount`, taking nothing: `earliestAt` while `amount` fits in the
+   * window at all; beyond its limit, each further `limit` units one window
+   * length later (n + 1 items in a row span more than a window). For cost-1
+   * items, `roomAt(t, k)` is when the k-th next one could go: the k-th next
+   * of its oldest records leaves, and no sooner whatever else is taken.
+   */
+  roomAt(nowMs: number, amount: number): number {
+    if (!(amount > 0)) return Math.max(nowMs, this.#clockMs);
+    if (!(this.limit > 0)) return Infinity;
+    const periods = amount > this.limit ? Math.ceil(amount / this.limit) - 1 : 0;
+    return this.earliestAt(nowMs, amount - periods * this.limit) + periods * this.windowMs;
+  }
+
   /** Records `cost` at `atMs`, which is no earlier than the latest record. */
   recordAt(atMs: number, cost: number): void {
     if (!(cost > 0)) return;

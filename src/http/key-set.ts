@@ -44,6 +44,16 @@ export interface KeySet {
   cancel(take: KeySetTake): void;
   /** Frees the concurrency slots of an ok take (its response ended); once only. */
   release(take: KeySetTake): void;
+  /**
+   * From now until a request of `cost` would find room behind `ahead`
+   * refused clients told to come back before it (one unit each), as far as
+   * each rate and window alone tells (the k-th next token, the k-th next
+   * record to leave): Retry-After's spread, so that refused clients are
+   * told different times (no stampede). Concurrency is left out (a slot
+   * frees when a response ends). The gate tells the later of it and a
+   * take's `retryMs`; without it, refusals are told `retryMs` alone.
+   */
+  retryBehindMs?(ahead: number, cost: number): number;
   /** Each limit with its level now, as far as it is known without a round trip. */
   levels(): LimitLevel[];
   /** True when the set is the same as a new one (buckets full, windows empty, no slot held): the key may be forgotten. */
@@ -132,6 +142,17 @@ export class PrivateKeySet implements KeySet {
     const { reservation } = take as PrivateTake;
     this.#set.settleAt(nowMs, reservation, NOTHING);
     this.#set.releaseAt(nowMs, reservation);
+  }
+
+  retryBehindMs(ahead: number, cost = 1): number {
+    const nowMs = this.#clock.now();
+    const costs = requestCosts(cost);
+    let atMs = nowMs;
+    this.#set.specs.forEach((spec, index) => {
+      const counted = spec.kind === "concurrency" ? 0 : (costs[spec.unit] ?? 0);
+      if (counted > 0) atMs = Math.max(atMs, this.#set.roomAt(nowMs, index, counted + ahead));
+    });
+    return atMs - nowMs;
   }
 
   levels(): LimitLevel[] {

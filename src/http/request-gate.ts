@@ -94,6 +94,8 @@ interface Entry {
   waiting: number;
   /** Refused clients told to come back, so that the next are told later (no stampede); made at the first refusal. */
   spread?: RetrySpread;
+  /** The same for each class, with classes (spread by the class's guarantee). */
+  classSpreads?: Map<string, RetrySpread>;
 }
 
 /**
@@ -272,38 +274,69 @@ export class RequestGate {
    * A request as class `className` of the key's classes: at once when no
    * request may wait (drop) and the classes are private, else after the
    * class's wait. A refusal's Retry-After is the instant the class could be
-   * served (less the wait allowed, queueing).
+   * served (less the wait allowed, queueing), later for each client of the
+   * class refused before it and still expected back (#spreadClass).
    */
   #admitClass(entry: Entry, keyClasses: KeyClasses, className: string, signal: AbortSignal | undefined, cost: number): GateResult | Promise<GateResult> {
     const startMs = this.#clock.now();
     const answer = keyClasses.take(className, this.#options.maxWaitMs, signal, cost);
-    if (!(answer instanceof Promise)) return this.#classResult(answer, 0, keyClasses, className);
+    if (!(answer instanceof Promise)) return this.#classResult(entry, answer, 0, keyClasses, className);
     entry.waiting++;
     return answer.then(
       (settled) => {
         entry.waiting--;
-        return this.#classResult(settled, this.#clock.now() - startMs, keyClasses, className);
+        return this.#classResult(entry, settled, this.#clock.now() - startMs, keyClasses, className);
       },
       (error: unknown) => {
         entry.waiting--;
-        if (signal?.aborted) return { ...this.#classResult({ ok: false, retryMs: 0 }, this.#clock.now() - startMs, keyClasses, className), decision: "cancelled", retryAfterSeconds: 0 };
+        if (signal?.aborted) return { ...this.#classResult(undefined, { ok: false, retryMs: 0 }, this.#clock.now() - startMs, keyClasses, className), decision: "cancelled", retryAfterSeconds: 0 };
         throw error;
       },
     );
   }
 
-  #classResult(answer: ClassAnswer, waitMs: number, keyClasses: KeyClasses, className: string): GateResult {
+  #classResult(entry: Entry | undefined, answer: ClassAnswer, waitMs: number, keyClasses: KeyClasses, className: string): GateResult {
     const { maxWaitMs } = this.#options;
     const share = this.#options.classes!.limits.find((spec) => spec.kind === "bucket");
     const rate = share?.kind === "bucket" ? share.rate : Infinity;
     const burst = share?.kind === "bucket" ? share.burst : Infinity;
     const level = keyClasses.level() ?? NaN;
+    const spread = entry ? this.#classSpread(entry, className) : undefined;
     if (!answer.ok) {
-      const waitMs = Math.max(0, answer.retryMs - maxWaitMs);
+      const waitMs = spread ? this.#spreadClass(spread, answer.retryMs, className) : Math.max(0, answer.retryMs - maxWaitMs);
       return { decision: "refused", waitMs: 0, retryAfterSeconds: retryAfterSeconds(waitMs), retryAfterMs: refusedMs(waitMs), level, rate, burst, limitedBy: [], className };
     }
+    spread?.redeem(this.#clock.now());
     const decision = maxWaitMs > 0 && waitMs >= 1 ? "queued" : "admitted";
     return { decision, waitMs, retryAfterSeconds: 0, level, rate, burst, limitedBy: [], className };
+  }
+
+  /** The class's refused clients still expected back; none kept for a class without a guarantee to spread them by. */
+  #classSpread(entry: Entry, className: string): RetrySpread | undefined {
+    let spread = entry.classSpreads?.get(className);
+    if (spread) return spread;
+    const guarantee = this.#options.classes!.specs.find((spec) => spec.name === className)?.rate;
+    if (!(guarantee !== undefined && guarantee > 0 && guarantee !== Infinity)) return undefined;
+    spread = new RetrySpread();
+    (entry.classSpreads ??= new Map()).set(className, spread);
+    return spread;
+  }
+
+  /**
+   * The wait to tell the next client the class refused: one unit of the
+   * class's guarantee later for each refused before it still expected back.
+   * The guarantee is what the class gets whatever the others ask, so the
+   * clients told come back to room; a class borrowing more (the others
+   * idle) could have been served sooner than told: a little time lost
+   * rather than a second refusal.
+   */
+  #spreadClass(spread: RetrySpread, retryMs: number, className: string): number {
+    const nowMs = this.#clock.now();
+    const guarantee = this.#options.classes!.specs.find((spec) => spec.name === className)!.rate;
+    const ahead = spread.expectedAt(nowMs);
+    const waitMs = Math.max(0, retryMs + (ahead * 1000) / guarantee - this.#options.maxWaitMs);
+    if (Number.isFinite(waitMs)) spread.promise(nowMs + retryAfterSeconds(waitMs) * 1000);
+    return waitMs;
   }
 
   /**
@@ -318,7 +351,7 @@ export class RequestGate {
       const take = keySet.take(maxWaitMs, cost);
       if (!(take instanceof Promise)) {
         if (take.ok && take.waitMs <= 0) return this.#setResult("admitted", 0, entry, keySet, take);
-        if (!take.ok && (!take.noSlot || maxWaitMs === 0)) return this.#setRefused(keySet, take);
+        if (!take.ok && (!take.noSlot || maxWaitMs === 0)) return this.#setRefused(entry, keySet, take, cost);
       }
       return this.#waitInSet(entry, keySet, take, signal, cost);
     }
@@ -339,7 +372,7 @@ export class RequestGate {
         take = slot;
         slotLimits = concurrencyLimits(keySet.limits);
       }
-      if (!take.ok) return this.#setRefused(keySet, take);
+      if (!take.ok) return this.#setRefused(entry, keySet, take, cost);
       if (take.waitMs > 0) {
         try {
           await this.#clock.sleep(take.waitMs, signal);
@@ -409,20 +442,35 @@ export class RequestGate {
 
   /**
    * A refusal by the set: Retry-After from the instant every limit would
-   * admit the request (less the wait allowed, queueing); refused by the
-   * total, later by one token of its rate for each client it refused and
-   * still expects back (RetrySpread, as one bucket's refusals are).
+   * admit the request (less the wait allowed, queueing), and no sooner than
+   * the room of the clients refused before it and still expected back
+   * (RetrySpread, as one bucket's refusals are): behind a bucket the second
+   * its k-th next token comes, behind a window the second its k-th next
+   * record leaves (KeySet.retryBehindMs). Refused by the total, later by one
+   * token of the total's rate for each client it refused and still expects
+   * back. Wanting a concurrency slot: SLOT_RETRY_AFTER_SECONDS, unspread.
    */
-  #setRefused(keySet: KeySet, take: KeySetTake): GateResult {
+  #setRefused(entry: Entry, keySet: KeySet, take: KeySetTake, cost: number): GateResult {
     const byTotal = (take as Partial<TotalTake>).totalLimitedBy?.length ? this.#totalRate : undefined;
     const waitMs = take.noSlot
       ? SLOT_RETRY_AFTER_SECONDS * 1000
       : byTotal !== undefined
         ? this.#spreadTotal(take.retryMs, byTotal)
-        : Math.max(0, take.retryMs - this.#options.maxWaitMs);
+        : this.#spreadSet(entry, keySet, take.retryMs, cost);
     const result = { ...this.#setResult("refused", 0, undefined, keySet, undefined), limitedBy: take.limitedBy, retryAfterSeconds: retryAfterSeconds(waitMs), retryAfterMs: refusedMs(waitMs) };
     if (result.total) result.total = { ...result.total, limitedBy: (take as TotalTake).totalLimitedBy ?? [] };
     return result;
+  }
+
+  /** The wait to tell the next client the key's set refused: after the room the ones told before it will take. */
+  #spreadSet(entry: Entry, keySet: KeySet, retryMs: number, cost: number): number {
+    const nowMs = this.#clock.now();
+    entry.spread ??= new RetrySpread();
+    const ahead = entry.spread.expectedAt(nowMs);
+    const behindMs = keySet.retryBehindMs?.(ahead, cost) ?? 0;
+    const waitMs = Math.max(0, Math.max(retryMs, behindMs) - this.#options.maxWaitMs);
+    if (Number.isFinite(waitMs)) entry.spread.promise(nowMs + retryAfterSeconds(waitMs) * 1000);
+    return waitMs;
   }
 
   /** The wait to tell the next client the total refused: after the tokens the ones told before it will take. */
@@ -455,6 +503,7 @@ export class RequestGate {
       result.total = { limits: keySet.totalLevels(), limitedBy: (take as TotalTake | undefined)?.totalLimitedBy ?? [] };
       if (take?.ok) this.#totalSpread.redeem(this.#clock.now());
     }
+    if (take?.ok) entry?.spread?.redeem(this.#clock.now());
     if (take?.ok && entry && limits.some((limit) => limit.kind === "concurrency")) {
       let released = false;
       result.release = () => {

@@ -128,7 +128,7 @@ class StoreKeySet implements KeySet {
         result = await store.takeSet(this.#key, costs, takeOptions);
         if (result === undefined) throw new Error(`store ${store.url}: key ${this.#key} was deleted as it was made`);
       }
-      return await this.#taken(result, maxWaitMs);
+      return await this.#taken(result, maxWaitMs, cost);
     } catch (error) {
       if (!isStoreFailure(error)) throw error;
       // The watch reads the key: a store that fails again is lost until a probe finds it back.
@@ -196,6 +196,29 @@ class StoreKeySet implements KeySet {
     });
   }
 
+  /**
+   * The spread of refusals from what is known without a round trip (the
+   * levels the refusal's read left, this process's windows): a bucket's
+   * k-th next token at its rate, a window's k-th next record to leave.
+   * With other servers taking from the key it is a lower bound, as the
+   * refusal's own retry is: a client told too soon is refused again.
+   */
+  retryBehindMs(ahead: number, cost = 1): number {
+    if (this.#local && this.#shared.watch.lost) return this.#local.retryBehindMs(ahead, cost);
+    const nowMs = this.#shared.clock.now();
+    const amount = ahead + cost;
+    let behindMs = 0;
+    this.#levels.forEach((limit, i) => {
+      if (limit.kind === "bucket" && limit.unit === "count" && limit.rate !== Infinity && amount > limit.level) {
+        behindMs = Math.max(behindMs, limit.rate > 0 ? ((amount - limit.level) * 1000) / limit.rate : Infinity);
+      } else if (limit.kind === "window" && limit.unit === "count") {
+        const window = this.#windows.get(i);
+        if (window) behindMs = Math.max(behindMs, window.roomAt(nowMs, amount) - nowMs);
+      }
+    });
+    return behindMs;
+  }
+
   /** The window of limit `i` as this process counts it, made afresh when the set changed. */
   #window(i: number, spec: LimitSpec): SlidingWindow | undefined {
     if (spec.kind !== "window") return undefined;
@@ -212,11 +235,11 @@ class StoreKeySet implements KeySet {
   }
 
   /** The store's answer as the gate takes it: a refusal with the instant a retry would be let through, a slot held and renewed. */
-  async #taken(result: SetTakeResult, maxWaitMs: number): Promise<StoreTake> {
+  async #taken(result: SetTakeResult, maxWaitMs: number, cost: number): Promise<StoreTake> {
     // The key's own set, which `tbucket key set` may have given it or changed since.
     if (!sameLimits(result.limits, this.#limits)) this.#limits = result.limits;
     if (!result.ok) {
-      const retryMs = result.noSlot ? Infinity : await this.#retryMs(result, maxWaitMs);
+      const retryMs = result.noSlot ? Infinity : await this.#retryMs(result, maxWaitMs, cost);
       return { ok: false, waitMs: Infinity, limitedBy: result.limitedBy, noSlot: result.noSlot, retryMs };
     }
     const reservation = result.reservation!;
@@ -239,19 +262,25 @@ class StoreKeySet implements KeySet {
 
   /**
    * How long until the same request would be let through, from the levels
-   * the store reads now: a bucket refills to 1 at its rate; a window's
-   * records leave it within its length (its exact records are the store's).
+   * the store reads now: a bucket refills to the cost at its rate; a
+   * window's records leave it when this process's count of them says (what
+   * others took is counted as taken at the read, so never sooner than
+   * truly), else within its length.
    */
-  async #retryMs(result: SetTakeResult, maxWaitMs: number): Promise<number> {
+  async #retryMs(result: SetTakeResult, maxWaitMs: number, cost: number): Promise<number> {
     const state = await this.#shared.store.readSet(this.#key);
     if (!state) return maxWaitMs;
     this.#learn(state.limits);
     let retryMs = maxWaitMs;
+    const nowMs = this.#shared.clock.now();
     for (const number of result.limitedBy) {
       const limit = state.limits[number - 1];
-      if (!limit || limit.level >= 1) continue;
-      if (limit.kind === "bucket") retryMs = Math.max(retryMs, limit.rate > 0 ? ((1 - limit.level) * 1000) / limit.rate : Infinity);
-      else if (limit.kind === "window") retryMs = Math.max(retryMs, limit.windowMs);
+      if (!limit || limit.level >= cost) continue;
+      if (limit.kind === "bucket") retryMs = Math.max(retryMs, limit.rate > 0 ? ((cost - limit.level) * 1000) / limit.rate : Infinity);
+      else if (limit.kind === "window") {
+        const window = this.#windows.get(number - 1);
+        retryMs = Math.max(retryMs, window ? window.earliestAt(nowMs, cost) - nowMs : limit.windowMs);
+      }
     }
     return retryMs;
   }

@@ -126,6 +126,11 @@ export class TotalKeySet implements KeySet {
     return this.#client.levels();
   }
 
+  /** The client's own spread: the total spreads the clients it refuses by its own rate (RequestGate). */
+  retryBehindMs(ahead: number, cost: number): number {
+    return this.#client.retryBehindMs?.(ahead, cost) ?? 0;
+  }
+
   /** The total's limits and their levels now, for the RateLimit fields. */
   totalLevels(): LimitLevel[] {
     return this.#total.levels();

@@ -384,3 +384,23 @@ describe("LimitSet.holdEmptyUntilAt", () => {
     expect(set.levelAt(2500, 0)).toBeCloseTo(0, 9);
   });
 });
+
+describe("LimitSet roomAt: each limit's room for several, alone (Retry-After's spread)", () => {
+  it("a bucket refills the amount less its level at its rate, past its burst too; a window as SlidingWindow.roomAt; a slot now or never", () => {
+    const clock = new FakeClock(0);
+    const set = new LimitSet(
+      [
+        { kind: "bucket", unit: "count", rate: 5, burst: 5 },
+        { kind: "window", unit: "count", n: 2, windowMs: 10_000 },
+        { kind: "concurrency", n: 1 },
+      ],
+      { clock },
+    );
+    expect(set.allowAt(0, { count: 1 })).toBe(true);
+    // The bucket holds 4: 4 fit now, the 10th once 6 more came (1.2 s); the window has room for 1, the 2nd at 10 s.
+    expect([4, 10].map((amount) => set.roomAt(0, 0, amount))).toEqual([0, 1200]);
+    expect([1, 2, 3].map((amount) => set.roomAt(0, 1, amount))).toEqual([0, 10_000, 10_000]);
+    expect(set.roomAt(0, 2, 1)).toBe(Infinity);
+    expect(() => set.roomAt(0, 3, 1)).toThrow("Expected `index` to be a limit's index from 0 to 2, got `3`");
+  });
+});

@@ -90,4 +90,13 @@ describe("SlidingWindow with a queue reaching ahead", () => {
     expect(window.earliestAt(0, 1)).toBe(2000);
     expect(window.earliestAt(0, 2)).toBe(3000);
   });
+
+  it("roomAt: when the k-th next unit could go, the k-th oldest record leaving, and one window later for each n past the limit", () => {
+    const window = new SlidingWindow(3, 1000);
+    for (const atMs of [100, 200, 300]) window.recordAt(atMs, 1);
+    expect([1, 2, 3].map((amount) => window.roomAt(500, amount))).toEqual([1100, 1200, 1300]);
+    expect([4, 5, 6, 7].map((amount) => window.roomAt(500, amount))).toEqual([2100, 2200, 2300, 3100]);
+    expect(window.roomAt(500, 0)).toBe(500);
+    expect(new SlidingWindow(0, 1000).roomAt(0, 1)).toBe(Infinity);
+  });
 });

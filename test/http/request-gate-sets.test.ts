@@ -39,8 +39,14 @@ describe("RequestGate with a set of limits, dropping", () => {
         if (result.decision === "refused") {
           const earliestMs = clock.now() + result.retryAfterSeconds * 1000;
           clock.set(earliestMs - 1000);
-          expect(now(g.admit("a")).decision).toBe("refused");
+          const probe = now(g.admit("a"));
+          expect(probe.decision).toBe("refused");
+          // The probe is a client told to come back too: behind the first, so no sooner.
+          const probeBackMs = clock.now() + probe.retryAfterSeconds * 1000;
+          expect(probeBackMs).toBeGreaterThanOrEqual(earliestMs);
           clock.set(earliestMs);
+          expect(now(g.admit("a")).decision).toBe("admitted");
+          clock.set(probeBackMs);
           expect(now(g.admit("a")).decision).toBe("admitted");
         }
         clock.set(clock.now() + step);

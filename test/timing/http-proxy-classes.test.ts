@@ -37,7 +37,7 @@ describe("HTTP classes in real time", () => {
     const startMs = performance.now();
     const runMs = 5000;
     const admitted: Record<string, number[]> = { interactive: [], batch: [] };
-    const retryAfters = new Set<string | undefined>();
+    const retryAfters: Array<string | undefined> = [];
     const agents: Agent[] = [];
     await Promise.all(
       ["interactive", "batch"].flatMap((className) => {
@@ -47,7 +47,7 @@ describe("HTTP classes in real time", () => {
           while (performance.now() - startMs < runMs) {
             const answer = await ask(url, agent, className);
             if (answer.status === 200) admitted[className]!.push(answer.atMs - startMs);
-            else retryAfters.add(answer.retryAfter);
+            else retryAfters.push(answer.retryAfter);
           }
         });
       }),
@@ -64,6 +64,9 @@ describe("HTTP classes in real time", () => {
     expect(rateOf("batch")).toBeLessThanOrEqual(40 * 1.05);
     // Never past the key's envelope: burst + rate × T.
     expect(admitted.interactive!.length + admitted.batch!.length).toBeLessThanOrEqual(10 + 100 * (runMs / 1000) + 2);
-    expect([...retryAfters]).toEqual(["1"]);
+    // The first refusal is told the class's instant; each later one counts as one more client told to come back
+    // (no stampede: spread by the class's guarantee), so clients that ignore Retry-After are told later and later.
+    expect(retryAfters[0]).toBe("1");
+    expect(retryAfters.every((retryAfter) => Number(retryAfter) >= 1)).toBe(true);
   }, 20_000);
 });

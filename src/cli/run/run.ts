@@ -249,7 +249,7 @@ async function launchAll(
     concurrency: config.jobs,
     sharedSlots,
     sharedPause,
-    onPause: (ms) => emptyDuringPause(limiter, ms),
+    onPause: (ms) => emptyDuringPause(limiter, config.cost, ms),
     maxWaitMs: config.maxWaitMs,
     retries: config.retries,
     durationMs: config.durationMs,
@@ -483,15 +483,21 @@ function settledCosts(jobCosts: readonly JobCost[], settled: readonly number[]):
 }
 
 /**
- * While the server's pause holds launches, the launch buckets do not fill:
- * the pause's debt is put in them, so that afterwards they start from empty,
- * as the server's count does. Filled while paused, they let a burst go at
- * once when it ended, and the server refused its end (bench/quota.mjs). A
- * private bucket or set here; a shared key's set in its store, for every
- * process on it (a failure there is the limiter's to say).
+ * While the server's pause holds launches, the buckets do not fill: the
+ * pause's debt is put in them, so that afterwards they start from empty.
+ * Filled while paused, they let a burst go at once when it ended, and the
+ * server, whose count of the burst starts a little later than ours (its
+ * first request arrives late), refused its end, every pause again
+ * (bench/quota.mjs). Starting from empty, ours stays below the server's from
+ * then on. A private bucket or set here; a shared key's launch buckets in
+ * its store, for every process on it (a failure there is the limiter's to say).
  */
-function emptyDuringPause(limiter: Limiter, ms: number): void {
-  if (limiter instanceof LimitSetLimiter) limiter.set.holdEmptyUntilAt(limiter.clock.now(), "count", limiter.clock.now() + ms);
+function emptyDuringPause(limiter: Limiter, jobCosts: readonly JobCost[] | undefined, ms: number): void {
+  if (limiter instanceof LimitSetLimiter) {
+    // Every rate: the launches', and the costs' (the server's refusal may be of tokens; it says which only sometimes).
+    const nowMs = limiter.clock.now();
+    for (const unit of ["count", ...(jobCosts ?? []).map((cost) => cost.unit)]) limiter.set.holdEmptyUntilAt(nowMs, unit, nowMs + ms);
+  }
   else if (limiter instanceof TokenBucket && Number.isFinite(limiter.rate)) {
     const owed = -(limiter.rate * ms) / 1000;
     const level = limiter.tokens();
