@@ -261,7 +261,7 @@ export class RequestGate {
     const neededTokens = cost + ahead - (rate * this.#options.maxWaitMs) / 1000 - level;
     const waitMs = rate > 0 && limiter.burst >= cost ? Math.max(0, (neededTokens * 1000) / rate) : Infinity;
     const seconds = retryAfterSeconds(waitMs);
-    if (waitMs !== Infinity) entry.spread.promise(nowMs + seconds * 1000);
+    if (waitMs !== Infinity) entry.spread.promise(nowMs, nowMs + seconds * 1000);
     return { ...this.#result("refused", 0, limiter, level), retryAfterSeconds: seconds, retryAfterMs: refusedMs(waitMs) };
   }
 
@@ -335,7 +335,7 @@ export class RequestGate {
     const guarantee = this.#options.classes!.specs.find((spec) => spec.name === className)!.rate;
     const ahead = spread.expectedAt(nowMs);
     const waitMs = Math.max(0, retryMs + (ahead * 1000) / guarantee - this.#options.maxWaitMs);
-    if (Number.isFinite(waitMs)) spread.promise(nowMs + retryAfterSeconds(waitMs) * 1000);
+    if (Number.isFinite(waitMs)) spread.promise(nowMs, nowMs + retryAfterSeconds(waitMs) * 1000);
     return waitMs;
   }
 
@@ -469,7 +469,7 @@ export class RequestGate {
     const ahead = entry.spread.expectedAt(nowMs);
     const behindMs = keySet.retryBehindMs?.(ahead, cost) ?? 0;
     const waitMs = Math.max(0, Math.max(retryMs, behindMs) - this.#options.maxWaitMs);
-    if (Number.isFinite(waitMs)) entry.spread.promise(nowMs + retryAfterSeconds(waitMs) * 1000);
+    if (Number.isFinite(waitMs)) entry.spread.promise(nowMs, nowMs + retryAfterSeconds(waitMs) * 1000);
     return waitMs;
   }
 
@@ -478,7 +478,7 @@ export class RequestGate {
     const nowMs = this.#clock.now();
     const ahead = this.#totalSpread.expectedAt(nowMs);
     const waitMs = Math.max(0, retryMs + (ahead * 1000) / rate - this.#options.maxWaitMs);
-    if (Number.isFinite(waitMs)) this.#totalSpread.promise(nowMs + retryAfterSeconds(waitMs) * 1000);
+    if (Number.isFinite(waitMs)) this.#totalSpread.promise(nowMs, nowMs + retryAfterSeconds(waitMs) * 1000);
     return waitMs;
   }
 

@@ -23,9 +23,19 @@ export class RetrySpread {
     return this.#backAtMs.length;
   }
 
-  /** Notes a client told to come back at `backAtMs`. */
-  promise(backAtMs: number): void {
-    if (this.#backAtMs.length >= RetrySpread.MAX_PROMISES) return;
+  /**
+   * How far ahead a promise may be and still count. A client that ignores
+   * Retry-After and asks again and again is refused each time, and each
+   * refusal would be one more client expected back: on a key shared by
+   * everyone (`--per all`) it would push every other client's Retry-After
+   * later without end. Beyond this, refusals are told their time and not
+   * counted, so the spread reaches at most a minute past the bucket's own time.
+   */
+  static readonly MOST_AHEAD_MS = 60_000;
+
+  /** Notes a client told at `nowMs` to come back at `backAtMs`. */
+  promise(nowMs: number, backAtMs: number): void {
+    if (this.#backAtMs.length >= RetrySpread.MAX_PROMISES || backAtMs - nowMs > RetrySpread.MOST_AHEAD_MS) return;
     // Whole seconds only grow with k, so the list stays in order; a change of rate may break that, and sorting keeps it.
     const last = this.#backAtMs.at(-1);
     this.#backAtMs.push(backAtMs);

@@ -49,3 +49,19 @@ describe("Retry-After without a stampede", () => {
     expect(refused.map((result) => result.retryAfterSeconds)).toEqual([1, 1, 1, 1, 1, 2]);
   });
 });
+
+describe("Retry-After's spread against a client that ignores it", () => {
+  it("one client asking 100 times a second for 10 s does not push the Retry-After told past a minute ahead", async () => {
+    const clock = new FakeClock(0);
+    const gate = new RequestGate({ rate: 5, burst: 5, maxWaitMs: 0, maxKeys: 10, clock });
+    let longest = 0;
+    for (let i = 0; i < 1000; i++) {
+      const result = gate.admit("all") as GateResult;
+      if (result.decision === "refused") longest = Math.max(longest, result.retryAfterSeconds);
+      await clock.advance(10);
+    }
+    // Each refusal counts as a client expected back, up to a minute ahead: without the bound it reached 181 s.
+    expect(longest).toBeGreaterThan(30);
+    expect(longest).toBeLessThanOrEqual(61);
+  });
+});
