@@ -222,31 +222,38 @@ export class SharedSetLimiter implements Limiter {
   }
 
   /**
-   * Keeps the key's launch buckets empty until `pauseMs` from now, for every
+   * Keeps the key's buckets empty until `pauseMs` from now, for every
    * process on it (the server's pushback, DESIGN 13): a debt in the buckets
-   * counting the main unit, taken as an item of cost 0 settled up to the
-   * lowest rate's worth of the pause. After the server's pause the key starts
+   * of each unit, taken as an item of cost 0 settled up to the lowest rate's
+   * worth of the pause. After the server's pause the key starts
    * from empty, as the server's own count does, not from full: a key that
    * filled while paused let a burst go at once, and the server refused its
    * end. What the key already makes the next item wait is not added again, so
    * pauses that overlap (several jobs throttled at once) hold until the latest,
-   * not their sum. A key whose main unit a window or a concurrency limit counts
-   * is not emptied (a debt in a window would hold for its whole length); its
-   * pause is ServerPause's alone. Resolves to whether the key was emptied.
+   * not their sum. A unit a window counts too is not emptied (a debt in a
+   * window would hold for its whole length), nor a key with a concurrency
+   * limit; their pause is ServerPause's alone. Resolves to whether it was emptied.
    */
   async emptyFor(pauseMs: number): Promise<boolean> {
     this.#throwIfFailed();
     this.#throwIfClosed();
-    const rate = lowestRate(this.#limits, this.kind);
-    if (!(pauseMs > 0) || !Number.isFinite(rate) || !(rate > 0)) return false;
-    if (this.#limits.some((spec) => spec.kind === "concurrency" || (spec.kind === "window" && spec.unit === this.kind))) return false;
+    if (!(pauseMs > 0) || this.#limits.some((spec) => spec.kind === "concurrency")) return false;
+    // Every unit the buckets count (launches, and a run's costs), but none a window counts too.
+    const units = [...new Set(this.#limits.flatMap((spec) => (spec.kind === "bucket" ? [spec.unit] : [])))].filter(
+      (unit) => !this.#limits.some((spec) => spec.kind === "window" && spec.unit === unit) && Number.isFinite(lowestRate(this.#limits, unit)),
+    );
+    if (units.length === 0) return false;
     const sentMs = this.#clock.now();
-    const marker = await this.#call(() => this.#store.takeSet(this.key, { [this.kind]: 0 }));
+    const marker = await this.#call(() => this.#store.takeSet(this.key, Object.fromEntries(units.map((unit) => [unit, 0]))));
     if (!marker?.ok || !Number.isFinite(marker.waitMs)) return false;
     // The marker waits behind every lease reserved already: the key is held that long anyway.
     const moreMs = pauseMs - (this.#clock.now() - sentMs) - marker.waitMs;
     if (moreMs <= 0) return true;
-    await this.#call(() => this.#store.settleSet(this.key, marker.reservation!, { [this.kind]: (rate * moreMs) / 1000 }));
+    // What each unit's buckets hold now goes too: a full bucket would otherwise be only just empty at the pause's end.
+    const reservation = marker.reservation!;
+    const held = (unit: string) => Math.max(0, Math.min(...reservation.limits.flatMap((spec, i) => (spec.kind === "bucket" && spec.unit === unit ? [reservation.bucketLevels[i] ?? 0] : []))));
+    const debt = Object.fromEntries(units.map((unit) => [unit, held(unit) + (lowestRate(this.#limits, unit) * moreMs) / 1000]));
+    await this.#call(() => this.#store.settleSet(this.key, reservation, debt));
     return true;
   }
 

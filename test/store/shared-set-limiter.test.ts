@@ -223,3 +223,33 @@ describe("SharedSetLimiter", () => {
     expect(limiter.roundTrips).toBe(1);
   });
 });
+
+describe("SharedSetLimiter.emptyFor: the server's pause keeps the key's buckets from filling", () => {
+  it("puts the pause's debt in every bucket's unit, for every process on the key, and not in a unit a window counts", async () => {
+    const { clock, store, open } = await setup([
+      { kind: "bucket", unit: "count", rate: 10, burst: 10 },
+      { kind: "bucket", unit: "cost", rate: 100, burst: 100 },
+      { kind: "window", unit: "tokens", n: 1000, windowMs: 60_000 },
+      { kind: "bucket", unit: "tokens", rate: 50, burst: 50 },
+    ]);
+    const one = open();
+    expect(await one.emptyFor(1000)).toBe(true);
+    const levels = (await store.readSet("k"))!.limits.map((limit) => limit.level);
+    // A second's worth owed by the launches and the cost; the tokens, which a window counts too, left full.
+    expect(levels[0]).toBeCloseTo(-10, 6);
+    expect(levels[1]).toBeCloseTo(-100, 6);
+    expect([levels[2], levels[3]]).toEqual([1000, 50]);
+    // Another process's launch waits the pause out: empty at its end, then one at the rate.
+    const other = open();
+    const startedMs = clock.now();
+    const waited = other.wait(1);
+    await runFor(clock, 1200);
+    await waited;
+    expect(clock.now() - startedMs).toBeGreaterThanOrEqual(1100);
+    // Pauses that overlap hold until the latest, not their sum.
+    await one.emptyFor(500);
+    expect((await store.readSet("k"))!.limits[0]!.level).toBeGreaterThan(-10);
+    await one.close();
+    await other.close();
+  });
+});
