@@ -18,7 +18,7 @@
 // Needs `npm run build`.
 import { spawn } from "node:child_process";
 import { once } from "node:events";
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { cpus, loadavg } from "node:os";
 import { join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
@@ -119,7 +119,8 @@ async function main() {
       const contenders = [
         { name: `${framework} / none`, label: "no limit" },
         ...(peer ? [{ name: `${framework} / ${peer}`, label: peer }] : []),
-        ...builds.map((build) => ({ name: `${framework} / tbucket`, label: build.label, dist: build.dist })),
+        // A build from before tbucket/fastify has no plugin to measure.
+        ...builds.filter((build) => framework !== "fastify" || existsSync(join(build.dist, "http/fastify.js"))).map((build) => ({ name: `${framework} / tbucket`, label: build.label, dist: build.dist })),
       ];
       // A refusal has nothing to compare with the framework alone.
       const measured = which === "refused" ? contenders.filter((contender) => contender.label !== "no limit") : contenders;

@@ -112,6 +112,8 @@ export interface JobRunnerOptions {
   sharedPause?: SharedPause;
   /** The server paused launches for `ms` from now (the pause moved later): where the limiter is kept from filling meanwhile. */
   onPause?(ms: number): void;
+  /** A launch also waits for a token of this, before the limiter's (run --adaptive's rate, in front of a set or a shared key). */
+  pacer?: Limiter;
 }
 
 /** A pause kept where every process on a key reads it (the store): asked before every launch. */
@@ -515,6 +517,11 @@ export class JobRunner {
     try {
       // The server said when: no attempt is admitted before that, however many tokens there are.
       await this.#waitOutPause(signal);
+      const pacer = this.#options.pacer;
+      if (pacer) {
+        if (!Number.isFinite(this.#maxWaitMs)) await pacer.wait(1, signal);
+        else if (!(await pacer.tryWait(1, this.#maxWaitMs, signal))) return { ok: false, waitMs: this.#clock.now() - beforeMs, askedMs: beforeMs };
+      }
       if (sharedSlots) {
         const release = await sharedSlots.acquire(this.#maxWaitMs, signal, costs);
         // A throttle that came while this one waited for its slot holds it back too (the slot stays held meanwhile).

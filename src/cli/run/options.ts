@@ -119,7 +119,7 @@ export function parseRunOptions(words: string[], flags: RunFlags): RunConfig {
       throw new UsageError(`--cost ${fromItem.template.source}: the jobs have no items (no {} in the command) to read a cost from; give a number for all, e.g. "--cost 100"`);
     }
   }
-  if (flags.adaptive) checkAdaptive(limits, shared, classes, costs.costs !== undefined);
+  if (flags.adaptive) checkAdaptive(limits, shared, classes);
   const { progress, stats, name } = parseReportOptions(flags);
   return {
     command: words,
@@ -209,11 +209,9 @@ function checkShellScript(script: string): void {
 }
 
 /** --adaptive follows the server with one private launch rate for now: what else it would have to scale is refused, naming it. */
-function checkAdaptive(limits: readonly ParsedLimit[], shared: SharedBucketOptions, classes: unknown, costs: boolean): void {
-  const rates = limits.filter((limit) => limit.spec.kind === "bucket");
-  const refuse = (why: string) => new UsageError(`--adaptive: ${why}; for now it follows the server with one private --rate, e.g. "--adaptive --rate 50/s"`);
-  if (rates.length !== 1 || !Number.isFinite((rates[0]!.spec as { rate: number }).rate)) throw refuse("needs one finite --rate, its ceiling");
-  if (shared.key !== undefined) throw refuse("a shared --key is not followed yet");
+function checkAdaptive(limits: readonly ParsedLimit[], shared: SharedBucketOptions, classes: unknown): void {
+  const refuse = (why: string) => new UsageError(`--adaptive: ${why}; e.g. "--adaptive --rate 50/s", a ceiling the rate follows the server under`);
+  const launchRates = limits.filter((limit) => limit.spec.kind === "bucket" && limit.spec.unit === "count");
+  if (shared.key === undefined && !launchRates.some((limit) => Number.isFinite((limit.spec as { rate: number }).rate))) throw refuse("needs a finite --rate, its ceiling");
   if (classes !== undefined) throw refuse("classes are not followed yet");
-  if (costs || limits.some((limit) => limit.spec.kind === "window")) throw refuse("cost limits and --window are not followed yet");
 }

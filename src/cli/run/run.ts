@@ -206,8 +206,16 @@ async function launchAll(
 ): Promise<number> {
   // The meter gives --stats its rate after the burst, and the progress line its recent rate.
   const meter = new LaunchRateMeter(limiter.rate === Infinity ? 1 : limiter.burst);
-  const ceiling = config.adaptive ? limiter.rate : undefined;
-  const progress = startRunProgress({ progress: config.progress, key: config.shared.key, jobs: config.jobs, name: config.name, classes: classes && (() => classes.shares()), adaptiveCeiling: ceiling }, limiter, meter);
+  // --adaptive: the rate follows the server, the configured one its ceiling: a private bucket's own rate, else a
+  // pacer of this process's launches in front of the set or the shared key (whose limits all still hold).
+  const pacer = config.adaptive && !(limiter instanceof TokenBucket) ? new TokenBucket({ rate: adaptiveCeiling(config, limiter), burst: 1 }) : undefined;
+  const followed = limiter instanceof TokenBucket ? limiter : pacer;
+  const adaptive = config.adaptive && followed ? new AdaptiveRate(followed.rate, systemClock, { onRate: (rate) => followed.setRate(rate) }) : undefined;
+  const progress = startRunProgress(
+    { progress: config.progress, key: config.shared.key, jobs: config.jobs, name: config.name, classes: classes && (() => classes.shares()), adaptiveCeiling: adaptive?.ceiling },
+    adaptive ? followed! : limiter,
+    meter,
+  );
   // Set once the runner exists: a failed write of job output stops the run.
   let onOutputFailure = (_error: NodeJS.ErrnoException) => {};
   const lock = new OutputLock();
@@ -235,8 +243,6 @@ async function launchAll(
     stderr,
     reportDir,
   });
-  // --adaptive: the private bucket's rate follows the server, the configured rate its ceiling.
-  const adaptive = config.adaptive && limiter instanceof TokenBucket ? new AdaptiveRate(limiter.rate, systemClock, { onRate: (rate) => limiter.setRate(rate) }) : undefined;
   const sentAtMs = new Map<string, number>();
   const toEpochMs = (clockMs: number) => performance.timeOrigin + clockMs;
   const warned = new Set<string>();
@@ -249,6 +255,7 @@ async function launchAll(
     concurrency: config.jobs,
     sharedSlots,
     sharedPause,
+    pacer,
     onPause: (ms) => emptyDuringPause(limiter, config.cost, ms),
     maxWaitMs: config.maxWaitMs,
     retries: config.retries,
@@ -480,6 +487,14 @@ function settledCosts(jobCosts: readonly JobCost[], settled: readonly number[]):
     if (settled[i] !== undefined) actual[unit] = settled[i];
   });
   return Object.keys(actual).length > 0 ? actual : undefined;
+}
+
+/** --adaptive's ceiling: the lowest finite launch rate given, else the shared key's launch rate as read. */
+function adaptiveCeiling(config: RunConfig, limiter: Limiter): number {
+  const given = config.limits.flatMap((limit) => (limit.spec.kind === "bucket" && limit.spec.unit === "count" && Number.isFinite(limit.spec.rate) ? [limit.spec.rate] : []));
+  const ceiling = given.length > 0 ? Math.min(...given) : limiter.rate;
+  if (!(ceiling > 0) || !Number.isFinite(ceiling)) throw new UsageError(`--adaptive: the key's launch rate is ${formatCountRate(ceiling)}; give --rate, the ceiling the rate follows the server under`);
+  return ceiling;
 }
 
 /**
