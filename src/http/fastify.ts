@@ -7,7 +7,7 @@
 import type { FastifyInstance, FastifyPluginCallback, FastifyReply, FastifyRequest, onRequestHookHandler } from "fastify";
 import { addressKey, DEFAULT_IPV6_PREFIX, plainAddress } from "../core/address-key.js";
 import type { GateResult } from "./request-gate.js";
-import { abortOnHangUp, holdUntilEnd, nodeClientKey } from "./rate-limit.js";
+import { decideOnResponse, holdUntilEnd, nodeClientKey } from "./rate-limit.js";
 import { checkLimitOptions, type HeaderFields, LIMIT_OPTION_NAMES, type LimitOptions, RequestLimiter, type Verdict } from "./request-limiter.js";
 
 export type { GateDecision, GateResult } from "./request-gate.js";
@@ -158,23 +158,7 @@ function routeLimit(options: FastifyRouteLimitOptions, optionNames: readonly str
   };
 
   const hook = (request: FastifyRequest, reply: FastifyReply, done: (error?: Error) => void): void => {
-    const waiting = queueing ? abortOnHangUp(reply.raw) : undefined;
-    const verdict = limiter.decide(request, waiting?.signal);
-    if (!(verdict instanceof Promise)) {
-      waiting?.done();
-      carryOut(request, reply, done, verdict);
-      return;
-    }
-    verdict.then(
-      (resolved) => {
-        waiting?.done();
-        carryOut(request, reply, done, resolved);
-      },
-      (error: Error) => {
-        waiting?.done();
-        done(error);
-      },
-    );
+    decideOnResponse(limiter, request, reply.raw, queueing, (verdict) => carryOut(request, reply, done, verdict), done);
   };
   return { limiter, hook: hook as onRequestHookHandler };
 }

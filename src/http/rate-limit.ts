@@ -129,23 +129,7 @@ export function rateLimit(options: RateLimitOptions): RateLimitMiddleware {
   };
 
   const middleware = ((req: IncomingMessage, res: ServerResponse, next: (error?: unknown) => void): void => {
-    const waiting = queueing ? abortOnHangUp(res) : undefined;
-    const verdict = limiter.decide(req, waiting?.signal);
-    if (!(verdict instanceof Promise)) {
-      waiting?.done();
-      carryOut(req, res, next, verdict);
-      return;
-    }
-    verdict.then(
-      (resolved) => {
-        waiting?.done();
-        carryOut(req, res, next, resolved);
-      },
-      (error: unknown) => {
-        waiting?.done();
-        next(error);
-      },
-    );
+    decideOnResponse(limiter, req, res, queueing, (verdict) => carryOut(req, res, next, verdict), next);
   }) as RateLimitMiddleware;
 
   middleware.wrap = (handle) => (req, res) => {
@@ -256,6 +240,32 @@ function clientKey(trustProxy: readonly string[] | undefined, ipv6Subnet: number
 function trustsEveryProxy(req: IncomingMessage): boolean {
   const app = (req as { app?: { get?: unknown } }).app;
   return typeof app?.get === "function" && (app.get as (name: string) => unknown).call(app, "trust proxy") === true;
+}
+
+/**
+ * The verdict on a request answered through a node:http response (the
+ * framework's raw one): a queued wait is given up when the client hangs up.
+ * `then` gets the verdict, at once when no step was async; `failed` what
+ * rejected (a RequestFunctionError), for the framework's error handler.
+ */
+export function decideOnResponse<Req>(limiter: RequestLimiter<Req>, req: Req, res: ServerResponse, queueing: boolean, then: (verdict: Verdict) => void, failed: (error: Error) => void): void {
+  const waiting = queueing ? abortOnHangUp(res) : undefined;
+  const verdict = limiter.decide(req, waiting?.signal);
+  if (!(verdict instanceof Promise)) {
+    waiting?.done();
+    then(verdict);
+    return;
+  }
+  verdict.then(
+    (resolved) => {
+      waiting?.done();
+      then(resolved);
+    },
+    (error: Error) => {
+      waiting?.done();
+      failed(error);
+    },
+  );
 }
 
 /** Frees a request's concurrency slot when its response ends: finished, or cut short (the client left, the handler failed). */
