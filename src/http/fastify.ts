@@ -10,21 +10,7 @@ import type { GateResult } from "./request-gate.js";
 import { decideOnResponse, holdUntilEnd, nodeClientKey } from "./rate-limit.js";
 import { checkLimitOptions, type HeaderFields, LIMIT_OPTION_NAMES, type LimitOptions, RequestLimiter, type Verdict } from "./request-limiter.js";
 
-export type { GateDecision, GateResult } from "./request-gate.js";
-export type { LimitLevel } from "./key-set.js";
-export type { StoreBuckets } from "./store-limiters.js";
-export { openStore, type RedisClientLike, redisStore } from "./open-store.js";
-export type { ClassSpec } from "../core/class-spec.js";
-export {
-  ClassFunctionError,
-  DEFAULT_MAX_KEYS,
-  KeyFunctionError,
-  type LimitOptions,
-  type MaybePromise,
-  type RefusalMessage,
-  RequestFunctionError,
-  type RequestLimit,
-} from "./request-limiter.js";
+export * from "./limit-exports.js";
 
 /** A route's own limit (`config: { rateLimit }`): the plugin's options, any of them replaced. */
 export interface FastifyRouteLimitOptions extends LimitOptions<FastifyRequest> {

@@ -6,21 +6,7 @@
 import type { GateResult } from "./request-gate.js";
 import { type Body, checkLimitOptions, type HeaderFields, LIMIT_OPTION_NAMES, type LimitOptions, type MaybePromise, RequestLimiter, type Verdict } from "./request-limiter.js";
 
-export type { GateDecision, GateResult } from "./request-gate.js";
-export type { LimitLevel } from "./key-set.js";
-export type { StoreBuckets } from "./store-limiters.js";
-export { openStore, type RedisClientLike, redisStore } from "./open-store.js";
-export type { ClassSpec } from "../core/class-spec.js";
-export {
-  ClassFunctionError,
-  DEFAULT_MAX_KEYS,
-  KeyFunctionError,
-  type LimitOptions,
-  type MaybePromise,
-  type RefusalMessage,
-  RequestFunctionError,
-  type RequestLimit,
-} from "./request-limiter.js";
+export * from "./limit-exports.js";
 
 /** The options of tbucket/fetch's `rateLimit`: the limit's, and a handler of its own. */
 export interface FetchLimitOptions extends LimitOptions<Request> {
