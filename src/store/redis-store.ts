@@ -158,6 +158,8 @@ export class RedisStore implements BucketStore, LimitSetStore {
     const onError = (error: unknown) => (lastError = error);
     client.on("error", onError);
     try {
+      // Ended (quit or disconnected by its owner) it will never be ready: said at once rather than waited for.
+      if (client.status === "end" || client.status === "close") throw new Error(`the client's connection is closed (status ${client.status})`);
       if (client.status === "wait") await client.connect();
       else if (client.status !== "ready") await new Promise<void>((resolve, reject) => {
         const ready = () => {

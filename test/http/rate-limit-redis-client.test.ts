@@ -47,5 +47,9 @@ describe("rateLimit on the user's own ioredis client", () => {
     nowhere.on("error", () => {});
     await expect(redisStore(nowhere)).rejects.toThrow(/^store redis:\/\/127\.0\.0\.1:1: the Redis client given is not ready \(.*ECONNREFUSED.*\); check its address, or wait for its "ready" event$/);
     nowhere.disconnect();
+    // A client its owner has already quit is said at once, not waited for.
+    const ended = new Redis(server.url);
+    await ended.quit();
+    await expect(redisStore(ended)).rejects.toThrow(/the Redis client given is not ready \(the client's connection (is closed|ended)/);
   });
 });
