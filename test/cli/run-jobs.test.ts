@@ -109,13 +109,14 @@ describe.concurrent("tbucket run: jobs and results", () => {
     }
     // The second waited for its token: at most 1/2 s, less what reading and launching the first took
     // (on a loaded machine that can be all of it), so its grant is never closer than 500 ms to the
-    // first's. `start` is taken when each launch begins, after its grant: the first launch may begin
-    // a few ms after its grant (seen: 3 ms), hence 10 ms of tolerance, and start times are in whole ms.
+    // first's. `start` is taken when each launch begins, after its grant: the first launch, the run's
+    // first spawn, may begin later after its grant than the second (seen: 3 ms, and 16 ms with the
+    // whole suite running beside it), hence 50 ms of tolerance; start times are in whole ms.
     expect(records[0].wait).toBeLessThan(0.5);
     expect(records[1].wait).toBeGreaterThanOrEqual(0);
     // A timer fires late on a busy machine, never early: the wait may overrun 1/2 s by that lateness.
     expect(records[1].wait).toBeLessThanOrEqual(0.5 + 0.1);
-    expect(records[1].start - records[0].start).toBeGreaterThanOrEqual(0.49);
+    expect(records[1].start - records[0].start).toBeGreaterThanOrEqual(0.45);
   });
 
   it("--stats-format json reports the counts, the launches and the limit", async ({ expect }) => {
