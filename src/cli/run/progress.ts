@@ -158,8 +158,9 @@ class ServerPauseSpinner {
       const now = this.#runner.pausedUntilMs - performance.now();
       if (now <= 0) return;
       this.#line.clear();
-      // ora's own terminal handling, told to leave standard input alone (else it takes over the keyboard).
-      this.#spinner = ora({ stream: process.stderr, discardStdin: false, text: serverPauseText(now) }).start();
+      // ora's own terminal handling, told to leave standard input alone (else it takes over the keyboard),
+      // and enabled: stderr is a terminal (checked above), and ora alone would go silent wherever CI is set.
+      this.#spinner = ora({ stream: process.stderr, discardStdin: false, isEnabled: true, text: serverPauseText(now) }).start();
     });
   }
 
