@@ -39,7 +39,7 @@ const child = spawn(
 let stderr = "";
 child.stderr.on("data", (chunk) => (stderr += chunk));
 await once(child, "exit");
-const { requests, early } = api.stats();
+const { requests, early, earlyMs } = api.stats();
 await api.close();
 
 const pct = (x) => `${(100 * x).toFixed(1)} %`;
@@ -54,5 +54,5 @@ limits.forEach((limit, i) => {
   const throttled = first10.filter((r) => r.status === 429).length;
   console.log(`| ${limit}/s | ${pct(ok10th / limit)} | ${pct(okRest / (limit * (phaseMs - 10_000) / 1000))} | ${pct(throttled / Math.max(1, first10.length))} |`);
 });
-console.log(`requests before a Retry-After the mock gave: ${early}`);
+console.log(`requests before a wait the mock gave: ${earlyMs} (before its Retry-After's whole second: ${early})`);
 console.log(stderr.trimEnd().split("\n").filter((line) => /^(jobs|launches|adaptive):/.test(line)).join("\n"));

@@ -53,6 +53,14 @@ export interface AdaptiveRateOptions {
    * from it, the rate settles on a plateau well below the server's limit.
    */
   maxFromSendRate?: boolean;
+  /**
+   * Wmax no higher than the rate the server admitted over the last second
+   * (default true): at a throttle the client is sending above the limit, so
+   * what got through is the limit itself, a closer bound than any rate sent.
+   * Cut from it, the cubic's plateau sits at the server's limit rather than
+   * above it, and a fallen limit is reached in one or two cuts, not four.
+   */
+  maxFromAdmitted?: boolean;
 }
 
 export const AWS_BETA = 0.7;
@@ -85,6 +93,8 @@ export class AdaptiveRate {
   #lastRoundTripMs = 0;
   readonly #cutOnce: boolean;
   readonly #maxFromSendRate: boolean;
+  readonly #maxFromAdmitted: boolean;
+  readonly #admitted: AdmittedRateMeter;
   /** The rates allowed lately and since when, oldest first: what a request sent then was allowed. */
   readonly #history: Array<{ sinceMs: number; rate: number }> = [];
 
@@ -99,6 +109,8 @@ export class AdaptiveRate {
     // Both on by default: with them bench/adaptive.mjs reaches about 90 % of each new limit within 10 s, where the AWS rule reaches 70 %.
     this.#cutOnce = options.cutOncePerRoundTrip ?? true;
     this.#maxFromSendRate = options.maxFromSendRate ?? true;
+    this.#maxFromAdmitted = options.maxFromAdmitted ?? true;
+    this.#admitted = new AdmittedRateMeter(clock.now());
     this.meter = new SendRateMeter(clock.now(), options.bucketMs, options.smoothing);
     this.#rate = ceiling;
     this.lowest = ceiling;
@@ -138,6 +150,7 @@ export class AdaptiveRate {
     const nowMs = this.#clock.now();
     const measured = this.meter.record(nowMs);
     if (throttled) this.throttles++;
+    else this.#admitted.record(nowMs);
     let next: number;
     if (throttled && this.#cutOnce && this.#maxRate !== undefined && sentAtMs !== undefined && sentAtMs < this.#lastThrottleMs + this.#lastRoundTripMs) {
       // Sent before the last cut, or within a round trip after it while the server still worked off the excess: answered by it.
@@ -146,7 +159,8 @@ export class AdaptiveRate {
     if (throttled) {
       // What was really sent, and never more than was allowed: the smoothed
       // meter still remembers a faster past for a moment after a cut.
-      const sent = this.#maxFromSendRate && sentAtMs !== undefined ? Math.min(this.#rateAt(sentAtMs), 2 * measured) : Math.min(measured, this.#rate);
+      let sent = this.#maxFromSendRate && sentAtMs !== undefined ? Math.min(this.#rateAt(sentAtMs), 2 * measured) : Math.min(measured, this.#rate);
+      if (this.#maxFromAdmitted) sent = (sent + Math.min(sent, this.#admitted.rateAt(nowMs))) / 2;
       this.#maxRate = sent;
       this.#kSeconds = Math.cbrt((sent * (1 - this.#beta)) / this.#scale);
       this.cuts++;
@@ -178,6 +192,45 @@ export class AdaptiveRate {
   #rateAt(atMs: number): number {
     for (let i = this.#history.length - 1; i >= 0; i--) if (this.#history[i]!.sinceMs <= atMs) return this.#history[i]!.rate;
     return this.#history[0]!.rate;
+  }
+}
+
+/**
+ * Successes per second over about the last second: counted in ten slots of
+ * 100 ms, over the time from the oldest slot's start (or the meter's, if
+ * later) to now.
+ */
+export class AdmittedRateMeter {
+  static readonly SLOT_MS = 100;
+  static readonly SLOTS = 10;
+  readonly #counts = new Array<number>(AdmittedRateMeter.SLOTS).fill(0);
+  #slot: number;
+  readonly #startMs: number;
+
+  constructor(startMs: number) {
+    this.#startMs = startMs;
+    this.#slot = Math.floor(startMs / AdmittedRateMeter.SLOT_MS);
+  }
+
+  record(nowMs: number): void {
+    this.#advance(nowMs);
+    this.#counts[this.#slot % AdmittedRateMeter.SLOTS]!++;
+  }
+
+  rateAt(nowMs: number): number {
+    this.#advance(nowMs);
+    const oldestSlotMs = (this.#slot - AdmittedRateMeter.SLOTS + 1) * AdmittedRateMeter.SLOT_MS;
+    const windowMs = nowMs - Math.max(oldestSlotMs, this.#startMs);
+    if (windowMs <= 0) return Infinity;
+    let count = 0;
+    for (const n of this.#counts) count += n;
+    return (count * 1000) / windowMs;
+  }
+
+  #advance(nowMs: number): void {
+    const slot = Math.floor(nowMs / AdmittedRateMeter.SLOT_MS);
+    for (let next = this.#slot + 1; next <= slot && next <= this.#slot + AdmittedRateMeter.SLOTS; next++) this.#counts[next % AdmittedRateMeter.SLOTS] = 0;
+    this.#slot = Math.max(this.#slot, slot);
   }
 }
 

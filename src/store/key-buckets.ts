@@ -8,6 +8,7 @@ import { FailoverLimiter, type StoreBackedLimiter, type WhileLost } from "./fail
 import { type LimitSetStore, type SetState, specOf } from "./limit-set-store.js";
 import { openSharedKey, sharedKeyLimiter } from "./shared-key.js";
 import { SharedSetLimiter } from "./shared-set-limiter.js";
+import { SharedLimiter } from "./shared-limiter.js";
 import { SharedClassLimiter } from "./shared-class-limiter.js";
 import { ClassLimiter } from "../core/class-limiter.js";
 import { isStoreFailure, StoreWatch } from "./store-watch.js";
@@ -176,7 +177,10 @@ export class KeyBuckets {
       }
     }
     const settings = primary ? { rate: primary.rate, burst: primary.burst, kind: primary.kind } : request.settings!;
-    return new FailoverLimiter({ watch, key, settings, primary, reopen, whileLost, keyFailure, clock });
+    const failover = new FailoverLimiter({ watch, key, settings, primary, reopen, whileLost, keyFailure, clock });
+    // As a set's (openSet): while the store is lost, the private bucket is this process's, held by the runner's pause.
+    const emptyFor = (pauseMs: number) => failover.run(async (limiter) => limiter instanceof SharedLimiter && limiter.emptyFor(pauseMs), false);
+    return Object.assign(failover, { emptyFor });
   }
 
   /**

@@ -442,6 +442,33 @@ export class SharedLimiter implements Limiter {
     return true;
   }
 
+  /**
+   * Keeps the key's bucket empty until `pauseMs` from now, for every process
+   * on it (the server's pushback, DESIGN 13), as SharedSetLimiter.emptyFor
+   * does for a set: a take of 0 reads the level and the wait already queued,
+   * then a lease never used takes what the bucket holds and what it would
+   * gain over the rest of the pause. Overlapping pauses hold until the
+   * latest, not their sum. Resolves to whether it was emptied.
+   */
+  async emptyFor(pauseMs: number): Promise<boolean> {
+    this.#throwIfFailed();
+    this.#throwIfClosed();
+    if (!(pauseMs > 0) || !(this.#rate > 0) || !Number.isFinite(this.#rate)) return false;
+    const sentMs = this.#clock.now();
+    try {
+      const marker = (await this.#takeOrRemake([{ n: 0 }]))?.[0];
+      if (!marker?.ok || !Number.isFinite(marker.waitMs)) return false;
+      const moreMs = pauseMs - (this.#clock.now() - sentMs) - marker.waitMs;
+      if (moreMs <= 0) return true;
+      const debt = Math.max(0, marker.tokens) + (marker.rate * moreMs) / 1000;
+      const result = (await this.#takeOrRemake([{ n: debt, options: { overBurst: true } }]))?.[0];
+      if (result) this.#storeTokens = result.tokens;
+      return result?.ok === true;
+    } catch (error) {
+      throw this.#fail(error);
+    }
+  }
+
   /** One round trip: takes `n` and moves the ready time; a store that fails stops the limiter. */
   async #take(n: number, options: { overBurst?: boolean; maxWaitMs?: number }): Promise<"taken" | "refused"> {
     this.#throwIfClosed();

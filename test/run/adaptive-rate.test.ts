@@ -84,7 +84,7 @@ describe("AdaptiveRate", () => {
   it("with cutOncePerRoundTrip, a throttle of a request sent before the last cut, or within a round trip after it, does not cut again", () => {
     for (const cutOnce of [false, true]) {
       const clock = new FakeClock(0);
-      const adaptive = new AdaptiveRate(100, clock, { cutOncePerRoundTrip: cutOnce, maxFromSendRate: false });
+      const adaptive = new AdaptiveRate(100, clock, { cutOncePerRoundTrip: cutOnce, maxFromSendRate: false, maxFromAdmitted: false });
       sendEvenly(clock, adaptive, 40, 3);
       clock.set(3001);
       expect(adaptive.record(true, 2900)).toBeCloseTo(28, 6);
@@ -103,7 +103,7 @@ describe("AdaptiveRate", () => {
 
   it("takes Wmax from the rate allowed when the throttled request was sent, at most twice the measured rate", () => {
     const clock = new FakeClock(0);
-    const adaptive = new AdaptiveRate(100, clock);
+    const adaptive = new AdaptiveRate(100, clock, { maxFromAdmitted: false });
     // Allowed the ceiling, 100/s, but sending 40/s: Wmax is 80 (twice what was sent), not the 100 never reached.
     sendEvenly(clock, adaptive, 40, 3);
     clock.set(3001);
@@ -117,6 +117,54 @@ describe("AdaptiveRate", () => {
     clock.set(3500);
     expect(adaptive.record(true, 3400)).toBeCloseTo(allowedAt3400 * 0.7, 6);
     expect(adaptive.cubic?.maxRate).toBeCloseTo(allowedAt3400, 6);
+  });
+});
+
+describe("AdaptiveRate with maxFromAdmitted (the default)", () => {
+  it("sets Wmax halfway from the rate sent down to the rate the server admitted over the last second", () => {
+    const clock = new FakeClock(0);
+    const adaptive = new AdaptiveRate(100, clock);
+    // 40/s admitted for 3 s, then a throttle. Sent: the allowed 100/s, at most twice the measured 40/s, so 80;
+    // admitted: the 37 successes from 2100 ms (the oldest slot's start) to 3001 ms, 41.07/s. Wmax 60.5, the rate 42.4.
+    sendEvenly(clock, adaptive, 40, 3);
+    clock.set(3001);
+    const admitted = (37 * 1000) / 901;
+    expect(adaptive.record(true, 2900)).toBeCloseTo(0.7 * ((80 + admitted) / 2), 6);
+    expect(adaptive.cubic!.maxRate).toBeCloseTo((80 + admitted) / 2, 6);
+    // The server's limit falls: for the next second every other answer is a throttle, all of requests sent before
+    // the cut (its echo, no cut), so 21/s get through. Then a throttle of a request sent now cuts: Wmax halfway
+    // between the rate allowed when it went and the 21/s admitted.
+    const stepMs = 1000 / 42;
+    for (let i = 1; i <= 42; i++) {
+      clock.set(3001 + i * stepMs);
+      adaptive.record(i % 2 === 1, 3000);
+    }
+    expect(adaptive.cuts).toBe(1);
+    const sentAtMs = clock.now();
+    const allowed = adaptive.rate;
+    clock.set(sentAtMs + 100);
+    adaptive.record(true, sentAtMs);
+    expect(adaptive.cuts).toBe(2);
+    const { maxRate } = adaptive.cubic!;
+    // (about 19/s: the window has moved on 100 ms past the last success)
+    expect(2 * maxRate - allowed).toBeGreaterThan(17);
+    expect(2 * maxRate - allowed).toBeLessThan(22);
+    expect(adaptive.rate).toBeCloseTo(0.7 * maxRate, 6);
+  });
+
+  it("counts only successes as admitted, over about the last second", async () => {
+    const { AdmittedRateMeter } = await import("../../src/run/adaptive-rate.js");
+    const meter = new AdmittedRateMeter(0);
+    for (let t = 50; t <= 2000; t += 50) meter.record(t);
+    // At 2000 ms the ten slots start at 1100 ms: the 19 successes from 1100 to 2000 over 0.9 s.
+    expect(meter.rateAt(2000)).toBeCloseTo((19 * 1000) / 900, 6);
+    // A second and a half of nothing: none left in the window.
+    expect(meter.rateAt(3500)).toBe(0);
+    // Since the start, when that is shorter than a second: 2 in 100 ms.
+    const fresh = new AdmittedRateMeter(0);
+    fresh.record(40);
+    fresh.record(90);
+    expect(fresh.rateAt(100)).toBeCloseTo(20, 6);
   });
 });
 

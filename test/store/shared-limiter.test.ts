@@ -503,3 +503,32 @@ describe("SharedLimiter: tryWaits in batches", () => {
   });
 });
 
+
+describe("SharedLimiter.emptyFor: the server's pause keeps a one-bucket key from filling", () => {
+  it("takes what the bucket holds and the pause's worth, for every process on the key; overlapping pauses hold until the latest", async () => {
+    const config: BucketConfig = { rate: 10, burst: 10, kind: "count" };
+    const { clock, store } = await setup(config);
+    const one = new SharedLimiter({ store, key: "k", config, clock });
+    // Full (10), then a second's worth owed: -10, empty again when the pause ends.
+    expect(await one.emptyFor(1000)).toBe(true);
+    expect((await store.read("k"))!.tokens).toBeCloseTo(-10, 6);
+    // Another process's launch waits the pause out, and then one token's time.
+    const other = new SharedLimiter({ store, key: "k", config, clock });
+    const startedMs = clock.now();
+    const waited = other.wait(1);
+    await runFor(clock, 1200);
+    await waited;
+    expect(clock.now() - startedMs).toBeGreaterThanOrEqual(1100);
+    // A pause already covered by what the key owes adds nothing.
+    await one.emptyFor(1000);
+    await one.emptyFor(500);
+    expect((await store.read("k"))!.tokens).toBeCloseTo(-10, 6);
+    // A key at rate 0 (paused by its owner) or without a limit is left alone.
+    await store.configure("k", { ...config, rate: 0 });
+    const paused = new SharedLimiter({ store, key: "k", config: { ...config, rate: 0 }, clock });
+    expect(await paused.emptyFor(1000)).toBe(false);
+    await one.close();
+    await other.close();
+    await paused.close();
+  });
+});

@@ -39,4 +39,17 @@ describe("tbucket run on a shared key: the server's pushback holds every process
     const retried = attempts.filter((attempt) => attempt.item === "a")[1]!;
     expect(retried.at - throttledAt).toBeGreaterThanOrEqual(1.99);
   });
+
+  it("a one-bucket key does not fill while paused: after the server's 2 s the key owes its launches, not a full burst", async ({ expect }) => {
+    const dir = tempDir();
+    const store = `sqlite:${join(dir, "buckets.db")}`;
+    const seen = join(dir, "seen");
+    const script = `if [ "$1" = a ] && [ ! -e ${seen} ]; then touch ${seen}; printf 'HTTP/1.1 429 Too Many Requests\\r\\nRetry-After: 2\\r\\n' > "$TBUCKET_REPORT"; fi`;
+    const run = await runCli(["run", "--key", "k", "--store", store, "--rate", "10/s", "--burst", "10", "-j", "1", "--retries", "1", "--", "sh", "-c", script, "sh", "{}"], { input: "a\nb\n", timeoutMs: 30_000 });
+    expect([run.code, run.stderr]).toEqual([0, ""]);
+    const shown = await runCli(["key", "show", "k", "--store", store, "--json"]);
+    // Filled while paused, the key would hold its burst of 10 again (less the 3 launches); emptied, it owes the
+    // pause's last launches, and has gained at most the little time since.
+    expect((JSON.parse(shown.stdout.toString()) as { tokens: number }).tokens).toBeLessThan(5);
+  });
 });
