@@ -4,7 +4,7 @@
 // answering 429 with retry-after and retry-after-ms past it. tbucket launches `curl -D {report}`
 // with a ceiling of 100/s and no cap on jobs at once, retrying throttled jobs. Per phase: what the
 // mock admitted in the 10th second after the change and over the rest, as a share of the new limit;
-// the share of requests throttled in the first 10 s; and requests that came before a Retry-After.
+// the share of requests throttled in the first 10 s and after; and requests that came before a Retry-After the mock gave.
 // The simulated algorithm alone is bench/adaptive.mjs.
 //
 //   npm run build && node bench/adaptive-run.mjs                 # 3 phases of 30 s
@@ -43,8 +43,8 @@ const { requests, early, earlyMs } = api.stats();
 await api.close();
 
 const pct = (x) => `${(100 * x).toFixed(1)} %`;
-console.log("| limit | admitted in the 10th s | admitted, s 10 to end | throttled, first 10 s |");
-console.log("| ---: | ---: | ---: | ---: |");
+console.log("| limit | admitted in the 10th s | admitted, s 10 to end | throttled, first 10 s | throttled, s 10 to end |");
+console.log("| ---: | ---: | ---: | ---: | ---: |");
 limits.forEach((limit, i) => {
   const from = i * phaseMs;
   const inPhase = requests.filter((r) => r.atMs >= from && r.atMs < from + phaseMs);
@@ -52,7 +52,9 @@ limits.forEach((limit, i) => {
   const ok10th = inPhase.filter((r) => r.status === 200 && r.atMs >= from + 9_000 && r.atMs < from + 10_000).length;
   const okRest = inPhase.filter((r) => r.status === 200 && r.atMs >= from + 10_000).length;
   const throttled = first10.filter((r) => r.status === 429).length;
-  console.log(`| ${limit}/s | ${pct(ok10th / limit)} | ${pct(okRest / (limit * (phaseMs - 10_000) / 1000))} | ${pct(throttled / Math.max(1, first10.length))} |`);
+  const rest = inPhase.filter((r) => r.atMs >= from + 10_000);
+  const throttledRest = rest.filter((r) => r.status === 429).length;
+  console.log(`| ${limit}/s | ${pct(ok10th / limit)} | ${pct(okRest / (limit * (phaseMs - 10_000) / 1000))} | ${pct(throttled / Math.max(1, first10.length))} | ${pct(throttledRest / Math.max(1, rest.length))} |`);
 });
-console.log(`requests before a wait the mock gave: ${earlyMs} (before its Retry-After's whole second: ${early})`);
+console.log(`requests before a Retry-After the mock gave: ${early} (before its retry-after-ms: ${earlyMs})`);
 console.log(stderr.trimEnd().split("\n").filter((line) => /^(jobs|launches|adaptive):/.test(line)).join("\n"));

@@ -93,8 +93,7 @@ function measure(api, limits, jobs, outputFraction = 1) {
     requests: (admitted.length - limits.requests) / spanS / (limits.requests / (PERIOD_MS / 1000)),
     outputTokens: (tokens - limits.outputTokens) / spanS / (limits.outputTokens / (PERIOD_MS / 1000)),
   };
-  // An early request: one before a 429's wait (its retry-after-ms, the second of its Retry-After told exactly, which
-  // tbucket waits for; see run's pushback), and how long after the first such 429 it came.
+  // An early request: how long after the first 429 whose Retry-After it came before.
   // Of those, the ones whose connection opened after that 429 was answered (one curl, one connection):
   // sent once the 429 existed, though perhaps before it reached tbucket.
   let lagMs = 0;
@@ -102,8 +101,8 @@ function measure(api, limits, jobs, outputFraction = 1) {
   let connectedLagMs = 0;
   const refusals = requests.filter((request) => request.status === 429);
   for (const request of requests) {
-    if (!request.earlyMs) continue;
-    const first = refusals.find((refusal) => refusal.atMs <= request.atMs && refusal.atMs + refusal.retryAfterMs > request.atMs);
+    if (!request.early) continue;
+    const first = refusals.find((refusal) => refusal.atMs <= request.atMs && refusal.atMs + Math.max(1, Math.ceil(refusal.retryAfterMs / 1000)) * 1000 > request.atMs);
     if (!first) continue;
     lagMs = Math.max(lagMs, request.atMs - first.atMs);
     if (request.connectedAtMs > first.atMs) {
@@ -249,11 +248,11 @@ try {
 }
 
 console.log();
-const headers = ["#", "tool", "requests", "429s", "429 share", "early [to the s]", "lag", "sent after", "bound", "of bound", "req/s", "failed", "time"];
+const headers = ["#", "tool", "requests", "429s", "429 share", "early [ms]", "lag", "sent after", "bound", "of bound", "req/s", "failed", "time"];
 const cells = rows.map((r) =>
   r.missing
     ? [r.scenario, r.tool, "missing", "", "", "", "", "", "", "", "", "", ""]
-    : [r.scenario, r.tool, r.requests, r.throttled, pct(r.throttledShare, 2), `${r.earlyMs} [${r.early}]`, r.earlyMs ? `${r.earlyLagMs} ms` : "-", r.earlyMs ? `${r.earlyConnectedAfter}${r.earlyConnectedAfter ? `, <= ${r.earlyConnectedLagMs} ms` : ""}` : "-", r.binding, pct(r.bindingShare), r.requestsPerSecond.toFixed(1), Number.isNaN(r.failedJobs) ? "?" : r.failedJobs, `${r.seconds.toFixed(1)} s`],
+    : [r.scenario, r.tool, r.requests, r.throttled, pct(r.throttledShare, 2), `${r.early} [${r.earlyMs}]`, r.early ? `${r.earlyLagMs} ms` : "-", r.early ? `${r.earlyConnectedAfter}${r.earlyConnectedAfter ? `, <= ${r.earlyConnectedLagMs} ms` : ""}` : "-", r.binding, pct(r.bindingShare), r.requestsPerSecond.toFixed(1), Number.isNaN(r.failedJobs) ? "?" : r.failedJobs, `${r.seconds.toFixed(1)} s`],
 );
 const widths = headers.map((h, i) => Math.max(h.length, ...cells.map((c) => String(c[i]).length)));
 const line = (c) => c.map((x, i) => String(x).padEnd(widths[i])).join("  ").trimEnd();

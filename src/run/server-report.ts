@@ -49,7 +49,7 @@ export interface ServerResponse {
   status: number | undefined;
   /** 429 or 503: the server refused for load; the job should be retried later. */
   throttled: boolean;
-  /** The server's wait from Retry-After and retry-after-ms (see serverWaitMs). */
+  /** The server's wait from Retry-After and retry-after-ms, the latest instant when they disagree. */
   retryAfterMs: number | undefined;
   limits: ServerLimit[];
   /** From `tbucket-cost`, in the order of the cost limits; empty when none was written. */
@@ -153,9 +153,9 @@ export async function readServerReport(path: string, nowEpochMs: number, maxByte
 }
 
 /**
- * The wait a throttled response asks for: its Retry-After (see
- * serverWaitMs), or, when the server gave none, the latest reset of a limit
- * it said was used up. The latest instant binds (DESIGN 13). Undefined when the response is not
+ * The wait a throttled response asks for: its Retry-After, or, when the
+ * server gave none, the latest reset of a limit it said was used up. The
+ * latest instant binds (DESIGN 13). Undefined when the response is not
  * throttled or says no time.
  */
 export function throttleWaitMs(response: ServerResponse): number | undefined {
@@ -202,7 +202,9 @@ function interpret(status: number | undefined, fields: readonly Field[], nowEpoc
     return limit;
   };
   let retryAfterMs: number | undefined;
-  let retryAfterPreciseMs: number | undefined;
+  const waitAtLeast = (ms: number) => {
+    retryAfterMs = Math.max(retryAfterMs ?? 0, ms);
+  };
   let costs: number[] = [];
   // Lists may be split over several lines of one field (RFC 9110 5.3): they are joined in order.
   const policies: string[] = [];
@@ -213,11 +215,11 @@ function interpret(status: number | undefined, fields: readonly Field[], nowEpoc
     if (name === "retry-after") {
       const ms = parseRetryAfter(value, nowEpochMs);
       if (ms === undefined) problem("is neither seconds nor an HTTP date");
-      else retryAfterMs = Math.max(retryAfterMs ?? 0, ms);
+      else waitAtLeast(ms);
     } else if (name === "retry-after-ms") {
       const ms = parseNumber(value);
       if (ms === undefined) problem("is not a number of milliseconds");
-      else retryAfterPreciseMs = Math.max(retryAfterPreciseMs ?? 0, ms);
+      else waitAtLeast(ms);
     } else if (name === "tbucket-cost") {
       const parsed = value.split(",").map((part) => parseNumber(part.trim()));
       if (parsed.some((cost) => cost === undefined || cost > MAX_EXACT)) problem("is not a list of numbers, each 0 to 2^53, like 120 or 120, 40");
@@ -242,19 +244,7 @@ function interpret(status: number | undefined, fields: readonly Field[], nowEpoc
   }
   if (policies.length > 0) readPolicies(policies.join(", "), limitNamed, problems);
   if (states.length > 0) readStates(states.join(", "), limitNamed, problems);
-  return { status, throttled: status === 429 || status === 503, retryAfterMs: serverWaitMs(retryAfterMs, retryAfterPreciseMs), limits: [...limits.values()], costs };
-}
-
-/**
- * One wait from Retry-After (whole seconds, or a date to the second) and
- * retry-after-ms. A retry-after-ms within the second before Retry-After's
- * instant is the same wait, told exactly (the servers that send both round it
- * up to the second): the exact one binds, as OpenAI's and Anthropic's SDKs
- * read them. Otherwise the two disagree, and the later binds (DESIGN 13).
- */
-function serverWaitMs(wholeSecondsMs: number | undefined, preciseMs: number | undefined): number | undefined {
-  if (preciseMs === undefined || wholeSecondsMs === undefined) return preciseMs ?? wholeSecondsMs;
-  return preciseMs > wholeSecondsMs - 1000 ? preciseMs : wholeSecondsMs;
+  return { status, throttled: status === 429 || status === 503, retryAfterMs, limits: [...limits.values()], costs };
 }
 
 type Part = "limit" | "remaining" | "reset";
