@@ -71,6 +71,6 @@ function simulate(label, options) {
   });
 }
 
-simulate("AWS adaptive (beta 0.7, C 0.4, a cut at every throttle, Wmax the measured rate)", { cutOncePerRoundTrip: false, maxFromSendRate: false });
+simulate("AWS adaptive (beta 0.7, C 0.4, a cut at every throttle, Wmax the measured rate)", { cutOncePerRoundTrip: false, maxFromSendRate: false, maxFromAdmitted: false });
 simulate("Wmax the rate the throttled request was sent at (maxFromSendRate), one cut per round trip", { maxFromAdmitted: false });
-simulate("tbucket's default: that, and Wmax halfway down to the rate admitted over the last second (maxFromAdmitted)", {});
+simulate("tbucket's default: that, and Wmax three quarters of the way down to the rate admitted over the last second (maxFromAdmitted)", {});

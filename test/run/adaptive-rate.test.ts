@@ -121,19 +121,20 @@ describe("AdaptiveRate", () => {
 });
 
 describe("AdaptiveRate with maxFromAdmitted (the default)", () => {
-  it("sets Wmax halfway from the rate sent down to the rate the server admitted over the last second", () => {
+  it("sets Wmax three quarters of the way from the rate sent down to the rate the server admitted over the last second", () => {
     const clock = new FakeClock(0);
     const adaptive = new AdaptiveRate(100, clock);
     // 40/s admitted for 3 s, then a throttle. Sent: the allowed 100/s, at most twice the measured 40/s, so 80;
-    // admitted: the 37 successes from 2100 ms (the oldest slot's start) to 3001 ms, 41.07/s. Wmax 60.5, the rate 42.4.
+    // admitted: the 37 successes from 2100 ms (the oldest slot's start) to 3001 ms, 41.07/s. Wmax 50.8, the rate 35.6.
     sendEvenly(clock, adaptive, 40, 3);
     clock.set(3001);
     const admitted = (37 * 1000) / 901;
-    expect(adaptive.record(true, 2900)).toBeCloseTo(0.7 * ((80 + admitted) / 2), 6);
-    expect(adaptive.cubic!.maxRate).toBeCloseTo((80 + admitted) / 2, 6);
-    // The server's limit falls: for the next second every other answer is a throttle, all of requests sent before
-    // the cut (its echo, no cut), so 21/s get through. Then a throttle of a request sent now cuts: Wmax halfway
-    // between the rate allowed when it went and the 21/s admitted.
+    const wmax = 0.25 * 80 + 0.75 * admitted;
+    expect(adaptive.record(true, 2900)).toBeCloseTo(0.7 * wmax, 6);
+    expect(adaptive.cubic!.maxRate).toBeCloseTo(wmax, 6);
+    // The server's limit falls: for the next second, of 42 answers every other one is a throttle, all of requests
+    // sent before the cut (its echo, no cut), so 21/s get through. Then a throttle of a request sent now cuts: Wmax
+    // three quarters of the way from the rate allowed when it went down to the 21/s admitted.
     const stepMs = 1000 / 42;
     for (let i = 1; i <= 42; i++) {
       clock.set(3001 + i * stepMs);
@@ -147,8 +148,9 @@ describe("AdaptiveRate with maxFromAdmitted (the default)", () => {
     expect(adaptive.cuts).toBe(2);
     const { maxRate } = adaptive.cubic!;
     // (about 19/s: the window has moved on 100 ms past the last success)
-    expect(2 * maxRate - allowed).toBeGreaterThan(17);
-    expect(2 * maxRate - allowed).toBeLessThan(22);
+    const admittedRead = (maxRate - 0.25 * allowed) / 0.75;
+    expect(admittedRead).toBeGreaterThan(17);
+    expect(admittedRead).toBeLessThan(22);
     expect(adaptive.rate).toBeCloseTo(0.7 * maxRate, 6);
   });
 
