@@ -1,6 +1,6 @@
 import type { Clock } from "../core/clock.js";
 import { LimitSetLimiter } from "../core/limit-set-limiter.js";
-import { type Costs, type LimitSpec, lowestRate, mostAtOnce } from "../core/limit-spec.js";
+import { type CostUnit, type Costs, type LimitSpec, lowestRate, mostAtOnce } from "../core/limit-spec.js";
 import { TokenBucket } from "../core/token-bucket.js";
 import type { RateKind } from "../core/units.js";
 import { type BucketConfig, type BucketState, type BucketStore, StoreError } from "./bucket-store.js";
@@ -83,6 +83,8 @@ export interface SetKeyBucket extends KeyBucket {
   settle(admitted: Costs, actual: Costs): void;
   /** Keeps the key's launch buckets empty until `pauseMs` from now, for every process (SharedSetLimiter.emptyFor); false when it could not. */
   emptyFor(pauseMs: number): Promise<boolean>;
+  /** Lowers the key's buckets counting `unit` to at most `most`, for every process (SharedSetLimiter.capLevel); false when it did not. */
+  capLevel(unit: CostUnit, most: number): Promise<boolean>;
 }
 
 /** How a key that holds a set of limits is opened (`openSet`). */
@@ -180,7 +182,9 @@ export class KeyBuckets {
     const failover = new FailoverLimiter({ watch, key, settings, primary, reopen, whileLost, keyFailure, clock });
     // As a set's (openSet): while the store is lost, the private bucket is this process's, held by the runner's pause.
     const emptyFor = (pauseMs: number) => failover.run(async (limiter) => limiter instanceof SharedLimiter && limiter.emptyFor(pauseMs), false);
-    return Object.assign(failover, { emptyFor });
+    // A one-bucket key counts launches.
+    const capLevel = (unit: CostUnit, most: number) => failover.run(async (limiter) => unit === "count" && limiter instanceof SharedLimiter && limiter.capLevel(most), false);
+    return Object.assign(failover, { emptyFor, capLevel });
   }
 
   /**
@@ -255,7 +259,9 @@ export class KeyBuckets {
     // While the store is lost, the outage's private set is this process's alone: the runner's own pause holds it.
     const emptyFor: SetKeyBucket["emptyFor"] = (pauseMs) =>
       failover.run(async (limiter) => (limiter === privateSet ? false : (limiter as SharedSetLimiter).emptyFor(pauseMs)), false);
-    return Object.assign(failover, { acquire, settle, emptyFor });
+    const capLevel: SetKeyBucket["capLevel"] = (unit, most) =>
+      failover.run(async (limiter) => (limiter === privateSet ? false : (limiter as SharedSetLimiter).capLevel(unit, most)), false);
+    return Object.assign(failover, { acquire, settle, emptyFor, capLevel });
   }
 
   /**
@@ -347,6 +353,7 @@ function privateSetBucket(limits: readonly LimitSpec[], kind: RateKind, clock: C
     },
     settle: () => {},
     emptyFor: async () => false,
+    capLevel: async () => false,
     close: async () => {},
   };
 }

@@ -469,6 +469,27 @@ export class SharedLimiter implements Limiter {
     }
   }
 
+  /**
+   * Lowers the key's level to at most `most`, for every process on it: what
+   * the server said is left of its limit (DESIGN 13). A lease never used
+   * takes what the bucket holds above it. Never raises the level; a `most`
+   * at or above the burst needs no round trip. Resolves to whether it lowered.
+   */
+  async capLevel(most: number): Promise<boolean> {
+    this.#throwIfFailed();
+    this.#throwIfClosed();
+    if (!(most >= 0) || most >= this.#burst) return false;
+    try {
+      const marker = (await this.#takeOrRemake([{ n: 0 }]))?.[0];
+      if (!marker?.ok || !(marker.tokens > most)) return false;
+      const result = (await this.#takeOrRemake([{ n: marker.tokens - most }]))?.[0];
+      if (result) this.#storeTokens = result.tokens;
+      return result?.ok === true;
+    } catch (error) {
+      throw this.#fail(error);
+    }
+  }
+
   /** One round trip: takes `n` and moves the ready time; a store that fails stops the limiter. */
   async #take(n: number, options: { overBurst?: boolean; maxWaitMs?: number }): Promise<"taken" | "refused"> {
     this.#throwIfClosed();

@@ -257,6 +257,31 @@ export class SharedSetLimiter implements Limiter {
     return true;
   }
 
+  /**
+   * Lowers the key's buckets counting `unit` to at most `most`, for every
+   * process on it: what the server said is left of its limit (DESIGN 13),
+   * which counts every process's requests. The key's least level sets what
+   * may go now, so every bucket of the unit gives up what that one holds
+   * above `most`. Never raises a level. A unit a window counts too is left
+   * (a debt there would hold its whole length), and a `most` at or above
+   * every bucket's burst needs no round trip. Resolves to whether it lowered.
+   */
+  async capLevel(unit: CostUnit, most: number): Promise<boolean> {
+    this.#throwIfFailed();
+    this.#throwIfClosed();
+    const buckets = this.#limits.filter((spec) => spec.kind === "bucket" && spec.unit === unit);
+    if (!(most >= 0) || buckets.length === 0 || this.#limits.some((spec) => spec.kind === "window" && spec.unit === unit)) return false;
+    if (buckets.every((spec) => spec.kind === "bucket" && most >= spec.burst)) return false;
+    const marker = await this.#call(() => this.#store.takeSet(this.key, { [unit]: 0 }));
+    if (!marker?.ok || !marker.reservation) return false;
+    const reservation = marker.reservation;
+    const levels = reservation.limits.flatMap((spec, i) => (spec.kind === "bucket" && spec.unit === unit ? [reservation.bucketLevels[i] ?? 0] : []));
+    const excess = Math.min(...levels) - most;
+    if (!(excess > 0)) return false;
+    await this.#call(() => this.#store.settleSet(this.key, reservation, { [unit]: excess }));
+    return true;
+  }
+
   /** Gives back an acquired item's slot. */
   async release(reservation: SetReservation | undefined): Promise<void> {
     if (!reservation || !this.#slots.delete(reservation)) return;

@@ -532,3 +532,21 @@ describe("SharedLimiter.emptyFor: the server's pause keeps a one-bucket key from
     await paused.close();
   });
 });
+
+describe("SharedLimiter.capLevel: the server's remaining count lowers a one-bucket key", () => {
+  it("takes what the bucket holds above the count, for every process; never raises; no round trip at or above the burst", async () => {
+    const config: BucketConfig = { rate: 10, burst: 10, kind: "count" };
+    const { clock, store } = await setup(config);
+    const one = new SharedLimiter({ store, key: "k", config, clock });
+    expect(await one.capLevel(2)).toBe(true);
+    expect((await store.read("k"))!.tokens).toBeCloseTo(2, 6);
+    expect(await one.capLevel(5)).toBe(false);
+    expect(await one.capLevel(10)).toBe(false);
+    expect((await store.read("k"))!.tokens).toBeCloseTo(2, 6);
+    const other = new SharedLimiter({ store, key: "k", config, clock });
+    expect(await other.tryWait(3, 0)).toBe(false);
+    expect(await other.tryWait(2, 0)).toBe(true);
+    await one.close();
+    await other.close();
+  });
+});

@@ -253,3 +253,32 @@ describe("SharedSetLimiter.emptyFor: the server's pause keeps the key's buckets 
     await other.close();
   });
 });
+
+describe("SharedSetLimiter.capLevel: the server's remaining count lowers the key for every process", () => {
+  it("lowers every bucket of the unit by what the least of them holds above the count, never raising, and leaves a unit a window counts", async () => {
+    const { store, open } = await setup([
+      { kind: "bucket", unit: "count", rate: 10, burst: 10 },
+      { kind: "bucket", unit: "count", rate: 100, burst: 100 },
+      { kind: "bucket", unit: "cost", rate: 50, burst: 50 },
+      { kind: "window", unit: "cost", n: 1000, windowMs: 60_000 },
+    ]);
+    const one = open();
+    // Both launch buckets full (10 and 100): the least holds 10, the server says 3 are left, so each gives up 7.
+    expect(await one.capLevel("count", 3)).toBe(true);
+    const levels = () => store.readSet("k").then((state) => state!.limits.map((limit) => limit.level));
+    expect((await levels()).slice(0, 2).map((level) => Math.round(level * 1000) / 1000)).toEqual([3, 93]);
+    // A count above what is held changes nothing; so does one at or above every burst (no round trip needed).
+    expect(await one.capLevel("count", 5)).toBe(false);
+    expect(await one.capLevel("count", 100)).toBe(false);
+    expect((await levels())[0]).toBeCloseTo(3, 6);
+    // The cost, which a window counts too, is left whole.
+    expect(await one.capLevel("cost", 0)).toBe(false);
+    expect((await levels())[2]).toBe(50);
+    // Another process on the key sees the lowered level at its next take.
+    const other = open();
+    expect(await other.tryWait(4, 0)).toBe(false);
+    expect(await other.tryWait(3, 0)).toBe(true);
+    await one.close();
+    await other.close();
+  });
+});

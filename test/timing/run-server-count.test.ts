@@ -23,6 +23,27 @@ describe("run: the server's remaining count lowers the launch bucket", () => {
   });
 });
 
+describe("run: the server's remaining count lowers a shared key's launches, in its store", () => {
+  it.for([
+    ["a one-bucket key", []],
+    ["a key holding a set (with --cost-rate)", ["--cost-rate", "1000/s", "--cost", "1"]],
+  ] as Array<[string, string[]]>)("%s: told 2 requests remain, a burst of 10 launches 2 more at once and then only at the rate", async ([, extra], { expect }) => {
+    const store = `sqlite:${join(tempDir(), "buckets.db")}`;
+    const report = (remaining: string) => `printf 'HTTP/1.1 200 OK\\r\\nx-ratelimit-remaining-requests: ${remaining}\\r\\nx-ratelimit-reset-requests: 10s\\r\\n' > "$TBUCKET_REPORT"`;
+    const timed = async (remaining: string) => {
+      const beforeMs = Date.now();
+      const args = ["run", "--key", `k${remaining}`, "--store", store, "--rate", "10/s", "--burst", "10", ...extra, "-j", "1", "--count", "10"];
+      const result = await runCli([...args, "--", "sh", "-c", report(remaining)]);
+      expect([result.code, result.stderr]).toEqual([0, ""]);
+      return Date.now() - beforeMs;
+    };
+    const plentyMs = await timed("500");
+    const lowMs = await timed("2");
+    expect(lowMs).toBeGreaterThan(650);
+    expect(lowMs - plentyMs).toBeGreaterThan(450);
+  });
+});
+
 describe("run: tbucket-cost settles several costs in order", () => {
   it("the i-th number settles the i-th --cost: settling only the first leaves the second binding", async ({ expect }) => {
     const input = join(tempDir(), "items.jsonl");

@@ -247,6 +247,7 @@ async function launchAll(
   const toEpochMs = (clockMs: number) => performance.timeOrigin + clockMs;
   const warned = new Set<string>();
   const settling = config.cost && limiter instanceof LimitSetLimiter ? settlingSet(limiter, config.cost) : undefined;
+  const storeChores = new StoreChores();
   const runner = new JobRunner({
     limiter: config.cost && limiter instanceof LimitSetLimiter ? inDebtAboveBurst(limiter, config.cost, stderr, settling!) : limiter,
     settle: settling ? (_job, _limiter, admitted, settled) => settling.settle(admitted, settled) : config.cost && sharedSettle(limiter, config.cost),
@@ -256,7 +257,7 @@ async function launchAll(
     sharedSlots,
     sharedPause,
     pacer,
-    onPause: (ms) => emptyDuringPause(limiter, config.cost, ms),
+    onPause: (ms) => storeChores.add(emptyDuringPause(limiter, config.cost, ms)),
     maxWaitMs: config.maxWaitMs,
     retries: config.retries,
     durationMs: config.durationMs,
@@ -274,7 +275,7 @@ async function launchAll(
         adaptive.record(outcome.throttled, sentAtMs.get(key));
         sentAtMs.delete(key);
       }
-      lowerToServersCount(limiter, config.cost, exit.report?.responses.at(-1)?.limits);
+      storeChores.add(lowerToServersCount(limiter, config.cost, exit.report?.responses.at(-1)?.limits));
       // A report line tbucket knows but could not read, said once per run: one bad header would say it every job.
       for (const problem of exit.report?.problems ?? []) {
         const kind = exit.report!.truncated && problem.includes("longer than") ? "report-too-long" : problem.replace(/^report \S+: /, "").split(":")[0]!;
@@ -326,6 +327,8 @@ async function launchAll(
   let result: RunResult;
   try {
     result = await runner.run();
+    // A shared key's buckets emptied or lowered for every process: done before the store closes.
+    await storeChores.settled();
     // Processes a job left behind when it ended (`cmd &`) end with the run. A signal meanwhile
     // still reaches them (the handlers stay): dying of it here would leave them running.
     if (groups.anyLingering) await groups.endLingering("SIGTERM", config.killAfterMs);
@@ -498,6 +501,26 @@ function adaptiveCeiling(config: RunConfig, limiter: Limiter): number {
 }
 
 /**
+ * The store calls made on the side of the run (a shared key emptied for the
+ * server's pause, lowered to its count), which the run waits for at its end:
+ * the other processes on the key count on them. A failure there is the
+ * limiter's to say at its next take, so here it is only let go.
+ */
+class StoreChores {
+  readonly #pending = new Set<Promise<unknown>>();
+
+  add(chore: Promise<unknown> | undefined): void {
+    if (!chore) return;
+    const done = chore.catch(() => {}).finally(() => this.#pending.delete(done));
+    this.#pending.add(done);
+  }
+
+  async settled(): Promise<void> {
+    while (this.#pending.size > 0) await Promise.all(this.#pending);
+  }
+}
+
+/**
  * While the server's pause holds launches, the buckets do not fill: the
  * pause's debt is put in them, so that afterwards they start from empty.
  * Filled while paused, they let a burst go at once when it ended, and the
@@ -507,7 +530,7 @@ function adaptiveCeiling(config: RunConfig, limiter: Limiter): number {
  * then on. A private bucket or set here; a shared key's launch buckets in
  * its store, for every process on it (a failure there is the limiter's to say).
  */
-function emptyDuringPause(limiter: Limiter, jobCosts: readonly JobCost[] | undefined, ms: number): void {
+function emptyDuringPause(limiter: Limiter, jobCosts: readonly JobCost[] | undefined, ms: number): Promise<unknown> | undefined {
   if (limiter instanceof LimitSetLimiter) {
     // Every rate: the launches', and the costs' (the server's refusal may be of tokens; it says which only sometimes).
     const nowMs = limiter.clock.now();
@@ -519,19 +542,21 @@ function emptyDuringPause(limiter: Limiter, jobCosts: readonly JobCost[] | undef
     if (level > owed) limiter.addTokensAt(limiter.clock.now(), owed - level);
   } else {
     const emptyFor = (limiter as Partial<SetKeyBucket>).emptyFor;
-    if (typeof emptyFor === "function") void emptyFor(ms).catch(() => {});
+    if (typeof emptyFor === "function") return emptyFor(ms);
   }
+  return undefined;
 }
 
 /**
  * What the server says is left of its limits (remaining with a reset) lowers
- * this run's private buckets that count the same (DESIGN 13): a limit of
- * tokens the cost limits, any other (requests, an IETF policy) the launches.
- * Never raises one: the server's count is an upper bound of what may go now.
- * A shared key's buckets are the store's, and are not lowered here.
+ * this run's buckets that count the same (DESIGN 13): a limit of tokens the
+ * cost limits, any other (requests, an IETF policy) the launches; private,
+ * or a shared key's in its store for every process on it. Never raises one:
+ * the server's count is an upper bound of what may go now.
  */
-function lowerToServersCount(limiter: Limiter, jobCosts: readonly JobCost[] | undefined, limits: readonly ServerLimit[] | undefined): void {
-  if (!limits) return;
+function lowerToServersCount(limiter: Limiter, jobCosts: readonly JobCost[] | undefined, limits: readonly ServerLimit[] | undefined): Promise<unknown> | undefined {
+  if (!limits) return undefined;
+  const lowered: Promise<unknown>[] = [];
   for (const limit of limits) {
     if (limit.remaining === undefined || limit.resetMs === undefined) continue;
     const tokens = /token/i.test(limit.name);
@@ -539,11 +564,16 @@ function lowerToServersCount(limiter: Limiter, jobCosts: readonly JobCost[] | un
     if (tokens && jobCosts?.length !== 1) continue;
     const unit = tokens ? jobCosts![0]!.unit : "count";
     if (limiter instanceof LimitSetLimiter) limiter.set.capLevelAt(limiter.clock.now(), unit, limit.remaining);
-    else if (limiter instanceof TokenBucket && unit === "count") {
+    else if (limiter instanceof TokenBucket) {
       const level = limiter.tokens();
-      if (level > limit.remaining) limiter.addTokensAt(limiter.clock.now(), limit.remaining - level);
+      if (unit === "count" && level > limit.remaining) limiter.addTokensAt(limiter.clock.now(), limit.remaining - level);
+    } else {
+      // A shared key's buckets, in its store: a round trip only when the server's count is below a burst.
+      const capLevel = (limiter as Partial<SetKeyBucket>).capLevel;
+      if (typeof capLevel === "function") lowered.push(capLevel(unit, limit.remaining));
     }
   }
+  return lowered.length > 0 ? Promise.all(lowered) : undefined;
 }
 
 /** A job's launch and its --cost; an item without one is bad (one line, naming its line). */
