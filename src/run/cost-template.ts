@@ -8,7 +8,7 @@
  *   250             the same cost for every job
  *
  * The template is parsed once; each item is then read by `costOf`. A cost
- * is a finite number from 0 to 2^53 (beyond it, counts are no longer exact);
+ * is a finite number from 0 to 2^53 - 1 (beyond it, counts are no longer exact);
  * a field written as a JSON string of digits (`"120"`) counts as its number.
  */
 export type CostTemplate =
@@ -30,8 +30,12 @@ export class CostError extends Error {
   }
 }
 
-/** The largest cost: 2^53, the last integer a double holds exactly. */
-export const MAX_COST = 2 ** 53;
+/**
+ * The largest cost: 2^53 - 1, as for every count (src/core/units.ts). 2^53
+ * itself is refused: a field written 2^53 + 1 reads as 2^53, so a cost of
+ * 2^53 may not be what the item says.
+ */
+export const MAX_COST = Number.MAX_SAFE_INTEGER;
 
 /** A plain decimal, signed so that `-3` is said to be negative rather than not a number. */
 const DECIMAL = /^[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?$/;
@@ -55,7 +59,7 @@ export function parseCostTemplate(source: string): CostTemplate {
   if (DECIMAL.test(text)) {
     const value = Number(text);
     if (value >= 0 && value <= MAX_COST) return { kind: "number", source, value };
-    throw new RangeError(`cost template ${JSON.stringify(source)}: a cost is a number from 0 to 2^53`);
+    throw new RangeError(`cost template ${JSON.stringify(source)}: a cost is a number from 0 to 2^53 - 1`);
   }
   throw new RangeError(`cost template ${JSON.stringify(source)} is not a number, {N} (a whitespace field, from 1), {.field} (a field of a JSON item) or {} (the whole item)`);
 }
@@ -152,7 +156,7 @@ function numberFrom(text: string, what: string, source: string): number {
 
 function checkCost(value: number, written: string, source: string): number {
   if (value < 0) throw new CostError("negative", `cost ${source}: ${shown(written)} is negative`);
-  if (!(value <= MAX_COST)) throw new CostError("too-large", `cost ${source}: ${shown(written)} is above 2^53 (${MAX_COST})`);
+  if (!(value <= MAX_COST)) throw new CostError("too-large", `cost ${source}: ${shown(written)} is above 2^53 - 1 (${MAX_COST})`);
   return value;
 }
 

@@ -102,6 +102,8 @@ export interface JobRunnerOptions {
    * `cost`); throwing marks the item bad, as limiterOf does.
    */
   costsOf?(job: JobSpec): Costs;
+  /** A bad item (costsOf or limiterOf threw) counts as skipped, not failed (run --skip-bad). */
+  skipBadItems?: boolean;
   /** A job is over: finished, failed for good, or skipped. */
   onJobEnd?(record: JobRecord): void;
   /** An attempt ended and its report was read: where a rate controller plugs in. */
@@ -254,10 +256,12 @@ export class JobRunner {
           limiter = this.#options.limiterOf?.(next.value) ?? this.#options.limiter;
           costs = this.#options.costsOf?.(next.value) ?? LAUNCH_COSTS;
         } catch (error) {
-          this.#counts.failed++;
+          const skipped = this.#options.skipBadItems === true;
+          if (skipped) this.#counts.skipped++;
+          else this.#counts.failed++;
           this.#options.onJobEnd?.({
             number: next.value.number, item: next.value.item, startMs: undefined, endMs: this.#clock.now(),
-            waitMs: 0, exit: undefined, attempts: 0, skipped: false, badItem: (error as Error).message,
+            waitMs: 0, exit: undefined, attempts: 0, skipped, badItem: (error as Error).message,
           });
           continue;
         }

@@ -71,8 +71,8 @@ export const MAX_REPORT_BYTES = 64 * 1024;
 /** At most this many problems are kept from one report; the rest are one more line's worth of noise. */
 const MAX_PROBLEMS = 8;
 
-/** The largest count a cost or limit may be (2^53): beyond it, numbers are no longer exact. */
-const MAX_EXACT = 2 ** 53;
+/** The largest count a cost or limit may be (2^53 - 1, as MAX_COST): beyond it, numbers are no longer exact. */
+const MAX_EXACT = Number.MAX_SAFE_INTEGER;
 
 /** Parses the text of a report (see the module's doc) against the wall clock `nowEpochMs`. */
 export function parseServerReport(text: string, nowEpochMs: number): ServerReport {
@@ -222,7 +222,7 @@ function interpret(status: number | undefined, fields: readonly Field[], nowEpoc
       else waitAtLeast(ms);
     } else if (name === "tbucket-cost") {
       const parsed = value.split(",").map((part) => parseNumber(part.trim()));
-      if (parsed.some((cost) => cost === undefined || cost > MAX_EXACT)) problem("is not a list of numbers, each 0 to 2^53, like 120 or 120, 40");
+      if (parsed.some((cost) => cost === undefined || cost > MAX_EXACT)) problem("is not a list of numbers, each 0 to 2^53 - 1, like 120 or 120, 40");
       else costs = parsed as number[];
     } else if (name === "ratelimit-policy") {
       policies.push(value);

@@ -37,10 +37,22 @@ describe("tbucket run --cost", () => {
     ]);
     expect(result.code).toBe(1);
     const lines = result.stderr.trimEnd().split("\n");
-    expect(lines[0]).toBe("tbucket: run: line 3: cost {.out}: the item has no field .out");
+    expect(lines[0]).toBe("tbucket: run: line 3: cost {.out}: the item has no field .out; or pass --skip-bad to skip such items");
     const stats = JSON.parse(lines.at(-1)!) as { limits: Array<{ flag: string }>; succeeded: number; failed: number };
     expect(stats).toMatchObject({ succeeded: 3, failed: 1 });
     expect(stats.limits.map((limit) => limit.flag)).toEqual(["--rate inf", "--cost-rate 1000/s", "--cost-rate 1000/s"]);
+  });
+
+  it("--skip-bad: bad items (missing, not a number, negative, past 2^53 - 1, not JSON) are skipped and counted, said once; the run succeeds", async () => {
+    const input = items([
+      '{"max_tokens":100}', '{"n":1}', '{"max_tokens":"x"}', '{"max_tokens":-3}', '{"max_tokens":9007199254740993}', "not json", '{"max_tokens":50}',
+    ]);
+    const args = ["run", "--rate", "inf", "-j", "1", "--cost", "{.max_tokens}", "--cost-rate", "1000/s", "--skip-bad", "--input", input];
+    const result = await runCli([...args, "--", "echo", "{}"]);
+    expect([result.code, result.stdout.toString()]).toEqual([0, '{"max_tokens":100}\n{"max_tokens":50}\n']);
+    expect(result.stderr).toBe("tbucket: run: --skip-bad: skipped 5 bad items (the first: line 2: cost {.max_tokens}: the item has no field .max_tokens)\n");
+    const stats = await runCli([...args, "--stats-format", "json", "--", "echo", "{}"]);
+    expect(JSON.parse(stats.stderr.trimEnd().split("\n").at(-1)!)).toMatchObject({ succeeded: 2, failed: 0, skipped: 5 });
   });
 
   it("takes an unlimited cost rate (it limits nothing) as an unlimited launch rate is taken", async () => {
@@ -60,8 +72,8 @@ describe("tbucket run --cost", () => {
     expect(result.stdout.toString()).toBe('{"max_tokens":100}\n{"max_tokens":50}\n');
     const lines = result.stderr.trimEnd().split("\n");
     expect(lines.slice(0, 2)).toEqual([
-      "tbucket: run: line 2: cost {.max_tokens}: the item has no field .max_tokens",
-      expect.stringMatching(/^tbucket: run: line 3: cost \{\.max_tokens\}: .*negative/),
+      "tbucket: run: line 2: cost {.max_tokens}: the item has no field .max_tokens; or pass --skip-bad to skip such items",
+      expect.stringMatching(/^tbucket: run: line 3: cost \{\.max_tokens\}: .*negative; or pass --skip-bad/),
     ]);
     const stats = JSON.parse(lines.at(-1)!) as { limits: Array<{ flag: string }>; succeeded: number; failed: number };
     expect(stats).toMatchObject({ succeeded: 2, failed: 2 });

@@ -28,8 +28,8 @@ describe("parseCostTemplate", () => {
     ["{0}", 'cost template "{0}": fields count from 1, as in {1}'],
     ["{.}", 'cost template "{.}": a JSON field is like {.max_tokens} or {.usage.input}, without empty steps'],
     ["{.a..b}", 'cost template "{.a..b}": a JSON field is like {.max_tokens} or {.usage.input}, without empty steps'],
-    ["-1", 'cost template "-1": a cost is a number from 0 to 2^53'],
-    ["1e300", 'cost template "1e300": a cost is a number from 0 to 2^53'],
+    ["-1", 'cost template "-1": a cost is a number from 0 to 2^53 - 1'],
+    ["1e300", 'cost template "1e300": a cost is a number from 0 to 2^53 - 1'],
     ["{.a", 'cost template "{.a" is not a number, {N} (a whitespace field, from 1), {.field} (a field of a JSON item) or {} (the whole item)'],
     ["{max_tokens}", 'cost template "{max_tokens}" is not a number, {N} (a whitespace field, from 1), {.field} (a field of a JSON item) or {} (the whole item)'],
     ["{1} + {2}", 'cost template "{1} + {2}" is not a number, {N} (a whitespace field, from 1), {.field} (a field of a JSON item) or {} (the whole item)'],
@@ -70,8 +70,10 @@ describe("costOf", () => {
     ["{.n}", '{"n":{"deep":1}}', "not-a-number", 'cost {.n}: .n is {"deep":1}, not a number'],
     ["{.n}", `{"n":"${"9".repeat(100)}x"}`, "not-a-number", `cost {.n}: .n is "${"9".repeat(39)}…, not a number`],
     ["{.n}", '{"n":-3}', "negative", "cost {.n}: -3 is negative"],
-    ["{.n}", `{"n":${2 ** 53 + 2}}`, "too-large", "cost {.n}: 9007199254740994 is above 2^53 (9007199254740992)"],
-    ["{.n}", '{"n":1e400}', "too-large", "cost {.n}: Infinity is above 2^53 (9007199254740992)"],
+    // Written 2^53 + 1, read as 2^53: refused, since the item may not say what it is read as.
+    ["{.n}", '{"n":9007199254740993}', "too-large", "cost {.n}: 9007199254740992 is above 2^53 - 1 (9007199254740991)"],
+    ["{.n}", `{"n":${2 ** 53 + 2}}`, "too-large", "cost {.n}: 9007199254740994 is above 2^53 - 1 (9007199254740991)"],
+    ["{.n}", '{"n":1e400}', "too-large", "cost {.n}: Infinity is above 2^53 - 1 (9007199254740991)"],
     ["{2}", "only-one", "missing", "cost {2}: the item has 1 field, not 2"],
     ["{1}", "   ", "missing", "cost {1}: the item has 0 fields, not 1"],
     ["{2}", "a b c", "not-a-number", 'cost {2}: field 2 is "b", not a number'],
@@ -79,7 +81,7 @@ describe("costOf", () => {
     ["{2}", "a Infinity", "not-a-number", 'cost {2}: field 2 is "Infinity", not a number'],
     ["{2}", "a 0x10", "not-a-number", 'cost {2}: field 2 is "0x10", not a number'],
     ["{2}", "a -1", "negative", "cost {2}: -1 is negative"],
-    ["{2}", "a 1e16", "too-large", "cost {2}: 1e16 is above 2^53 (9007199254740992)"],
+    ["{2}", "a 1e16", "too-large", "cost {2}: 1e16 is above 2^53 - 1 (9007199254740991)"],
     ["{}", "", "not-a-number", 'cost {}: the item is "", not a number'],
   ])("%s of %s: %s", (template, item, code, message) => {
     expect(failure(template, item)).toEqual({ code, message });

@@ -276,14 +276,16 @@ describe("parseServerReport: responses, costs and lines", () => {
       'x-ratelimit-remaining-requests: "many" is not a number',
       'x-ratelimit-limit-tokens: "1,000" is not a number',
       `x-ratelimit-reset-tokens: "${"x".repeat(40)}…" is not a duration like 6m0s, 1s, 20ms or seconds`,
-      'tbucket-cost: "abc" is not a list of numbers, each 0 to 2^53, like 120 or 120, 40',
-      'tbucket-cost: "1, -2" is not a list of numbers, each 0 to 2^53, like 120 or 120, 40',
+      'tbucket-cost: "abc" is not a list of numbers, each 0 to 2^53 - 1, like 120 or 120, 40',
+      'tbucket-cost: "1, -2" is not a list of numbers, each 0 to 2^53 - 1, like 120 or 120, 40',
     ]);
     expect(report.responses).toEqual([{ status: 200, throttled: false, retryAfterMs: undefined, limits: [], costs: [] }]);
   });
 
   it("says a cost past 2^53, and keeps at most eight problems however many lines are bad", () => {
     expect(only(`HTTP/1.1 200 OK\ntbucket-cost: ${2 ** 53 + 2}\n`).problems).toHaveLength(1);
+    expect(only("HTTP/1.1 200 OK\ntbucket-cost: 9007199254740993\n").problems).toHaveLength(1);
+    expect(only("HTTP/1.1 200 OK\ntbucket-cost: 9007199254740991\n").costs).toEqual([9007199254740991]);
     const many = Array.from({ length: 100 }, (_, i) => `retry-after: bad${i}`).join("\n");
     expect(parseServerReport(`HTTP/1.1 429 x\n${many}\n`, NOW).problems).toHaveLength(8);
   });

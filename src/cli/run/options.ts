@@ -30,6 +30,8 @@ export interface RunConfig extends ReportOptions {
   count: number;
   durationMs: number;
   maxWaitMs: number;
+  /** --skip-bad: an item whose cost or class cannot be read is skipped and counted, not failed. */
+  skipBad: boolean;
   /** After a signal is passed on to jobs, kill those still running this much later. */
   killAfterMs: number;
   retries: number;
@@ -55,6 +57,7 @@ export interface RunFlags extends ReportFlags, SharedBucketFlags, LimitFlags, Co
   count?: string;
   duration?: string;
   maxWait?: string;
+  skipBad?: boolean;
   killAfter: string;
   retries: string;
   adaptive?: boolean;
@@ -131,6 +134,7 @@ export function parseRunOptions(words: string[], flags: RunFlags): RunConfig {
     count,
     durationMs,
     maxWaitMs,
+    skipBad: Boolean(flags.skipBad),
     killAfterMs,
     retries,
     adaptive: Boolean(flags.adaptive),

@@ -42,6 +42,7 @@ export function registerRun(program: Command, onExit: (code: number) => void): v
     .option("--count <n>", "run the command n times (or at most n items)")
     .option("--duration <d>", "stop launching after d (30s, 10m, 1h)")
     .option("--max-wait <d>", "skip a job that would wait longer than d for its token (default: wait forever)")
+    .option("--skip-bad", "skip an item whose --cost or --class-of field cannot be read, and count it in the summary (default: the job fails, naming the line)")
     .option("--kill-after <d>", "after passing a signal on to jobs, kill those still running d later (0: at once)", "5s")
     .option("--retries <n>", "rerun a failed job up to n times; every attempt costs a token", "0")
     .option("--adaptive", "the --rate is a ceiling: the launch rate follows the server's pushback ({report}), cut x0.7 at a throttle and grown back along CUBIC")

@@ -3,6 +3,7 @@ import { writeSync, closeSync, openSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
+import { plural } from "../../core/format.js";
 import type { Limiter } from "../../core/limiter.js";
 import { formatCountRate } from "../../core/units.js";
 import { jobSource, readLines } from "../../run/job-source.js";
@@ -248,6 +249,8 @@ async function launchAll(
   const warned = new Set<string>();
   const settling = config.cost && limiter instanceof LimitSetLimiter ? settlingSet(limiter, config.cost) : undefined;
   const storeChores = new StoreChores();
+  /** Items skipped with --skip-bad, and the first one's reason, said once at the end. */
+  const badItems = { count: 0, first: "" };
   const runner = new JobRunner({
     limiter: config.cost && limiter instanceof LimitSetLimiter ? inDebtAboveBurst(limiter, config.cost, stderr, settling!) : limiter,
     settle: settling ? (_job, _limiter, admitted, settled) => settling.settle(admitted, settled) : config.cost && sharedSettle(limiter, config.cost),
@@ -259,6 +262,7 @@ async function launchAll(
     pacer,
     onPause: (ms) => storeChores.add(emptyDuringPause(limiter, config.cost, ms)),
     maxWaitMs: config.maxWaitMs,
+    skipBadItems: config.skipBad,
     retries: config.retries,
     durationMs: config.durationMs,
     killAfterMs: config.killAfterMs,
@@ -287,7 +291,10 @@ async function launchAll(
     onJobEnd: (record) => {
       // A job log that cannot be written stops launching: jobs would run unrecorded.
       if (jobLog && !jobLog.write(formatJobLogLine(record, toEpochMs))) runner.stop("output-error");
-      if (record.badItem !== undefined) stderr.writeLine(`tbucket: run: ${record.badItem}\n`);
+      if (record.badItem !== undefined) {
+        if (!config.skipBad) stderr.writeLine(`tbucket: run: ${record.badItem}; or pass --skip-bad to skip such items\n`);
+        else if (badItems.count++ === 0) badItems.first = record.badItem;
+      }
       const spawnError = record.exit?.spawnError;
       if (spawnError && !isFatalSpawnError(spawnError.code) && !warned.has(spawnError.code)) {
         warned.add(spawnError.code);
@@ -342,6 +349,7 @@ async function launchAll(
   // tbucket's own lines after the run: on lines of their own, after a job's unfinished last line too.
   const say = (text: string) => process.stderr.write(stderr.startLine() + text);
 
+  if (badItems.count > 0) say(`tbucket: run: --skip-bad: skipped ${plural(badItems.count, "bad item")} (the first: ${badItems.first})\n`);
   if (config.stats !== undefined) {
     const lost = { bytes: stdout.lostBytes + stderr.lostBytes, lines: stdout.lostLines + stderr.lostLines };
     const adaptiveStats = adaptive && { ceiling: adaptive.ceiling, rate: adaptive.rate, lowest: adaptive.lowest, throttles: adaptive.throttles, cuts: adaptive.cuts };
@@ -400,7 +408,8 @@ async function launchAll(
     say(`tbucket: run: "${name}": command not found; check the name and your PATH\n`);
     return EXIT.notFound;
   }
-  if (result.counts.failed > 0 || result.counts.skipped > 0 || result.counts.interrupted > 0) {
+  // Items skipped as bad were asked to be: only jobs skipped for --max-wait make the run fail.
+  if (result.counts.failed > 0 || result.counts.skipped > badItems.count || result.counts.interrupted > 0) {
     if (config.stats === undefined) say(`tbucket: run: ${formatSummary(result.counts)}\n`);
     return EXIT.failure;
   }
