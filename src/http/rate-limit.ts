@@ -4,20 +4,6 @@ import type { GateResult } from "./request-gate.js";
 import { type Body, checkLimitOptions, type HeaderFields, LIMIT_OPTION_NAMES, type LimitOptions, oneLine, RequestLimiter, type Verdict } from "./request-limiter.js";
 import { clientAddress, TrustedProxies, untrustedForwarder, untrustedProxyLine } from "./trusted-proxies.js";
 
-export type { GateDecision, GateResult } from "./request-gate.js";
-export type { LimitLevel } from "./key-set.js";
-export {
-  ClassFunctionError,
-  DEFAULT_MAX_KEYS,
-  KeyFunctionError,
-  type LimitOptions,
-  type MaybePromise,
-  type RefusalMessage,
-  RequestFunctionError,
-  type RequestLimit,
-  STORE_RETRY_AFTER_SECONDS,
-} from "./request-limiter.js";
-
 /** The options of `rateLimit`: the limit's (shared with tbucket/fastify and tbucket/fetch) and node:http's own. */
 export interface RateLimitOptions extends LimitOptions<IncomingMessage> {
   /**

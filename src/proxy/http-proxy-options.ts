@@ -3,7 +3,7 @@ import type { Clock } from "../core/clock.js";
 import type { BucketStore, StoreError } from "../store/bucket-store.js";
 
 import type { HttpKeyRule } from "./key-scopes.js";
-import type { RequestLimit } from "../http/rate-limit.js";
+import type { RequestLimit } from "../http/request-limiter.js";
 import type { ClassSpec } from "../core/class-spec.js";
 import type { ClassRoute } from "./class-routes.js";
 import type { RouteRule } from "./route-rules.js";

@@ -1,4 +1,4 @@
-import type { RequestLimit } from "../http/rate-limit.js";
+import type { RequestLimit } from "../http/request-limiter.js";
 
 /**
  * The proxy's rules per route (`--route "[METHOD ]PATH=LIMITS"`, or `routes`

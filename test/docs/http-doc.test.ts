@@ -2,7 +2,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { LIMIT_OPTION_NAMES } from "../../src/http/request-limiter.js";
-import { rateLimit as httpLimit } from "../../src/http/rate-limit.js";
+import { rateLimit as httpLimit } from "../../src/http/index.js";
 import { rateLimit as fetchLimit } from "../../src/http/fetch.js";
 
 const root = fileURLToPath(new URL("../../", import.meta.url));

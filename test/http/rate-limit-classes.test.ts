@@ -2,7 +2,7 @@ import { join } from "node:path";
 import express from "express";
 import { afterEach, describe, expect, it } from "vitest";
 import { FakeClock } from "../../src/core/clock.js";
-import { ClassFunctionError, type GateResult, rateLimit, type RateLimitMiddleware, type RateLimitOptions } from "../../src/http/rate-limit.js";
+import { ClassFunctionError, type GateResult, rateLimit, type RateLimitMiddleware, type RateLimitOptions } from "../../src/http/index.js";
 import { SqliteStore } from "../../src/store/sqlite-store.js";
 import { tempDirs } from "../helpers/temp-dir.js";
 import { FlakyStore } from "../helpers/flaky-store.js";

@@ -1,7 +1,7 @@
 import type { IncomingMessage } from "node:http";
 import { describe, expect, it } from "vitest";
 import { FakeClock } from "../../src/core/clock.js";
-import { type GateResult, rateLimit, RequestFunctionError } from "../../src/http/rate-limit.js";
+import { type GateResult, rateLimit, RequestFunctionError } from "../../src/http/index.js";
 import { openStore } from "../../src/http/open-store.js";
 import { get, listen } from "./http-helpers.js";
 

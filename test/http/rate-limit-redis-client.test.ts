@@ -1,6 +1,6 @@
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { rateLimit } from "../../src/http/rate-limit.js";
+import { rateLimit } from "../../src/http/index.js";
 import { redisStore } from "../../src/http/open-store.js";
 import { type RedisServer, startRedisServer } from "../helpers/redis-server.js";
 import { get, listen } from "./http-helpers.js";

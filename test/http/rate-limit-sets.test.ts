@@ -2,7 +2,7 @@ import { request } from "node:http";
 import express from "express";
 import { describe, expect, it } from "vitest";
 import { FakeClock } from "../../src/core/clock.js";
-import { type GateResult, rateLimit, type RateLimitOptions } from "../../src/http/rate-limit.js";
+import { type GateResult, rateLimit, type RateLimitOptions } from "../../src/http/index.js";
 import { get, listen, until } from "./http-helpers.js";
 
 /** An Express app behind the middleware; `/hold` answers only when the test lets it. */

@@ -1,7 +1,7 @@
 import { join } from "node:path";
 import express from "express";
 import { afterEach, describe, expect, it } from "vitest";
-import { rateLimit, type RateLimitMiddleware } from "../../src/http/rate-limit.js";
+import { rateLimit, type RateLimitMiddleware } from "../../src/http/index.js";
 import { SqliteStore } from "../../src/store/sqlite-store.js";
 import { tempDirs } from "../helpers/temp-dir.js";
 import { get, listen, until } from "./http-helpers.js";

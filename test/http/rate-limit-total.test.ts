@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { FakeClock } from "../../src/core/clock.js";
-import { type GateResult, rateLimit, type RateLimitOptions } from "../../src/http/rate-limit.js";
+import { type GateResult, rateLimit, type RateLimitOptions } from "../../src/http/index.js";
 import { get, listen } from "./http-helpers.js";
 
 /** A node:http server behind the middleware, each request keyed by its X-Client header. */

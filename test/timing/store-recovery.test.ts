@@ -3,7 +3,7 @@ import { type Server } from "node:http";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
-import { rateLimit } from "../../src/http/rate-limit.js";
+import { rateLimit } from "../../src/http/index.js";
 import type { BucketStore, StoreError } from "../../src/store/bucket-store.js";
 import { RedisStore } from "../../src/store/redis-store.js";
 import { SqliteStore } from "../../src/store/sqlite-store.js";

@@ -1,6 +1,6 @@
 import { defaultBurst } from "../../core/default-burst.js";
 import type { LimitSpec } from "../../core/limit-spec.js";
-import type { RequestLimit } from "../../http/rate-limit.js";
+import type { RequestLimit } from "../../http/request-limiter.js";
 import { describeRate, describeSize, humanDuration } from "../../core/format.js";
 import { untrustedProxyLine } from "../../http/trusted-proxies.js";
 import type { ByteBucketSpec, ByteLimit } from "../../proxy/bucket-pool.js";

@@ -5,7 +5,7 @@ import { setFlagsFromString } from "node:v8";
 import { patternArrivals } from "../../simulate/arrival-pattern.js";
 import type { ArrivalSource } from "../../simulate/event-batch.js";
 import { grouped, msToSeconds, plural } from "../../core/format.js";
-import { DEFAULT_MAX_KEYS } from "../../http/rate-limit.js";
+import { DEFAULT_MAX_KEYS } from "../../http/request-limiter.js";
 import { OutputBuffer, OutputStreamError } from "../../simulate/output-buffer.js";
 import { runSimulation } from "../../simulate/run-simulation.js";
 import type { SimulatorOptions } from "../../simulate/simulator.js";
