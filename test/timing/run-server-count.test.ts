@@ -6,37 +6,21 @@ import { tempDirs } from "../helpers/temp-dir.js";
 
 const tempDir = tempDirs("run-server-count");
 
-describe("run: the server's remaining count lowers the launch bucket", () => {
-  it("told 2 requests remain, a burst of 10 launches 2 more at once and then only at the rate", async ({ expect }) => {
-    const report = (remaining: string) => `printf 'HTTP/1.1 200 OK\\r\\nx-ratelimit-remaining-requests: ${remaining}\\r\\nx-ratelimit-reset-requests: 10s\\r\\n' > "$TBUCKET_REPORT"`;
-    const timed = async (remaining: string) => {
-      const beforeMs = Date.now();
-      const result = await runCli(["run", "--rate", "10/s", "--burst", "10", "-j", "1", "--count", "10", "--", "sh", "-c", report(remaining)]);
-      expect([result.code, result.stderr]).toEqual([0, ""]);
-      return Date.now() - beforeMs;
-    };
-    // Plenty left: the burst of 10 goes at once (one job at a time, a few ms each). 2 left: 3 at once, then 7 at 10/s (0.7 s).
-    const plentyMs = await timed("500");
-    const lowMs = await timed("2");
-    expect(lowMs).toBeGreaterThan(650);
-    expect(lowMs - plentyMs).toBeGreaterThan(450);
-  });
-});
-
-describe("run: the server's remaining count lowers a shared key's launches, in its store", () => {
+describe("run: the server's remaining count lowers the launch buckets, private or a shared key's in its store", () => {
   it.for([
-    ["a one-bucket key", []],
-    ["a key holding a set (with --cost-rate)", ["--cost-rate", "1000/s", "--cost", "1"]],
-  ] as Array<[string, string[]]>)("%s: told 2 requests remain, a burst of 10 launches 2 more at once and then only at the rate", async ([, extra], { expect }) => {
-    const store = `sqlite:${join(tempDir(), "buckets.db")}`;
+    ["a private bucket", () => []],
+    ["a one-bucket shared key", (remaining: string) => ["--key", `k${remaining}`, "--store", `sqlite:${join(tempDir(), "buckets.db")}`]],
+    ["a shared key holding a set (with --cost-rate)", (remaining: string) => ["--key", `k${remaining}`, "--store", `sqlite:${join(tempDir(), "buckets.db")}`, "--cost-rate", "1000/s", "--cost", "1"]],
+  ] as Array<[string, (remaining: string) => string[]]>)("%s: told 2 requests remain, a burst of 10 launches 2 more at once and then only at the rate", async ([, where], { expect }) => {
     const report = (remaining: string) => `printf 'HTTP/1.1 200 OK\\r\\nx-ratelimit-remaining-requests: ${remaining}\\r\\nx-ratelimit-reset-requests: 10s\\r\\n' > "$TBUCKET_REPORT"`;
     const timed = async (remaining: string) => {
       const beforeMs = Date.now();
-      const args = ["run", "--key", `k${remaining}`, "--store", store, "--rate", "10/s", "--burst", "10", ...extra, "-j", "1", "--count", "10"];
+      const args = ["run", ...where(remaining), "--rate", "10/s", "--burst", "10", "-j", "1", "--count", "10"];
       const result = await runCli([...args, "--", "sh", "-c", report(remaining)]);
       expect([result.code, result.stderr]).toEqual([0, ""]);
       return Date.now() - beforeMs;
     };
+    // Plenty left: the burst of 10 goes at once (one job at a time, a few ms each). 2 left: 3 at once, then 7 at 10/s (0.7 s).
     const plentyMs = await timed("500");
     const lowMs = await timed("2");
     expect(lowMs).toBeGreaterThan(650);
