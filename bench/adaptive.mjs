@@ -8,7 +8,9 @@
 // change and over the rest of the phase, as % of the new limit; the allowed rate at 10 s;
 // the % of requests throttled in the first 10 s and from then to the phase's end.
 // Target: >= 90 % of the new limit within 10 s, <= 2 % refused.
-// Usage: node bench/adaptive.mjs [--ceiling 100] [--latency-ms 100] [--server-burst 5]
+// With --pause, a throttle's answer also pauses every launch for a second, as a 429 with
+// `retry-after: 1` pauses `run` (the mock API's whole-second Retry-After; bench/adaptive-run.mjs).
+// Usage: node bench/adaptive.mjs [--ceiling 100] [--latency-ms 100] [--server-burst 5 | --server-burst-s 1] [--pause]
 import { FakeClock } from "../dist/core/clock.js";
 import { TokenBucket } from "../dist/core/token-bucket.js";
 import { AdaptiveRate } from "../dist/run/adaptive-rate.js";
@@ -21,6 +23,9 @@ const option = (name, fallback) => {
 const ceiling = option("ceiling", 100);
 const latencyMs = option("latency-ms", 100);
 const serverBurst = option("server-burst", 5);
+const pauseMs = args.includes("--pause") ? 1000 : 0;
+// --server-burst-s S: the server's burst is S seconds of its limit (the mock API's is 1), following each change.
+const serverBurstS = option("server-burst-s", 0);
 const phases = [50, 20, 90];
 const phaseMs = 30_000;
 const stepMs = 1;
@@ -29,18 +34,29 @@ function simulate(label, options) {
   const clock = new FakeClock(0);
   const client = new TokenBucket({ rate: ceiling, burst: 1, clock });
   const adaptive = new AdaptiveRate(ceiling, clock, { ...options, onRate: (r) => client.setRateAt(clock.now(), r) });
-  const server = new TokenBucket({ rate: phases[0], burst: serverBurst, clock });
+  const burstOf = (limit) => (serverBurstS > 0 ? limit * serverBurstS : serverBurst);
+  const server = new TokenBucket({ rate: phases[0], burst: burstOf(phases[0]), clock });
   const inFlight = []; // [arrivalMs, throttled, sentMs], in order of arrival (fixed latency)
+  let pausedUntilMs = 0;
   const stats = phases.map(() => ({ sent: 0, throttled: 0, sentEarly: 0, throttledEarly: 0, ok10th: 0, okRest: 0, rateAt10: 0, sentRest: 0, throttledRest: 0 }));
   for (let t = 0; t < phaseMs * phases.length; t += stepMs) {
     clock.set(t);
     const phase = Math.floor(t / phaseMs);
     const intoPhase = t - phase * phaseMs;
-    if (intoPhase === 0 && phase > 0) server.setRateAt(t, phases[phase]);
+    if (intoPhase === 0 && phase > 0) {
+      server.setRateAt(t, phases[phase]);
+      if (serverBurstS > 0) server.setBurstAt(t, burstOf(phases[phase]));
+    }
     if (intoPhase === 10_000) stats[phase].rateAt10 = adaptive.rate;
     while (inFlight.length > 0 && inFlight[0][0] <= t) {
       const [, throttled, sentAtMs] = inFlight.shift();
       adaptive.record(throttled, sentAtMs);
+      if (throttled && pauseMs > 0) pausedUntilMs = Math.max(pausedUntilMs, t + pauseMs);
+    }
+    if (t < pausedUntilMs) {
+      // Paused: the launch bucket stays empty, as run holds it.
+      client.allowAt(t);
+      continue;
     }
     while (client.allowAt(t)) {
       const throttled = !server.allowAt(t);
@@ -61,7 +77,7 @@ function simulate(label, options) {
     }
   }
   const pct = (x) => `${(100 * x).toFixed(1)}%`;
-  console.log(`${label} (ceiling ${ceiling}/s, latency ${latencyMs} ms, server burst ${serverBurst})`);
+  console.log(`${label} (ceiling ${ceiling}/s, latency ${latencyMs} ms, server burst ${serverBurstS > 0 ? `${serverBurstS} s of the limit` : serverBurst}${pauseMs ? ", a 1 s pause at each throttle" : ""})`);
   stats.forEach((s, i) => {
     const limit = phases[i];
     console.log(
