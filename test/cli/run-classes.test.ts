@@ -31,7 +31,7 @@ describe("tbucket run --class: items", () => {
     expect(result.code).toBe(1);
     expect(result.stdout.toString()).toBe("x a\nz b\n");
     expect(result.stderr).toBe(
-      `tbucket: run: line 2: no class "c"; the classes are a, b (define it with --class c=RATE, or name one of them)\n` +
+      `tbucket: run: line 2: no class "c"; the classes are a, b (define it with --class c=RATE, or name one of them); or pass --skip-bad to skip such items\n` +
         "tbucket: run: 2 started, 2 succeeded, 1 failed, 0 skipped, 0 retried\n",
     );
   });
@@ -39,7 +39,13 @@ describe("tbucket run --class: items", () => {
   it("says which field an item lacks", async () => {
     const result = await runCli(["run", ...TWO, "--class-of", "{.p}", "--", "true", "{}"], { input: `{"p":"a"}\nnot json\n` });
     expect(result.code).toBe(1);
-    expect(result.stderr).toBe("tbucket: run: line 2: class {.p}: the item is not JSON\ntbucket: run: 1 started, 1 succeeded, 1 failed, 0 skipped, 0 retried\n");
+    expect(result.stderr).toBe("tbucket: run: line 2: class {.p}: the item is not JSON; or pass --skip-bad to skip such items\ntbucket: run: 1 started, 1 succeeded, 1 failed, 0 skipped, 0 retried\n");
+  });
+
+  it("--skip-bad skips an item whose class cannot be read, and the run succeeds", async () => {
+    const result = await runCli(["run", ...TWO, "-j", "1", "--class-of", "{2}", "--skip-bad", "--", "echo", "{}"], { input: "x a\ny c\nz b\n" });
+    expect([result.code, result.stdout.toString()]).toEqual([0, "x a\nz b\n"]);
+    expect(result.stderr).toBe('tbucket: run: --skip-bad: skipped 1 bad item (the first: line 2: no class "c"; the classes are a, b (define it with --class c=RATE, or name one of them))\n');
   });
 
   it("gives each class's launches and share in --stats, text and JSON", async () => {

@@ -2,7 +2,7 @@ import { existsSync, mkdtempSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { runCli, start as startProcess, startCli, TBUCKET } from "../helpers/cli.js";
+import { type CliResult, runCli, start as startProcess, startCli, TBUCKET } from "../helpers/cli.js";
 import { type RedisServer, startRedisServer } from "../helpers/redis-server.js";
 
 // Ctrl-C on `tbucket run --key k --store sqlite:db --rate 1/100s --count 5 -- true` while it
@@ -34,10 +34,14 @@ async function level(store: string, key: string): Promise<number | undefined> {
 const start = (args: string[], input: string) => startCli(args, { input, stdin: "open", env });
 
 /** Polls the key until a reservation is waiting in it (the level went below `below`). */
-async function untilWaiting(store: string, key: string, below: number, ended: () => boolean): Promise<void> {
+async function untilWaiting(store: string, key: string, below: number, running: { done(): boolean; exited: Promise<CliResult> }): Promise<void> {
   const deadline = Date.now() + 15_000;
   while (((await level(store, key)) ?? Infinity) > below) {
-    if (ended() || Date.now() > deadline) throw new Error(`tbucket never waited on "${key}"`);
+    if (running.done()) {
+      const { code, signal, stderr } = await running.exited;
+      throw new Error(`tbucket ended before it waited on "${key}": ${JSON.stringify({ code, signal, stderr })}`);
+    }
+    if (Date.now() > deadline) throw new Error(`tbucket never waited on "${key}"`);
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
 }
@@ -55,7 +59,7 @@ describe.each(STORES)("an interrupted wait gives its tokens back to the key (%s)
     const store = storeOf();
     const key = `run-${signal}`;
     const run = start(["run", "--key", key, "--store", store, "--rate", "1/100s", "--count", "5", "--", "true"], "");
-    await untilWaiting(store, key, -0.5, run.done);
+    await untilWaiting(store, key, -0.5, run);
     run.signal(signal);
     const result = await run.exited;
     expect([result.code, result.stderr]).toEqual([
@@ -73,7 +77,7 @@ describe.each(STORES)("an interrupted wait gives its tokens back to the key (%s)
     // 10 bytes of burst go at once; the next byte waits 10 s.
     const startedMs = performance.now();
     const pipe = start(["--key", key, "--store", store, "--rate", "10/100s", "--burst", "10"], "x".repeat(100));
-    await untilWaiting(store, key, -0.5, pipe.done);
+    await untilWaiting(store, key, -0.5, pipe);
     pipe.signal(signal);
     const result = await pipe.exited;
     // The pipe ends by the signal itself, as cat does.

@@ -108,7 +108,10 @@ describe("--shell: each {} is quoted for the place it lands in", () => {
   it("for any script built of quotes, substitutions and {}, a hostile item never runs (or the {} is refused)", () => {
     const dir = tempDir();
     const token = fc.constantFrom("{}", "{}", "'", '"', "$(", ")", " ", "echo ", "\\", "$", "x", ";", "\n", "#", "`", "<<E\n", "\nE\n", "${x}", "$((1))", "(", "$'", "case ", "$[", "]", "((", "a[");
-    const items = ["$(touch pwned)", "`touch pwned`", "'; touch pwned; '", '"; touch pwned; "', "\ntouch pwned\n"];
+    // A script that runs a substitution's output as its command (`$(echo {})`) runs the item's words, as
+    // `eval` would: the script asks for it. What must never happen is the item parsed as shell code, so the
+    // newline payload ends in ";": parsed, it makes "pwned"; split into words, "pwned;".
+    const items = ["$(touch pwned)", "`touch pwned`", "'; touch pwned; '", '"; touch pwned; "', "\ntouch pwned;\n"];
     fc.assert(
       fc.property(fc.array(token, { minLength: 1, maxLength: 12 }), (tokens) => {
         // Each run on its own: a shrunk counterexample must have made the file itself.
