@@ -377,7 +377,7 @@ export class JobRunner {
           await ended?.();
         }
         signalled = this.#signalled.has(launched);
-        const outcome = this.#pushback(exit);
+        const { pauseMs, ...outcome } = this.#pushback(exit);
         if (outcome.throttled) throttled++;
         if (outcome.serverWaitMs !== undefined) serverWaitMs = Math.max(serverWaitMs ?? 0, outcome.serverWaitMs);
         const reportedCosts = exit.report && settledCosts(exit.report);
@@ -386,6 +386,9 @@ export class JobRunner {
           this.#options.settle?.(job, limiter, costs, reportedCosts);
         }
         this.#options.onAttemptEnd?.(job, attempts, exit, outcome);
+        // Paused once the attempt's end is told (--adaptive cuts its rate there): the buckets emptied for the
+        // pause then owe it at the rate that follows, not at the one cut, which would hold them past its end.
+        if (pauseMs !== undefined) this.#pause(pauseMs);
         if (exit.spawnError && isFatalSpawnError(exit.spawnError.code)) {
           this.#spawnFailure ??= { job, error: exit.spawnError };
           this.stop("spawn-error");
@@ -428,17 +431,16 @@ export class JobRunner {
   /**
    * A throttled attempt pauses every launch of the run until the server's time (the latest of
    * Retry-After, retry-after-ms and a used-up limit's reset), or, when it named none, a backoff
-   * from 1 s doubling to 60 s with jitter. The pause only ever moves later.
+   * from 1 s doubling to 60 s with jitter: the pause it asks for, which only ever moves later.
    */
-  #pushback(exit: JobExit): AttemptOutcome {
+  #pushback(exit: JobExit): AttemptOutcome & { pauseMs?: number } {
     const last = exit.report?.responses.at(-1);
     if (!last?.throttled) {
       if (last) this.#unnamedThrottles = 0;
       // A limit the server says is used up (remaining 0, requests or tokens alike) holds launches until its reset:
-      // a bucket lowered to nothing. Lowering one to a count above 0 is not done yet.
+      // a bucket lowered to nothing (a count above 0 lowers the buckets: run's onAttemptEnd).
       const usedUp = last?.limits.filter((limit) => limit.remaining === 0 && limit.resetMs !== undefined).map((limit) => limit.resetMs!) ?? [];
-      if (usedUp.length > 0) this.#pause(Math.max(...usedUp));
-      return { throttled: false, serverWaitMs: undefined };
+      return { throttled: false, serverWaitMs: undefined, ...(usedUp.length > 0 && { pauseMs: Math.max(...usedUp) }) };
     }
     const serverWaitMs = throttleWaitMs(last);
     let pauseMs: number;
@@ -449,8 +451,7 @@ export class JobRunner {
       // Half fixed, half random: clients throttled together come back apart, none sooner than half the step.
       pauseMs = ceiling / 2 + Math.random() * (ceiling / 2);
     }
-    this.#pause(pauseMs);
-    return { throttled: true, serverWaitMs };
+    return { throttled: true, serverWaitMs, pauseMs };
   }
 
   /** Holds every launch for `ms`: this run's at once, and on a shared key every process's, through the store. */

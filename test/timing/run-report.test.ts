@@ -57,6 +57,20 @@ describe("tbucket run {report}: the server's word", () => {
     expect(a).toMatchObject({ attempts: 2, throttled: 1, server_wait: 1, exit: 0 });
   });
 
+  it("--adaptive: the launches go on when the server's second is over, not later (the pause's debt owed at the rate after the cut)", async ({ expect }) => {
+    // Before, the run emptied its bucket for the pause at the rate before the cut (20 tokens at 20/s) and then
+    // cut the rate (to 14/s): the launches came back 1.43 s after the throttle, not 1 s.
+    const dir = tempDir();
+    const script = `printf '%s %s\\n' "$1" "$(date +%s.%N)" >> ${join(dir, "starts")}; if [ "$1" = a ] && [ ! -e ${join(dir, "seen")} ]; then touch ${join(dir, "seen")}; printf 'HTTP/1.1 429 Too Many Requests\\r\\nRetry-After: 1\\r\\n' > "$TBUCKET_REPORT"; fi`;
+    const result = await runCli(["run", "--adaptive", "--rate", "20/s", "-j", "1", "--retries", "2", "--", "sh", "-c", script, "sh", "{}"], { input: "a\nb\nc\n" });
+    expect([result.code, result.stderr]).toEqual([0, ""]);
+    const starts = readFileSync(join(dir, "starts"), "utf8").trimEnd().split("\n").map((line) => Number(line.split(" ")[1]));
+    expect(starts).toHaveLength(4);
+    // At least the server's second; at most that, the attempt's own few ms and a loaded machine's lateness.
+    expect(starts[1]! - starts[0]!).toBeGreaterThanOrEqual(0.99);
+    expect(starts[1]! - starts[0]!).toBeLessThan(1.3);
+  });
+
   it("{report} and $TBUCKET_REPORT name the same empty file; a malformed Retry-After is said once; megabytes in it keep the run going", async ({ expect }) => {
     const script = 'test -f "$1" && test ! -s "$1" && test "$1" = "$TBUCKET_REPORT" || exit 9; printf "HTTP/1.1 200 OK\\r\\nRetry-After: soon\\r\\n" > "$TBUCKET_REPORT"; head -c 5000000 /dev/zero | tr "\\0" x >> "$1"';
     const result = await runCli(["run", "--rate", "inf", "--count", "3", "--", "sh", "-c", script, "sh", "{report}"]);
