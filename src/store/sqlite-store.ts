@@ -245,7 +245,7 @@ export class SqliteStore implements BucketStore, LimitSetStore {
       if (path !== ":memory:") makeDirectory(dirname(path));
       const nativeBinding = typeof options.nativeBinding === "function" ? options.nativeBinding() : options.nativeBinding;
       // Also what opens a new file at the path mid-run, where a file that is no database must not stay open.
-      const connect = (): BetterSqlite3.Database => {
+      const connectOnce = (): BetterSqlite3.Database => {
         const opened = new Database(path, { timeout: busyTimeoutMs, ...(nativeBinding === undefined ? {} : { nativeBinding }) });
         try {
           opened.pragma("journal_mode = WAL");
@@ -257,6 +257,20 @@ export class SqliteStore implements BucketStore, LimitSetStore {
         }
         db = opened;
         return opened;
+      };
+      // Two processes making a new file at once: SQLite may answer one's switch to WAL busy at once, without
+      // its busy wait (seen: `run` and `key show` started together, one of them failing in 100 ms in 1 of 20).
+      // Tried again for as long as the busy timeout, the file is made by then.
+      const connect = (): BetterSqlite3.Database => {
+        const deadlineMs = Date.now() + busyTimeoutMs;
+        for (let attempt = 0; ; attempt++) {
+          try {
+            return connectOnce();
+          } catch (error) {
+            if (!isBusy(error) || Date.now() >= deadlineMs) throw error;
+            sleepSync(Math.min(5 * 2 ** attempt, 100, Math.max(1, deadlineMs - Date.now())));
+          }
+        }
       };
       const store = new SqliteStore(connect, url, options.clock ?? wallClock, busyTimeoutMs, options.fullKeyMarginMs ?? FULL_KEY_MARGIN_MS);
       if (path !== ":memory:") {
@@ -617,6 +631,17 @@ function rowOf(key: string, stored: StoredBucket): Row {
 }
 
 /** One line a user can act on, for whatever SQLite or the file system threw; the failure says which kind. */
+/** SQLITE_BUSY and its extended codes, and SQLITE_LOCKED: another connection holds the file. */
+function isBusy(error: unknown): boolean {
+  const code = (error as { code?: unknown } | undefined)?.code;
+  return typeof code === "string" && (code === "SQLITE_BUSY" || code.startsWith("SQLITE_BUSY_") || code.startsWith("SQLITE_LOCKED"));
+}
+
+/** Blocks the thread for `ms`, as SQLite's own busy wait does; only while a store is being opened. */
+function sleepSync(ms: number): void {
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+}
+
 export function sqliteStoreError(error: unknown, url: string, busyTimeoutMs: number): Error {
   if (error instanceof StoreError) return error;
   if (error instanceof RangeError || error instanceof TypeError) return error;
@@ -625,7 +650,7 @@ export function sqliteStoreError(error: unknown, url: string, busyTimeoutMs: num
   const detail = ((error as Error).message ?? String(error)).split("\n")[0]!;
   let failure: StoreFailure;
   let why: string;
-  if (code === "SQLITE_BUSY" || code.startsWith("SQLITE_BUSY_") || code.startsWith("SQLITE_LOCKED")) {
+  if (isBusy(error)) {
     [failure, why] = ["locked", `the file is locked by another program (still busy after ${busyTimeoutMs / 1000} s); try again`];
   } else if (code === "SQLITE_NOTADB" || code.startsWith("SQLITE_CORRUPT")) {
     [failure, why] = ["corrupt", `not a tbucket database, or corrupted (${detail}); move the file away (a new one is made)`];

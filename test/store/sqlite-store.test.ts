@@ -1,4 +1,6 @@
 import { mkdtempSync, readdirSync, readlinkSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { spawn } from "node:child_process";
+import { once } from "node:events";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -302,6 +304,29 @@ describe("SqliteStore: the file", () => {
       if (holder.inTransaction) holder.exec("ROLLBACK");
       holder.close();
       await store.close();
+    }
+  });
+
+  it("opens a new file while another process holds a write in it: SQLite's answer to the switch to WAL is busy at once, so it is tried again", async () => {
+    // Seen as `run` and `key show` started together on a new store, one failing in about 20 ms.
+    const path = join(dir, "buckets.db");
+    const holderScript = `
+      const db = new (require(${JSON.stringify(createRequire(import.meta.url).resolve("better-sqlite3"))}))(process.argv[1]);
+      db.exec("CREATE TABLE held (x)"); db.exec("BEGIN IMMEDIATE"); db.exec("INSERT INTO held VALUES (1)");
+      process.stdout.write("held\\n");
+      setTimeout(() => { db.exec("COMMIT"); db.close(); }, 400);`;
+    const holder = spawn(process.execPath, ["-e", holderScript, path], { stdio: ["ignore", "pipe", "inherit"] });
+    await once(holder.stdout!, "data");
+    const startedMs = performance.now();
+    const store = await SqliteStore.open(path, { busyTimeoutMs: 5000 });
+    try {
+      // Open once the other process let go (400 ms), not refused at once.
+      expect(performance.now() - startedMs).toBeGreaterThan(250);
+      await store.configure("k", { rate: 1, burst: 1, kind: "count" });
+      expect(await store.take("k", 1)).toMatchObject({ ok: true });
+    } finally {
+      await store.close();
+      await once(holder, "exit");
     }
   });
 
