@@ -1,4 +1,5 @@
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { createServer, type AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, it } from "vitest";
@@ -89,6 +90,26 @@ describe("tbucket run {report}: the server's word", () => {
     running.child.kill("SIGTERM");
     await running.exited;
     expect(reportDirs()).toEqual(before);
+  });
+
+  it.for(["SIGINT", "SIGTERM"] as const)("the report directory is gone after %s while the store is still opening (before the run takes the signals)", async (signal, { expect }) => {
+    // A Redis that accepts and never answers: the run waits in its store's opening, where a stop signal
+    // ended tbucket by its default action, leaving the folder behind.
+    const silent = createServer(() => {});
+    await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
+    try {
+      const before = reportDirs();
+      const { port } = silent.address() as AddressInfo;
+      const running = startCli(["run", "--key", "k", "--store", `redis://127.0.0.1:${port}`, "--rate", "1", "--count", "1", "--", "true"]);
+      await sleep(700);
+      expect(reportDirs().length).toBe(before.length + 1);
+      running.child.kill(signal);
+      const result = await running.exited;
+      expect([result.code, result.signal]).toEqual([null, signal]);
+      expect(reportDirs()).toEqual(before);
+    } finally {
+      silent.close();
+    }
   });
 
   it("tbucket-cost settles the cost limit: a run whose jobs report less than their estimate finishes sooner", async ({ expect }) => {

@@ -27,7 +27,7 @@ import { startRunProgress } from "./progress.js";
 import type { RunConfig } from "./options.js";
 import { EXIT, RuntimeError, UsageError } from "../errors.js";
 import { ExceedsBurstError } from "../../core/token-bucket.js";
-import { onStopSignal, signalExitStatus } from "../signals.js";
+import { endBySignal, onStopSignal, signalExitStatus } from "../signals.js";
 import { describeFileError, describeWriteError, writeErrorReason } from "../file-errors.js";
 import { ALL_CLASSES, openLimiter } from "../open-limiter.js";
 import { needsLimitSet } from "../limit-options.js";
@@ -50,21 +50,35 @@ const ALSO_STOPPING: readonly NodeJS.Signals[] = ["SIGQUIT"];
 /** A signal repeated within this is the same delivery (`timeout` sends its signal twice, to tbucket and to its process group). */
 const SAME_DELIVERY_MS = 100;
 
+/** Where each attempt's {report} file lives, and how the run takes the stop signals over from its making. */
+interface ReportFolder {
+  readonly path: string;
+  /** The run listens for the stop signals itself from now on (launchAll). */
+  signalsTaken(): void;
+}
+
 /** Launches the jobs, reports, and resolves to the exit status. */
 export async function runRun(config: RunConfig): Promise<number> {
   // Each attempt's {report} file lives here (mode 0700, ours alone); gone at every exit, a signal's included.
-  const reportDir = mkdtempSync(join(tmpdir(), "tbucket-run-"));
-  const removeReportDir = () => rmSync(reportDir, { recursive: true, force: true });
+  const path = mkdtempSync(join(tmpdir(), "tbucket-run-"));
+  const removeReportDir = () => rmSync(path, { recursive: true, force: true });
   process.on("exit", removeReportDir);
+  // Until the run listens for them, a stop signal (Ctrl-C while the store opens) would end tbucket by its
+  // default action, which runs no exit handler: the folder goes first.
+  const giveBack = onStopSignal((signal) => {
+    removeReportDir();
+    endBySignal(signal, giveBack);
+  }, { also: ALSO_STOPPING });
   try {
-    return await runIn(config, reportDir);
+    return await runIn(config, { path, signalsTaken: giveBack });
   } finally {
+    giveBack();
     removeReportDir();
     process.off("exit", removeReportDir);
   }
 }
 
-async function runIn(config: RunConfig, reportDir: string): Promise<number> {
+async function runIn(config: RunConfig, reportDir: ReportFolder): Promise<number> {
   const items = await openItems(config.input);
   let jobLog: JobLog | undefined;
   try {
@@ -195,7 +209,7 @@ function openJobLog(path: string): JobLog {
 }
 
 async function launchAll(
-  reportDir: string,
+  reportDir: ReportFolder,
   config: RunConfig,
   limiter: Limiter,
   items: Items | undefined,
@@ -242,7 +256,7 @@ async function launchAll(
     tag: config.tag,
     stdout,
     stderr,
-    reportDir,
+    reportDir: reportDir.path,
   });
   const sentAtMs = new Map<string, number>();
   const toEpochMs = (clockMs: number) => performance.timeOrigin + clockMs;
@@ -330,6 +344,7 @@ async function launchAll(
   // On every way out, a crash included, no job is left running behind us.
   const killLeftovers = () => groups.signalAll("SIGKILL");
   const stopListening = onStopSignal(onSignal, { also: ALSO_STOPPING, sameDeliveryWithinMs: SAME_DELIVERY_MS });
+  reportDir.signalsTaken();
   process.on("exit", killLeftovers);
   let result: RunResult;
   try {
