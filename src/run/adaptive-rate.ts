@@ -107,7 +107,7 @@ export class AdaptiveRate {
     this.#scale = options.scale ?? AWS_SCALE;
     this.#clock = clock;
     this.#onRate = options.onRate;
-    // Both on by default: with them bench/adaptive.mjs reaches about 90 % of each new limit within 10 s, where the AWS rule reaches 70 %.
+    // All three on by default; bench/adaptive.mjs sets each rule against the AWS one (figures in docs/benchmarks.md).
     this.#cutOnce = options.cutOncePerRoundTrip ?? true;
     this.#maxFromSendRate = options.maxFromSendRate ?? true;
     this.#maxFromAdmitted = options.maxFromAdmitted ?? true;

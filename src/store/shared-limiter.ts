@@ -472,18 +472,24 @@ export class SharedLimiter implements Limiter {
   /**
    * Lowers the key's level to at most `most`, for every process on it: what
    * the server said is left of its limit (DESIGN 13). A lease never used
-   * takes what the bucket holds above it. Never raises the level; a `most`
-   * at or above the burst needs no round trip. Resolves to whether it lowered.
+   * takes what the bucket holds above it. Never raises the level. No round
+   * trip when the level cannot be above `most`: as the store last reported
+   * it, refilled since (what other processes give back aside), at most the burst. Resolves to
+   * whether it lowered.
    */
   async capLevel(most: number): Promise<boolean> {
     this.#throwIfFailed();
     this.#throwIfClosed();
-    if (!(most >= 0) || most >= this.#burst) return false;
+    const atMost = Math.min(this.#burst, this.#storeTokens + (this.#rate * Math.max(0, this.#clock.now() - this.#lastContactMs)) / 1000);
+    if (!(most >= 0) || !(atMost > most)) return false;
     try {
       const marker = (await this.#takeOrRemake([{ n: 0 }]))?.[0];
       if (!marker?.ok || !(marker.tokens > most)) return false;
       const result = (await this.#takeOrRemake([{ n: marker.tokens - most }]))?.[0];
-      if (result) this.#storeTokens = result.tokens;
+      if (result) {
+        this.#storeTokens = result.tokens;
+        this.#lastContactMs = this.#clock.now();
+      }
       return result?.ok === true;
     } catch (error) {
       throw this.#fail(error);

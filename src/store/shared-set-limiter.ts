@@ -145,9 +145,8 @@ export class SharedSetLimiter implements Limiter {
     let level = Infinity;
     this.#limits.forEach((spec, index) => {
       if (spec.kind === "concurrency" || spec.unit !== this.kind || (spec.kind === "bucket" && spec.rate === Infinity)) return;
-      const known = this.#levels[index]!;
-      if (spec.kind === "bucket") level = Math.min(level, Math.min(spec.burst, known.level + (spec.rate * Math.max(0, nowMs - known.atMs)) / 1000));
-      else level = Math.min(level, known.level - this.#recentTakes(index, spec.windowMs, nowMs));
+      if (spec.kind === "bucket") level = Math.min(level, this.#bucketLevelAtMost(index));
+      else level = Math.min(level, this.#levels[index]!.level - this.#recentTakes(index, spec.windowMs, nowMs));
     });
     return level;
   }
@@ -263,23 +262,33 @@ export class SharedSetLimiter implements Limiter {
    * which counts every process's requests. The key's least level sets what
    * may go now, so every bucket of the unit gives up what that one holds
    * above `most`. Never raises a level. A unit a window counts too is left
-   * (a debt there would hold its whole length), and a `most` at or above
-   * every bucket's burst needs no round trip. Resolves to whether it lowered.
+   * (a debt there would hold its whole length). No round trip when the
+   * least level cannot be above `most`: as this process last saw the
+   * buckets, refilled since (what other processes give back aside), capped at their bursts.
+   * Resolves to whether it lowered.
    */
   async capLevel(unit: CostUnit, most: number): Promise<boolean> {
     this.#throwIfFailed();
     this.#throwIfClosed();
-    const buckets = this.#limits.filter((spec) => spec.kind === "bucket" && spec.unit === unit);
-    if (!(most >= 0) || buckets.length === 0 || this.#limits.some((spec) => spec.kind === "window" && spec.unit === unit)) return false;
-    if (buckets.every((spec) => spec.kind === "bucket" && most >= spec.burst)) return false;
+    const indexes = this.#limits.flatMap((spec, i) => (spec.kind === "bucket" && spec.unit === unit ? [i] : []));
+    if (!(most >= 0) || indexes.length === 0 || this.#limits.some((spec) => spec.kind === "window" && spec.unit === unit)) return false;
+    if (Math.min(...indexes.map((i) => this.#bucketLevelAtMost(i))) <= most) return false;
     const marker = await this.#call(() => this.#store.takeSet(this.key, { [unit]: 0 }));
     if (!marker?.ok || !marker.reservation) return false;
     const reservation = marker.reservation;
-    const levels = reservation.limits.flatMap((spec, i) => (spec.kind === "bucket" && spec.unit === unit ? [reservation.bucketLevels[i] ?? 0] : []));
-    const excess = Math.min(...levels) - most;
+    const excess = Math.min(...indexes.map((i) => reservation.bucketLevels[i] ?? 0)) - most;
     if (!(excess > 0)) return false;
     await this.#call(() => this.#store.settleSet(this.key, reservation, { [unit]: excess }));
+    const nowMs = this.#clock.now();
+    for (const i of indexes) this.#levels[i] = { level: (reservation.bucketLevels[i] ?? 0) - excess, atMs: nowMs };
     return true;
+  }
+
+  /** Bucket `index`'s level at most, without a round trip: as last seen, refilled since at its rate, at most its burst. */
+  #bucketLevelAtMost(index: number): number {
+    const spec = this.#limits[index] as LimitSpec & { kind: "bucket" };
+    const known = this.#levels[index]!;
+    return Math.min(spec.burst, known.level + (spec.rate * Math.max(0, this.#clock.now() - known.atMs)) / 1000);
   }
 
   /** Gives back an acquired item's slot. */
