@@ -1,4 +1,4 @@
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { FakeClock } from "../../src/core/clock.js";
 import type { LimitSpec } from "../../src/core/limit-spec.js";
 import { ExceedsBurstError } from "../../src/core/token-bucket.js";
@@ -267,9 +267,13 @@ describe("SharedSetLimiter.capLevel: the server's remaining count lowers the key
     expect(await one.capLevel("count", 3)).toBe(true);
     const levels = () => store.readSet("k").then((state) => state!.limits.map((limit) => limit.level));
     expect((await levels()).slice(0, 2).map((level) => Math.round(level * 1000) / 1000)).toEqual([3, 93]);
-    // A count above what is held changes nothing; so does one at or above every burst (no round trip needed).
+    // A count above what is held changes nothing, and needs no round trip: the level as last seen (3, refilled
+    // since at most to the burst) cannot be above it.
+    const takes = vi.spyOn(store, "takeSet");
     expect(await one.capLevel("count", 5)).toBe(false);
     expect(await one.capLevel("count", 100)).toBe(false);
+    expect(takes).not.toHaveBeenCalled();
+    takes.mockRestore();
     expect((await levels())[0]).toBeCloseTo(3, 6);
     // The cost, which a window counts too, is left whole.
     expect(await one.capLevel("cost", 0)).toBe(false);
